@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/worktree"
+)
+
+// version is set at link time (-X main.version=…) by the Makefile.
+var version = "dev"
+
+// Env is the process-level state a command may touch: its output streams,
+// the environment, the working directory and the home directory. Tests run
+// whole commands with buffers and a map for the environment.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	Getwd  func() (string, error)
+	Home   string
+}
+
+// Main runs abtest with args (args[0] is the program name) and returns the
+// exit code. Errors are printed as one line on Stderr.
+func Main(ctx context.Context, args []string, env *Env) int {
+	app := newApp(env)
+	err := app.Run(ctx, args)
+	if err == nil {
+		return exitcode.OK
+	}
+	fmt.Fprintf(env.Stderr, "abtest: %s\n", oneLine(err.Error()))
+	var pe *proc.Error
+	if errors.As(err, &pe) && len(pe.Tail) > 1 && exitcode.Code(err) == exitcode.Infra {
+		fmt.Fprintf(env.Stderr, "last lines of %s:\n", pe.Cmd)
+		for _, l := range pe.Tail {
+			fmt.Fprintf(env.Stderr, "  %s\n", l)
+		}
+	}
+	return exitcode.Code(err)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func usageError(_ context.Context, _ *cli.Command, err error, _ bool) error {
+	return exitcode.BadInput(err)
+}
+
+func newApp(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:    "abtest",
+		Usage:   "build PostgreSQL commits and A/B-benchmark them",
+		Version: version,
+		Writer:  env.Stdout,
+		// Errors are printed once, by Main.
+		ErrWriter:                 env.Stderr,
+		ExitErrHandler:            func(context.Context, *cli.Command, error) {},
+		OnUsageError:              usageError,
+		DisableSliceFlagSeparator: true,
+		HideHelpCommand:           true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "config `FILE` (default: bench_config.toml in the working directory, if any)"},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the commands and files that would run or change, and do nothing"},
+		},
+		Commands: []*cli.Command{
+			switchCommand(env),
+			statusCommand(env),
+		},
+	}
+}
+
+// sourceFlag is --source, the override of PG_SOURCE_DIR.
+var sourceFlag = &cli.StringFlag{Name: "source", Usage: "PostgreSQL git clone `DIR` (PG_SOURCE_DIR)"}
+
+// loadConfig reads the configuration with the flags' overrides.
+func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
+	dir := env.Getenv("ABTEST_CONFIG_DIR")
+	if dir == "" {
+		wd, err := env.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dir = wd
+	}
+	var ov []config.Override
+	if cmd.IsSet("source") {
+		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
+	}
+	if cmd.IsSet("run-as") {
+		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
+	}
+	l, err := config.Load(config.Options{
+		File:      cmd.String("config"),
+		Dir:       dir,
+		Home:      env.Home,
+		Getenv:    env.Getenv,
+		Overrides: ov,
+	})
+	return l, exitcode.BadInput(err)
+}
+
+// runner returns the runner for cmd: dry-run under -n, tracing to stdout.
+func runner(cmd *cli.Command, env *Env) *proc.Runner {
+	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout}
+}
+
+func worktrees(cfg *config.Loaded, run *proc.Runner) *worktree.Manager {
+	return &worktree.Manager{
+		Source:     cfg.SourceDir,
+		SourceFrom: cfg.SourceOf("source_dir").String(),
+		Root:       cfg.WorktreesDir,
+		Run:        run,
+	}
+}
+
+// requireName returns -w, or a usage error.
+func requireName(cmd *cli.Command) (string, error) {
+	name := cmd.String("worktree")
+	if name == "" {
+		return "", exitcode.BadInputf("%s: -w NAME is required", cmd.Name)
+	}
+	return name, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

@@ -1,0 +1,511 @@
+// Package proc is the one way abtest runs an external program (git, meson,
+// ninja, initdb, pg_ctl, pgbench, perf) and the one way it changes files.
+//
+// Every command runs in its own process group, so that cancelling its
+// context can stop the whole tree it spawned: SIGINT first (what a user's
+// ^C would send, letting pgbench print its summary and make flush its
+// output), SIGKILL to the group after KillDelay. Output goes to a log file;
+// the last lines of stderr are kept for the error, so that a failure reads
+// `meson setup: exit status 1: ERROR: … (log: …/build.log)`.
+//
+// A Runner in dry-run mode runs nothing that changes anything: it prints
+// each command as a line a shell can replay, and each file it would write
+// or remove, to its Trace writer. Because the real run and the dry run go
+// through the same calls, `-n` cannot drift from what abtest does.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultKillDelay is how long a cancelled command gets between SIGINT and
+// SIGKILL.
+const DefaultKillDelay = 10 * time.Second
+
+// tailLines is how many lines of stderr an Error keeps.
+const tailLines = 20
+
+// Runner runs commands and changes files, or in dry-run mode prints what it
+// would do. The zero value runs commands and traces nothing.
+type Runner struct {
+	// DryRun prints commands and file changes to Trace instead of doing
+	// them. Commands marked ReadOnly still run.
+	DryRun bool
+	// Trace receives one shell-replayable line per command in dry-run mode.
+	Trace io.Writer
+	// KillDelay is the time between SIGINT and SIGKILL on cancellation;
+	// zero means DefaultKillDelay.
+	KillDelay time.Duration
+}
+
+// User is an unprivileged account to run a command as (used when abtest
+// runs as root, because PostgreSQL refuses to).
+type User struct {
+	Name   string
+	UID    uint32
+	GID    uint32
+	Groups []uint32
+}
+
+// LookupUser returns the account named name.
+func LookupUser(name string) (*User, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: uid %q: %w", name, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: gid %q: %w", name, u.Gid, err)
+	}
+	r := &User{Name: name, UID: uint32(uid), GID: uint32(gid)}
+	if gids, err := u.GroupIds(); err == nil {
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				r.Groups = append(r.Groups, uint32(n))
+			}
+		}
+	}
+	return r, nil
+}
+
+// Cmd describes one command.
+type Cmd struct {
+	// Path is the program, a name looked up in PATH or a path.
+	Path string
+	Args []string
+	// Dir is the working directory; empty means the caller's.
+	Dir string
+	// Env holds KEY=VALUE entries that are added to, or replace entries
+	// of, the caller's environment.
+	Env []string
+	// Log, when set, is a file that receives stdout and stderr (appended,
+	// after a header line naming the command).
+	Log string
+	// Stdout, when set, also receives the command's standard output, e.g.
+	// a parser of pgbench's progress lines.
+	Stdout io.Writer
+	// Stdin is the command's standard input; nil means none.
+	Stdin io.Reader
+	// User, when set, runs the command with that account's credentials.
+	User *User
+	// ReadOnly marks a command that changes nothing: it runs in dry-run
+	// mode too, since later decisions depend on its output.
+	ReadOnly bool
+}
+
+// String returns the command as a shell-replayable line.
+func (c *Cmd) String() string {
+	var b strings.Builder
+	if c.Dir != "" {
+		b.WriteString("cd ")
+		b.WriteString(Quote(c.Dir))
+		b.WriteString(" && ")
+	}
+	if c.User != nil {
+		b.WriteString("runuser -u ")
+		b.WriteString(Quote(c.User.Name))
+		b.WriteString(" -- ")
+		if len(c.Env) > 0 {
+			b.WriteString("env ")
+		}
+	}
+	for _, e := range c.Env {
+		k, v, _ := strings.Cut(e, "=")
+		b.WriteString(k)
+		b.WriteString("=")
+		b.WriteString(Quote(v))
+		b.WriteString(" ")
+	}
+	b.WriteString(Quote(c.Path))
+	for _, a := range c.Args {
+		b.WriteString(" ")
+		b.WriteString(Quote(a))
+	}
+	return b.String()
+}
+
+// name is the short name used in errors: the program and, for tools with
+// subcommands (git worktree, meson setup), the first argument.
+func (c *Cmd) name() string {
+	n := filepath.Base(c.Path)
+	if len(c.Args) > 0 && !strings.HasPrefix(c.Args[0], "-") && !strings.ContainsAny(c.Args[0], "/=") {
+		switch n {
+		case "git", "meson", "pg_ctl", "perf", "make":
+			return n + " " + c.Args[0]
+		}
+	}
+	return n
+}
+
+// Quote returns s quoted for a POSIX shell, unchanged when it needs no
+// quoting.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%^", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Error is a command that failed to start or exited unsuccessfully.
+type Error struct {
+	// Cmd is the command's short name, e.g. "git worktree".
+	Cmd string
+	// ExitCode is the exit status, or -1 when it did not exit normally.
+	ExitCode int
+	// Tail holds the last lines of its standard error.
+	Tail []string
+	// Log is the log file with its whole output, if any.
+	Log string
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Cmd)
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if n := len(e.Tail); n > 0 {
+		b.WriteString(": ")
+		b.WriteString(e.Tail[n-1])
+	}
+	if e.Log != "" {
+		b.WriteString(" (log: ")
+		b.WriteString(e.Log)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run runs c to completion.
+func (r *Runner) Run(ctx context.Context, c Cmd) error {
+	_, err := r.run(ctx, c, false)
+	return err
+}
+
+// Output runs c and returns its standard output. In dry-run mode a command
+// that is not ReadOnly is printed and returns "".
+func (r *Runner) Output(ctx context.Context, c Cmd) (string, error) {
+	out, err := r.run(ctx, c, true)
+	return string(out), err
+}
+
+func (r *Runner) run(ctx context.Context, c Cmd, capture bool) ([]byte, error) {
+	if r.DryRun && !c.ReadOnly {
+		r.tracef("%s", c.String())
+		return nil, nil
+	}
+	var out bytes.Buffer
+	p, err := r.start(ctx, c, &out, capture)
+	if err != nil {
+		return nil, err
+	}
+	err = p.Wait()
+	return out.Bytes(), err
+}
+
+// Process is a started command.
+type Process struct {
+	cmd  *exec.Cmd
+	c    Cmd
+	tail *tailBuffer
+	log  *os.File
+	ctx  context.Context
+	done chan struct{}
+	err  error
+}
+
+// Start starts c and returns without waiting for it. In dry-run mode it
+// prints c and returns a Process whose Wait returns nil at once.
+func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
+	if r.DryRun && !c.ReadOnly {
+		r.tracef("%s", c.String())
+		p := &Process{c: c, done: make(chan struct{})}
+		close(p.done)
+		return p, nil
+	}
+	return r.start(ctx, c, nil, false)
+}
+
+func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bool) (*Process, error) {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	if len(c.Env) > 0 {
+		cmd.Env = mergeEnv(os.Environ(), c.Env)
+	}
+	cmd.Stdin = c.Stdin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if c.User != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.User.UID, Gid: c.User.GID, Groups: c.User.Groups}
+	}
+	delay := r.KillDelay
+	if delay <= 0 {
+		delay = DefaultKillDelay
+	}
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		time.AfterFunc(delay, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		return nil
+	}
+	cmd.WaitDelay = delay + time.Second
+
+	p := &Process{cmd: cmd, c: c, tail: &tailBuffer{max: tailLines}, ctx: ctx, done: make(chan struct{})}
+	var stdout, stderr []io.Writer
+	stderr = append(stderr, p.tail)
+	if c.Log != "" {
+		if err := os.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
+			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
+		}
+		f, err := os.OpenFile(c.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
+		}
+		fmt.Fprintf(f, "# %s $ %s\n", time.Now().Format(time.RFC3339), c.String())
+		p.log = f
+		lw := &lockedWriter{w: f}
+		if !capture {
+			stdout = append(stdout, lw)
+		}
+		stderr = append(stderr, lw)
+	}
+	if capture && out != nil {
+		stdout = append(stdout, out)
+	}
+	if c.Stdout != nil {
+		stdout = append(stdout, c.Stdout)
+	}
+	cmd.Stdout = io.MultiWriter(stdout...)
+	cmd.Stderr = io.MultiWriter(stderr...)
+	if err := cmd.Start(); err != nil {
+		p.closeLog()
+		return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err, Log: c.Log}
+	}
+	go func() {
+		err := cmd.Wait()
+		p.closeLog()
+		p.err = p.wrap(err)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *Process) closeLog() {
+	if p.log != nil {
+		p.log.Close()
+	}
+}
+
+func (p *Process) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Cmd: p.c.name(), ExitCode: -1, Tail: p.tail.lines(), Log: p.c.Log, Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		e.ExitCode = ee.ExitCode()
+	}
+	if p.ctx.Err() != nil {
+		e.Err = fmt.Errorf("interrupted: %w", p.ctx.Err())
+	}
+	return e
+}
+
+// Pid returns the process id, or 0 in dry-run mode.
+func (p *Process) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Signal sends sig to the process's whole group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if p.cmd == nil {
+		return nil
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the process to exit and returns its error.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.err
+}
+
+func mergeEnv(base, extra []string) []string {
+	idx := make(map[string]int, len(base))
+	env := append([]string(nil), base...)
+	for i, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		idx[k] = i
+	}
+	for _, e := range extra {
+		k, _, _ := strings.Cut(e, "=")
+		if i, ok := idx[k]; ok {
+			env[i] = e
+		} else {
+			idx[k] = len(env)
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+func (r *Runner) tracef(format string, args ...any) {
+	if r.Trace != nil {
+		fmt.Fprintf(r.Trace, format+"\n", args...)
+	}
+}
+
+// Note prints a comment line to the trace in dry-run mode: a decision the
+// dry run took that no command shows ("# build lru: fingerprint unchanged").
+func (r *Runner) Note(format string, args ...any) {
+	if r.DryRun {
+		r.tracef("# "+format, args...)
+	}
+}
+
+// WriteFile writes data to path atomically (a temporary file renamed over
+// it), or in dry-run mode prints that it would.
+func (r *Runner) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if r.DryRun {
+		r.tracef("# write %s (%d bytes)", Quote(path), len(data))
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// MkdirAll creates path and its parents, or in dry-run mode prints that it
+// would when path does not exist.
+func (r *Runner) MkdirAll(path string, perm os.FileMode) error {
+	if r.DryRun {
+		if _, err := os.Stat(path); err != nil {
+			r.tracef("mkdir -p %s", Quote(path))
+		}
+		return nil
+	}
+	return os.MkdirAll(path, perm)
+}
+
+// RemoveAll removes path and everything below it, or in dry-run mode prints
+// that it would. Callers check that path is theirs to remove.
+func (r *Runner) RemoveAll(path string) error {
+	if r.DryRun {
+		if _, err := os.Lstat(path); err == nil {
+			r.tracef("rm -rf %s", Quote(path))
+		}
+		return nil
+	}
+	return os.RemoveAll(path)
+}
+
+// tailBuffer keeps the last max lines written to it.
+type tailBuffer struct {
+	mu      sync.Mutex
+	max     int
+	partial []byte
+	ring    []string
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	data := append(t.partial, b...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		t.push(string(bytes.TrimRight(data[:i], "\r")))
+		data = data[i+1:]
+	}
+	// Bound a line without newline, e.g. a progress bar redrawn with \r.
+	if len(data) > 4096 {
+		data = data[len(data)-4096:]
+	}
+	t.partial = append([]byte(nil), data...)
+	return len(b), nil
+}
+
+func (t *tailBuffer) push(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	t.ring = append(t.ring, line)
+	if len(t.ring) > t.max {
+		t.ring = t.ring[len(t.ring)-t.max:]
+	}
+}
+
+func (t *tailBuffer) lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.ring...)
+	if s := strings.TrimSpace(string(t.partial)); s != "" {
+		out = append(out, s)
+		if len(out) > t.max {
+			out = out[len(out)-t.max:]
+		}
+	}
+	return out
+}
+
+// lockedWriter serialises stdout and stderr writes into one log file.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
