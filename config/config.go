@@ -204,16 +204,16 @@ func decodeFile(path string, c *Config) ([]string, error) {
 	d := toml.NewDecoder(strings.NewReader(string(data)))
 	d.DisallowUnknownFields()
 	if err := d.Decode(c); err != nil {
-		var de *toml.DecodeError
-		if errors.As(err, &de) {
-			row, _ := de.Position()
-			return nil, fmt.Errorf("config file %s:%d: %s", path, row, de.Error())
-		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			e := sm.Errors[0]
 			row, _ := e.Position()
 			return nil, fmt.Errorf("config file %s:%d: unknown key %q (see bench_config.example.toml for the valid keys)", path, row, strings.Join(e.Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return nil, fmt.Errorf("config file %s:%d: %s", path, row, de.Error())
 		}
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}

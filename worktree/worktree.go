@@ -156,14 +156,17 @@ func (m *Manager) Resolve(ref string) (Commit, error) {
 	if i := strings.IndexAny(head, "~^@:"); i >= 0 {
 		head = head[:i]
 	}
-	if hexRE.MatchString(head) && len(head) < 40 {
-		if _, err := r.Reference(plumbing.ReferenceName(head), true); err != nil {
+	rev := ref
+	if hexRE.MatchString(head) && !m.isRef(r, head) {
+		// git accepts upper-case hex; go-git does not.
+		rev = strings.ToLower(head) + ref[len(head):]
+		if len(head) < 40 {
 			if cands := m.prefixCandidates(r, strings.ToLower(head)); len(cands) > 1 {
 				return Commit{}, exitcode.BadInputf("%w %q in %s: it matches %s; type more digits", ErrAmbiguous, head, m.Source, strings.Join(cands, ", "))
 			}
 		}
 	}
-	h, err := r.ResolveRevision(plumbing.Revision(ref))
+	h, err := r.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
 		return Commit{}, exitcode.BadInputf("%w %q in %s: %v (try git -C %s log --oneline)", ErrUnknownRef, ref, m.Source, err, proc.Quote(m.Source))
 	}
@@ -177,6 +180,16 @@ func (m *Manager) Resolve(ref string) (Commit, error) {
 func subject(c *object.Commit) string {
 	s, _, _ := strings.Cut(c.Message, "\n")
 	return strings.TrimSpace(s)
+}
+
+// isRef reports whether name is a branch, tag or remote-tracking branch.
+func (m *Manager) isRef(r *git.Repository, name string) bool {
+	for _, rule := range plumbing.RefRevParseRules {
+		if _, err := r.Reference(plumbing.ReferenceName(fmt.Sprintf(rule, name)), false); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // prefixCandidates lists the commits and tags whose hash starts with

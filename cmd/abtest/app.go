@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -80,8 +79,11 @@ func newApp(env *Env) *cli.Command {
 	}
 }
 
-// sourceFlag is --source, the override of PG_SOURCE_DIR.
-var sourceFlag = &cli.StringFlag{Name: "source", Usage: "PostgreSQL git clone `DIR` (PG_SOURCE_DIR)"}
+// sourceFlag is --source, the override of PG_SOURCE_DIR. Flags keep parse
+// state, so every command gets its own.
+func sourceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "source", Usage: "PostgreSQL git clone `DIR` (PG_SOURCE_DIR)"}
+}
 
 // loadConfig reads the configuration with the flags' overrides.
 func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
@@ -131,9 +133,4 @@ func requireName(cmd *cli.Command) (string, error) {
 		return "", exitcode.BadInputf("%s: -w NAME is required", cmd.Name)
 	}
 	return name, nil
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }

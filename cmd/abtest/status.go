@@ -25,7 +25,7 @@ func statusCommand(env *Env) *cli.Command {
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-			sourceFlag,
+			sourceFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := loadConfig(cmd, env)

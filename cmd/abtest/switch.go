@@ -22,7 +22,7 @@ abtest switch --remove -w NAME        remove the worktree`,
 			&cli.StringFlag{Name: "commit", Aliases: []string{"c"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
 			&cli.StringSliceFlag{Name: "patch", Usage: "apply patch `FILE` (repeatable, applied in order)"},
 			&cli.BoolFlag{Name: "remove", Usage: "remove the worktree"},
-			sourceFlag,
+			sourceFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			name, err := requireName(cmd)

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// abtest runs the CLI in-process with env as its whole environment and
+// returns its exit code, stdout and stderr.
+func abtest(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	wd := t.TempDir()
+	code := Main(context.Background(), append([]string{"abtest"}, args...), &Env{
+		Stdout: &stdout,
+		Stderr: &stderr,
+		Getenv: func(k string) string { return env[k] },
+		Getwd:  func() (string, error) { return wd, nil },
+		Home:   "/nonexistent-home",
+	})
+	return code, stdout.String(), stderr.String()
+}
+
+func setup(t *testing.T) (map[string]string, string) {
+	repo := testenv.NewRepo(t, map[string]string{"a.c": "int a;\n"})
+	testenv.Commit(t, repo, "second", map[string]string{"a.c": "int a = 2;\n"})
+	root := filepath.Join(t.TempDir(), "wt")
+	return map[string]string{"PG_SOURCE_DIR": repo, "PG_WORKTREES_DIR": root}, repo
+}
+
+func TestUnknownRefExits2AndCreatesNothing(t *testing.T) {
+	env, repo := setup(t)
+	exclude, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	code, stdout, stderr := abtest(t, env, "switch", "-c", "nosuchref", "-w", "x")
+	if code != 2 {
+		t.Errorf("exit = %d, want 2", code)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, `"nosuchref"`) || !strings.Contains(stderr, repo) {
+		t.Errorf("stderr = %q, want one line naming the ref and %s", stderr, repo)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q", stdout)
+	}
+	if _, err := os.Stat(env["PG_WORKTREES_DIR"]); err == nil {
+		t.Error("the worktrees root was created")
+	}
+	if after, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude")); string(after) != string(exclude) {
+		t.Error("info/exclude changed")
+	}
+	if got := testenv.Git(t, repo, "worktree", "list"); strings.Count(got, "\n") != 0 {
+		t.Errorf("worktrees registered: %s", got)
+	}
+}
+
+func TestSourceErrorsSayWhichSetting(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	notRepo := t.TempDir()
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"PG_SOURCE_DIR": missing}, nil, "environment variable PG_SOURCE_DIR"},
+		{map[string]string{"PG_SOURCE_DIR": notRepo}, nil, "environment variable PG_SOURCE_DIR"},
+		{nil, []string{"--source", notRepo}, "flag --source"},
+		{nil, nil, "set PG_SOURCE_DIR"},
+	} {
+		env := map[string]string{"PG_WORKTREES_DIR": filepath.Join(t.TempDir(), "wt")}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		args := append([]string{"switch", "-c", "HEAD", "-w", "x"}, tc.args...)
+		code, _, stderr := abtest(t, env, args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want 2 and one line naming %q", tc.env, tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestSwitchPatchStatusRemove(t *testing.T) {
+	env, repo := setup(t)
+	code, out, stderr := abtest(t, env, "switch", "-c", "HEAD~1", "-w", "lru")
+	if code != 0 || !strings.Contains(out, "worktree lru: created at") {
+		t.Fatalf("create: %d %q %q", code, out, stderr)
+	}
+	patch := filepath.Join(t.TempDir(), "fix.diff")
+	os.WriteFile(patch, []byte("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 9;\n"), 0o644)
+	code, out, stderr = abtest(t, env, "switch", "-w", "lru", "--patch", patch)
+	if code != 0 || !strings.Contains(out, "applied "+patch) {
+		t.Fatalf("patch: %d %q %q", code, out, stderr)
+	}
+	code, out, _ = abtest(t, env, "status", "--json")
+	var st Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("status --json: %d %v\n%s", code, err, out)
+	}
+	base := testenv.Git(t, repo, "rev-parse", "HEAD~1")
+	if len(st.Worktrees) != 1 || st.Worktrees[0].SHA != base || len(st.Worktrees[0].Patches) != 1 || st.Worktrees[0].Dirty {
+		t.Errorf("status = %+v", st.Worktrees[0])
+	}
+	os.WriteFile(filepath.Join(env["PG_WORKTREES_DIR"], "lru", "a.c"), []byte("edited\n"), 0o644)
+	_, out, _ = abtest(t, env, "status")
+	if !strings.Contains(out, "lru") || !strings.Contains(out, "fix.diff") || !strings.Contains(out, "yes") {
+		t.Errorf("status table:\n%s", out)
+	}
+
+	code, out, _ = abtest(t, env, "-n", "switch", "--remove", "-w", "lru")
+	if code != 0 || !strings.Contains(out, "worktree remove --force --force") {
+		t.Errorf("dry-run remove: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(env["PG_WORKTREES_DIR"], "lru")); err != nil {
+		t.Fatal("dry-run removed the worktree")
+	}
+	code, out, _ = abtest(t, env, "switch", "--remove", "-w", "lru")
+	if code != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("remove: %d %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(env["PG_WORKTREES_DIR"], "lru")); err == nil {
+		t.Error("worktree still there")
+	}
+}
+
+func TestBadUsageExits2(t *testing.T) {
+	env, _ := setup(t)
+	for _, args := range [][]string{
+		{"switch", "-c", "HEAD", "-w", "../x"},
+		{"switch", "-c", "HEAD", "-w", "a/b"},
+		{"switch", "-c", "HEAD"},
+		{"switch", "-w", "x"},
+		{"switch", "-w", "x", "--remove", "-c", "HEAD"},
+		{"switch", "--no-such-flag"},
+		{"switch", "-w", "nothere", "--patch", "/dev/null"},
+	} {
+		code, _, stderr := abtest(t, env, args...)
+		if code != 2 || !strings.HasPrefix(stderr, "abtest: ") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(env["PG_WORKTREES_DIR"]); err == nil {
+		t.Error("bad usage created the worktrees root")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := abtest(t, nil, "--version")
+	if code != 0 || !strings.Contains(out, version) {
+		t.Errorf("--version: %d %q", code, out)
+	}
+}

@@ -1,0 +1,95 @@
+// Package testenv holds helpers for abtest's tests: real git repositories
+// in temporary directories, and the rule for prerequisites.
+//
+// A test that needs something the machine may lack (PostgreSQL binaries,
+// perf, a source tree) calls Require: it skips the test, unless
+// ABTEST_REQUIRE=1 is set (as .ci/run does), where a missing prerequisite
+// fails it, so that CI can never pass by skipping.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Require skips t (or fails it under ABTEST_REQUIRE=1) when ok is false.
+func Require(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("ABTEST_REQUIRE") == "1" {
+		t.Fatalf("prerequisite missing (ABTEST_REQUIRE=1): "+format, args...)
+	}
+	t.Skipf("prerequisite missing: "+format, args...)
+}
+
+// gitEnv pins everything that would make commits differ between runs.
+var gitEnv = []string{
+	"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+	"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+	"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z",
+	"GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent",
+}
+
+// Git runs git in dir and returns its trimmed stdout, failing t on error.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := GitInput(dir, "", args...)
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// GitInput runs git in dir with stdin and returns its trimmed stdout.
+func GitInput(dir, stdin string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", &gitError{err: err, stderr: stderr.String()}
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+type gitError struct {
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string { return e.err.Error() + ": " + strings.TrimSpace(e.stderr) }
+
+// NewRepo makes a git repository in a new temporary directory with one
+// commit of files (path → content) and returns its path.
+func NewRepo(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	Git(t, dir, "init", "-q", "-b", "master")
+	Commit(t, dir, "initial", files)
+	return dir
+}
+
+// Commit writes files into repo and commits them with message; it returns
+// the new commit's sha.
+func Commit(t testing.TB, repo, message string, files map[string]string) string {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(repo, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Git(t, repo, "add", "-A")
+	Git(t, repo, "commit", "-q", "--allow-empty", "-m", message)
+	return Git(t, repo, "rev-parse", "HEAD")
+}

@@ -1,0 +1,439 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// history makes a repository with five commits on master, a branch, tags
+// and a remote-tracking branch; it returns the repo and the shas, oldest
+// first.
+func history(t *testing.T) (string, []string) {
+	t.Helper()
+	repo := testenv.NewRepo(t, map[string]string{"src/a.c": "int a = 0;\n", "README": "readme\n"})
+	shas := []string{testenv.Git(t, repo, "rev-parse", "HEAD")}
+	for i := 1; i < 5; i++ {
+		shas = append(shas, testenv.Commit(t, repo, fmt.Sprintf("commit %d", i), map[string]string{"src/a.c": fmt.Sprintf("int a = %d;\n", i)}))
+	}
+	testenv.Git(t, repo, "branch", "feature", shas[2])
+	testenv.Git(t, repo, "tag", "-a", "-m", "release 17", "REL_17_0", shas[3])
+	testenv.Git(t, repo, "tag", "v1", shas[1])
+	testenv.Git(t, repo, "update-ref", "refs/remotes/origin/dev", shas[0])
+	return repo, shas
+}
+
+func manager(t *testing.T, source string) *Manager {
+	return &Manager{Source: source, Root: filepath.Join(t.TempDir(), "worktrees"), Run: &proc.Runner{}}
+}
+
+func TestResolveRefForms(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	for _, tc := range []struct{ ref, want string }{
+		{"master", shas[4]},
+		{"HEAD", shas[4]},
+		{"feature", shas[2]},
+		{"refs/heads/feature", shas[2]},
+		{"origin/dev", shas[0]},
+		{"REL_17_0", shas[3]},
+		{"v1", shas[1]},
+		{shas[2], shas[2]},
+		{shas[2][:7], shas[2]},
+		{strings.ToUpper(shas[2][:9]), shas[2]},
+		{"HEAD~3", shas[1]},
+		{"master~1", shas[3]},
+		{"REL_17_0~1", shas[2]},
+		{"HEAD^", shas[3]},
+	} {
+		c, err := m.Resolve(tc.ref)
+		if err != nil {
+			t.Errorf("Resolve(%q): %v", tc.ref, err)
+			continue
+		}
+		if c.SHA != tc.want {
+			t.Errorf("Resolve(%q) = %s, want %s", tc.ref, c.SHA, tc.want)
+		}
+	}
+	for _, bad := range []string{"nosuchref", "HEAD~99", "", "deadbeef"} {
+		_, err := m.Resolve(bad)
+		if !errors.Is(err, ErrUnknownRef) || exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("Resolve(%q) = %v, want ErrUnknownRef with exit 2", bad, err)
+		}
+	}
+}
+
+func TestResolveAmbiguousShortSHA(t *testing.T) {
+	repo := testenv.NewRepo(t, map[string]string{"f": "x\n"})
+	// fast-import makes hundreds of commits in a moment; among 1 000
+	// commits several pairs share their first four hex digits.
+	var stream strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&stream, "commit refs/heads/many\ncommitter T <t@e> %d +0000\ndata <<EOF\nc%d\nEOF\n\n", 1700000000+i, i)
+	}
+	if _, err := testenv.GitInput(repo, stream.String(), "fast-import", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	byPrefix := map[string][]string{}
+	for _, sha := range strings.Fields(testenv.Git(t, repo, "rev-list", "many")) {
+		byPrefix[sha[:4]] = append(byPrefix[sha[:4]], sha)
+	}
+	prefix := ""
+	for p, s := range byPrefix {
+		if len(s) > 1 && len(testenv.Git(t, repo, "rev-parse", "--disambiguate="+p)) > 0 {
+			prefix = p
+			break
+		}
+	}
+	if prefix == "" {
+		t.Fatal("no two commits share a 4-digit prefix; the test needs more commits")
+	}
+	m := manager(t, repo)
+	_, err := m.Resolve(prefix)
+	if !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("Resolve(%q) = %v, want ErrAmbiguous", prefix, err)
+	}
+	for _, sha := range byPrefix[prefix] {
+		if !strings.Contains(err.Error(), sha[:12]) {
+			t.Errorf("error %q does not list candidate %s", err, sha[:12])
+		}
+	}
+	// One more digit than needed resolves it.
+	full := byPrefix[prefix][0]
+	n := 5
+	for ; n < 40; n++ {
+		unique := true
+		for _, other := range byPrefix[prefix][1:] {
+			if strings.HasPrefix(other, full[:n]) {
+				unique = false
+			}
+		}
+		if unique {
+			break
+		}
+	}
+	if c, err := m.Resolve(full[:n]); err != nil || c.SHA != full {
+		t.Errorf("Resolve(%q) = %v, %v; want %s", full[:n], c.SHA, err, full)
+	}
+}
+
+func TestSwitchCreatesMovesAndIsIdempotent(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+
+	res, err := m.Switch(ctx, "lru", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != "created" || res.Commit.SHA != shas[1] {
+		t.Fatalf("Switch = %+v, want created at %s", res, shas[1])
+	}
+	dir := filepath.Join(m.Root, "lru")
+	// A real checkout sharing the source's objects: .git is a file
+	// pointing into the source repository, and git works inside.
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || fi.IsDir() {
+		t.Fatalf(".git in worktree: %v, dir=%v; want a gitdir file", err, fi != nil && fi.IsDir())
+	}
+	common := testenv.Git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if want, _ := filepath.EvalSymlinks(filepath.Join(repo, ".git")); common != want {
+		t.Errorf("git common dir = %s, want %s (objects shared)", common, want)
+	}
+	if got := testenv.Git(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("git status in a fresh worktree = %q, want clean (provenance must be ignored)", got)
+	}
+	if got := testenv.Git(t, dir, "log", "-1", "--format=%H"); got != shas[1] {
+		t.Errorf("git log in worktree = %s, want %s", got, shas[1])
+	}
+	if got := testenv.Git(t, dir, "diff", "HEAD~1", "--stat"); !strings.Contains(got, "src/a.c") {
+		t.Errorf("git diff in worktree = %q", got)
+	}
+	prov, err := ReadProvenance(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prov.SHA != shas[1] || prov.Ref != "v1" || prov.Source != repo || prov.Dirty {
+		t.Errorf("provenance = %+v", prov)
+	}
+
+	res, err = m.Switch(ctx, "lru", shas[1][:8])
+	if err != nil || res.Action != "unchanged" {
+		t.Fatalf("same commit again: %+v, %v; want unchanged", res, err)
+	}
+
+	res, err = m.Switch(ctx, "lru", "REL_17_0")
+	if err != nil || res.Action != "moved" || res.From != shas[1] {
+		t.Fatalf("move: %+v, %v", res, err)
+	}
+	if got := testenv.Git(t, dir, "rev-parse", "HEAD"); got != shas[3] {
+		t.Errorf("HEAD after move = %s, want %s", got, shas[3])
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "src/a.c")); string(data) != "int a = 3;\n" {
+		t.Errorf("src/a.c after move = %q", data)
+	}
+	if prov, _ := ReadProvenance(dir); prov.SHA != shas[3] || prov.Ref != "REL_17_0" {
+		t.Errorf("provenance after move = %+v", prov)
+	}
+
+	// Uncommitted changes block a move instead of being carried along.
+	if err := os.WriteFile(filepath.Join(dir, "src/a.c"), []byte("local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Switch(ctx, "lru", "master"); !errors.Is(err, ErrDirty) {
+		t.Errorf("move of a dirty worktree = %v, want ErrDirty", err)
+	}
+	if info, err := m.Info(ctx, "lru"); err != nil || !info.Dirty {
+		t.Errorf("Info of an edited worktree = %+v, %v; want dirty", info, err)
+	}
+}
+
+func TestSwitchDryRunChangesNothing(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	var trace strings.Builder
+	m.Run = &proc.Runner{DryRun: true, Trace: &trace}
+	if _, err := m.Switch(context.Background(), "x", "feature"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run created %s", m.Root)
+	}
+	if !strings.Contains(trace.String(), "worktree add --quiet --detach "+filepath.Join(m.Root, "x")) {
+		t.Errorf("dry-run trace lacks the git worktree add line:\n%s", trace.String())
+	}
+	if got := testenv.Git(t, repo, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
+		t.Errorf("dry run registered a worktree:\n%s", got)
+	}
+}
+
+// seriesPatch returns a two-message git format-patch mbox made on a clone
+// of repo at base: the first message edits src/a.c, the second edits it
+// again and adds a file.
+func seriesPatch(t *testing.T, repo, base string) string {
+	t.Helper()
+	clone := t.TempDir()
+	testenv.Git(t, clone, "clone", "-q", repo, ".")
+	testenv.Git(t, clone, "checkout", "-q", "--detach", base)
+	testenv.Commit(t, clone, "lru: first step\n\nBody of the first.", map[string]string{"src/a.c": "int a = 100;\n"})
+	testenv.Commit(t, clone, "lru: second step", map[string]string{"src/a.c": "int a = 200;\n", "src/new.c": "int n;\n"})
+	mbox := testenv.Git(t, clone, "format-patch", "--stdout", "HEAD~2")
+	path := filepath.Join(t.TempDir(), "v3-0001-lru.mbox")
+	if err := os.WriteFile(path, []byte(mbox+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestApplyMboxSeries(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "lru", "master"); err != nil {
+		t.Fatal(err)
+	}
+	mbox := seriesPatch(t, repo, shas[4])
+	applied, err := m.Apply(ctx, "lru", []string{mbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(m.Root, "lru")
+	if len(applied) != 1 || len(applied[0].Commits) != 2 || applied[0].Subject != "lru: first step" {
+		t.Fatalf("applied = %+v", applied)
+	}
+	if got := testenv.Git(t, dir, "log", "--format=%s|%an", shas[4]+"..HEAD"); got != "lru: second step|Test\nlru: first step|Test" {
+		t.Errorf("log after am = %q", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "src/a.c")); string(data) != "int a = 200;\n" {
+		t.Errorf("src/a.c = %q", data)
+	}
+	if got := testenv.Git(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("status after patches = %q, want clean", got)
+	}
+	prov, _ := ReadProvenance(dir)
+	if prov.SHA != shas[4] || len(prov.Patches) != 1 || len(prov.Patches[0].SHA256) != 64 || prov.Dirty {
+		t.Errorf("provenance = %+v", prov)
+	}
+}
+
+func TestApplyPlainDiffsInOrder(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "p", "master"); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	p1 := writeFile(t, filepath.Join(tmp, "1.diff"), "--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1 @@\n-int a = 4;\n+int a = 5;\n")
+	p2 := writeFile(t, filepath.Join(tmp, "2.diff"), "diff --git a/src/a.c b/src/a.c\n--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1,2 @@\n int a = 5;\n+int b = 6;\n")
+	applied, err := m.Apply(ctx, "p", []string{p1, p2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 2 || len(applied[0].Commits) != 1 || len(applied[1].Commits) != 1 || applied[0].Commits[0] == applied[1].Commits[0] {
+		t.Fatalf("applied = %+v", applied)
+	}
+	dir := filepath.Join(m.Root, "p")
+	if data, _ := os.ReadFile(filepath.Join(dir, "src/a.c")); string(data) != "int a = 5;\nint b = 6;\n" {
+		t.Errorf("src/a.c = %q", data)
+	}
+}
+
+func TestApplyFailureLeavesWorktreeAsItWas(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "p", "master"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(m.Root, "p")
+	tmp := t.TempDir()
+	good := writeFile(t, filepath.Join(tmp, "good.diff"), "--- a/README\n+++ b/README\n@@ -1 +1 @@\n-readme\n+changed\n")
+	bad := writeFile(t, filepath.Join(tmp, "bad.diff"), "--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1 @@\n-int a = 42;\n+int a = 43;\n")
+	// An mbox that fails in its second message exercises git am's abort.
+	mbox := seriesPatch(t, repo, shas[1])
+
+	for _, files := range [][]string{{good, bad}, {good, mbox}} {
+		_, err := m.Apply(ctx, "p", files)
+		if !errors.Is(err, ErrPatch) || exitcode.Code(err) != exitcode.Usage {
+			t.Fatalf("Apply(%v) = %v, want ErrPatch with exit 2", files, err)
+		}
+		if !strings.Contains(err.Error(), "patch 2/2") || !strings.Contains(err.Error(), "src/a.c:1") {
+			t.Errorf("error %q does not name the patch and the failed hunk", err)
+		}
+		if got := testenv.Git(t, dir, "rev-parse", "HEAD"); got != shas[4] {
+			t.Errorf("HEAD after failed apply = %s, want %s", got, shas[4])
+		}
+		if got := testenv.Git(t, dir, "status", "--porcelain"); got != "" {
+			t.Errorf("git status after failed apply = %q, want clean", got)
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "README")); string(data) != "readme\n" {
+			t.Errorf("README after failed apply = %q", data)
+		}
+		if _, err := os.Stat(filepath.Join(testenv.Git(t, dir, "rev-parse", "--git-dir"), "rebase-apply")); err == nil {
+			t.Error("git am left its state behind")
+		}
+		if prov, _ := ReadProvenance(dir); len(prov.Patches) != 0 {
+			t.Errorf("provenance records patches after a failure: %+v", prov.Patches)
+		}
+	}
+}
+
+func TestApplyBadInput(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Apply(ctx, "nothere", []string{"x"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Apply to a missing worktree = %v, want ErrNotFound", err)
+	}
+	if _, err := m.Switch(ctx, "p", "master"); err != nil {
+		t.Fatal(err)
+	}
+	notDiff := writeFile(t, filepath.Join(t.TempDir(), "notes.txt"), "just text\n")
+	for _, f := range []string{"/no/such/file.patch", notDiff} {
+		if _, err := m.Apply(ctx, "p", []string{f}); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("Apply(%s) = %v, want exit 2", f, err)
+		}
+	}
+}
+
+func TestNamesRefused(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	for _, name := range []string{"../x", "a/b", "", strings.Repeat("n", 65), ".", "..", "a b"} {
+		_, err := m.Switch(context.Background(), name, "master")
+		if !errors.Is(err, safepath.ErrBadName) || exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("Switch(name %q) = %v, want ErrBadName, exit 2", name, err)
+		}
+	}
+	if _, err := os.Stat(m.Root); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a refused name created the worktrees root")
+	}
+	if _, err := m.Switch(context.Background(), strings.Repeat("n", 64), "master"); err != nil {
+		t.Errorf("a 64-character name: %v", err)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "gone", "master"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(m.Root, "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("worktree directory still there")
+	}
+	if got := testenv.Git(t, repo, "worktree", "list"); strings.Contains(got, "gone") {
+		t.Errorf("git still lists the worktree:\n%s", got)
+	}
+	if err := m.Remove(ctx, "gone"); err != nil {
+		t.Errorf("removing a missing worktree: %v", err)
+	}
+}
+
+func TestRemoveRefusesSymlinkOutsideRoot(t *testing.T) {
+	repo, _ := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "victim", "master"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(m.Root, "victim")
+	elsewhere := t.TempDir()
+	precious := writeFile(t, filepath.Join(elsewhere, "precious"), "keep me\n")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Remove(ctx, "victim")
+	if !errors.Is(err, safepath.ErrOutside) || exitcode.Code(err) != exitcode.Usage {
+		t.Fatalf("Remove of a symlinked worktree = %v, want ErrOutside, exit 2", err)
+	}
+	if _, err := os.Stat(precious); err != nil {
+		t.Errorf("file outside the roots was removed: %v", err)
+	}
+	if _, err := os.Lstat(dir); err != nil {
+		t.Errorf("the symlink itself was removed: %v", err)
+	}
+}
+
+func TestSourceErrorsNameTheSetting(t *testing.T) {
+	notRepo := t.TempDir()
+	for _, tc := range []struct{ source, want string }{
+		{filepath.Join(notRepo, "missing"), "does not exist"},
+		{notRepo, "is not a git repository"},
+	} {
+		m := manager(t, tc.source)
+		m.SourceFrom = "environment variable PG_SOURCE_DIR"
+		_, err := m.Switch(context.Background(), "x", "master")
+		if !errors.Is(err, ErrNoSource) || exitcode.Code(err) != exitcode.Usage {
+			t.Fatalf("source %s: %v, want ErrNoSource exit 2", tc.source, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) || !strings.Contains(msg, "PG_SOURCE_DIR") || strings.Contains(msg, "\n") {
+			t.Errorf("error %q: want one line saying %q and naming PG_SOURCE_DIR", msg, tc.want)
+		}
+	}
+}
