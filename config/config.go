@@ -47,6 +47,12 @@ type Config struct {
 	// RunAs is the unprivileged account that runs PostgreSQL's server
 	// programs when abtest runs as root; empty means "postgres".
 	RunAs string `toml:"run_as"`
+	// StartTimeout is how many seconds a cluster start waits for the
+	// first successful connection.
+	StartTimeout int `toml:"start_timeout"`
+	// Installs names prebuilt installations (e.g. a distribution's
+	// /usr/lib/postgresql/15) usable as -w NAME without a build.
+	Installs map[string]string `toml:"installs"`
 }
 
 // Default returns the built-in configuration for a user whose home
@@ -59,6 +65,8 @@ func Default(home string) Config {
 		DataDir:      filepath.Join(home, "pg", "data"),
 		ResultsDir:   filepath.Join(home, "pg", "results"),
 		RunAs:        "",
+		StartTimeout: 60,
+		Installs:     map[string]string{},
 	}
 }
 
@@ -279,10 +287,19 @@ func (l *Loaded) set(key, value string) error {
 // expandHome turns a leading ~/ of every path key into home.
 func (l *Loaded) expandHome(home string) {
 	for _, p := range []*string{&l.SourceDir, &l.WorktreesDir, &l.InstallDir, &l.DataDir, &l.ResultsDir} {
-		if *p == "~" {
-			*p = home
-		} else if rest, ok := strings.CutPrefix(*p, "~/"); ok {
-			*p = filepath.Join(home, rest)
-		}
+		*p = expand(*p, home)
 	}
+	for k, v := range l.Installs {
+		l.Installs[k] = expand(v, home)
+	}
+}
+
+func expand(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -48,7 +49,9 @@ install_dir = "/local/install"
 		ResultsDir:   "/env/results",      // env over default
 		RunAs:        "",
 	}
-	if l.Config != want {
+	want.StartTimeout = 60
+	want.Installs = map[string]string{}
+	if !reflect.DeepEqual(l.Config, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", l.Config, want)
 	}
 	for key, kind := range map[string]string{"source_dir": "file", "worktrees_dir": "flag", "install_dir": "env", "run_as": "default"} {
@@ -72,7 +75,7 @@ func TestDefaultsAndExplicitFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Config != Default("/h") || l.SourceDir != "/h/pg/source" || l.ResultsDir != "/h/pg/results" {
+	if !reflect.DeepEqual(l.Config, Default("/h")) || l.SourceDir != "/h/pg/source" || l.ResultsDir != "/h/pg/results" {
 		t.Errorf("defaults = %+v", l.Config)
 	}
 	if got := l.SourceOf("source_dir").String(); !strings.Contains(got, "PG_SOURCE_DIR") {
@@ -133,12 +136,16 @@ func TestExampleInSync(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example does not load: %v", err)
 	}
-	if l.Config != Default("/h") {
+	if !reflect.DeepEqual(l.Config, Default("/h")) {
 		t.Errorf("example's values differ from Default:\n%+v\n%+v", l.Config, Default("/h"))
 	}
 	keyRE := regexp.MustCompile(`(?m)^([a-z_]+) *=`)
+	tableRE := regexp.MustCompile(`(?m)^\[([a-z_]+)\]`)
 	var inFile []string
 	for _, m := range keyRE.FindAllStringSubmatch(string(data), -1) {
+		inFile = append(inFile, m[1])
+	}
+	for _, m := range tableRE.FindAllStringSubmatch(string(data), -1) {
 		inFile = append(inFile, m[1])
 	}
 	keys := Keys()
@@ -150,7 +157,7 @@ func TestExampleInSync(t *testing.T) {
 	// Every key has a comment above it.
 	lines := strings.Split(string(data), "\n")
 	for i, line := range lines {
-		if keyRE.MatchString(line) && (i == 0 || !strings.HasPrefix(lines[i-1], "#")) {
+		if (keyRE.MatchString(line) || tableRE.MatchString(line)) && (i == 0 || !strings.HasPrefix(lines[i-1], "#")) {
 			t.Errorf("key on line %d has no comment: %s", i+1, line)
 		}
 	}
@@ -165,5 +172,17 @@ func TestBadOverride(t *testing.T) {
 	_, err := Load(Options{Dir: t.TempDir(), Home: "/h", Overrides: []Override{{Key: "nope", Flag: "--nope", Value: "x"}}})
 	if err == nil || !strings.Contains(err.Error(), "--nope") {
 		t.Errorf("unknown override key: %v", err)
+	}
+}
+
+func TestInstallsTable(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "bench_config.toml"), "[installs]\npg15 = \"/usr/lib/postgresql/15\"\nmine = \"~/pg/x\"\n")
+	l, err := Load(Options{Dir: dir, Home: "/h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Installs["pg15"] != "/usr/lib/postgresql/15" || l.Installs["mine"] != "/h/pg/x" {
+		t.Errorf("installs = %v", l.Installs)
 	}
 }

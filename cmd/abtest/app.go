@@ -75,6 +75,7 @@ func newApp(env *Env) *cli.Command {
 		Commands: []*cli.Command{
 			switchCommand(env),
 			statusCommand(env),
+			envCommand(env),
 		},
 	}
 }

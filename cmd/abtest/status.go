@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -16,12 +20,13 @@ import (
 type Status struct {
 	Source    string                 `json:"source"`
 	Worktrees []*worktree.Provenance `json:"worktrees"`
+	Clusters  []cluster.Info         `json:"clusters"`
 }
 
 func statusCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:         "status",
-		Usage:        "show worktrees: commit, patches, uncommitted changes",
+		Usage:        "show worktrees (commit, patches, changes) and clusters (running, port, CPUs)",
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -37,40 +42,81 @@ func statusCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			st := Status{Source: cfg.SourceDir, Worktrees: list}
+			cm := &cluster.Manager{Root: cfg.DataDir, Run: runner(cmd, env)}
+			cls, err := cm.List()
+			if err != nil {
+				return err
+			}
+			st := Status{Source: cfg.SourceDir, Worktrees: list, Clusters: cls}
 			if st.Worktrees == nil {
 				st.Worktrees = []*worktree.Provenance{}
+			}
+			if st.Clusters == nil {
+				st.Clusters = []cluster.Info{}
 			}
 			if cmd.Bool("json") {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			fmt.Fprintf(env.Stdout, "source:    %s\nworktrees: %s\n", cfg.SourceDir, cfg.WorktreesDir)
+			fmt.Fprintf(env.Stdout, "source:    %s\nworktrees: %s\ndata:      %s\n\n", cfg.SourceDir, cfg.WorktreesDir, cfg.DataDir)
 			if len(list) == 0 {
 				fmt.Fprintln(env.Stdout, "no worktrees; create one with: abtest switch -c COMMIT -w NAME")
+			} else {
+				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "WORKTREE\tCOMMIT\tREF\tPATCHES\tDIRTY\tSUBJECT")
+				for _, p := range list {
+					var names []string
+					for _, pa := range p.Patches {
+						names = append(names, filepath.Base(pa.File))
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.SHA[:12], p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
+				}
+				tw.Flush()
+			}
+			fmt.Fprintln(env.Stdout)
+			if len(cls) == 0 {
+				fmt.Fprintln(env.Stdout, "no clusters; start one with: abtest switch -w NAME")
 				return nil
 			}
 			tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tCOMMIT\tREF\tPATCHES\tDIRTY\tSUBJECT")
-			for _, p := range list {
-				patches := "-"
-				if len(p.Patches) > 0 {
-					patches = ""
-					for i, pa := range p.Patches {
-						if i > 0 {
-							patches += ","
-						}
-						patches += filepath.Base(pa.File)
-					}
+			fmt.Fprintln(tw, "CLUSTER\tSTATE\tPID\tPORT\tSOCKET\tCPUS\tPGSS.MAX\tSIZE\tVERSION")
+			for _, c := range cls {
+				state, pid := "stopped", "-"
+				if c.Running {
+					state, pid = "running", strconv.Itoa(c.PID)
 				}
-				dirty := "no"
-				if p.Dirty {
-					dirty = "yes"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.SHA[:12], p.Ref, patches, dirty, p.Subject)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Port, c.SocketDir,
+					orDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

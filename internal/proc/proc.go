@@ -24,11 +24,15 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultKillDelay is how long a cancelled command gets between SIGINT and
@@ -108,6 +112,9 @@ type Cmd struct {
 	// ReadOnly marks a command that changes nothing: it runs in dry-run
 	// mode too, since later decisions depend on its output.
 	ReadOnly bool
+	// CPUs, when set, pins the command to these CPUs from its first
+	// instruction on; everything it forks inherits the mask.
+	CPUs []int
 }
 
 // String returns the command as a shell-replayable line.
@@ -117,6 +124,11 @@ func (c *Cmd) String() string {
 		b.WriteString("cd ")
 		b.WriteString(Quote(c.Dir))
 		b.WriteString(" && ")
+	}
+	if len(c.CPUs) > 0 {
+		b.WriteString("taskset -c ")
+		b.WriteString(CPUList(c.CPUs))
+		b.WriteString(" ")
 	}
 	if c.User != nil {
 		b.WriteString("runuser -u ")
@@ -305,7 +317,7 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	}
 	cmd.Stdout = io.MultiWriter(stdout...)
 	cmd.Stderr = io.MultiWriter(stderr...)
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd, c.CPUs); err != nil {
 		p.closeLog()
 		return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err, Log: c.Log}
 	}
@@ -316,6 +328,55 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// startPinned starts cmd with the CPU affinity cpus. Linux keeps the mask
+// per thread and a forked child inherits its thread's: so the goroutine is
+// locked to its thread, the thread's mask narrowed, the child forked, and
+// the mask restored. No helper binary (taskset) and no window in which the
+// child runs unpinned.
+func startPinned(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return fmt.Errorf("reading CPU affinity: %w", err)
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pinning to CPUs %s: %w", CPUList(cpus), err)
+	}
+	err := cmd.Start()
+	if rerr := unix.SchedSetaffinity(0, &old); rerr != nil && err == nil {
+		err = fmt.Errorf("restoring CPU affinity: %w", rerr)
+	}
+	return err
+}
+
+// CPUList formats CPUs as a list with ranges, as taskset and
+// /proc/PID/status write them: "0-3,8".
+func CPUList(cpus []int) string {
+	s := append([]int(nil), cpus...)
+	sort.Ints(s)
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(s[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 func (p *Process) closeLog() {

@@ -93,3 +93,47 @@ func Commit(t testing.TB, repo, message string, files map[string]string) string 
 	Git(t, repo, "commit", "-q", "--allow-empty", "-m", message)
 	return Git(t, repo, "rev-parse", "HEAD")
 }
+
+// PGInstall returns a prebuilt PostgreSQL installation for tests:
+// $ABTEST_PG_INSTALL, or Debian's postgresql-15 under
+// /usr/lib/postgresql/15.
+func PGInstall(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("ABTEST_PG_INSTALL")
+	if dir == "" {
+		dir = "/usr/lib/postgresql/15"
+	}
+	_, err := os.Stat(filepath.Join(dir, "bin", "postgres"))
+	Require(t, err == nil, "PostgreSQL binaries in %s (apt-get install postgresql-15, or set ABTEST_PG_INSTALL)", dir)
+	return dir
+}
+
+// ServerUser returns the account tests run PostgreSQL as: "" when the
+// tests are not root, else "postgres".
+func ServerUser(t testing.TB) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	_, err := exec.LookPath("runuser")
+	Require(t, err == nil, "runuser")
+	out, err := exec.Command("id", "-u", "postgres").Output()
+	Require(t, err == nil && len(out) > 0, "a postgres account to run the server as root: %v", err)
+	return "postgres"
+}
+
+// SharedTempDir returns a new temporary directory that the unprivileged
+// server account can enter (t.TempDir is private to root when the tests
+// run as root), removed when the test ends.
+func SharedTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "abtest-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -1,0 +1,793 @@
+// Package cluster runs one isolated PostgreSQL instance per name: initdb,
+// a generated configuration include, start and stop with pg_ctl, a private
+// Unix socket directory, ports that never collide, CPU placement, and an
+// env.sh that hands the cluster to psql and pgbench.
+//
+// Layout, for a name NAME under the data root ($PG_DATA_DIR):
+//
+//	NAME/              PGDATA; holds abtest.conf (the include), server.log,
+//	                   abtest.state.json (port, CPUs, settings, install)
+//	NAME.env.sh        PATH, PGDATA, PGHOST, PGPORT, … for `source`
+//	.NAME.lock         held while an abtest process works on NAME
+//
+// When abtest runs as root, initdb, pg_ctl and postgres run as an
+// unprivileged account (PostgreSQL refuses root), which owns the data and
+// socket directories. abtest only ever stops a server through pg_ctl on a
+// data directory of its own: it never signals a process it did not start.
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safepath"
+)
+
+const (
+	// SuperUser is the bootstrap superuser initdb creates.
+	SuperUser = "postgres"
+	// Database is the database abtest creates for workloads.
+	Database = "benchmark"
+	// DefaultPgssMax is pg_stat_statements.max unless -m says otherwise.
+	DefaultPgssMax = 5000
+	// DefaultStartTimeout bounds the wait for the first connection.
+	DefaultStartTimeout = 60 * time.Second
+	// FirstPort is where -p auto starts looking: 5432 is left to the
+	// system's own PostgreSQL.
+	FirstPort = 5433
+
+	stateFile = "abtest.state.json"
+	logFile   = "server.log"
+)
+
+// Sentinel errors, for errors.Is.
+var (
+	// ErrPortBusy: the port is held by a process abtest did not start.
+	ErrPortBusy = errors.New("cluster: port in use")
+	// ErrBusy: another abtest process works on the same cluster.
+	ErrBusy = errors.New("cluster: busy")
+	// ErrNoInstall: no PostgreSQL installation to run.
+	ErrNoInstall = errors.New("cluster: no installation")
+	// ErrStart: the server did not start or accept connections.
+	ErrStart = errors.New("cluster: server did not start")
+	// ErrSetting: PostgreSQL rejected a setting.
+	ErrSetting = errors.New("cluster: setting rejected")
+	// ErrNotFound: there is no such cluster.
+	ErrNotFound = errors.New("cluster: no such cluster")
+)
+
+// Manager manages the clusters under one data root.
+type Manager struct {
+	// Root is the data root ($PG_DATA_DIR).
+	Root string
+	// Run runs initdb, pg_ctl and postgres.
+	Run *proc.Runner
+	// User runs the server programs; nil runs them as the caller. It must
+	// be set when abtest runs as root.
+	User *proc.User
+	// StartTimeout bounds the wait for the first connection; zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Log receives one line per step ("initdb", "started"); nil discards.
+	Log io.Writer
+	// MemTotal sizes shared_buffers; zero reads /proc/meminfo.
+	MemTotal uint64
+}
+
+// Options are what a start may change.
+type Options struct {
+	// Install is the installation prefix (bin/postgres inside).
+	Install string
+	// Port is the TCP port number (also names the Unix socket); 0 keeps
+	// the cluster's previous port, or picks a free one for a new cluster.
+	Port int
+	// AutoPort picks a free port even when the cluster had one.
+	AutoPort bool
+	// PgssMax is pg_stat_statements.max; 0 means DefaultPgssMax, and
+	// anything else below 100 is refused.
+	PgssMax int
+	// Settings are --set values, applied last.
+	Settings []Setting
+	// CPUs pins the postmaster and so every backend; nil means no pinning.
+	CPUs []int
+	// MaxClients is the largest client count a run will use; 0 means 64.
+	MaxClients int
+	// Listen is listen_addresses; "" means Unix socket only.
+	Listen string
+	// DataChecksums passes --data-checksums to initdb.
+	DataChecksums bool
+	// Recreate runs initdb again over an existing data directory.
+	Recreate bool
+}
+
+// State is a cluster as abtest last configured it (abtest.state.json).
+type State struct {
+	Name      string            `json:"name"`
+	Install   string            `json:"install"`
+	DataDir   string            `json:"data_dir"`
+	SocketDir string            `json:"socket_dir"`
+	Port      int               `json:"port"`
+	Listen    string            `json:"listen,omitempty"`
+	CPUs      []int             `json:"cpus,omitempty"`
+	Settings  map[string]string `json:"settings"`
+	Version   string            `json:"version"`
+	EnvFile   string            `json:"env_file"`
+	// Initialized is set once the benchmark database and extension exist.
+	Initialized bool      `json:"initialized"`
+	StartedAt   time.Time `json:"started_at"`
+}
+
+// ConnString returns a libpq connection string for database db.
+func (s *State) ConnString(db string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable connect_timeout=5", s.SocketDir, s.Port, SuperUser, db)
+}
+
+func (m *Manager) logf(format string, args ...any) {
+	if m.Log != nil && !m.Run.DryRun {
+		fmt.Fprintf(m.Log, format+"\n", args...)
+	}
+}
+
+// DataDir returns the data directory of cluster name.
+func (m *Manager) DataDir(name string) (string, error) {
+	return safepath.Under(m.Root, name)
+}
+
+// EnvFile returns the path of name's env.sh.
+func (m *Manager) EnvFile(name string) string {
+	return filepath.Join(m.Root, name+".env.sh")
+}
+
+// ReadState reads name's state; a cluster never started is ErrNotFound.
+func (m *Manager) ReadState(name string) (*State, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch -w %s", ErrNotFound, name, m.Root, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return &s, nil
+}
+
+// PID returns the postmaster's pid when the cluster in dir is running.
+func PID(dir string) (int, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if !Alive(pid) {
+		return 0, false
+	}
+	// A stale postmaster.pid whose pid was reused by another program.
+	if exe, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil {
+		c := strings.TrimSpace(string(exe))
+		if c != "postgres" && c != "postmaster" {
+			return 0, false
+		}
+	}
+	return pid, true
+}
+
+// Alive reports whether process pid runs. A zombie (exited, not yet reaped,
+// as under a container init that does not reap) does not count.
+func Alive(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(s[i+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// Processes returns the postmaster's pid and its children's: every process
+// of a running cluster.
+func Processes(dir string) []int {
+	pid, ok := PID(dir)
+	if !ok {
+		return nil
+	}
+	pids := []int{pid}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may contain spaces and parens.
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			pids = append(pids, child)
+		}
+	}
+	return pids
+}
+
+// Start starts cluster name with opts: initdb when there is no data
+// directory (or Recreate), configuration written, server started and
+// waited for until a real connection succeeds. A running cluster whose
+// configuration does not change is left alone; one whose configuration
+// changes is restarted.
+func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	if err := m.checkUser(); err != nil {
+		return nil, err
+	}
+	if opts.PgssMax == 0 {
+		opts.PgssMax = DefaultPgssMax
+	}
+	if opts.PgssMax < 100 {
+		return nil, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", opts.PgssMax)
+	}
+	if opts.MaxClients == 0 {
+		opts.MaxClients = 64
+	}
+	opts.Settings = dedupSettings(opts.Settings)
+	if err := m.checkInstall(ctx, opts.Install); err != nil {
+		return nil, err
+	}
+	unlock, err := m.lock(name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	prev, _ := m.ReadState(name)
+	pid, running := PID(dir)
+
+	port, err := m.choosePort(name, dir, prev, opts)
+	if err != nil {
+		return nil, err
+	}
+	conf := Conf{
+		Port:        port,
+		Listen:      opts.Listen,
+		SocketDir:   m.socketDir(dir),
+		PgssMax:     opts.PgssMax,
+		MaxConns:    MaxConnections(opts.MaxClients),
+		SharedBufMB: SharedBuffersMB(m.memTotal()),
+		Settings:    opts.Settings,
+	}
+	if prev != nil && prev.Install != opts.Install && running && !opts.Recreate {
+		m.logf("cluster %s: install changed (%s -> %s): restarting", name, prev.Install, opts.Install)
+	}
+
+	fresh := opts.Recreate || !exists(filepath.Join(dir, "PG_VERSION"))
+	if fresh && running {
+		if err := m.pgctlStop(ctx, dir, "fast"); err != nil {
+			return nil, err
+		}
+		running = false
+	}
+	if fresh {
+		if err := m.initdb(ctx, name, dir, opts); err != nil {
+			return nil, err
+		}
+		prev = nil
+	}
+	if err := m.ownedDir(conf.SocketDir); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+
+	confPath := filepath.Join(dir, ConfFile)
+	oldConf, _ := os.ReadFile(confPath)
+	newConf := conf.Render()
+	if err := m.writeOwned(confPath, []byte(newConf), 0o600); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := m.validate(ctx, opts.Install, dir); err != nil {
+		// Nothing changed on disk: the old include back, or no new cluster.
+		if fresh {
+			_ = m.Run.RemoveAll(dir)
+		} else if oldConf != nil {
+			_ = m.writeOwned(confPath, oldConf, 0o600)
+		}
+		return nil, err
+	}
+
+	same := running && string(oldConf) == newConf && prev != nil && prev.Install == opts.Install && proc.CPUList(prev.CPUs) == proc.CPUList(opts.CPUs)
+	if same {
+		m.logf("cluster %s: already running (pid %d, port %d), configuration unchanged", name, pid, port)
+		return prev, nil
+	}
+	if running {
+		if err := m.pgctlStop(ctx, dir, "fast"); err != nil {
+			return nil, err
+		}
+	}
+	st := &State{
+		Name: name, Install: opts.Install, DataDir: dir, SocketDir: conf.SocketDir,
+		Port: port, Listen: opts.Listen, CPUs: opts.CPUs, Settings: settingsMap(conf),
+		EnvFile: m.EnvFile(name),
+	}
+	st.Initialized = prev != nil && prev.Initialized
+	st.Version, _ = m.version(ctx, opts.Install)
+	if err := m.start(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := m.writeState(st); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	env := Env{Name: name, Path: st.EnvFile, InstallDir: opts.Install, DataDir: dir, SocketDir: conf.SocketDir, Port: port}
+	if err := m.Run.WriteFile(st.EnvFile, []byte(env.Render()), 0o644); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return st, nil
+}
+
+// start launches the postmaster and waits for a connection; on failure or
+// interruption the half-started server is stopped again.
+func (m *Manager) start(ctx context.Context, st *State) error {
+	log := filepath.Join(st.DataDir, logFile)
+	c := m.cmd(st.Install, "pg_ctl", "start", "-D", st.DataDir, "-l", log, "-W", "-s")
+	c.CPUs = st.CPUs
+	if err := m.Run.Run(ctx, c); err != nil {
+		return exitcode.Failure(fmt.Errorf("%w: %s: %v", ErrStart, st.Name, err))
+	}
+	if m.Run.DryRun {
+		return nil
+	}
+	st.StartedAt = time.Now().UTC()
+	timeout := m.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	err := m.waitReady(ctx, st, timeout)
+	if err == nil && !st.Initialized {
+		err = m.initialize(ctx, st)
+	}
+	if err != nil {
+		// No half-started server: stop it, even when ctx is cancelled.
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = m.pgctlStop(stopCtx, st.DataDir, "immediate")
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return exitcode.Failure(fmt.Errorf("%w: %s: %v (log: %s)", ErrStart, st.Name, err, log))
+	}
+	pid, _ := PID(st.DataDir)
+	m.logf("cluster %s: running (pid %d, port %d, socket %s)", st.Name, pid, st.Port, st.SocketDir)
+	return nil
+}
+
+// waitReady polls until a real connection succeeds, the postmaster dies,
+// or timeout passes.
+func (m *Manager) waitReady(ctx context.Context, st *State, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, st.ConnString("postgres"))
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no connection after %s: %v", timeout, last)
+		}
+		// The postmaster writes postmaster.pid early; if it is gone after
+		// a moment the server exited (bad setting, port taken, …).
+		if _, ok := PID(st.DataDir); !ok && time.Since(st.StartedAt) > 500*time.Millisecond {
+			return fmt.Errorf("the server exited: %s", lastLogLine(filepath.Join(st.DataDir, logFile)))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// initialize creates the benchmark database and pg_stat_statements in it,
+// once per data directory.
+func (m *Manager) initialize(ctx context.Context, st *State) error {
+	conn, err := pgx.Connect(ctx, st.ConnString("postgres"))
+	if err != nil {
+		return err
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", Database).Scan(&n); err != nil {
+		conn.Close(ctx)
+		return err
+	}
+	if n == 0 {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+Database); err != nil {
+			conn.Close(ctx)
+			return err
+		}
+	}
+	conn.Close(ctx)
+	conn, err = pgx.Connect(ctx, st.ConnString(Database))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return fmt.Errorf("CREATE EXTENSION pg_stat_statements: %w", err)
+	}
+	st.Initialized = true
+	return nil
+}
+
+// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting).
+func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return false, exitcode.BadInput(err)
+	}
+	if !exists(filepath.Join(dir, "PG_VERSION")) {
+		return false, exitcode.BadInputf("%w %q under %s", ErrNotFound, name, m.Root)
+	}
+	if _, running := PID(dir); !running {
+		return false, nil
+	}
+	if err := m.checkUser(); err != nil {
+		return false, err
+	}
+	unlock, err := m.lock(name)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	return true, m.pgctlStop(ctx, dir, "fast")
+}
+
+// Remove stops cluster name and removes its data directory and env.sh.
+func (m *Manager) Remove(ctx context.Context, name string) error {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return exitcode.BadInput(err)
+	}
+	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
+		return exitcode.BadInput(fmt.Errorf("removing cluster %s: %w", name, err))
+	}
+	if _, running := PID(dir); running {
+		if _, err := m.Stop(ctx, name); err != nil {
+			return err
+		}
+	}
+	sock := m.socketDir(dir)
+	for _, p := range []string{dir, m.EnvFile(name), sock} {
+		if err := m.Run.RemoveAll(p); err != nil {
+			return exitcode.Failure(err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) pgctlStop(ctx context.Context, dir, mode string) error {
+	st, _ := m.ReadState(filepath.Base(dir))
+	install := ""
+	if st != nil {
+		install = st.Install
+	}
+	if install == "" {
+		return exitcode.Failure(fmt.Errorf("stopping %s: no recorded installation to run pg_ctl from", dir))
+	}
+	if err := m.Run.Run(ctx, m.cmd(install, "pg_ctl", "stop", "-D", dir, "-m", mode, "-w", "-t", "60", "-s")); err != nil {
+		return exitcode.Failure(fmt.Errorf("stopping %s: %w", dir, err))
+	}
+	return nil
+}
+
+// cmd returns a command of the installation's bin directory, run as the
+// server's user.
+func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
+	return proc.Cmd{
+		Path: filepath.Join(install, "bin", program),
+		Args: args,
+		User: m.User,
+		Env:  []string{"LD_LIBRARY_PATH=" + filepath.Join(install, "lib")},
+		// pg_ctl and initdb must not run in a directory the user
+		// cannot enter (root's cwd, often).
+		Dir: "/",
+	}
+}
+
+func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) error {
+	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
+		return exitcode.BadInput(err)
+	}
+	if err := m.Run.RemoveAll(dir); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := m.Run.MkdirAll(m.Root, 0o755); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := m.ownedDir(dir); err != nil {
+		return exitcode.Failure(err)
+	}
+	m.logf("cluster %s: initdb %s", name, dir)
+	args := []string{"-D", dir, "-U", SuperUser, "--no-locale", "-E", "UTF8", "-A", "trust", "--no-instructions"}
+	if opts.DataChecksums {
+		args = append(args, "--data-checksums")
+	}
+	c := m.cmd(opts.Install, "initdb", args...)
+	c.Log = filepath.Join(m.Root, name+".initdb.log")
+	if err := m.Run.Run(ctx, c); err != nil {
+		_ = m.Run.RemoveAll(dir)
+		return exitcode.Failure(fmt.Errorf("initdb %s: %w", name, err))
+	}
+	pgconf := filepath.Join(dir, "postgresql.conf")
+	if m.Run.DryRun {
+		m.Run.Note("append %q to %s", includeLine, pgconf)
+		return nil
+	}
+	f, err := os.OpenFile(pgconf, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "\n%s\n", includeLine)
+	return exitcode.Failure(err)
+}
+
+// validate asks postgres itself to read the configuration (postgres -C),
+// so that a bad --set is reported in the server's own words before
+// anything starts or stops.
+func (m *Manager) validate(ctx context.Context, install, dir string) error {
+	if m.Run.DryRun {
+		return nil
+	}
+	c := m.cmd(install, "postgres", "-D", dir, "-C", "port")
+	c.ReadOnly = true
+	if _, err := m.Run.Output(ctx, c); err != nil {
+		var pe *proc.Error
+		msg := err.Error()
+		if errors.As(err, &pe) && len(pe.Tail) > 0 {
+			msg = serverComplaint(pe.Tail)
+		}
+		return exitcode.BadInputf("%w: %s", ErrSetting, msg)
+	}
+	return nil
+}
+
+// serverComplaint picks the line of postgres's output that names the
+// offending parameter.
+func serverComplaint(lines []string) string {
+	pick := lines[len(lines)-1]
+	for _, l := range lines {
+		if strings.Contains(l, "parameter") || strings.Contains(l, "invalid value") {
+			pick = l
+			break
+		}
+	}
+	return stripLogPrefix(pick)
+}
+
+// stripLogPrefix drops log_line_prefix (time, pid) from a server log line,
+// keeping "LOG:  …", "FATAL:  …".
+func stripLogPrefix(line string) string {
+	for _, level := range []string{"FATAL:", "PANIC:", "ERROR:", "LOG:", "WARNING:"} {
+		if i := strings.Index(line, level); i >= 0 {
+			return strings.Join(strings.Fields(line[i:]), " ")
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+func (m *Manager) checkUser() error {
+	if os.Geteuid() == 0 && m.User == nil {
+		return exitcode.BadInputf("abtest runs as root and PostgreSQL refuses to: pass --run-as USER (an unprivileged account), or create the postgres account")
+	}
+	return nil
+}
+
+// checkInstall checks that install holds a server and pg_stat_statements,
+// and that the server's account can reach it.
+func (m *Manager) checkInstall(ctx context.Context, install string) error {
+	if install == "" {
+		return exitcode.BadInputf("%w: no installation given", ErrNoInstall)
+	}
+	postgres := filepath.Join(install, "bin", "postgres")
+	if _, err := os.Stat(postgres); err != nil {
+		return exitcode.BadInputf("%w: %s has no bin/postgres; build it (abtest switch -w NAME -b release) or pass --install DIR", ErrNoInstall, install)
+	}
+	if m.User != nil {
+		c := proc.Cmd{Path: "test", Args: []string{"-x", postgres}, User: m.User, Dir: "/", ReadOnly: true}
+		if err := m.Run.Run(ctx, c); err != nil {
+			return exitcode.BadInputf("%w: user %s cannot run %s (a parent directory is private?); put installs and data under a directory it can enter", ErrNoInstall, m.User.Name, postgres)
+		}
+	}
+	pc := m.cmd(install, "pg_config", "--pkglibdir")
+	pc.ReadOnly = true
+	pc.User = nil
+	out, err := m.Run.Output(ctx, pc)
+	if err != nil {
+		return exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err)
+	}
+	so := filepath.Join(strings.TrimSpace(out), "pg_stat_statements.so")
+	if _, err := os.Stat(so); err != nil {
+		return exitcode.BadInputf("%w: %s lacks pg_stat_statements (%s); install contrib/pg_stat_statements", ErrNoInstall, install, so)
+	}
+	return nil
+}
+
+// version returns `postgres --version` of install.
+func (m *Manager) version(ctx context.Context, install string) (string, error) {
+	c := m.cmd(install, "postgres", "--version")
+	c.ReadOnly = true
+	out, err := m.Run.Output(ctx, c)
+	return strings.TrimSpace(out), err
+}
+
+// socketDir is the cluster's private socket directory. A Unix socket path
+// is limited to 107 bytes, and data roots (e.g. in a test's temporary
+// directory) can be long: the socket directory is therefore a short path
+// under /tmp, derived from the data directory so that it is stable across
+// restarts and distinct between clusters.
+func (m *Manager) socketDir(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join("/tmp", "abtest-"+hex.EncodeToString(sum[:])[:12])
+}
+
+// ownedDir creates dir as a private directory of the server's account.
+func (m *Manager) ownedDir(dir string) error {
+	if err := m.Run.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if m.Run.DryRun {
+		return nil
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	if m.User != nil {
+		return os.Chown(dir, int(m.User.UID), int(m.User.GID))
+	}
+	return nil
+}
+
+// writeOwned writes a file of the server's account.
+func (m *Manager) writeOwned(path string, data []byte, perm os.FileMode) error {
+	if err := m.Run.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	if m.User != nil && !m.Run.DryRun {
+		return os.Chown(path, int(m.User.UID), int(m.User.GID))
+	}
+	return nil
+}
+
+func (m *Manager) writeState(st *State) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return m.writeOwned(filepath.Join(st.DataDir, stateFile), append(data, '\n'), 0o600)
+}
+
+func (m *Manager) memTotal() uint64 {
+	if m.MemTotal > 0 {
+		return m.MemTotal
+	}
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// DirSize returns the bytes used by the files under dir.
+func DirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func lastLogLine(path string) string {
+	lines := TailFile(path, 5)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "FATAL") || strings.Contains(lines[i], "PANIC") {
+			return stripLogPrefix(lines[i])
+		}
+	}
+	if len(lines) > 0 {
+		return stripLogPrefix(lines[len(lines)-1])
+	}
+	return "no server log"
+}
+
+// TailFile returns the last n lines of the file at path.
+func TailFile(path string, n int) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// Info is a cluster's state and whether it runs, for status.
+type Info struct {
+	State
+	Running bool  `json:"running"`
+	PID     int   `json:"pid,omitempty"`
+	Bytes   int64 `json:"data_bytes"`
+}
+
+// List returns every cluster under the root, by name.
+func (m *Manager) List() ([]Info, error) {
+	states, err := filepath.Glob(filepath.Join(m.Root, "*", stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, f := range states {
+		st, err := m.ReadState(filepath.Base(filepath.Dir(f)))
+		if err != nil {
+			continue
+		}
+		pid, running := PID(st.DataDir)
+		out = append(out, Info{State: *st, Running: running, PID: pid, Bytes: DirSize(st.DataDir)})
+	}
+	return out, nil
+}

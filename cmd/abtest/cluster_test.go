@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+func clusterEnv(t *testing.T) (map[string]string, string) {
+	install := testenv.PGInstall(t)
+	testenv.ServerUser(t)
+	base := testenv.SharedTempDir(t)
+	env := map[string]string{
+		"PG_DATA_DIR":      filepath.Join(base, "data"),
+		"PG_INSTALL_DIR":   filepath.Join(base, "install"),
+		"PG_WORKTREES_DIR": filepath.Join(base, "wt"),
+		"PG_SOURCE_DIR":    filepath.Join(base, "src"),
+	}
+	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg", "--stop") })
+	return env, install
+}
+
+func TestSwitchStartsPrebuiltCluster(t *testing.T) {
+	env, install := clusterEnv(t)
+	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-m", "700", "-p", "auto", "--set", "work_mem=3MB")
+	if code != 0 {
+		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
+	}
+	envFile := filepath.Join(env["PG_DATA_DIR"], "pg.env.sh")
+	if !strings.HasSuffix(out, "source "+envFile+"\n") {
+		t.Errorf("switch should end with the source line; got:\n%s", out)
+	}
+	code, printed, _ := abtest(t, env, "env", "-w", "pg")
+	file, _ := os.ReadFile(envFile)
+	if code != 0 || printed != string(file) || !strings.Contains(printed, "export PGDATABASE=benchmark") {
+		t.Errorf("env -w pg: %d\n%s", code, printed)
+	}
+	code, out, _ = abtest(t, env, "status")
+	if code != 0 || !strings.Contains(out, "running") || !strings.Contains(out, "700") {
+		t.Errorf("status:\n%s", out)
+	}
+	st, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg")
+	if err != nil || st.Settings["work_mem"] != "3MB" || st.Settings["pg_stat_statements.max"] != "700" {
+		t.Errorf("state = %+v, %v", st, err)
+	}
+	code, out, _ = abtest(t, env, "switch", "-w", "pg", "--stop")
+	if code != 0 || !strings.Contains(out, "stopped") {
+		t.Errorf("--stop: %d %q", code, out)
+	}
+	if _, running := cluster.PID(st.DataDir); running {
+		t.Error("still running after --stop")
+	}
+}
+
+func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
+	env, install := clusterEnv(t)
+	for _, args := range [][]string{
+		{"--set", "bad syntax"},
+		{"--set", "nosuch_guc=1"},
+		{"-m", "0"},
+		{"-C", "999"},
+		{"-p", "nope"},
+		{"--install", "/nonexistent"},
+	} {
+		full := append([]string{"switch", "-w", "pg", "--install", install}, args...)
+		code, _, stderr := abtest(t, env, full...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(env["PG_DATA_DIR"], "pg", "postmaster.pid")); err == nil {
+			t.Fatalf("%v left a server running", args)
+		}
+		if _, err := os.Stat(filepath.Join(env["PG_DATA_DIR"], "pg")); err == nil {
+			t.Errorf("%v left a data directory", args)
+		}
+	}
+	code, _, stderr := abtest(t, env, "switch", "-w", "a/b", "--install", install)
+	if code != 2 || !strings.Contains(stderr, "a/b") {
+		t.Errorf("name with /: %d %q", code, stderr)
+	}
+	code, _, stderr = abtest(t, env, "env", "-w", "never")
+	if code != 2 || !strings.Contains(stderr, "abtest switch -w never") {
+		t.Errorf("env of a missing cluster: %d %q", code, stderr)
+	}
+}
