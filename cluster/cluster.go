@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -117,16 +118,17 @@ type Options struct {
 
 // State is a cluster as abtest last configured it (abtest.state.json).
 type State struct {
-	Name      string            `json:"name"`
-	Install   string            `json:"install"`
-	DataDir   string            `json:"data_dir"`
-	SocketDir string            `json:"socket_dir"`
-	Port      int               `json:"port"`
-	Listen    string            `json:"listen,omitempty"`
-	CPUs      []int             `json:"cpus,omitempty"`
-	Settings  map[string]string `json:"settings"`
-	Version   string            `json:"version"`
-	EnvFile   string            `json:"env_file"`
+	Name       string            `json:"name"`
+	Install    string            `json:"install"`
+	DataDir    string            `json:"data_dir"`
+	SocketDir  string            `json:"socket_dir"`
+	Port       int               `json:"port"`
+	Listen     string            `json:"listen,omitempty"`
+	CPUs       []int             `json:"cpus,omitempty"`
+	MaxClients int               `json:"max_clients"`
+	Settings   map[string]string `json:"settings"`
+	Version    string            `json:"version"`
+	EnvFile    string            `json:"env_file"`
 	// Initialized is set once the benchmark database and extension exist.
 	Initialized bool      `json:"initialized"`
 	StartedAt   time.Time `json:"started_at"`
@@ -342,7 +344,7 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	}
 	st := &State{
 		Name: name, Install: opts.Install, DataDir: dir, SocketDir: conf.SocketDir,
-		Port: port, Listen: opts.Listen, CPUs: opts.CPUs, Settings: settingsMap(conf),
+		Port: port, Listen: opts.Listen, CPUs: opts.CPUs, MaxClients: opts.MaxClients, Settings: settingsMap(conf),
 		EnvFile: m.EnvFile(name),
 	}
 	st.Initialized = prev != nil && prev.Initialized
@@ -790,4 +792,54 @@ func (m *Manager) List() ([]Info, error) {
 		out = append(out, Info{State: *st, Running: running, PID: pid, Bytes: DirSize(st.DataDir)})
 	}
 	return out, nil
+}
+
+// CatalogVersion returns the catalog version of name's data directory, as
+// pg_controldata of install reads it.
+func (m *Manager) CatalogVersion(ctx context.Context, name, install string) (string, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return "", exitcode.BadInput(err)
+	}
+	c := m.cmd(install, "pg_controldata", "-D", dir)
+	c.ReadOnly = true
+	out, err := m.Run.Output(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "Catalog version number:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("pg_controldata %s: no catalog version", dir)
+}
+
+// Exists reports whether name has a data directory.
+func (m *Manager) Exists(name string) bool {
+	dir, err := m.DataDir(name)
+	return err == nil && exists(filepath.Join(dir, "PG_VERSION"))
+}
+
+// OptionsOf returns the options st was started with, to start it again
+// the same way (after a rebuild).
+func OptionsOf(st *State) Options {
+	o := Options{Install: st.Install, Port: st.Port, CPUs: st.CPUs, Listen: st.Listen, MaxClients: st.MaxClients}
+	for _, k := range sortedKeys(st.Settings) {
+		if k == "pg_stat_statements.max" {
+			o.PgssMax, _ = strconv.Atoi(st.Settings[k])
+			continue
+		}
+		o.Settings = append(o.Settings, Setting{Name: k, Value: st.Settings[k]})
+	}
+	return o
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

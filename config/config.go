@@ -50,6 +50,11 @@ type Config struct {
 	// StartTimeout is how many seconds a cluster start waits for the
 	// first successful connection.
 	StartTimeout int `toml:"start_timeout"`
+	// CCache uses ccache for builds when it is installed.
+	CCache bool `toml:"ccache"`
+	// Contrib lists contrib modules to install besides pg_stat_statements
+	// (autotools trees; meson installs all of contrib).
+	Contrib []string `toml:"contrib"`
 	// Installs names prebuilt installations (e.g. a distribution's
 	// /usr/lib/postgresql/15) usable as -w NAME without a build.
 	Installs map[string]string `toml:"installs"`
@@ -66,6 +71,8 @@ func Default(home string) Config {
 		ResultsDir:   filepath.Join(home, "pg", "results"),
 		RunAs:        "",
 		StartTimeout: 60,
+		CCache:       true,
+		Contrib:      []string{},
 		Installs:     map[string]string{},
 	}
 }

@@ -50,6 +50,8 @@ install_dir = "/local/install"
 		RunAs:        "",
 	}
 	want.StartTimeout = 60
+	want.CCache = true
+	want.Contrib = []string{}
 	want.Installs = map[string]string{}
 	if !reflect.DeepEqual(l.Config, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", l.Config, want)

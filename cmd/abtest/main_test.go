@@ -153,3 +153,23 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: %d %q", code, out)
 	}
 }
+
+func TestBuildBadInput(t *testing.T) {
+	env, _ := setup(t)
+	env["PG_INSTALL_DIR"] = filepath.Join(t.TempDir(), "install")
+	code, _, stderr := abtest(t, env, "switch", "-w", "x", "-b", "fast")
+	if code != 2 || !strings.Contains(stderr, "release, debug, debug_noassert") {
+		t.Errorf("unknown build type: %d %q", code, stderr)
+	}
+	code, _, stderr = abtest(t, env, "switch", "-w", "nothere", "-b", "release")
+	if code != 2 || !strings.Contains(stderr, "abtest switch -c COMMIT -w nothere") {
+		t.Errorf("missing worktree: %d %q", code, stderr)
+	}
+	code, _, stderr = abtest(t, env, "switch", "-w", "x", "--force")
+	if code != 2 || !strings.Contains(stderr, "-b TYPE") {
+		t.Errorf("--force without -b: %d %q", code, stderr)
+	}
+	if _, err := os.Stat(env["PG_INSTALL_DIR"]); err == nil {
+		t.Error("bad input created the install root")
+	}
+}

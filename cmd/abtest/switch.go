@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
@@ -15,6 +16,7 @@ func switchCommand(env *Env) *cli.Command {
 		Usage: "manage one named worktree, its build and its cluster",
 		UsageText: `abtest switch -c COMMIT -w NAME        create or move a worktree (detached)
 abtest switch -w NAME --patch FILE...   apply patches (git diff, or git format-patch/mbox)
+abtest switch -w NAME -b TYPE           build and install (TYPE release|debug|debug_noassert)
 abtest switch -w NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--install DIR]
                                         start NAME's cluster (initdb first when needed)
 abtest switch -w NAME --recreate-cluster
@@ -27,7 +29,7 @@ abtest switch --remove -w NAME          stop the cluster, remove worktree, insta
 			&cli.StringSliceFlag{Name: "patch", Usage: "apply patch `FILE` (repeatable, applied in order)"},
 			&cli.BoolFlag{Name: "remove", Usage: "stop the cluster and remove worktree, install and data"},
 			sourceFlag(),
-		}, clusterFlags()...),
+		}, append(buildFlags(), clusterFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runSwitch(ctx, cmd, env)
 		},
@@ -49,15 +51,27 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return exitcode.BadInput(err)
 	}
 	commit, patches := cmd.String("commit"), cmd.StringSlice("patch")
-	remove, stop := cmd.Bool("remove"), cmd.Bool("stop")
-	startCluster := wantsCluster(cmd) || (commit == "" && len(patches) == 0 && !remove && !stop)
+	remove, stop, buildType := cmd.Bool("remove"), cmd.Bool("stop"), cmd.String("build")
+	startCluster := wantsCluster(cmd) || (commit == "" && len(patches) == 0 && buildType == "" && !remove && !stop)
 
 	if remove || stop {
-		if commit != "" || len(patches) > 0 || wantsCluster(cmd) || remove && stop {
+		if commit != "" || len(patches) > 0 || buildType != "" || wantsCluster(cmd) || remove && stop {
 			return exitcode.BadInputf("switch: --remove and --stop take only -w NAME")
 		}
 	}
-	// Validate every cluster flag before anything changes on disk.
+	// Validate every flag before anything changes on disk.
+	var bopts build.Options
+	if buildType != "" {
+		if bopts, err = buildOptions(cmd, cfg); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force"} {
+			if cmd.IsSet(f) {
+				return exitcode.BadInputf("switch: --%s needs -b TYPE", f)
+			}
+		}
+	}
 	if startCluster {
 		if _, err := clusterOptions(cmd, installFor(cmd, cfg, name)); err != nil {
 			return err
@@ -125,6 +139,11 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 			if !run.DryRun {
 				fmt.Fprintf(env.Stdout, "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), p.SHA256[:12], p.Subject)
 			}
+		}
+	}
+	if buildType != "" {
+		if _, err := runBuild(ctx, env, cfg, run, wt, name, bopts); err != nil {
+			return err
 		}
 	}
 	if startCluster {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -136,4 +137,58 @@ func SharedTempDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// CacheRoot returns the directory where tests keep what is slow to make
+// and safe to reuse between runs: source trees, worktrees and builds
+// ($ABTEST_TEST_CACHE; else /var/tmp/abtest-test for root, whose home the
+// server account cannot enter, and ~/.cache/abtest-test otherwise).
+func CacheRoot(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("ABTEST_TEST_CACHE")
+	if dir == "" {
+		if os.Geteuid() == 0 {
+			dir = "/var/tmp/abtest-test"
+		} else {
+			home, _ := os.UserHomeDir()
+			dir = filepath.Join(home, ".cache", "abtest-test")
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// PG15Source returns the PostgreSQL 15 source repository that
+// scripts/pg-source.sh makes: $ABTEST_PG15_SOURCE, or
+// ~/.cache/abtest-test/pg15-src.
+func PG15Source(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("ABTEST_PG15_SOURCE")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "abtest-test", "pg15-src")
+	}
+	_, err := os.Stat(filepath.Join(dir, ".git"))
+	Require(t, err == nil, "a PostgreSQL 15 source repository at %s (scripts/pg-source.sh %s)", dir, dir)
+	return dir
+}
+
+// LockCache serialises the use of CacheRoot between test processes (go
+// test runs packages in parallel, and two of them must not build in one
+// worktree at once). The lock is released when the test ends.
+func LockCache(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(CacheRoot(t), ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }

@@ -1,0 +1,220 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/worktree"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// fakeTree makes a worktree of a tiny repository that looks like a
+// PostgreSQL tree to the builder (meson.build or configure, catversion.h,
+// a generated gram.c so that bison and flex are not needed).
+func fakeTree(t *testing.T, meson bool) (*Builder, *worktree.Provenance, string, *strings.Builder) {
+	t.Helper()
+	files := map[string]string{
+		"src/include/catalog/catversion.h": "#define CATALOG_VERSION_NO\t202209061\n",
+		"src/backend/parser/gram.c":        "/* generated */\n",
+	}
+	if meson {
+		files["meson.build"] = "project('postgresql')\n"
+	} else {
+		files["configure"] = "#!/bin/sh\n"
+	}
+	repo := testenv.NewRepo(t, files)
+	root := t.TempDir()
+	var trace strings.Builder
+	run := &proc.Runner{DryRun: true, Trace: &trace}
+	wt := &worktree.Manager{Source: repo, Root: filepath.Join(root, "wt"), Run: &proc.Runner{}}
+	if _, err := wt.Switch(context.Background(), "lru", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	prov, err := wt.Info(context.Background(), "lru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{WorktreesRoot: wt.Root, InstallRoot: filepath.Join(root, "install"), Run: run, Jobs: 2}
+	if err := os.MkdirAll(b.InstallRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return b, prov, filepath.Join(wt.Root, "lru"), &trace
+}
+
+func requireTools(t *testing.T, names ...string) {
+	for _, n := range names {
+		testenv.Require(t, lookPath(n), "%s on PATH", n)
+	}
+}
+
+// TestMesonCommandLines pins the exact meson/ninja commands per build type
+// and per change of options: setup the first time, configure when the
+// options change, nothing but ninja and install when they do not.
+func TestMesonCommandLines(t *testing.T) {
+	requireTools(t, "meson", "ninja", "cc", "ccache")
+	b, prov, dir, trace := fakeTree(t, true)
+	ctx := context.Background()
+	var out strings.Builder
+	step := func(title string, o Options) {
+		trace.Reset()
+		if _, err := b.Build(ctx, prov, dir, o); err != nil {
+			t.Fatalf("%s: %v", title, err)
+		}
+		out.WriteString("## " + title + "\n" + trace.String() + "\n")
+	}
+	for _, typ := range Types {
+		step("fresh "+string(typ), Options{Type: typ})
+	}
+	step("profiling, extra option, no ccache", Options{Type: Release, Profiling: true, NoCCache: true, MesonOpts: []string{"-Dllvm=disabled"}})
+
+	// A configured build dir: same options → no configure; other options
+	// → meson configure; a half-failed setup → setup --wipe.
+	bd := filepath.Join(dir, worktree.BuildDir)
+	os.MkdirAll(bd, 0o755)
+	os.WriteFile(filepath.Join(bd, "build.ninja"), nil, 0o644)
+	install := filepath.Join(b.InstallRoot, "lru")
+	os.WriteFile(filepath.Join(bd, ".abtest-options"), []byte(strings.Join(b.options(Options{Type: Release}, true, install, true), "\n")), 0o644)
+	step("configured, same options", Options{Type: Release})
+	step("configured, options changed to debug", Options{Type: Debug})
+	os.Remove(filepath.Join(bd, "build.ninja"))
+	os.MkdirAll(filepath.Join(bd, "meson-private"), 0o755)
+	step("setup that failed half-way", Options{Type: Release})
+
+	golden(t, "meson.txt", scrub(out.String(), b, dir))
+}
+
+func TestAutotoolsCommandLines(t *testing.T) {
+	requireTools(t, "make", "cc", "ccache")
+	b, prov, dir, trace := fakeTree(t, false)
+	var out strings.Builder
+	for _, o := range []Options{{Type: Release}, {Type: Debug, Profiling: true, Contrib: []string{"pg_prewarm"}}, {Type: DebugNoAssert, NoCCache: true, ConfigureOpts: []string{"--with-openssl"}}} {
+		trace.Reset()
+		if _, err := b.Build(context.Background(), prov, dir, o); err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("## " + string(o.Type) + "\n" + trace.String() + "\n")
+	}
+	golden(t, "autotools.txt", scrub(out.String(), b, dir))
+}
+
+// scrub replaces the test's temporary paths with stable names.
+func scrub(s string, b *Builder, dir string) string {
+	s = strings.ReplaceAll(s, dir, "$WORKTREE")
+	s = strings.ReplaceAll(s, b.InstallRoot, "$INSTALL_ROOT")
+	s = strings.ReplaceAll(s, b.WorktreesRoot, "$WORKTREES")
+	return s
+}
+
+func TestParseType(t *testing.T) {
+	for _, s := range []string{"release", "debug", "debug_noassert"} {
+		if got, err := ParseType(s); err != nil || string(got) != s {
+			t.Errorf("ParseType(%q) = %v, %v", s, got, err)
+		}
+	}
+	_, err := ParseType("fast")
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "release, debug, debug_noassert") {
+		t.Errorf("ParseType(fast) = %v", err)
+	}
+}
+
+// TestFingerprint: what determines the binaries changes it; nothing else
+// does.
+func TestFingerprint(t *testing.T) {
+	requireTools(t, "cc")
+	b, prov, dir, _ := fakeTree(t, true)
+	b.Run = &proc.Runner{}
+	ctx := context.Background()
+	fp := func(o Options, p *worktree.Provenance) string {
+		in, err := b.inputs(ctx, p, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fingerprint("meson", o, b.options(o, true, "/i", true), in)
+	}
+	base := fp(Options{Type: Release}, prov)
+	if again := fp(Options{Type: Release}, prov); again != base {
+		t.Error("fingerprint not stable")
+	}
+	seen := map[string]string{base: "base"}
+	check := func(what, f string) {
+		if prev, ok := seen[f]; ok {
+			t.Errorf("%s has the same fingerprint as %s", what, prev)
+		}
+		seen[f] = what
+	}
+	check("debug", fp(Options{Type: Debug}, prov))
+	check("profiling", fp(Options{Type: Release, Profiling: true}, prov))
+	check("meson option", fp(Options{Type: Release, MesonOpts: []string{"-Dx=y"}}, prov))
+	patched := *prov
+	patched.Patches = []worktree.Patch{{SHA256: "abc"}}
+	check("patch", fp(Options{Type: Release}, &patched))
+	os.WriteFile(filepath.Join(dir, "src/backend/parser/gram.c"), []byte("/* edited */\n"), 0o644)
+	check("uncommitted edit", fp(Options{Type: Release}, prov))
+	os.WriteFile(filepath.Join(dir, "new.c"), []byte("int x;\n"), 0o644)
+	check("untracked file", fp(Options{Type: Release}, prov))
+	// abtest's own files do not count.
+	os.MkdirAll(filepath.Join(dir, "build"), 0o755)
+	os.WriteFile(filepath.Join(dir, "build", "x.o"), []byte("obj"), 0o644)
+	if got := fp(Options{Type: Release}, prov); seen[got] != "untracked file" {
+		t.Errorf("files in the build dir changed the fingerprint (%s)", seen[got])
+	}
+}
+
+func TestMissingToolNamesPackage(t *testing.T) {
+	b, prov, dir, _ := fakeTree(t, true)
+	t.Setenv("PATH", t.TempDir())
+	_, err := b.Build(context.Background(), prov, dir, Options{Type: Release})
+	if !errors.Is(err, ErrMissingTool) || exitcode.Code(err) != exitcode.Infra || !strings.Contains(err.Error(), "apt-get install gcc") {
+		t.Errorf("Build without cc = %v, want ErrMissingTool exit 3 naming gcc", err)
+	}
+}
+
+func TestStatsLogAndNinjaProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stats")
+	os.WriteFile(path, []byte("# a.c\ncache_miss\ndirect_cache_miss\n# b.c\ndirect_cache_hit\nlocal_storage_hit\n# c.c\ndirect_cache_miss\npreprocessed_cache_hit\n# d.c\ndirect_cache_hit\n"), 0o644)
+	c := readStatsLog(path)
+	if c.Hits != 3 || c.Misses != 1 || c.HitRate != 0.75 {
+		t.Errorf("stats = %+v", c)
+	}
+	var rec recorder
+	np := &ninjaProgress{p: &rec}
+	np.Write([]byte("[1/20] Compiling C object a.o\n[2/2"))
+	np.Write([]byte("0] Compiling b\nFAILED: x\n[20/20] Linking\n"))
+	if strings.Join(rec.steps, " ") != "1/20 2/20 20/20" {
+		t.Errorf("steps = %v", rec.steps)
+	}
+}
+
+type recorder struct{ steps []string }
+
+func (r *recorder) Phase(string) {}
+func (r *recorder) Step(done, total int) {
+	r.steps = append(r.steps, fmt.Sprintf("%d/%d", done, total))
+}

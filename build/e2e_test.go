@@ -1,0 +1,127 @@
+package build_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testbuild"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// TestFromSourcePG15 builds the PostgreSQL 15 tree (autotools) for real:
+// the install runs, has pg_stat_statements, an unchanged rebuild is
+// skipped, a second worktree with a one-line patch is mostly ccache hits,
+// and a compile error leaves the previous install intact.
+func TestFromSourcePG15(t *testing.T) {
+	for _, tool := range []string{"cc", "make", "ccache"} {
+		_, err := exec.LookPath(tool)
+		testenv.Require(t, err == nil, "%s on PATH", tool)
+	}
+	e := testbuild.PG15(t)
+	ctx := context.Background()
+	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
+	t.Logf("base: skipped=%v %s in %.1f s", base.Skipped, base.Info.Version, base.Info.Seconds.Total)
+	out, err := exec.Command(filepath.Join(base.Info.Install, "bin", "postgres"), "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "postgres (PostgreSQL) 15.") {
+		t.Fatalf("postgres --version: %q, %v", out, err)
+	}
+	so, _ := filepath.Glob(filepath.Join(base.Info.Install, "lib", "*", "pg_stat_statements.so"))
+	if len(so) == 0 {
+		so, _ = filepath.Glob(filepath.Join(base.Info.Install, "lib", "pg_stat_statements.so"))
+	}
+	if len(so) == 0 {
+		t.Error("pg_stat_statements.so not installed")
+	}
+	if base.Info.CatalogVersion == "" || base.Info.System != "autotools" {
+		t.Errorf("info = %+v", base.Info)
+	}
+
+	again := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
+	if !again.Skipped || again.Info.Fingerprint != base.Info.Fingerprint {
+		t.Errorf("unchanged rebuild not skipped: %+v", again)
+	}
+
+	// A second worktree of the same commit with a one-line patch: ccache
+	// (base_dir = worktrees root, build dir inside the worktree) hits.
+	name := fmt.Sprintf("pg15-ccache-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		e.WT.Remove(context.Background(), name)
+		os.RemoveAll(filepath.Join(e.Installs, name))
+		os.Remove(filepath.Join(e.Installs, name+".build.log"))
+	})
+	patch := filepath.Join(t.TempDir(), demo.PatchName)
+	os.WriteFile(patch, demo.Patch, 0o644)
+	second := e.Build(t, name, "base", []string{patch}, build.Options{Type: build.Release})
+	cc := second.Info.CCache
+	if cc == nil || cc.Hits+cc.Misses < 500 {
+		t.Fatalf("ccache stats of the second worktree = %+v; want hundreds of compilations", cc)
+	}
+	t.Logf("second worktree: %.1f s, ccache %d hits / %d misses (%.1f%%)", second.Info.Seconds.Total, cc.Hits, cc.Misses, 100*cc.HitRate)
+	if cc.HitRate <= 0.80 {
+		t.Errorf("cross-worktree ccache hit rate %.1f%%, want > 80%%", 100*cc.HitRate)
+	}
+
+	// A compile error: exit 3, the log's tail and path; the install of
+	// the previous build stays as it was.
+	bad := filepath.Join(e.Worktrees, name, "src", "backend", "utils", "adt", "int.c")
+	src, _ := os.ReadFile(bad)
+	os.WriteFile(bad, append(src, []byte("\nthis is not C;\n")...), 0o644)
+	prov, err := e.WT.Info(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.B.Build(ctx, prov, filepath.Join(e.Worktrees, name), build.Options{Type: build.Release})
+	var pe *proc.Error
+	if !errors.Is(err, build.ErrFailed) || exitcode.Code(err) != exitcode.Infra || !errors.As(err, &pe) {
+		t.Fatalf("broken build = %v, want ErrFailed exit 3", err)
+	}
+	if !strings.Contains(err.Error(), name+".build.log") || !strings.Contains(strings.Join(pe.Tail, "\n"), "int.c") || len(pe.Tail) > 20 {
+		t.Errorf("error %q, tail %q: want the log path and the compiler's complaint", err, pe.Tail)
+	}
+	info, err := build.ReadInfo(filepath.Join(e.Installs, name))
+	if err != nil || info.Fingerprint != second.Info.Fingerprint {
+		t.Errorf("previous build record after a failed build: %+v, %v", info, err)
+	}
+	if _, err := exec.Command(filepath.Join(e.Installs, name, "bin", "postgres"), "--version").Output(); err != nil {
+		t.Errorf("previous install broken by a failed build: %v", err)
+	}
+}
+
+// TestFromSourceMeson builds a meson tree (PostgreSQL ≥ 16) when
+// ABTEST_PG_MESON_SOURCE names its git repository.
+func TestFromSourceMeson(t *testing.T) {
+	src := os.Getenv("ABTEST_PG_MESON_SOURCE")
+	if src == "" {
+		t.Skip("ABTEST_PG_MESON_SOURCE is not set: no meson tree to build")
+	}
+	for _, tool := range []string{"meson", "ninja", "cc"} {
+		_, err := exec.LookPath(tool)
+		testenv.Require(t, err == nil, "%s on PATH", tool)
+	}
+	e := testbuild.New(t, src)
+	res := e.Build(t, "meson-head", "HEAD", nil, build.Options{Type: build.Release})
+	t.Logf("meson build: skipped=%v %.1f s (configure %.1f, compile %.1f, install %.1f) ccache %+v",
+		res.Skipped, res.Info.Seconds.Total, res.Info.Seconds.Configure, res.Info.Seconds.Compile, res.Info.Seconds.Install, res.Info.CCache)
+	if res.Info.System != "meson" {
+		t.Errorf("system = %s", res.Info.System)
+	}
+	so, _ := filepath.Glob(filepath.Join(res.Info.Install, "lib", "*", "pg_stat_statements.so"))
+	so2, _ := filepath.Glob(filepath.Join(res.Info.Install, "lib", "pg_stat_statements.so"))
+	if len(so)+len(so2) == 0 {
+		t.Error("pg_stat_statements.so not installed")
+	}
+	if _, err := exec.Command(filepath.Join(res.Info.Install, "bin", "postgres"), "--version").Output(); err != nil {
+		t.Error(err)
+	}
+}
