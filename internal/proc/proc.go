@@ -105,6 +105,9 @@ type Cmd struct {
 	// Stdout, when set, also receives the command's standard output, e.g.
 	// a parser of pgbench's progress lines.
 	Stdout io.Writer
+	// Stderr, when set, also receives the command's standard error, e.g.
+	// a parser of pgbench's -P progress lines.
+	Stderr io.Writer
 	// Stdin is the command's standard input; nil means none.
 	Stdin io.Reader
 	// User, when set, runs the command with that account's credentials.
@@ -314,6 +317,9 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	}
 	if c.Stdout != nil {
 		stdout = append(stdout, c.Stdout)
+	}
+	if c.Stderr != nil {
+		stderr = append(stderr, c.Stderr)
 	}
 	cmd.Stdout = io.MultiWriter(stdout...)
 	cmd.Stderr = io.MultiWriter(stderr...)

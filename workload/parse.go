@@ -1,0 +1,229 @@
+package workload
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Progress is one pgbench -P line:
+//
+//	progress: 5.0 s, 117234.5 tps, lat 0.545 ms stddev 0.123, 0 failed
+//	progress: 10.0 s, 999.8 tps, lat 1.2 ms stddev 0.4, lag 0.052 ms, 0 failed
+type Progress struct {
+	T        float64 `json:"t"`
+	TPS      float64 `json:"tps"`
+	LatMS    float64 `json:"lat_ms"`
+	StddevMS float64 `json:"stddev_ms"`
+	LagMS    float64 `json:"lag_ms,omitempty"`
+	Failed   int64   `json:"failed,omitempty"`
+	Skipped  int64   `json:"skipped,omitempty"`
+	HasLag   bool    `json:"-"`
+}
+
+var (
+	progressRE = regexp.MustCompile(`^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)`)
+	lagRE      = regexp.MustCompile(`, lag ([0-9.]+) ms`)
+	failedRE   = regexp.MustCompile(`, ([0-9]+) failed`)
+	skippedRE  = regexp.MustCompile(`, ([0-9]+) skipped`)
+)
+
+// ParseProgress parses one progress line; ok is false for anything else.
+func ParseProgress(line string) (Progress, bool) {
+	line = strings.TrimSpace(line)
+	m := progressRE.FindStringSubmatch(line)
+	if m == nil {
+		return Progress{}, false
+	}
+	var p Progress
+	var err error
+	if p.T, err = strconv.ParseFloat(m[1], 64); err != nil {
+		return Progress{}, false
+	}
+	if p.TPS, err = strconv.ParseFloat(m[2], 64); err != nil {
+		return Progress{}, false
+	}
+	if p.LatMS, err = strconv.ParseFloat(m[3], 64); err != nil {
+		return Progress{}, false
+	}
+	if m[4] != "NaN" {
+		p.StddevMS, _ = strconv.ParseFloat(m[4], 64)
+	}
+	if l := lagRE.FindStringSubmatch(line); l != nil {
+		p.LagMS, _ = strconv.ParseFloat(l[1], 64)
+		p.HasLag = true
+	}
+	if f := failedRE.FindStringSubmatch(line); f != nil {
+		p.Failed, _ = strconv.ParseInt(f[1], 10, 64)
+	}
+	if s := skippedRE.FindStringSubmatch(line); s != nil {
+		p.Skipped, _ = strconv.ParseInt(s[1], 10, 64)
+	}
+	if math.IsInf(p.TPS, 0) || math.IsNaN(p.TPS) || p.T < 0 {
+		return Progress{}, false
+	}
+	return p, true
+}
+
+// Summary is pgbench's final report.
+type Summary struct {
+	Clients      int     `json:"clients"`
+	Threads      int     `json:"threads"`
+	Mode         string  `json:"query_mode"`
+	Processed    int64   `json:"processed"`
+	Failed       int64   `json:"failed"`
+	Skipped      int64   `json:"skipped"`
+	LatencyAvgMS float64 `json:"latency_avg_ms"`
+	LatencySDMS  float64 `json:"latency_stddev_ms"`
+	LagAvgMS     float64 `json:"lag_avg_ms,omitempty"`
+	LagMaxMS     float64 `json:"lag_max_ms,omitempty"`
+	ConnectMS    float64 `json:"initial_connection_ms"`
+	TPS          float64 `json:"tps"`
+	// Complete is set when the tps line was seen: a truncated report
+	// has no TPS to trust.
+	Complete bool `json:"complete"`
+}
+
+var (
+	tpsRE       = regexp.MustCompile(`^tps = ([0-9.]+) \((without initial connection time|excluding connections establishing)\)`)
+	processedRE = regexp.MustCompile(`^number of transactions actually processed: ([0-9]+)`)
+	failedTxRE  = regexp.MustCompile(`^number of failed transactions: ([0-9]+)`)
+	skippedTxRE = regexp.MustCompile(`^number of transactions skipped: ([0-9]+)`)
+	latAvgRE    = regexp.MustCompile(`^latency average = ([0-9.]+) ms`)
+	latSDRE     = regexp.MustCompile(`^latency stddev = ([0-9.]+) ms`)
+	lagSumRE    = regexp.MustCompile(`^rate limit schedule lag: avg ([0-9.]+) \(max ([0-9.]+)\) ms`)
+	connRE      = regexp.MustCompile(`^initial connection time = ([0-9.]+) ms`)
+	clientsRE   = regexp.MustCompile(`^number of clients: ([0-9]+)`)
+	threadsRE   = regexp.MustCompile(`^number of threads: ([0-9]+)`)
+	modeRE      = regexp.MustCompile(`^query mode: (\w+)`)
+)
+
+// ParseSummary reads pgbench's final report (PostgreSQL 14 to 18).
+func ParseSummary(r io.Reader) Summary {
+	var s Summary
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	f := func(re *regexp.Regexp, line string) (string, bool) {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			return "", false
+		}
+		return m[1], true
+	}
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := f(tpsRE, line); ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(x, 0) {
+				s.TPS, s.Complete = x, true
+			}
+		} else if v, ok := f(processedRE, line); ok {
+			s.Processed, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := f(failedTxRE, line); ok {
+			s.Failed, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := f(skippedTxRE, line); ok {
+			s.Skipped, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := f(latAvgRE, line); ok {
+			s.LatencyAvgMS, _ = strconv.ParseFloat(v, 64)
+		} else if v, ok := f(latSDRE, line); ok {
+			s.LatencySDMS, _ = strconv.ParseFloat(v, 64)
+		} else if m := lagSumRE.FindStringSubmatch(line); m != nil {
+			s.LagAvgMS, _ = strconv.ParseFloat(m[1], 64)
+			s.LagMaxMS, _ = strconv.ParseFloat(m[2], 64)
+		} else if v, ok := f(connRE, line); ok {
+			s.ConnectMS, _ = strconv.ParseFloat(v, 64)
+		} else if v, ok := f(clientsRE, line); ok {
+			s.Clients, _ = strconv.Atoi(v)
+		} else if v, ok := f(threadsRE, line); ok {
+			s.Threads, _ = strconv.Atoi(v)
+		} else if v, ok := f(modeRE, line); ok {
+			s.Mode = v
+		}
+	}
+	return s
+}
+
+// Latencies are a sample of transaction latencies, in microseconds.
+type Latencies struct {
+	us      []float64
+	failed  int64
+	skipped int64
+}
+
+// ReadTxLog adds the lines of a pgbench per-transaction log to l:
+//
+//	client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]
+//
+// where time is the latency in µs, or "failed"/"skipped" (PG ≥ 15).
+func (l *Latencies) ReadTxLog(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 {
+			continue
+		}
+		switch f[2] {
+		case "failed", "serialization", "deadlock", "other":
+			l.failed++
+			continue
+		case "skipped":
+			l.skipped++
+			continue
+		}
+		us, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || us < 0 || math.IsInf(us, 0) || math.IsNaN(us) {
+			continue
+		}
+		l.us = append(l.us, us)
+	}
+}
+
+// Count is the number of latencies read.
+func (l *Latencies) Count() int { return len(l.us) }
+
+// Percentiles returns p50, p95, p99 and max in milliseconds; ok is false
+// without samples.
+func (l *Latencies) Percentiles() (p50, p95, p99, max float64, ok bool) {
+	if len(l.us) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	sort.Float64s(l.us)
+	q := func(p float64) float64 {
+		// nearest rank
+		i := int(math.Ceil(p*float64(len(l.us)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return l.us[i] / 1000
+	}
+	return q(0.50), q(0.95), q(0.99), l.us[len(l.us)-1] / 1000, true
+}
+
+// lineWriter calls fn for every complete line written to it.
+type lineWriter struct {
+	fn   func(string)
+	rest []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	data := append(w.rest, b...)
+	for {
+		i := strings.IndexAny(string(data), "\n\r")
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			w.fn(string(data[:i]))
+		}
+		data = data[i+1:]
+	}
+	if len(data) > 64*1024 {
+		data = data[len(data)-64*1024:]
+	}
+	w.rest = append([]byte(nil), data...)
+	return len(b), nil
+}

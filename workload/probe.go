@@ -1,0 +1,255 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Counters are cumulative server counters read around the measured
+// window; a probe is the difference of two readings (seed 001: counters
+// that never vary gate a change exactly, where TPS cannot).
+type Counters struct {
+	// Kinds maps a statement kind (SELECT, INSERT, …) to the calls and
+	// rows pg_stat_statements counted for it.
+	Kinds map[string]KindCounters `json:"kinds"`
+	// WAL is pg_stat_wal (PostgreSQL ≥ 14).
+	WAL    *WALCounters  `json:"wal,omitempty"`
+	Tables TableCounters `json:"tables"`
+	// CPUTicks is the server's CPU time in clock ticks (postmaster and
+	// every child, exited ones included), when the server is local.
+	CPUTicks int64 `json:"cpu_ticks"`
+	HasCPU   bool  `json:"has_cpu"`
+}
+
+// KindCounters are pg_stat_statements sums for one statement kind.
+type KindCounters struct {
+	Calls int64 `json:"calls"`
+	Rows  int64 `json:"rows"`
+}
+
+// WALCounters are pg_stat_wal's.
+type WALCounters struct {
+	Records int64 `json:"records"`
+	FPI     int64 `json:"fpi"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// TableCounters are pg_stat_user_tables sums.
+type TableCounters struct {
+	Ins        int64 `json:"n_tup_ins"`
+	Upd        int64 `json:"n_tup_upd"`
+	Del        int64 `json:"n_tup_del"`
+	HotUpd     int64 `json:"n_tup_hot_upd"`
+	Dead       int64 `json:"n_dead_tup"`
+	Autovacuum int64 `json:"autovacuum_count"`
+}
+
+// Statement is one entry's timing over the window.
+type Statement struct {
+	Query  string  `json:"query"`
+	Calls  int64   `json:"calls"`
+	MeanMS float64 `json:"mean_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// server describes the server being measured.
+type server struct {
+	versionNum int
+	version    string
+	dataDir    string
+	postmaster int // 0 when not local or not visible
+}
+
+func (sv *server) hasWAL() bool   { return sv.versionNum >= 140000 }
+func (sv *server) hasFlush() bool { return sv.versionNum >= 150000 }
+
+// locate finds the postmaster of a local server through its data
+// directory's postmaster.pid, so the server's CPU time can be read from
+// /proc.
+func (sv *server) locate(ctx context.Context, conn *pgx.Conn) {
+	if err := conn.QueryRow(ctx, marker+" SELECT current_setting('data_directory')").Scan(&sv.dataDir); err != nil {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(sv.dataDir, "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return
+	}
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.HasPrefix(string(comm), "postgres") {
+		sv.postmaster = pid
+	}
+}
+
+// readCounters takes one reading. Statistics are flushed first: pgbench's
+// backends have exited (their pending stats go out at exit), and
+// pg_stat_force_next_flush() pushes this backend's own where the server
+// has it; before PostgreSQL 15 the stats collector needs a moment.
+func readCounters(ctx context.Context, conn *pgx.Conn, sv *server) (Counters, error) {
+	c := Counters{Kinds: map[string]KindCounters{}}
+	if sv.hasFlush() {
+		if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_force_next_flush()"); err != nil {
+			return c, err
+		}
+	} else {
+		time.Sleep(600 * time.Millisecond)
+	}
+	if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_clear_snapshot()"); err != nil {
+		return c, err
+	}
+	rows, err := conn.Query(ctx, marker+` SELECT upper(coalesce(substring(ltrim(query) from '^[A-Za-z]+'), 'OTHER')), sum(calls)::int8, sum(rows)::int8
+FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%/* abtest */%'
+GROUP BY 1`)
+	if err != nil {
+		return c, err
+	}
+	for rows.Next() {
+		var kind string
+		var k KindCounters
+		if err := rows.Scan(&kind, &k.Calls, &k.Rows); err != nil {
+			rows.Close()
+			return c, err
+		}
+		c.Kinds[kind] = k
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	if sv.hasWAL() {
+		var w WALCounters
+		if err := conn.QueryRow(ctx, marker+" SELECT wal_records, wal_fpi, wal_bytes::int8 FROM pg_stat_wal").Scan(&w.Records, &w.FPI, &w.Bytes); err != nil {
+			return c, err
+		}
+		c.WAL = &w
+	}
+	t := &c.Tables
+	if err := conn.QueryRow(ctx, marker+` SELECT coalesce(sum(n_tup_ins),0)::int8, coalesce(sum(n_tup_upd),0)::int8, coalesce(sum(n_tup_del),0)::int8,
+  coalesce(sum(n_tup_hot_upd),0)::int8, coalesce(sum(n_dead_tup),0)::int8, coalesce(sum(autovacuum_count),0)::int8
+FROM pg_stat_user_tables`).Scan(&t.Ins, &t.Upd, &t.Del, &t.HotUpd, &t.Dead, &t.Autovacuum); err != nil {
+		return c, err
+	}
+	if sv.postmaster > 0 {
+		c.CPUTicks, c.HasCPU = serverTicks(sv.postmaster)
+	}
+	return c, nil
+}
+
+// Sub returns the counters' change from before to c.
+func (c Counters) Sub(before Counters) Counters {
+	d := Counters{Kinds: map[string]KindCounters{}, HasCPU: c.HasCPU && before.HasCPU}
+	for k, v := range c.Kinds {
+		b := before.Kinds[k]
+		d.Kinds[k] = KindCounters{Calls: v.Calls - b.Calls, Rows: v.Rows - b.Rows}
+	}
+	if c.WAL != nil && before.WAL != nil {
+		d.WAL = &WALCounters{Records: c.WAL.Records - before.WAL.Records, FPI: c.WAL.FPI - before.WAL.FPI, Bytes: c.WAL.Bytes - before.WAL.Bytes}
+	}
+	d.Tables = TableCounters{
+		Ins: c.Tables.Ins - before.Tables.Ins, Upd: c.Tables.Upd - before.Tables.Upd, Del: c.Tables.Del - before.Tables.Del,
+		HotUpd: c.Tables.HotUpd - before.Tables.HotUpd, Dead: c.Tables.Dead - before.Tables.Dead,
+		Autovacuum: c.Tables.Autovacuum - before.Tables.Autovacuum,
+	}
+	d.CPUTicks = c.CPUTicks - before.CPUTicks
+	return d
+}
+
+// topStatements returns the entries that took the most time.
+func topStatements(ctx context.Context, conn *pgx.Conn, n int) ([]Statement, error) {
+	rows, err := conn.Query(ctx, marker+` SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 120), calls, mean_exec_time, max_exec_time
+FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%/* abtest */%'
+ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Statement
+	for rows.Next() {
+		var s Statement
+		if err := rows.Scan(&s.Query, &s.Calls, &s.MeanMS, &s.MaxMS); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// serverTicks is the CPU time of the postmaster and all its children:
+// utime+stime of each live process plus cutime+cstime, which is where a
+// reaped child's (an exited backend's) time goes.
+func serverTicks(postmaster int) (int64, bool) {
+	own, ok := procTicks(postmaster, true)
+	if !ok {
+		return 0, false
+	}
+	total := own
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		f := statFields(string(data))
+		if len(f) < 15 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != postmaster {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+		if t, ok := procTicks(pid, true); ok {
+			total += t
+		}
+	}
+	return total, true
+}
+
+// procTicks returns utime+stime (and cutime+cstime with children) of pid.
+func procTicks(pid int, children bool) (int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	f := statFields(string(data))
+	// fields after "(comm)": state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14)
+	if len(f) < 15 {
+		return 0, false
+	}
+	var sum int64
+	idx := []int{11, 12}
+	if children {
+		idx = append(idx, 13, 14)
+	}
+	for _, i := range idx {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += n
+	}
+	return sum, true
+}
+
+// statFields splits /proc/PID/stat after the command name, which may hold
+// spaces and parentheses.
+func statFields(s string) []string {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}

@@ -1,0 +1,441 @@
+package workload
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// marker tags abtest's own statements so that the sampler and probes can
+// leave them out of what they count.
+const marker = "/* abtest */"
+
+// Sample is one line of the live sampler:
+//
+//	t=5s entries=5005 hot=1000 cold=4003 tps=75697 dealloc=5 age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]
+type Sample struct {
+	T        float64   `json:"t"`
+	Entries  int       `json:"entries"`
+	Hot      int       `json:"hot"`
+	Cold     int       `json:"cold"`
+	TPS      float64   `json:"tps"`
+	Dealloc  int64     `json:"dealloc"`
+	Age      Dist      `json:"age_s"`
+	Calls    Dist      `json:"calls"`
+	FP       string    `json:"fp"`
+	Waits    []WaitTop `json:"waits"`
+	HasClass bool      `json:"-"`
+}
+
+// Dist summarises a distribution.
+type Dist struct {
+	Min, Max, Avg, SD float64
+}
+
+// WaitTop is a wait event and how often it was seen since the last line.
+type WaitTop struct {
+	Event string `json:"event"`
+	N     int    `json:"n"`
+}
+
+// Line renders the sample like the bash harness did.
+func (s Sample) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%-4s entries=%-5d ", fmt.Sprintf("%.0fs", s.T), s.Entries)
+	if s.HasClass {
+		fmt.Fprintf(&b, "hot=%-5d cold=%-5d ", s.Hot, s.Cold)
+	}
+	fmt.Fprintf(&b, "tps=%-8.0f dealloc=%-6d age=[%.0fs..%.0fs avg=%.0fs sd=%.0fs] calls=[%.0f..%.0f avg=%.0f sd=%.0f] fp=%s waits=[",
+		s.TPS, s.Dealloc, s.Age.Min, s.Age.Max, s.Age.Avg, s.Age.SD, s.Calls.Min, s.Calls.Max, s.Calls.Avg, s.Calls.SD, s.FP)
+	for i, w := range s.Waits {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s(%d)", w.Event, w.N)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Final is the state of pg_stat_statements at the end of a run.
+type Final struct {
+	Entries   int              `json:"entries"`
+	Hot       int              `json:"hot"`
+	Cold      int              `json:"cold"`
+	HotCalls  int64            `json:"hot_calls"`
+	ColdCalls int64            `json:"cold_calls"`
+	Deallocs  int64            `json:"deallocs"`
+	Histogram []HistogramBin   `json:"calls_histogram"`
+	HasClass  bool             `json:"-"`
+}
+
+// HistogramBin counts entries whose calls fall in a range.
+type HistogramBin struct {
+	Label string `json:"label"`
+	N     int    `json:"n"`
+}
+
+var histBins = []struct {
+	label  string
+	lo, hi int64
+}{{"1", 1, 1}, {"2-5", 2, 5}, {"6-20", 6, 20}, {"21-100", 21, 100}, {"101-1k", 101, 1000}, {">1k", 1001, math.MaxInt64}}
+
+// Waits is the wait-event sampler's tally: each tick looks at every client
+// backend of the benchmark database once.
+type Waits struct {
+	Ticks   int            `json:"ticks"`
+	Idle    int            `json:"idle"`
+	Active  int            `json:"active"`
+	ByEvent map[string]int `json:"by_event"`
+	Seconds float64        `json:"seconds"`
+}
+
+// Line renders db_time: idle=…% db=…% (CPU=…% LWLock:…=…%).
+func (w Waits) Line(clients int) string {
+	total := w.Idle + w.Active
+	if total == 0 {
+		return "db_time: no samples"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "db_time: idle=%.1f%% db=%.1f%% (", 100*float64(w.Idle)/float64(total), 100*float64(w.Active)/float64(total))
+	for i, e := range w.top(len(w.ByEvent)) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%.1f%%", e.Event, 100*float64(e.N)/float64(max(w.Active, 1)))
+	}
+	fmt.Fprintf(&b, ") (%d active samples over %.0fs, %d clients)", w.Active, w.Seconds, clients)
+	return b.String()
+}
+
+func (w Waits) top(n int) []WaitTop {
+	var out []WaitTop
+	for _, k := range sortedKeys(w.ByEvent) {
+		out = append(out, WaitTop{k, w.ByEvent[k]})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].N > out[j].N })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// sampler polls the server on one persistent connection: wait events
+// every waitEvery, pg_stat_statements every every. It never spawns a
+// process and sends two small queries per tick, so that it does not
+// disturb what it measures (the bash harness forked psql every second).
+type sampler struct {
+	conn       *pgx.Conn
+	w          Workload
+	every      time.Duration
+	waitEvery  time.Duration
+	hasSince   bool // pg_stat_statements.stats_since (PostgreSQL ≥ 17)
+	hasInfo    bool // pg_stat_statements_info (PostgreSQL ≥ 14)
+	out        io.Writer
+	tps        func() float64
+	start      time.Time
+	firstSeen  map[int64]time.Time
+	mu         sync.Mutex
+	samples    []Sample
+	waits      Waits
+	sinceLast  map[string]int
+	err        error
+	dbName     string
+	// foreign collects client backends of the database that are not
+	// pgbench's: pid → application_name.
+	foreign map[int32]string
+}
+
+func (s *sampler) run(ctx context.Context) {
+	s.firstSeen = map[int64]time.Time{}
+	s.waits.ByEvent = map[string]int{}
+	s.sinceLast = map[string]int{}
+	if s.foreign == nil {
+		s.foreign = map[int32]string{}
+	}
+	wt := time.NewTicker(s.waitEvery)
+	st := time.NewTicker(s.every)
+	defer wt.Stop()
+	defer st.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.waits.Seconds = time.Since(s.start).Seconds()
+			return
+		case <-wt.C:
+			if err := s.sampleWaits(ctx); err != nil && ctx.Err() == nil {
+				s.setErr(err)
+			}
+		case <-st.C:
+			smp, err := s.samplePGSS(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.setErr(err)
+				}
+				continue
+			}
+			s.mu.Lock()
+			s.samples = append(s.samples, smp)
+			s.mu.Unlock()
+			if s.out != nil {
+				fmt.Fprintf(s.out, "  %s\n", smp.Line())
+			}
+		}
+	}
+}
+
+func (s *sampler) setErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+const waitsSQL = marker + ` SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), state = 'active', pid, application_name
+FROM pg_stat_activity
+WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`
+
+func (s *sampler) sampleWaits(ctx context.Context) error {
+	rows, err := s.conn.Query(ctx, waitsSQL, s.dbName)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits.Ticks++
+	for rows.Next() {
+		var ev, app string
+		var active bool
+		var pid int32
+		if err := rows.Scan(&ev, &active, &pid, &app); err != nil {
+			return err
+		}
+		if app != "pgbench" {
+			s.foreign[pid] = app
+			continue
+		}
+		// An idle backend reports ClientRead; that is the client's
+		// time, not the database's.
+		if !active {
+			s.waits.Idle++
+			continue
+		}
+		s.waits.Active++
+		s.waits.ByEvent[ev]++
+		s.sinceLast[ev]++
+	}
+	return rows.Err()
+}
+
+// pgssRows returns every entry of pg_stat_statements in the database
+// except abtest's own: queryid, calls, class (1 hot, 2 cold, 0 other),
+// and the seconds since stats_since where the server has it.
+func (s *sampler) pgssSQL() string {
+	class := "0"
+	if s.w.HotPrefix != "" || s.w.ColdPrefix != "" {
+		class = "CASE"
+		if s.w.HotPrefix != "" {
+			class += fmt.Sprintf(" WHEN query LIKE %s THEN 1", likePrefix(s.w.HotPrefix))
+		}
+		if s.w.ColdPrefix != "" {
+			class += fmt.Sprintf(" WHEN query LIKE %s THEN 2", likePrefix(s.w.ColdPrefix))
+		}
+		class += " ELSE 0 END"
+	}
+	age := "-1::float8"
+	if s.hasSince {
+		age = "extract(epoch FROM now() - stats_since)::float8"
+	}
+	return fmt.Sprintf(`%s SELECT queryid, calls, %s, %s
+FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT LIKE '%%/* abtest */%%'`, marker, class, age)
+}
+
+func likePrefix(p string) string {
+	p = strings.ReplaceAll(p, `\`, `\\`)
+	p = strings.ReplaceAll(p, `_`, `\_`)
+	p = strings.ReplaceAll(p, `%`, `\%`)
+	return "'" + strings.ReplaceAll(p, "'", "''") + "%'"
+}
+
+type entry struct {
+	id    int64
+	calls int64
+	class int
+	age   float64
+}
+
+func (s *sampler) entries(ctx context.Context) ([]entry, error) {
+	rows, err := s.conn.Query(ctx, s.pgssSQL())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.id, &e.calls, &e.class, &e.age); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *sampler) dealloc(ctx context.Context) (int64, error) {
+	if !s.hasInfo {
+		return 0, nil
+	}
+	var n int64
+	err := s.conn.QueryRow(ctx, marker+" SELECT dealloc FROM pg_stat_statements_info").Scan(&n)
+	return n, err
+}
+
+func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
+	es, err := s.entries(ctx)
+	if err != nil {
+		return Sample{}, err
+	}
+	d, err := s.dealloc(ctx)
+	if err != nil {
+		return Sample{}, err
+	}
+	now := time.Now()
+	smp := Sample{T: math.Round(now.Sub(s.start).Seconds()), Entries: len(es), Dealloc: d, HasClass: s.w.HotPrefix != ""}
+	if s.tps != nil {
+		smp.TPS = s.tps()
+	}
+	ages := make([]float64, 0, len(es))
+	calls := make([]float64, 0, len(es))
+	seen := make(map[int64]time.Time, len(es))
+	ids := make([]int64, 0, len(es))
+	for _, e := range es {
+		switch e.class {
+		case 1:
+			smp.Hot++
+		case 2:
+			smp.Cold++
+		}
+		calls = append(calls, float64(e.calls))
+		ids = append(ids, e.id)
+		if e.age >= 0 {
+			ages = append(ages, e.age)
+			continue
+		}
+		// Before PostgreSQL 17 there is no stats_since: an entry's age
+		// is the time since the sampler first saw it (or since the
+		// start, for entries present at the first sample).
+		first, ok := s.firstSeen[e.id]
+		if !ok {
+			first = now
+			if len(s.samples) == 0 {
+				first = s.start
+			}
+		}
+		seen[e.id] = first
+		ages = append(ages, now.Sub(first).Seconds())
+	}
+	if len(seen) > 0 {
+		s.firstSeen = seen
+	}
+	smp.Age = dist(ages)
+	smp.Calls = dist(calls)
+	smp.FP = fingerprint(ids)
+	s.mu.Lock()
+	for ev, n := range s.sinceLast {
+		smp.Waits = append(smp.Waits, WaitTop{ev, n})
+	}
+	s.sinceLast = map[string]int{}
+	s.mu.Unlock()
+	sort.Slice(smp.Waits, func(i, j int) bool {
+		if smp.Waits[i].N != smp.Waits[j].N {
+			return smp.Waits[i].N > smp.Waits[j].N
+		}
+		return smp.Waits[i].Event < smp.Waits[j].Event
+	})
+	if len(smp.Waits) > 3 {
+		smp.Waits = smp.Waits[:3]
+	}
+	return smp, nil
+}
+
+// final reads pg_stat_statements once more at the end.
+func (s *sampler) final(ctx context.Context) (Final, error) {
+	es, err := s.entries(ctx)
+	if err != nil {
+		return Final{}, err
+	}
+	d, err := s.dealloc(ctx)
+	if err != nil {
+		return Final{}, err
+	}
+	f := Final{Entries: len(es), Deallocs: d, HasClass: s.w.HotPrefix != ""}
+	counts := make([]int, len(histBins))
+	for _, e := range es {
+		switch e.class {
+		case 1:
+			f.Hot++
+			f.HotCalls += e.calls
+		case 2:
+			f.Cold++
+			f.ColdCalls += e.calls
+		}
+		for i, b := range histBins {
+			if e.calls >= b.lo && e.calls <= b.hi {
+				counts[i]++
+			}
+		}
+	}
+	for i, b := range histBins {
+		if counts[i] > 0 {
+			f.Histogram = append(f.Histogram, HistogramBin{b.label, counts[i]})
+		}
+	}
+	return f, nil
+}
+
+func dist(xs []float64) Dist {
+	if len(xs) == 0 {
+		return Dist{}
+	}
+	d := Dist{Min: xs[0], Max: xs[0]}
+	var sum float64
+	for _, x := range xs {
+		d.Min = math.Min(d.Min, x)
+		d.Max = math.Max(d.Max, x)
+		sum += x
+	}
+	d.Avg = sum / float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - d.Avg) * (x - d.Avg)
+	}
+	d.SD = math.Sqrt(ss / float64(len(xs)))
+	return d
+}
+
+// fingerprint is 8 hex digits of a hash of the sorted entry set: it
+// changes when entries are evicted or admitted.
+func fingerprint(ids []int64) string {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	h := sha256.New()
+	var buf [8]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(buf[:], uint64(id))
+		h.Write(buf[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
