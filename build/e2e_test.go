@@ -36,13 +36,7 @@ func TestFromSourcePG15(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), "postgres (PostgreSQL) 15.") {
 		t.Fatalf("postgres --version: %q, %v", out, err)
 	}
-	so, _ := filepath.Glob(filepath.Join(base.Info.Install, "lib", "*", "pg_stat_statements.so"))
-	if len(so) == 0 {
-		so, _ = filepath.Glob(filepath.Join(base.Info.Install, "lib", "pg_stat_statements.so"))
-	}
-	if len(so) == 0 {
-		t.Error("pg_stat_statements.so not installed")
-	}
+	checkPGSS(t, base.Info.Install)
 	if base.Info.CatalogVersion == "" || base.Info.System != "autotools" {
 		t.Errorf("info = %+v", base.Info)
 	}
@@ -116,12 +110,23 @@ func TestFromSourceMeson(t *testing.T) {
 	if res.Info.System != "meson" {
 		t.Errorf("system = %s", res.Info.System)
 	}
-	so, _ := filepath.Glob(filepath.Join(res.Info.Install, "lib", "*", "pg_stat_statements.so"))
-	so2, _ := filepath.Glob(filepath.Join(res.Info.Install, "lib", "pg_stat_statements.so"))
-	if len(so)+len(so2) == 0 {
-		t.Error("pg_stat_statements.so not installed")
-	}
+	checkPGSS(t, res.Info.Install)
 	if _, err := exec.Command(filepath.Join(res.Info.Install, "bin", "postgres"), "--version").Output(); err != nil {
 		t.Error(err)
+	}
+}
+
+// checkPGSS checks that install has pg_stat_statements where its server
+// looks for modules (pg_config --pkglibdir: lib/postgresql for
+// configure, lib/<multiarch>/postgresql for meson on Debian).
+func checkPGSS(t *testing.T, install string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(install, "bin", "pg_config"), "--pkglibdir").Output()
+	if err != nil {
+		t.Fatalf("pg_config: %v", err)
+	}
+	so := filepath.Join(strings.TrimSpace(string(out)), "pg_stat_statements.so")
+	if _, err := os.Stat(so); err != nil {
+		t.Errorf("pg_stat_statements not installed: %v", err)
 	}
 }

@@ -526,7 +526,7 @@ func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
 		Path: filepath.Join(install, "bin", program),
 		Args: args,
 		User: m.User,
-		Env:  []string{"LD_LIBRARY_PATH=" + filepath.Join(install, "lib")},
+		Env:  []string{"LD_LIBRARY_PATH=" + LibDir(install)},
 		// pg_ctl and initdb must not run in a directory the user
 		// cannot enter (root's cwd, often).
 		Dir: "/",
@@ -636,6 +636,18 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 		c := proc.Cmd{Path: "test", Args: []string{"-x", postgres}, User: m.User, Dir: "/", ReadOnly: true}
 		if err := m.Run.Run(ctx, c); err != nil {
 			return exitcode.BadInputf("%w: user %s cannot run %s (a parent directory is private?); put installs and data under a directory it can enter", ErrNoInstall, m.User.Name, postgres)
+		}
+	}
+	if m.User != nil {
+		// The data root (or its nearest existing ancestor, before it is
+		// made) must be enterable by the server's account.
+		dir := m.Root
+		for !exists(dir) && filepath.Dir(dir) != dir {
+			dir = filepath.Dir(dir)
+		}
+		c := proc.Cmd{Path: "test", Args: []string{"-x", dir}, User: m.User, Dir: "/", ReadOnly: true}
+		if err := m.Run.Run(ctx, c); err != nil {
+			return exitcode.BadInputf("user %s cannot enter %s (a parent directory is private): set PG_DATA_DIR to a directory it can reach, e.g. /var/tmp/abtest/data", m.User.Name, dir)
 		}
 	}
 	pc := m.cmd(install, "pg_config", "--pkglibdir")
@@ -842,4 +854,13 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// LibDir is where install keeps libpq: lib, or lib/<multiarch triplet>
+// for meson builds on Debian.
+func LibDir(install string) string {
+	if m, _ := filepath.Glob(filepath.Join(install, "lib", "*", "libpq.so*")); len(m) > 0 {
+		return filepath.Dir(m[0])
+	}
+	return filepath.Join(install, "lib")
 }

@@ -128,7 +128,7 @@ func (e Env) Render() string {
 	fmt.Fprintf(&b, "# Written by abtest for cluster %s. Use it with:\n#   source %s\n", e.Name, e.Path)
 	exp := func(k, v string) { fmt.Fprintf(&b, "export %s=%s\n", k, v) }
 	exp("PATH", proc.Quote(e.InstallDir+"/bin")+`"${PATH:+:$PATH}"`)
-	exp("LD_LIBRARY_PATH", proc.Quote(e.InstallDir+"/lib")+`"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"`)
+	exp("LD_LIBRARY_PATH", proc.Quote(LibDir(e.InstallDir))+`"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"`)
 	exp("PGDATA", proc.Quote(e.DataDir))
 	exp("PGHOST", proc.Quote(e.SocketDir))
 	exp("PGPORT", strconv.Itoa(e.Port))

@@ -146,19 +146,26 @@ func ParseSummary(r io.Reader) Summary {
 	return s
 }
 
-// Latencies are a sample of transaction latencies, in microseconds.
-type Latencies struct {
-	us      []float64
+// TxLog is what pgbench's per-transaction log says of the logged
+// transactions.
+type TxLog struct {
+	tx      []loggedTx
 	failed  int64
 	skipped int64
 }
 
-// ReadTxLog adds the lines of a pgbench per-transaction log to l:
+type loggedTx struct {
+	client, no int64
+	// latencyUS is pgbench's own latency; endUS is when it completed.
+	latencyUS, endUS int64
+}
+
+// ReadTxLog adds the lines of a pgbench per-transaction log:
 //
 //	client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]
 //
 // where time is the latency in µs, or "failed"/"skipped" (PG ≥ 15).
-func (l *Latencies) ReadTxLog(r io.Reader) {
+func (l *TxLog) ReadTxLog(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -174,33 +181,85 @@ func (l *Latencies) ReadTxLog(r io.Reader) {
 			l.skipped++
 			continue
 		}
-		us, err := strconv.ParseFloat(f[2], 64)
-		if err != nil || us < 0 || math.IsInf(us, 0) || math.IsNaN(us) {
+		var t loggedTx
+		var err error
+		nums := []*int64{&t.client, &t.no, &t.latencyUS}
+		for i, p := range nums {
+			if *p, err = strconv.ParseInt(f[i], 10, 64); err != nil || *p < 0 {
+				break
+			}
+		}
+		if err != nil || t.client < 0 || t.no < 0 || t.latencyUS < 0 {
 			continue
 		}
-		l.us = append(l.us, us)
+		sec, err1 := strconv.ParseInt(f[4], 10, 64)
+		us, err2 := strconv.ParseInt(f[5], 10, 64)
+		if err1 != nil || err2 != nil || sec < 0 || us < 0 || us >= 1e6 || sec > 9e12 {
+			continue
+		}
+		t.endUS = sec*1e6 + us
+		l.tx = append(l.tx, t)
 	}
 }
 
-// Count is the number of latencies read.
-func (l *Latencies) Count() int { return len(l.us) }
+// Count is the number of transactions read.
+func (l *TxLog) Count() int { return len(l.tx) }
 
-// Percentiles returns p50, p95, p99 and max in milliseconds; ok is false
-// without samples.
-func (l *Latencies) Percentiles() (p50, p95, p99, max float64, ok bool) {
-	if len(l.us) == 0 {
+// Reported returns pgbench's own latencies, in µs.
+//
+// pgbench reads the clock once per pass of a client's state machine and
+// reuses it: a transaction whose reply is already there when pgbench
+// looks (a fast one, tens of µs) ends in the pass it started in and is
+// logged with latency 0. These latencies are right for open-loop runs
+// (-R), where the latency is counted from the scheduled start, and for
+// transactions slower than a pass; Intervals is right for closed loops.
+func (l *TxLog) Reported() []float64 {
+	out := make([]float64, len(l.tx))
+	for i, t := range l.tx {
+		out[i] = float64(t.latencyUS)
+	}
+	return out
+}
+
+// Intervals returns, for every pair of logged transactions that a client
+// ran back to back (transaction numbers n and n+1), the time between
+// their completions, in µs. In a closed loop a client starts its next
+// transaction as soon as the last one ends, so this is the latency the
+// client saw, pgbench's own time included; its mean is clients/TPS, as
+// Little's law wants. With --sampling-rate r, a fraction r² of the
+// transactions form pairs.
+func (l *TxLog) Intervals() []float64 {
+	byClient := map[int64][]loggedTx{}
+	for _, t := range l.tx {
+		byClient[t.client] = append(byClient[t.client], t)
+	}
+	var out []float64
+	for _, ts := range byClient {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].no < ts[j].no })
+		for i := 1; i < len(ts); i++ {
+			if ts[i].no == ts[i-1].no+1 && ts[i].endUS >= ts[i-1].endUS {
+				out = append(out, float64(ts[i].endUS-ts[i-1].endUS))
+			}
+		}
+	}
+	return out
+}
+
+// Percentiles returns p50, p95, p99 and max of us (µs) in milliseconds,
+// by nearest rank; ok is false without values. us is sorted in place.
+func Percentiles(us []float64) (p50, p95, p99, max float64, ok bool) {
+	if len(us) == 0 {
 		return 0, 0, 0, 0, false
 	}
-	sort.Float64s(l.us)
+	sort.Float64s(us)
 	q := func(p float64) float64 {
-		// nearest rank
-		i := int(math.Ceil(p*float64(len(l.us)))) - 1
+		i := int(math.Ceil(p*float64(len(us)))) - 1
 		if i < 0 {
 			i = 0
 		}
-		return l.us[i] / 1000
+		return us[i] / 1000
 	}
-	return q(0.50), q(0.95), q(0.99), l.us[len(l.us)-1] / 1000, true
+	return q(0.50), q(0.95), q(0.99), us[len(us)-1] / 1000, true
 }
 
 // lineWriter calls fn for every complete line written to it.

@@ -102,6 +102,8 @@ type Result struct {
 	// computed from, at SamplingRate.
 	LoggedTx     int     `json:"logged_tx"`
 	SamplingRate float64 `json:"sampling_rate"`
+	// LatencyMethod says where the latency percentiles come from.
+	LatencyMethod string `json:"latency_method,omitempty"`
 }
 
 // ErrServer: the server cannot be reached or used.
@@ -355,14 +357,14 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("pgbench: %w", err))
 	}
-	sctx, stopSampler := context.WithCancel(ctx)
+	stop := make(chan struct{})
 	sm.start = time.Now()
 	sm.tps = func() float64 { mu.Lock(); defer mu.Unlock(); return lastTPS }
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); sm.run(sctx) }()
+	go func() { defer wg.Done(); sm.run(ctx, stop) }()
 	werr := p.Wait()
-	stopSampler()
+	close(stop)
 	wg.Wait()
 	if werr != nil {
 		if ctx.Err() != nil {
@@ -403,16 +405,16 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("foreign backends used database %s during the run: %s; probe counters left out, they would count its work too", c.Database, strings.Join(who, ", ")))
 	}
-	var lat Latencies
+	var txlog TxLog
 	logs, _ := filepath.Glob(logPrefix + ".*")
 	for _, f := range logs {
 		if fh, err := os.Open(f); err == nil {
-			lat.ReadTxLog(fh)
+			txlog.ReadTxLog(fh)
 			fh.Close()
 		}
 	}
-	res.LoggedTx = lat.Count()
-	r.metrics(res, &lat, s)
+	res.LoggedTx = txlog.Count()
+	r.metrics(res, &txlog, s)
 	if s.OutDir != "" {
 		if err := writeJSON(filepath.Join(dir, "samples.json"), res.Samples); err == nil {
 			res.Artifacts["samples"] = filepath.Join(dir, "samples.json")
@@ -539,13 +541,28 @@ func (r *Runner) waitBackendsGone(ctx context.Context, conn *pgx.Conn, db string
 }
 
 // metrics fills the flat metrics map.
-func (r *Runner) metrics(res *Result, lat *Latencies, s Spec) {
+//
+// Latency: in a closed loop (no -R) the average is clients/TPS (Little's
+// law, pgbench's own formula without -P) and the percentiles are those of
+// the intervals between back-to-back completions of a client (see
+// TxLog.Intervals); open loop, both are pgbench's, counted from each
+// transaction's scheduled start.
+func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	m := res.Metrics
 	sum := res.Summary
 	m["tps"] = sum.TPS
-	m["latency_avg_ms"] = sum.LatencyAvgMS
-	if p50, p95, p99, mx, ok := lat.Percentiles(); ok {
+	lat, method := txlog.Intervals(), "completion intervals"
+	if s.Rate > 0 || len(lat) < 100 {
+		lat, method = txlog.Reported(), "pgbench latency"
+	}
+	if s.Rate > 0 || sum.TPS <= 0 {
+		m["latency_avg_ms"] = sum.LatencyAvgMS
+	} else {
+		m["latency_avg_ms"] = 1000 * float64(s.Clients) / sum.TPS
+	}
+	if p50, p95, p99, mx, ok := Percentiles(lat); ok {
 		m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"] = p50, p95, p99, mx
+		res.LatencyMethod = fmt.Sprintf("%s, %d of %d logged transactions (sampling rate %.4g)", method, len(lat), txlog.Count(), res.SamplingRate)
 	}
 	m["failed_tx"] = float64(sum.Failed)
 	m["pgss_entries"] = float64(res.Final.Entries)
@@ -625,8 +642,8 @@ func (r *Runner) report(w io.Writer, res *Result) {
 	fmt.Fprintln(w)
 	m := res.Metrics
 	if _, ok := m["latency_p50_ms"]; ok {
-		fmt.Fprintf(w, "  latency: avg=%.3f p50=%.3f p95=%.3f p99=%.3f max=%.3f ms (percentiles of %d logged transactions)\n",
-			m["latency_avg_ms"], m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"], res.LoggedTx)
+		fmt.Fprintf(w, "  latency: avg=%.3f p50=%.3f p95=%.3f p99=%.3f max=%.3f ms (%s)\n",
+			m["latency_avg_ms"], m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"], res.LatencyMethod)
 	}
 	f := res.Final
 	if f.HasClass {

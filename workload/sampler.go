@@ -69,14 +69,14 @@ func (s Sample) Line() string {
 
 // Final is the state of pg_stat_statements at the end of a run.
 type Final struct {
-	Entries   int              `json:"entries"`
-	Hot       int              `json:"hot"`
-	Cold      int              `json:"cold"`
-	HotCalls  int64            `json:"hot_calls"`
-	ColdCalls int64            `json:"cold_calls"`
-	Deallocs  int64            `json:"deallocs"`
-	Histogram []HistogramBin   `json:"calls_histogram"`
-	HasClass  bool             `json:"-"`
+	Entries   int            `json:"entries"`
+	Hot       int            `json:"hot"`
+	Cold      int            `json:"cold"`
+	HotCalls  int64          `json:"hot_calls"`
+	ColdCalls int64          `json:"cold_calls"`
+	Deallocs  int64          `json:"deallocs"`
+	Histogram []HistogramBin `json:"calls_histogram"`
+	HasClass  bool           `json:"-"`
 }
 
 // HistogramBin counts entries whose calls fall in a range.
@@ -135,28 +135,31 @@ func (w Waits) top(n int) []WaitTop {
 // process and sends two small queries per tick, so that it does not
 // disturb what it measures (the bash harness forked psql every second).
 type sampler struct {
-	conn       *pgx.Conn
-	w          Workload
-	every      time.Duration
-	waitEvery  time.Duration
-	hasSince   bool // pg_stat_statements.stats_since (PostgreSQL ≥ 17)
-	hasInfo    bool // pg_stat_statements_info (PostgreSQL ≥ 14)
-	out        io.Writer
-	tps        func() float64
-	start      time.Time
-	firstSeen  map[int64]time.Time
-	mu         sync.Mutex
-	samples    []Sample
-	waits      Waits
-	sinceLast  map[string]int
-	err        error
-	dbName     string
+	conn      *pgx.Conn
+	w         Workload
+	every     time.Duration
+	waitEvery time.Duration
+	hasSince  bool // pg_stat_statements.stats_since (PostgreSQL ≥ 17)
+	hasInfo   bool // pg_stat_statements_info (PostgreSQL ≥ 14)
+	out       io.Writer
+	tps       func() float64
+	start     time.Time
+	firstSeen map[int64]time.Time
+	mu        sync.Mutex
+	samples   []Sample
+	waits     Waits
+	sinceLast map[string]int
+	err       error
+	dbName    string
 	// foreign collects client backends of the database that are not
 	// pgbench's: pid → application_name.
 	foreign map[int32]string
 }
 
-func (s *sampler) run(ctx context.Context) {
+// run samples until stop is closed. Queries run under ctx, not under stop:
+// pgx closes a connection whose query is cancelled, and the connection is
+// still needed for the probe afterwards.
+func (s *sampler) run(ctx context.Context, stop <-chan struct{}) {
 	s.firstSeen = map[int64]time.Time{}
 	s.waits.ByEvent = map[string]int{}
 	s.sinceLast = map[string]int{}
@@ -169,6 +172,9 @@ func (s *sampler) run(ctx context.Context) {
 	defer st.Stop()
 	for {
 		select {
+		case <-stop:
+			s.waits.Seconds = time.Since(s.start).Seconds()
+			return
 		case <-ctx.Done():
 			s.waits.Seconds = time.Since(s.start).Seconds()
 			return

@@ -76,6 +76,7 @@ func newApp(env *Env) *cli.Command {
 			switchCommand(env),
 			statusCommand(env),
 			envCommand(env),
+			benchCommand(env),
 		},
 	}
 }

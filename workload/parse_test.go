@@ -1,0 +1,257 @@
+package workload
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestScriptsGolden(t *testing.T) {
+	for _, name := range Names {
+		w, ok := Builtin(name)
+		if !ok {
+			t.Fatalf("no built-in %s", name)
+		}
+		golden(t, name+".sql", w.Script)
+	}
+	w, _ := Builtin("churn")
+	golden(t, "churn-sleep5.sql", WithThinkTime(w.Script, 5))
+}
+
+func TestResolve(t *testing.T) {
+	ws, err := ResolveList("select1, churn,select1")
+	if err != nil || len(ws) != 2 || ws[0].Name != "select1" || ws[1].Name != "churn" {
+		t.Errorf("ResolveList = %v, %v", ws, err)
+	}
+	path := filepath.Join(t.TempDir(), "mine.sql")
+	os.WriteFile(path, []byte("SELECT 2;\n"), 0o644)
+	w, err := Resolve("file:" + path)
+	if err != nil || w.Name != "mine" || w.Script != "SELECT 2;\n" || w.SimpleOnly {
+		t.Errorf("file: = %+v, %v", w, err)
+	}
+	if _, err := Resolve("nope"); err == nil || !strings.Contains(err.Error(), "select1, churn, slow_churn, within_max") {
+		t.Errorf("unknown workload: %v", err)
+	}
+	if _, err := Resolve("file:/no/such.sql"); err == nil {
+		t.Error("missing file: accepted")
+	}
+	s := Spec{Workload: ws[1], Protocol: "prepared"}
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), "-M simple") {
+		t.Errorf("churn with -M prepared: %v", err)
+	}
+}
+
+func read(t *testing.T, name string) string {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestParseSummaryPG15(t *testing.T) {
+	s := ParseSummary(strings.NewReader(read(t, "pg15-summary.txt")))
+	want := Summary{Clients: 4, Threads: 2, Mode: "simple", Processed: 257969, LatencyAvgMS: 0.030, LatencySDMS: 0.471, ConnectMS: 7.807, TPS: 86096.426235, Complete: true}
+	if s != want {
+		t.Errorf("summary =\n%+v\nwant\n%+v", s, want)
+	}
+	r := ParseSummary(strings.NewReader(read(t, "pg15-rate-summary.txt")))
+	if r.LagAvgMS != 0.212 || r.LagMaxMS != 4.358 || r.TPS != 503.618231 || !r.Complete {
+		t.Errorf("rate summary = %+v", r)
+	}
+	f := ParseSummary(strings.NewReader(read(t, "pg15-failed-summary.txt")))
+	if f.Complete || f.TPS != 0 || f.Processed != 0 {
+		t.Errorf("aborted run's summary = %+v, want incomplete", f)
+	}
+	tr := ParseSummary(strings.NewReader(read(t, "truncated-summary.txt")))
+	if tr.Complete || tr.Clients != 64 || tr.Threads != 16 {
+		t.Errorf("truncated summary = %+v", tr)
+	}
+}
+
+func TestParseSummaryPG18(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "pg18-summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ParseSummary(bytes.NewReader(text))
+	if !s.Complete || s.TPS <= 0 || s.Processed <= 0 || s.LatencyAvgMS <= 0 || s.Clients != 4 || s.Threads != 2 {
+		t.Errorf("PG 18 summary = %+v", s)
+	}
+	var n int
+	for _, l := range strings.Split(read(t, "pg18-progress.txt"), "\n") {
+		if _, ok := ParseProgress(l); ok {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("PG 18 progress lines parsed: %d", n)
+	}
+}
+
+func TestParseProgress(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Progress
+	}{
+		{"progress: 5.0 s, 117234.5 tps, lat 0.545 ms stddev 0.123, 0 failed", Progress{T: 5, TPS: 117234.5, LatMS: 0.545, StddevMS: 0.123}},
+		{"progress: 1.0 s, 501.0 tps, lat 0.311 ms stddev 0.560, 0 failed, lag 0.201 ms", Progress{T: 1, TPS: 501, LatMS: 0.311, StddevMS: 0.56, LagMS: 0.201, HasLag: true}},
+		{"progress: 10.0 s, 999.8 tps, lat 1.2 ms stddev 0.4, lag 0.052 ms, 3 skipped", Progress{T: 10, TPS: 999.8, LatMS: 1.2, StddevMS: 0.4, LagMS: 0.052, HasLag: true, Skipped: 3}},
+		{"progress: 2.0 s, 0.0 tps, lat 0.000 ms stddev NaN, 12 failed", Progress{T: 2, Failed: 12}},
+		{"progress: 3.0 s, 10.0 tps, lat 1.0 ms stddev 0.1", Progress{T: 3, TPS: 10, LatMS: 1, StddevMS: 0.1}},
+	} {
+		got, ok := ParseProgress(tc.line)
+		if !ok || got != tc.want {
+			t.Errorf("ParseProgress(%q) = %+v, %v; want %+v", tc.line, got, ok, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "progress:", "progress: x s, 1 tps", "pgbench: error: client 0 aborted", "progress: 5.0 s, 1e999 tps, lat 1 ms stddev 1", "garbage \x00\xff"} {
+		if p, ok := ParseProgress(bad); ok {
+			t.Errorf("ParseProgress(%q) = %+v, want not ok", bad, p)
+		}
+	}
+	var n int
+	for _, l := range strings.Split(read(t, "pg15-progress.txt"), "\n") {
+		if _, ok := ParseProgress(l); ok {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("parsed %d progress lines of pg15-progress.txt, want 3", n)
+	}
+}
+
+func TestTxLog(t *testing.T) {
+	var l TxLog
+	var b strings.Builder
+	// Client 0 completes a transaction every 100 µs; pgbench logs 0 for
+	// most (its cached clock), as it does for fast transactions.
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&b, "0 %d 0 0 1796027471 %d\n", i, 100000+i*100)
+	}
+	// Client 1: logged every other transaction only (sampling): no pairs.
+	for i := 1; i <= 100; i += 2 {
+		fmt.Fprintf(&b, "1 %d %d 0 1796027472 %d\n", i, i*10, i*1000)
+	}
+	b.WriteString("0 1001 failed 0 1796027471 735944\n0 1002 skipped 0 1796027471 735944 12\nshort line\n0 1003 -5 0 1 1\n0 1004 12")
+	l.ReadTxLog(strings.NewReader(b.String()))
+	if l.Count() != 1050 || l.failed != 1 || l.skipped != 1 {
+		t.Fatalf("count %d failed %d skipped %d", l.Count(), l.failed, l.skipped)
+	}
+	iv := l.Intervals()
+	if len(iv) != 999 {
+		t.Fatalf("%d intervals, want 999", len(iv))
+	}
+	p50, p95, p99, mx, ok := Percentiles(iv)
+	if !ok || p50 != 0.1 || p95 != 0.1 || p99 != 0.1 || mx != 0.1 {
+		t.Errorf("interval percentiles %v %v %v %v", p50, p95, p99, mx)
+	}
+	p50, _, p99, mx, _ = Percentiles(l.Reported())
+	if p50 != 0 || p99 != 0.79 || mx != 0.99 {
+		t.Errorf("reported percentiles p50=%v p99=%v max=%v", p50, p99, mx)
+	}
+	if _, _, _, _, ok := Percentiles(nil); ok {
+		t.Error("percentiles of nothing")
+	}
+}
+
+func TestSaturated(t *testing.T) {
+	steady := []Progress{{LagMS: 0.2, HasLag: true}, {LagMS: 0.3, HasLag: true}, {LagMS: 0.2, HasLag: true}, {LagMS: 0.3, HasLag: true}, {LagMS: 0.25, HasLag: true}, {LagMS: 0.2, HasLag: true}}
+	if Saturated(steady, Summary{LatencyAvgMS: 0.3}) {
+		t.Error("steady lag called saturated")
+	}
+	growing := []Progress{{LagMS: 1, HasLag: true}, {LagMS: 50, HasLag: true}, {LagMS: 300, HasLag: true}, {LagMS: 900, HasLag: true}, {LagMS: 1800, HasLag: true}, {LagMS: 2900, HasLag: true}}
+	if !Saturated(growing, Summary{LatencyAvgMS: 0.3}) {
+		t.Error("growing lag not called saturated")
+	}
+}
+
+func TestSamplingRate(t *testing.T) {
+	for _, tc := range []struct {
+		s    Spec
+		want float64
+	}{
+		{Spec{Clients: 1, Transactions: 500}, 1},
+		{Spec{Clients: 64, Duration: 30e9}, MaxLoggedTx / (64 * 20000 * 30.0)},
+		{Spec{Clients: 10, Duration: 10e9, Rate: 1000}, 1},
+		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, MaxLoggedTx / 1e6},
+	} {
+		if got := samplingRate(tc.s); got != tc.want {
+			t.Errorf("samplingRate(%+v) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestSampleLine(t *testing.T) {
+	s := Sample{T: 5, Entries: 5005, Hot: 1000, Cold: 4003, TPS: 75697, Dealloc: 5, Age: Dist{1, 5, 5, 0}, Calls: Dist{1, 362, 63, 122}, FP: "a7b9cc21", Waits: []WaitTop{{"CPU", 42}}, HasClass: true}
+	want := "t=5s   entries=5005  hot=1000  cold=4003  tps=75697    dealloc=5      age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]"
+	if got := s.Line(); got != want {
+		t.Errorf("line =\n%s\nwant\n%s", got, want)
+	}
+	w := Waits{Idle: 825, Active: 175, ByEvent: map[string]int{"CPU": 173, "LWLock:pg_stat_statements": 2}, Seconds: 28}
+	if got := w.Line(64); got != "db_time: idle=82.5% db=17.5% (CPU=98.9% LWLock:pg_stat_statements=1.1%) (175 active samples over 28s, 64 clients)" {
+		t.Errorf("db_time line = %s", got)
+	}
+}
+
+func FuzzParseProgress(f *testing.F) {
+	for _, l := range strings.Split(read(&testing.T{}, "pg15-progress.txt")+read(&testing.T{}, "pg15-rate-progress.txt"), "\n") {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		p, ok := ParseProgress(line)
+		if ok && (p.TPS < 0 || p.T < 0 || p.LatMS < 0) {
+			t.Errorf("ParseProgress(%q) = %+v", line, p)
+		}
+	})
+}
+
+func FuzzParseSummary(f *testing.F) {
+	for _, n := range []string{"pg15-summary.txt", "pg15-rate-summary.txt", "pg15-failed-summary.txt", "truncated-summary.txt"} {
+		data, _ := os.ReadFile(filepath.Join("testdata", n))
+		f.Add(string(data))
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s := ParseSummary(strings.NewReader(text))
+		if s.Complete && s.TPS < 0 {
+			t.Errorf("negative tps from %q", text)
+		}
+	})
+}
+
+func FuzzReadTxLog(f *testing.F) {
+	f.Add("0 1 374 0 1796027471 735944 74\n0 2 failed 0 1 1\n")
+	f.Add("0 1 skipped 0 1796027471 735944 74")
+	f.Fuzz(func(t *testing.T, text string) {
+		var l TxLog
+		l.ReadTxLog(strings.NewReader(text))
+		for _, xs := range [][]float64{l.Reported(), l.Intervals()} {
+			if p50, p95, p99, mx, ok := Percentiles(xs); ok && !(p50 <= p95 && p95 <= p99 && p99 <= mx && p50 >= 0) {
+				t.Errorf("percentiles out of order: %v %v %v %v", p50, p95, p99, mx)
+			}
+		}
+	})
+}

@@ -1,0 +1,201 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// startCluster starts a Debian PostgreSQL 15 cluster for the test.
+func startCluster(t *testing.T, pgssMax int) (*cluster.State, string) {
+	t.Helper()
+	install := testenv.PGInstall(t)
+	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
+	if name := testenv.ServerUser(t); name != "" {
+		u, err := proc.LookupUser(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.User = u
+	}
+	t.Cleanup(func() { m.Stop(context.Background(), "w") })
+	st, err := m.Start(context.Background(), "w", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, install
+}
+
+func spec(st *cluster.State, install string, w Workload) Spec {
+	return Spec{
+		Workload:    w,
+		Conn:        Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
+		Duration:    3 * time.Second,
+		Clients:     4,
+		SampleEvery: time.Second,
+		WaitEvery:   200 * time.Millisecond,
+		Pgbench:     filepath.Join(install, "bin", "pgbench"),
+	}
+}
+
+func runner() *Runner {
+	return &Runner{Proc: &proc.Runner{}, Getenv: func(string) string { return "" }}
+}
+
+func TestBuiltinWorkloadsRun(t *testing.T) {
+	st, install := startCluster(t, 5000)
+	for _, name := range Names {
+		w, _ := Builtin(name)
+		var out strings.Builder
+		r := runner()
+		r.Out = &out
+		s := spec(st, install, w)
+		s.OutDir = filepath.Join(t.TempDir(), name)
+		res, err := r.Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.Metrics["tps"] <= 0 || len(res.Samples) < 1 || len(res.Progress) < 1 {
+			t.Errorf("%s: tps %v, %d samples, %d progress lines", name, res.Metrics["tps"], len(res.Samples), len(res.Progress))
+		}
+		for _, k := range []string{"latency_avg_ms", "latency_p50_ms", "latency_p99_ms", "latency_max_ms", "pgss_entries", "pgss_deallocs", "wal_bytes_per_tx", "server_cpu_s_per_tx"} {
+			if _, ok := res.Metrics[k]; !ok {
+				t.Errorf("%s: metric %s missing", name, k)
+			}
+		}
+		if res.Metrics["latency_p50_ms"] > res.Metrics["latency_p99_ms"] || res.Metrics["latency_p99_ms"] > res.Metrics["latency_max_ms"] {
+			t.Errorf("%s: percentiles out of order: %v", name, res.Metrics)
+		}
+		if res.Waits.Active+res.Waits.Idle == 0 {
+			t.Errorf("%s: no wait samples", name)
+		}
+		if !strings.Contains(out.String(), "t=") || !strings.Contains(out.String(), "db_time:") || !strings.Contains(out.String(), "TPS:") {
+			t.Errorf("%s: output lacks sample/db_time/TPS lines:\n%s", name, out.String())
+		}
+		for _, a := range []string{"pgbench", "script", "samples"} {
+			if _, err := os.Stat(res.Artifacts[a]); err != nil {
+				t.Errorf("%s: artifact %s: %v", name, a, err)
+			}
+		}
+		if w.HotPrefix != "" && res.Final.Hot == 0 {
+			t.Errorf("%s: no hot entries classified: %+v", name, res.Final)
+		}
+	}
+}
+
+func TestChurnEvictsAtLowMax(t *testing.T) {
+	st, install := startCluster(t, 100)
+	w, _ := Builtin("churn")
+	s := spec(st, install, w)
+	s.Duration = 4 * time.Second
+	res, err := runner().Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Final.Deallocs <= 0 || res.Metrics["pgss_deallocs"] <= 0 {
+		t.Errorf("deallocs = %d with pg_stat_statements.max = 100", res.Final.Deallocs)
+	}
+	if res.Final.Entries > 100 {
+		t.Errorf("entries = %d > max 100", res.Final.Entries)
+	}
+	for _, smp := range res.Samples {
+		if smp.Entries > 100 {
+			t.Errorf("sample entries %d > 100", smp.Entries)
+		}
+	}
+}
+
+// TestInsertProbeIsExact: with a fixed number of transactions from one
+// client, the probe counts exactly the rows inserted.
+func TestInsertProbeIsExact(t *testing.T) {
+	st, install := startCluster(t, 5000)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE ins (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	script := filepath.Join(t.TempDir(), "ins.sql")
+	os.WriteFile(script, []byte("INSERT INTO ins VALUES (1);\n"), 0o644)
+	w, err := Resolve("file:" + script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec(st, install, w)
+	s.Clients, s.Transactions, s.Duration = 1, 500, 0
+	res, err := runner().Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Probe == nil {
+		t.Fatalf("no probe: %v", res.Warnings)
+	}
+	if res.Probe.Tables.Ins != 500 || res.Metrics["tup_ins"] != 500 {
+		t.Errorf("tup_ins = %d, want exactly 500", res.Probe.Tables.Ins)
+	}
+	if res.Probe.WAL == nil || res.Probe.WAL.Records <= 0 || res.Metrics["wal_records_per_tx"] <= 0 {
+		t.Errorf("wal = %+v", res.Probe.WAL)
+	}
+	if k := res.Probe.Kinds["INSERT"]; k.Calls != 500 || k.Rows != 500 {
+		t.Errorf("pg_stat_statements INSERT calls/rows = %+v, want 500/500", k)
+	}
+	if res.LoggedTx != 500 || res.SamplingRate != 1 {
+		t.Errorf("logged %d transactions at rate %v, want all 500", res.LoggedTx, res.SamplingRate)
+	}
+}
+
+func TestForeignBackendIsReported(t *testing.T) {
+	st, install := startCluster(t, 5000)
+	ctx := context.Background()
+	cfg, _ := pgx.ParseConfig(st.ConnString(cluster.Database))
+	cfg.RuntimeParams["application_name"] = "psql"
+	other, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	w, _ := Builtin("select1")
+	s := spec(st, install, w)
+	s.Duration = 2 * time.Second
+	res, err := runner().Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Probe != nil || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], `"psql"`) {
+		t.Errorf("foreign backend not reported: probe %v, warnings %v", res.Probe, res.Warnings)
+	}
+}
+
+func TestServerErrors(t *testing.T) {
+	w, _ := Builtin("select1")
+	sock := t.TempDir()
+	_, err := runner().Run(context.Background(), Spec{Workload: w, Conn: Conn{Host: sock, Port: 1}, Duration: time.Second})
+	if !errors.Is(err, ErrServer) || exitcode.Code(err) != exitcode.Infra || !strings.Contains(err.Error(), sock+"/.s.PGSQL.1") {
+		t.Errorf("unreachable server: %v", err)
+	}
+	_, err = runner().Run(context.Background(), Spec{Workload: w, Conn: Conn{Host: "127.0.0.1", Port: 1}, Duration: time.Second})
+	if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("unreachable TCP server: %v", err)
+	}
+
+	st, install := startCluster(t, 5000)
+	s := spec(st, install, w)
+	s.Clients = 500
+	if _, err := runner().Run(context.Background(), s); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "max_connections") {
+		t.Errorf("too many clients: %v", err)
+	}
+}

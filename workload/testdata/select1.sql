@@ -1,0 +1,2 @@
+-- select1: baseline overhead, no eviction
+SELECT 1;
