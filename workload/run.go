@@ -69,7 +69,12 @@ type Spec struct {
 	OutDir string
 	// Pgbench is the pgbench to run; empty means pgbench on PATH.
 	Pgbench string
-	// NoReset keeps pg_stat_statements' contents from before the run.
+	// KeepTxLog keeps pgbench's per-transaction log in OutDir (a few MB);
+	// otherwise it is removed once read.
+	KeepTxLog bool
+	// NoReset keeps pg_stat_statements' contents from before the run: a
+	// measurement after a warm-up starts from the warmed-up state
+	// (deallocs still count from the start of this run).
 	NoReset bool
 }
 
@@ -335,6 +340,9 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 			return nil, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_reset(): %v", ErrServer, err))
 		}
 	}
+	if sm.deallocBase, err = sm.dealloc(ctx); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_info: %v", ErrServer, err))
+	}
 	before, err := readCounters(ctx, conn, sv)
 	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
@@ -414,12 +422,17 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 	}
 	res.LoggedTx = txlog.Count()
+	if !s.KeepTxLog {
+		for _, f := range logs {
+			os.Remove(f)
+		}
+	}
 	r.metrics(res, &txlog, s)
 	if s.OutDir != "" {
 		if err := writeJSON(filepath.Join(dir, "samples.json"), res.Samples); err == nil {
 			res.Artifacts["samples"] = filepath.Join(dir, "samples.json")
 		}
-		if len(logs) > 0 {
+		if len(logs) > 0 && s.KeepTxLog {
 			res.Artifacts["txlog"] = logPrefix + ".*"
 		}
 		if sv.dataDir != "" {

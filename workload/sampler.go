@@ -154,6 +154,9 @@ type sampler struct {
 	// foreign collects client backends of the database that are not
 	// pgbench's: pid → application_name.
 	foreign map[int32]string
+	// deallocBase is pg_stat_statements_info.dealloc when the run began:
+	// deallocs are counted over the run, not since the last reset.
+	deallocBase int64
 }
 
 // run samples until stop is closed. Queries run under ctx, not under stop:
@@ -307,7 +310,7 @@ func (s *sampler) dealloc(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	err := s.conn.QueryRow(ctx, marker+" SELECT dealloc FROM pg_stat_statements_info").Scan(&n)
-	return n, err
+	return n - s.deallocBase, err
 }
 
 func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {

@@ -77,6 +77,7 @@ func newApp(env *Env) *cli.Command {
 			statusCommand(env),
 			envCommand(env),
 			benchCommand(env),
+			matrixCommand(env),
 		},
 	}
 }

@@ -92,6 +92,7 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 		specs[i].Workload = w
 		if dir := cmd.String("output"); dir != "" {
 			specs[i].OutDir = filepath.Join(dir, w.Name)
+			specs[i].KeepTxLog = true
 		}
 		if err := specs[i].Check(); err != nil {
 			return err

@@ -1,0 +1,380 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/worktree"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// ErrInterrupted: the run was stopped by a signal; finished cells are
+// kept and --resume runs the rest.
+var ErrInterrupted = errors.New("matrix: interrupted")
+
+// Executor runs a plan into a results directory.
+type Executor struct {
+	Plan *Plan
+	// Dir is the results directory.
+	Dir string
+	WT  *worktree.Manager
+	B   *build.Builder
+	CM  *cluster.Manager
+	WR  *workload.Runner
+	// Build are the options for every build.
+	Build build.Options
+	// Out receives progress lines; Quiet keeps only errors and the end.
+	Out   io.Writer
+	Quiet bool
+	// SampleEvery is the live sampler's interval; zero means 5 s.
+	SampleEvery time.Duration
+
+	installs map[string]string // build name → install prefix
+	started  map[string]bool   // clusters this run started
+	online   []int
+}
+
+func (e *Executor) printf(format string, args ...any) {
+	if e.Out != nil && !e.Quiet {
+		fmt.Fprintf(e.Out, format, args...)
+	}
+}
+
+// Builds builds every commit of the plan (cached by fingerprint), before
+// any cell runs: a failed build stops everything with nothing measured.
+// The plan's commits gain their fingerprints and versions.
+func (e *Executor) Builds(ctx context.Context) error {
+	e.installs = map[string]string{}
+	done := map[string]*Commit{}
+	for i := range e.Plan.Commits {
+		c := &e.Plan.Commits[i]
+		if prev, ok := done[c.Build]; ok {
+			c.Fingerprint, c.Version, c.BuildType = prev.Fingerprint, prev.Version, prev.BuildType
+			continue
+		}
+		done[c.Build] = c
+		if c.Install != "" {
+			e.installs[c.Build] = c.Install
+			c.BuildType = "prebuilt"
+			out, err := e.WT.Run.Output(ctx, proc.Cmd{Path: filepath.Join(c.Install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true})
+			if err != nil {
+				return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
+			}
+			c.Version = strings.TrimSpace(out)
+			continue
+		}
+		if err := e.worktree(ctx, c); err != nil {
+			return err
+		}
+		prov, err := e.WT.Info(ctx, c.Build)
+		if err != nil {
+			return err
+		}
+		dir, _ := e.WT.Dir(c.Build)
+		e.printf("build %s (%s %s)\n", c.Build, c.Ref, short(c.SHA))
+		res, err := e.B.Build(ctx, prov, dir, e.Build)
+		if err != nil {
+			return fmt.Errorf("building %s: %w", c.Label, err)
+		}
+		if res.Skipped {
+			e.printf("build %s: unchanged, skipped\n", c.Build)
+		}
+		c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
+		e.installs[c.Build] = res.Info.Install
+	}
+	return nil
+}
+
+// worktree puts worktree c.Build at c.SHA with exactly c's patches.
+func (e *Executor) worktree(ctx context.Context, c *Commit) error {
+	if prov, err := e.WT.Info(ctx, c.Build); err == nil {
+		same := prov.SHA == c.SHA && len(prov.Patches) == len(c.Patches) && !prov.Dirty
+		for i := 0; same && i < len(c.Patches); i++ {
+			same = prov.Patches[i].SHA256 == c.Patches[i].SHA256
+		}
+		if same {
+			return nil
+		}
+		// Another commit or other patches: a fresh worktree (ccache
+		// keeps the rebuild cheap).
+		if err := e.WT.Remove(ctx, c.Build); err != nil {
+			return err
+		}
+	}
+	if _, err := e.WT.Switch(ctx, c.Build, c.SHA); err != nil {
+		return err
+	}
+	if len(c.Patches) > 0 {
+		files := make([]string, len(c.Patches))
+		for i, p := range c.Patches {
+			files[i] = p.File
+		}
+		if _, err := e.WT.Apply(ctx, c.Build, files); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Done returns the cells already recorded in the results directory.
+func Done(dir string) (map[string]bool, error) {
+	recs, _, err := ReadRecords(dir)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for _, r := range recs {
+		done[r.Cell] = true
+	}
+	return done, nil
+}
+
+// Run runs every cell of the plan not yet in cells.jsonl. On
+// cancellation it stops pgbench and every cluster this run started, keeps
+// the finished cells and returns ErrInterrupted.
+func (e *Executor) Run(ctx context.Context) error {
+	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := writePlan(e.Dir, e.Plan); err != nil {
+		return exitcode.Failure(err)
+	}
+	done, err := Done(e.Dir)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	e.started = map[string]bool{}
+	defer e.stopClusters()
+	if e.online, err = cluster.OnlineCPUs(); err != nil {
+		return exitcode.Failure(err)
+	}
+	maxClients := 1
+	for _, c := range e.Plan.Options.Clients {
+		maxClients = max(maxClients, c)
+	}
+	var todo []Cell
+	for _, c := range e.Plan.Cells {
+		if !done[c.ID] {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) < len(e.Plan.Cells) {
+		e.printf("resuming: %d of %d cells done, %d to run\n", len(e.Plan.Cells)-len(todo), len(e.Plan.Cells), len(todo))
+	}
+	var spent time.Duration
+	for i, cell := range todo {
+		eta := ""
+		if i > 0 {
+			eta = " ETA " + (spent / time.Duration(i) * time.Duration(len(todo)-i)).Round(time.Second).String()
+		}
+		e.printf("[%d/%d] %s%s\n", len(e.Plan.Cells)-len(todo)+i+1, len(e.Plan.Cells), cell.ID, eta)
+		t0 := time.Now()
+		rec := e.cell(ctx, cell, maxClients)
+		if ctx.Err() != nil {
+			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, len(e.Plan.Cells)-len(todo)+i, len(e.Plan.Cells), filepath.Join(e.Dir, CellsFile)))
+		}
+		rec.WallS = time.Since(t0).Seconds()
+		spent += time.Since(t0)
+		if err := appendRecord(e.Dir, rec); err != nil {
+			return exitcode.Failure(err)
+		}
+		if rec.Status == "ok" {
+			sat := ""
+			if rec.Saturated {
+				sat = " SATURATED"
+			}
+			e.printf("    tps=%.0f p99=%.3fms deallocs=%.0f%s (%.1fs)\n", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat, rec.WallS)
+		} else if e.Out != nil {
+			fmt.Fprintf(e.Out, "    FAILED: %s\n", rec.Error)
+		}
+	}
+	return nil
+}
+
+// cell runs one cell and returns its record; a failure is recorded, not
+// returned, so that the matrix goes on.
+func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record {
+	rec := &Record{
+		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
+		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: time.Now().UTC(),
+		DurationS: e.Plan.Options.DurationS,
+	}
+	fail := func(err error) *Record {
+		rec.Status = "failed"
+		rec.Error = err.Error()
+		var pe *proc.Error
+		if errors.As(err, &pe) {
+			rec.LogTail = pe.Tail
+		}
+		return rec
+	}
+	commit := e.commit(cell.Commit)
+	install := e.installs[commit.Build]
+	opts := cluster.Options{Install: install, MaxClients: maxClients}
+	for _, k := range sortedKeys(cell.Settings) {
+		v := cell.Settings[k]
+		if k == "pg_stat_statements.max" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fail(fmt.Errorf("pg_stat_statements.max=%q: %v", v, err))
+			}
+			opts.PgssMax = n
+			continue
+		}
+		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: v})
+	}
+	var clientCPUs []int
+	if cell.CPUs > 0 {
+		opts.CPUs = e.online[:cell.CPUs]
+		clientCPUs = cluster.Others(opts.CPUs, e.online)
+	}
+	if dir, err := e.CM.DataDir(commit.Build); err == nil {
+		if _, running := cluster.PID(dir); !running && !e.started[commit.Build] {
+			e.started[commit.Build] = true
+		}
+	}
+	st, err := e.CM.Start(ctx, commit.Build, opts)
+	if err != nil {
+		if log := filepath.Join(e.CM.Root, commit.Build, "server.log"); ctx.Err() == nil {
+			rec.LogTail = cluster.TailFile(log, 20)
+		}
+		r := fail(err)
+		if len(r.LogTail) == 0 {
+			r.LogTail = cluster.TailFile(filepath.Join(e.CM.Root, commit.Build, "server.log"), 20)
+		}
+		return r
+	}
+	w, err := workload.Resolve(cell.Workload)
+	if err != nil {
+		return fail(err)
+	}
+	spec := workload.Spec{
+		Workload: w,
+		Conn:     workload.Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
+		Clients:  cell.Clients,
+		Protocol: e.Plan.Options.Protocol,
+		SleepMS:  e.Plan.Options.SleepMS,
+		CPUs:     clientCPUs,
+		Pgbench:  filepath.Join(install, "bin", "pgbench"),
+	}
+	if e.SampleEvery > 0 {
+		spec.SampleEvery = e.SampleEvery
+	}
+	if e.Plan.Options.WarmupS > 0 {
+		warm := spec
+		warm.Duration = time.Duration(e.Plan.Options.WarmupS * float64(time.Second))
+		quiet := *e.WR
+		quiet.Out = nil
+		if _, err := quiet.Run(ctx, warm); err != nil {
+			return fail(fmt.Errorf("warm-up: %w", err))
+		}
+	}
+	// Stats are reset when the warm-up starts, so the measurement starts
+	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
+	spec.NoReset = e.Plan.Options.WarmupS > 0
+	spec.Duration = time.Duration(e.Plan.Options.DurationS * float64(time.Second))
+	spec.OutDir = cellDir(e.Dir, cell.ID)
+	res, err := e.WR.Run(ctx, spec)
+	if err != nil {
+		r := fail(err)
+		if len(r.LogTail) == 0 {
+			r.LogTail = cluster.TailFile(filepath.Join(st.DataDir, "server.log"), 20)
+		}
+		return r
+	}
+	rec.Status = "ok"
+	rec.Metrics = res.Metrics
+	rec.Saturated = res.Saturated
+	rec.Samples = res.Samples
+	rec.Progress = res.Progress
+	rec.Waits = &res.Waits
+	rec.Final = &res.Final
+	rec.Probe = res.Probe
+	rec.Warnings = res.Warnings
+	rec.Artifacts = map[string]string{}
+	for k, v := range res.Artifacts {
+		if rel, err := filepath.Rel(e.Dir, v); err == nil {
+			rec.Artifacts[k] = rel
+		}
+	}
+	return rec
+}
+
+func (e *Executor) commit(label string) *Commit {
+	for i := range e.Plan.Commits {
+		if e.Plan.Commits[i].Label == label {
+			return &e.Plan.Commits[i]
+		}
+	}
+	panic("matrix: cell of unknown commit " + label)
+}
+
+// stopClusters stops the clusters this run started, even after an
+// interrupt: a matrix leaves the machine as it found it.
+func (e *Executor) stopClusters() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	names := make([]string, 0, len(e.started))
+	for n := range e.started {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, err := e.CM.Stop(ctx, n); err != nil && e.Out != nil {
+			fmt.Fprintf(e.Out, "stopping cluster %s: %v\n", n, err)
+		}
+	}
+}
+
+// Diff lists how plan b differs from plan a in what decides the cells
+// (commits and their shas and patches, axes, repeats, durations, order,
+// seed, shard); empty when a resume may go on.
+func Diff(a, b *Plan) []string {
+	var out []string
+	j := func(v any) string { data, _ := json.Marshal(v); return string(data) }
+	type ident struct {
+		Label, Ref, SHA, Install string
+		Patches                  []string
+	}
+	ids := func(p *Plan) []ident {
+		var out []ident
+		for _, c := range p.Commits {
+			id := ident{c.Label, c.Ref, c.SHA, c.Install, nil}
+			for _, pa := range c.Patches {
+				id.Patches = append(id.Patches, pa.SHA256)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	if x, y := j(ids(a)), j(ids(b)); x != y {
+		out = append(out, fmt.Sprintf("commits: %s -> %s", x, y))
+	}
+	if x, y := j(a.Options), j(b.Options); x != y {
+		out = append(out, fmt.Sprintf("options: %s -> %s", x, y))
+	}
+	if a.Shard != b.Shard {
+		out = append(out, fmt.Sprintf("shard: %s -> %s", a.Shard, b.Shard))
+	}
+	return out
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
