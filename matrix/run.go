@@ -17,8 +17,8 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/worktree"
 	"github.com/pgabtest/abtest/workload"
+	"github.com/pgabtest/abtest/worktree"
 )
 
 // ErrInterrupted: the run was stopped by a signal; finished cells are

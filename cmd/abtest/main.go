@@ -11,19 +11,25 @@ import (
 )
 
 func main() {
+	os.Exit(processMain())
+}
+
+// processMain runs abtest for this process: its arguments, streams,
+// environment and signals. The first SIGINT or SIGTERM cancels the
+// context (pgbench is stopped, clusters this run started are stopped,
+// finished results kept); a second one ends abtest at once.
+func processMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// After the first signal, restore the default handlers: a second
-		// ^C ends abtest at once.
 		<-ctx.Done()
 		stop()
 	}()
 	home, _ := os.UserHomeDir()
-	os.Exit(Main(ctx, os.Args, &Env{
+	return Main(ctx, os.Args, &Env{
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		Getenv: os.Getenv,
 		Getwd:  os.Getwd,
 		Home:   home,
-	}))
+	})
 }

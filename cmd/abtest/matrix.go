@@ -227,6 +227,9 @@ func matrixOptions(cmd *cli.Command, cfg *config.Loaded, run *proc.Runner, env *
 		}
 		o.Commits = append(o.Commits, c)
 	}
+	if len(o.Commits) == 1 && !cmd.IsSet("repeats") {
+		return o, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or pass -r N for a noise run of it alone", o.Commits[0].Label)
+	}
 	return o, nil
 }
 

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/matrix"
+)
+
+// TestMain lets the test binary act as abtest itself (ABTEST_TEST_MAIN=1),
+// so that tests can send it real signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("ABTEST_TEST_MAIN") == "1" {
+		os.Exit(processMain())
+	}
+	os.Exit(m.Run())
+}
+
+func matrixEnv(t *testing.T) map[string]string {
+	testenv.PGInstall(t)
+	testenv.ServerUser(t)
+	base := testenv.SharedTempDir(t)
+	return map[string]string{
+		"PG_DATA_DIR":       filepath.Join(base, "data"),
+		"PG_INSTALL_DIR":    filepath.Join(base, "install"),
+		"PG_WORKTREES_DIR":  filepath.Join(base, "wt"),
+		"PG_SOURCE_DIR":     filepath.Join(base, "src"),
+		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
+	}
+}
+
+func records(t *testing.T, dir string) []matrix.Record {
+	t.Helper()
+	recs, warnings, err := matrix.ReadRecords(dir)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("cells.jsonl: %v %v", err, warnings)
+	}
+	return recs
+}
+
+func TestMatrixBadInputExits2(t *testing.T) {
+	env, _ := setup(t)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
+	env["PG_INSTALL_DIR"] = filepath.Join(t.TempDir(), "install")
+	notResults := t.TempDir()
+	for _, args := range [][]string{
+		{"-k", "HEAD"},
+		{"-k", "a=HEAD,b=nosuchref"},
+		{"-k", "a=HEAD,b=HEAD~1", "--shard", "3/2"},
+		{"--resume", notResults},
+		{"-k", "a=HEAD,b=HEAD~1", "-c", "0"},
+		{"-k", "a=HEAD,b=HEAD~1", "-w", "nope"},
+		{"-k", "a=HEAD,b=HEAD~1", "-w", "churn", "-M", "prepared"},
+		{"-k", "a=HEAD,b=HEAD~1", "-b", "fast"},
+	} {
+		code, _, stderr := abtest(t, env, append([]string{"matrix"}, args...)...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
+		}
+	}
+	code, _, stderr := abtest(t, env, "matrix", "-k", "HEAD")
+	if !strings.Contains(stderr, "noise run") || code != 2 {
+		t.Errorf("one commit: %q", stderr)
+	}
+	for _, d := range []string{env["PG_WORKTREES_DIR"], env["PG_INSTALL_DIR"], env["BENCH_RESULTS_DIR"]} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("bad input created %s", d)
+		}
+	}
+	if entries, _ := os.ReadDir(notResults); len(entries) != 0 {
+		t.Error("--resume on a non-results dir wrote into it")
+	}
+}
+
+// TestMatrixAAOnPrebuiltInstall runs a tiny A/A matrix on Debian's
+// binaries: all cells recorded, one build shared, commits alternating.
+func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "aa")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
+		"-c", "2", "-w", "select1", "-r", "2", "-d", "2", "--warmup", "1", "-o", out, "--sample-every", "1s")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 4 {
+		t.Fatalf("%d cells, want 4", len(recs))
+	}
+	want := []string{"a", "b", "b", "a"}
+	for i, r := range recs {
+		if r.Commit != want[i] || r.Status != "ok" || r.Metrics["tps"] <= 0 {
+			t.Errorf("cell %d: %s %s tps %v (%s)", i, r.Commit, r.Status, r.Metrics["tps"], r.Error)
+		}
+		// Orchestration overhead: wall time minus measured and warm-up.
+		t.Logf("cell %s: wall %.2f s, overhead %.2f s", r.Cell, r.WallS, r.WallS-3)
+	}
+	plan, err := matrix.ReadPlan(out)
+	if err != nil || plan.Commits[0].Build != plan.Commits[1].Build {
+		t.Errorf("A/A arms should share one build: %+v, %v", plan, err)
+	}
+	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], "a")); running {
+		t.Error("the matrix left its cluster running")
+	}
+	if !strings.Contains(stdout, "median TPS") {
+		t.Errorf("no summary:\n%s", stdout)
+	}
+}
+
+// TestMatrixInterruptAndResume sends SIGINT to a running matrix: within
+// 10 s no server of the run is left, cells.jsonl holds only complete
+// lines, and --resume runs exactly the missing cells.
+func TestMatrixInterruptAndResume(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "int")
+	args := []string{"matrix", "-k", "a=install:" + install + ",b=install:" + install, "-c", "2", "-w", "select1",
+		"-r", "3", "-d", "2", "--warmup", "0", "-o", out, "--sample-every", "1s"}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "ABTEST_TEST_MAIN=1")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt in the middle of the third cell.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := countLines(filepath.Join(out, matrix.CellsFile)); n >= 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	interrupted := time.Now()
+	err := cmd.Wait()
+	if err == nil {
+		t.Fatalf("an interrupted matrix exited 0:\n%s", output.String())
+	}
+	if !strings.Contains(output.String(), "abtest matrix --resume "+out) {
+		t.Errorf("no resume hint:\n%s", output.String())
+	}
+	dataDir := filepath.Join(env["PG_DATA_DIR"], "a")
+	for {
+		_, running := cluster.PID(dataDir)
+		if !running && len(cluster.Processes(dataDir)) == 0 {
+			break
+		}
+		if time.Since(interrupted) > 10*time.Second {
+			t.Fatal("a server of the run is still there 10 s after SIGINT")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first := records(t, out)
+	if len(first) < 2 || len(first) >= 6 {
+		t.Fatalf("%d cells before the interrupt; want 2 to 5", len(first))
+	}
+	code, stdout, stderr := abtest(t, env, "matrix", "--resume", out, "--sample-every", "1s")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	all := records(t, out)
+	if len(all) != 6 {
+		t.Errorf("%d cells after resume, want 6", len(all))
+	}
+	seen := map[string]bool{}
+	for _, r := range all {
+		if seen[r.Cell] {
+			t.Errorf("cell %s ran twice", r.Cell)
+		}
+		seen[r.Cell] = true
+	}
+	if !strings.Contains(stdout, "resuming: "+itoa(len(first))+" of 6 cells done") {
+		t.Errorf("resume output:\n%s", stdout)
+	}
+	// A changed plan is refused.
+	code, _, stderr = abtest(t, env, "matrix", "--resume", out, "-k", "a=install:"+install+",b=install:"+install, "-c", "4", "-w", "select1", "-r", "3", "-d", "2", "--warmup", "0")
+	if code != 2 || !strings.Contains(stderr, "plan changed") {
+		t.Errorf("changed plan on resume: %d %q", code, stderr)
+	}
+}
+
+func countLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<28)
+	for sc.Scan() {
+		if json.Valid(sc.Bytes()) {
+			n++
+		}
+	}
+	return n
+}
+
+func itoa(n int) string {
+	data, _ := json.Marshal(n)
+	return string(data)
+}
+
+// TestMatrixFromSourcePG15 is the end-to-end run: the PostgreSQL
+// 15 tree built twice (base, and base with the demo patch), 2 × 2 × 2 × 2
+// cells, alternating, and the patch visible in pgss_deallocs on churn.
+func TestMatrixFromSourcePG15(t *testing.T) {
+	src := testenv.PG15Source(t)
+	for _, tool := range []string{"cc", "make"} {
+		_, err := exec.LookPath(tool)
+		testenv.Require(t, err == nil, "%s on PATH", tool)
+	}
+	env := matrixEnv(t)
+	testenv.LockCache(t)
+	cache := testenv.CacheRoot(t)
+	env["PG_SOURCE_DIR"] = src
+	env["PG_WORKTREES_DIR"] = filepath.Join(cache, "wt")
+	env["PG_INSTALL_DIR"] = filepath.Join(cache, "install")
+	patch := filepath.Join(t.TempDir(), "demo.patch")
+	os.WriteFile(patch, demo.Patch, 0o644)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "e2e")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base,patch=base+"+patch, "-W", "pg15-%c",
+		"-c", "2,4", "-w", "select1,churn", "-d", "3", "-r", "2", "-m", "1000", "--warmup", "1", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	recs := records(t, out)
+	if len(recs) != 2*2*2*2 {
+		t.Fatalf("%d cells, want 16", len(recs))
+	}
+	plan, _ := matrix.ReadPlan(out)
+	for i, r := range recs {
+		if r.Cell != plan.Cells[i].ID || r.Status != "ok" {
+			t.Errorf("cell %d = %s (%s %s), plan says %s", i, r.Cell, r.Status, r.Error, plan.Cells[i].ID)
+		}
+	}
+	for i := 0; i+1 < len(recs); i += 2 {
+		if recs[i].Commit == recs[i+1].Commit {
+			t.Errorf("cells %d and %d are both %s: commits do not alternate", i, i+1, recs[i].Commit)
+		}
+	}
+	dealloc := map[string]float64{}
+	for _, r := range recs {
+		if r.Workload == "churn" {
+			dealloc[r.Commit] += r.Metrics["pgss_deallocs"]
+		}
+	}
+	t.Logf("churn deallocs: base %.0f, patch %.0f", dealloc["base"], dealloc["patch"])
+	if dealloc["base"] == dealloc["patch"] || dealloc["base"] == 0 {
+		t.Errorf("pgss_deallocs on churn: base %v, patch %v; want them to differ", dealloc["base"], dealloc["patch"])
+	}
+	if plan.Commits[0].Fingerprint == "" || plan.Commits[0].Fingerprint == plan.Commits[1].Fingerprint {
+		t.Errorf("build fingerprints in plan.json: %+v", plan.Commits)
+	}
+}
