@@ -5,6 +5,10 @@ LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: all build test check demo clean
 
+# Where make demo keeps the PostgreSQL source it prepares when
+# PG_SOURCE_DIR is not set.
+DEMO_SRC ?= $(HOME)/.cache/abtest-test/pg15-src
+
 all: build
 
 build:
@@ -14,6 +18,13 @@ build:
 # when it is missing, unless ABTEST_REQUIRE=1 (as in .ci/run).
 test:
 	$(GO) test -count=1 -timeout 30m ./...
+
+# The built-in A/B run: Debian's PostgreSQL 15 source (or $$PG_SOURCE_DIR),
+# HEAD against HEAD with the demo patch. Installs what it needs as root.
+demo: build
+	scripts/deps.sh
+	@if [ -z "$$PG_SOURCE_DIR" ]; then scripts/pg-source.sh "$(DEMO_SRC)"; fi
+	bin/abtest demo --source "$${PG_SOURCE_DIR:-$(DEMO_SRC)}"
 
 check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"

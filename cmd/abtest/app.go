@@ -78,6 +78,8 @@ func newApp(env *Env) *cli.Command {
 			envCommand(env),
 			benchCommand(env),
 			matrixCommand(env),
+			demoCommand(env),
+			analyzeCommand(env),
 		},
 	}
 }

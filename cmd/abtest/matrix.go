@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/config"
@@ -337,7 +338,12 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		}
 		return err
 	}
-	return printMedians(out, dir, plan)
+	if _, err := writeReport(dir, analysis.Options{}); err != nil {
+		fmt.Fprintf(env.Stderr, "abtest: report: %v\n", err)
+		return printMedians(out, dir, plan)
+	}
+	printSummary(out, dir)
+	return nil
 }
 
 // printPlan is -n: the plan, cell by cell, and how long it will take.

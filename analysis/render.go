@@ -1,0 +1,431 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// WriteJSON writes the report model.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteBench writes the cells in the Go benchmark format, with unit
+// metadata, so that benchstat compares commits:
+//
+//	benchstat -col commit results.bench
+func (r *Report) WriteBench(w io.Writer) error {
+	fmt.Fprintf(w, "goos: linux\npkg: abtest\n")
+	for _, m := range workload.Metrics {
+		better := "lower"
+		if m.HigherIsBetter {
+			better = "higher"
+		}
+		assume := "nothing"
+		for _, t := range r.Tiers {
+			if t.Metric == m.Name && t.Tier == TierExact {
+				assume = "exact"
+			}
+		}
+		fmt.Fprintf(w, "Unit %s better=%s assume=%s\n", benchUnit(m.Name), better, assume)
+	}
+	byCommit := map[string][]matrix.Record{}
+	for _, rec := range r.records {
+		if rec.Status == "ok" && !rec.Saturated {
+			byCommit[rec.Commit] = append(byCommit[rec.Commit], rec)
+		}
+	}
+	for _, c := range r.Commits {
+		fmt.Fprintf(w, "\ncommit: %s\n", c)
+		for _, rec := range byCommit[c] {
+			name := "Benchmark" + rec.Config().ID()
+			name = strings.ReplaceAll(name, " ", "_")
+			fmt.Fprintf(w, "%s 1", name)
+			keys := make([]string, 0, len(rec.Metrics))
+			for k := range rec.Metrics {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(w, " %g %s", rec.Metrics[k], benchUnit(k))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}
+
+// benchUnit names a metric as a benchmark unit (no spaces, and not
+// benchfmt's tidied forms).
+func benchUnit(m string) string { return m }
+
+// WriteMarkdown writes the report for humans: provenance, summary,
+// per-workload tables, tiers, cells that failed, warnings, plots.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	p := r.Plan
+	o := p.Options
+	fmt.Fprintf(w, "# abtest report\n\n")
+	fmt.Fprintf(w, "## Provenance\n\n")
+	fmt.Fprintf(w, "| commit | ref | sha | patches | build | fingerprint | PostgreSQL |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range p.Commits {
+		ref, sha := c.Ref, short(c.SHA)
+		if c.Install != "" {
+			ref, sha = "install "+c.Install, "-"
+		}
+		var patches []string
+		for _, pa := range c.Patches {
+			patches = append(patches, fmt.Sprintf("%s (sha256 %s)", filepath.Base(pa.File), short(pa.SHA256)))
+		}
+		mark := ""
+		if c.Label == r.Baseline {
+			mark = " (baseline)"
+		}
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, orDash(strings.Join(patches, ", ")), c.BuildType, c.Build, orDash(short(c.Fingerprint)), orDash(c.Version))
+	}
+	h := p.Host
+	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", orDash(h.Hostname), orDash(h.CPU), h.NProc, h.MemoryMB, orDash(h.Kernel))
+	var knobs []string
+	for _, kv := range [][2]string{{"governor", h.Governor}, {"turbo", h.Turbo}, {"THP", h.THP}, {"huge pages", h.HugePages}} {
+		if kv[1] != "" {
+			knobs = append(knobs, kv[0]+" "+kv[1])
+		}
+	}
+	if len(knobs) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(knobs, ", "))
+	}
+	fmt.Fprintln(w)
+	var settings []string
+	for _, s := range o.Settings {
+		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))
+	}
+	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), orDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
+	if o.SleepMS > 0 {
+		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
+	}
+	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), len(p.Cells))
+	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit, two-sided Mann–Whitney U against %s, α = %v; a change is called only when p < α and |Δ| exceeds the metric's threshold\n", r.Baseline, r.Alpha)
+	fmt.Fprintf(w, "- abtest %s; results: %s\n\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+
+	fmt.Fprintf(w, "## Summary\n\n")
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			continue
+		}
+		var faster, slower, same, few int
+		for _, row := range r.Rows {
+			for _, st := range row.Stats {
+				if st.Commit != c {
+					continue
+				}
+				switch st.Verdict {
+				case Faster, Better:
+					faster++
+				case Slower, Worse:
+					slower++
+				case TooFew:
+					few++
+				case Same:
+					same++
+				}
+			}
+		}
+		line := fmt.Sprintf("- **%s** vs %s: %d better, %d worse, %d unchanged", c, r.Baseline, faster, slower, same)
+		if few > 0 {
+			line += fmt.Sprintf(", %d with too few samples to tell", few)
+		}
+		for _, g := range r.Geomeans {
+			if g.Commit == c && g.Metric == "tps" {
+				line += fmt.Sprintf("; TPS geometric mean ×%.4f (%+.2f%%) over %d configurations", g.Ratio, 100*(g.Ratio-1), g.Configs)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	if r.AA != nil {
+		fmt.Fprintf(w, "- A/A: %s\n", r.AA.Note)
+	}
+	if len(r.Regressions) > 0 {
+		fmt.Fprintf(w, "- **regressions in gated metrics: %d**\n", len(r.Regressions))
+		for _, c := range r.Regressions {
+			fmt.Fprintf(w, "  - %s %s on %s: %+.2f%% (p=%.3g)\n", c.Commit, c.Metric, c.Config, c.DeltaPct, c.P)
+		}
+	}
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(w, "\nBiggest changes:\n\n| commit | configuration | metric | Δ | p | verdict | gated |\n|---|---|---|---|---|---|---|\n")
+		for i, c := range r.Changes {
+			if i == 15 {
+				fmt.Fprintf(w, "| … | %d more | | | | | |\n", len(r.Changes)-15)
+				break
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g | %s | %s |\n", c.Commit, c.Config, c.Metric, pct(c.DeltaPct), c.P, c.Verdict, yes(c.Gated))
+		}
+	} else {
+		fmt.Fprintf(w, "\nNo change was called.\n")
+	}
+
+	// Per workload: the main metrics as tables by configuration.
+	main := []string{"tps", "latency_avg_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
+	for _, wl := range o.Workloads {
+		fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
+		for _, m := range main {
+			rows := r.rowsFor(wl, m)
+			if len(rows) == 0 {
+				continue
+			}
+			def, _ := workload.MetricByName(m)
+			fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
+			fmt.Fprintf(w, "| configuration |")
+			for _, c := range r.Commits {
+				if c == r.Baseline {
+					fmt.Fprintf(w, " %s |", c)
+				} else {
+					fmt.Fprintf(w, " %s | Δ | p | verdict |", c)
+				}
+			}
+			fmt.Fprintf(w, "\n|---|")
+			for _, c := range r.Commits {
+				if c == r.Baseline {
+					fmt.Fprintf(w, "---|")
+				} else {
+					fmt.Fprintf(w, "---|---|---|---|")
+				}
+			}
+			fmt.Fprintln(w)
+			for _, row := range rows {
+				fmt.Fprintf(w, "| %s |", strings.TrimPrefix(row.Config, wl+"/"))
+				for _, st := range row.Stats {
+					fmt.Fprintf(w, " %s |", medianCI(st))
+					if st.Commit != r.Baseline {
+						v := st.Verdict
+						if st.Note != "" && (v == TooFew || v == NoData) {
+							v = st.Verdict + " (n=" + fmt.Sprint(st.N) + ")"
+						}
+						fmt.Fprintf(w, " %s | %s | %s |", pct(st.DeltaPct), pval(st), v)
+					}
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w)
+		}
+		r.writeCellDetails(w, wl)
+	}
+
+	fmt.Fprintf(w, "## Metric tiers\n\nMeasured on %s's own repeats: a metric that never varied is gated exactly, one whose spread (robust CV) stayed within %.0f%% is gated within a band, the rest are reported and never gated.\n\n| metric | tier | threshold | why |\n|---|---|---|---|\n", r.Baseline, bandMaxSpreadPct)
+	for _, t := range r.Tiers {
+		fmt.Fprintf(w, "| %s | %s | %.2f%% | %s |\n", t.Metric, t.Tier, t.ThresholdPct, t.Why)
+	}
+	if len(r.Failed)+len(r.Saturated) > 0 {
+		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
+		for _, c := range r.Saturated {
+			fmt.Fprintf(w, "- %s: saturated (the schedule lag kept growing: the server did not keep the rate)\n", c.Cell)
+		}
+		for _, c := range r.Failed {
+			fmt.Fprintf(w, "- %s: %s: %s\n", c.Cell, c.Status, c.Error)
+			if len(c.Tail) > 0 {
+				fmt.Fprintf(w, "\n  ```\n")
+				for _, l := range c.Tail {
+					fmt.Fprintf(w, "  %s\n", l)
+				}
+				fmt.Fprintf(w, "  ```\n")
+			}
+		}
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintf(w, "\n## Warnings\n\n")
+		for _, s := range r.Warnings {
+			fmt.Fprintf(w, "- %s\n", s)
+		}
+	}
+	if len(r.Plots) > 0 {
+		fmt.Fprintf(w, "\n## Plots\n\n")
+		for _, pl := range r.Plots {
+			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(pl), ".svg"), pl)
+		}
+	}
+	return nil
+}
+
+// writeCellDetails shows pg_stat_statements, wait events and probe
+// counters per commit for the workload: medians over the ok cells.
+func (r *Report) writeCellDetails(w io.Writer, wl string) {
+	type agg struct {
+		entries, hot, cold, dealloc []float64
+		waits                       map[string]int
+		active, total               int
+		ins, upd, del, walRec, tx   float64
+	}
+	by := map[string]*agg{}
+	for _, rec := range r.records {
+		if rec.Workload != wl || rec.Status != "ok" {
+			continue
+		}
+		a := by[rec.Commit]
+		if a == nil {
+			a = &agg{waits: map[string]int{}}
+			by[rec.Commit] = a
+		}
+		if rec.Final != nil {
+			a.entries = append(a.entries, float64(rec.Final.Entries))
+			a.hot = append(a.hot, float64(rec.Final.Hot))
+			a.cold = append(a.cold, float64(rec.Final.Cold))
+			a.dealloc = append(a.dealloc, float64(rec.Final.Deallocs))
+		}
+		if rec.Waits != nil {
+			for k, v := range rec.Waits.ByEvent {
+				a.waits[k] += v
+			}
+			a.active += rec.Waits.Active
+			a.total += rec.Waits.Active + rec.Waits.Idle
+		}
+		if rec.Probe != nil {
+			tx := rec.Metrics["tps"] * rec.DurationS
+			a.tx += tx
+			a.ins += float64(rec.Probe.Tables.Ins)
+			a.upd += float64(rec.Probe.Tables.Upd)
+			a.del += float64(rec.Probe.Tables.Del)
+			if rec.Probe.WAL != nil {
+				a.walRec += float64(rec.Probe.WAL.Records)
+			}
+		}
+	}
+	if len(by) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### pg_stat_statements, wait events and probes (all cells of %s)\n\n| commit | entries | hot | cold | deallocs | db time | top waits | rows ins/upd/del per tx | WAL records per tx |\n|---|---|---|---|---|---|---|---|---|\n", wl)
+	for _, c := range r.Commits {
+		a := by[c]
+		if a == nil {
+			continue
+		}
+		dbt := "-"
+		if a.total > 0 {
+			dbt = fmt.Sprintf("%.1f%%", 100*float64(a.active)/float64(a.total))
+		}
+		type kv struct {
+			k string
+			v int
+		}
+		var ws []kv
+		for k, v := range a.waits {
+			ws = append(ws, kv{k, v})
+		}
+		sort.Slice(ws, func(i, j int) bool { return ws[i].v > ws[j].v || ws[i].v == ws[j].v && ws[i].k < ws[j].k })
+		var top []string
+		for i, x := range ws {
+			if i == 3 {
+				break
+			}
+			top = append(top, fmt.Sprintf("%s %.0f%%", x.k, 100*float64(x.v)/float64(max(a.active, 1))))
+		}
+		per := func(x float64) string {
+			if a.tx == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.3g", x/a.tx)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, orDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *Report) rowsFor(wl, metric string) []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Metric == metric && strings.HasPrefix(row.Config, wl+"/") {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func medianCI(st Stat) string {
+	if st.N == 0 {
+		return "-"
+	}
+	if math.IsInf(st.Lo, 0) || math.IsInf(st.Hi, 0) || st.Median == 0 {
+		return fmt.Sprintf("%s (n=%d)", num(st.Median), st.N)
+	}
+	half := 100 * math.Max(st.Hi-st.Median, st.Median-st.Lo) / math.Abs(st.Median)
+	return fmt.Sprintf("%s ±%.1f%%", num(st.Median), half)
+}
+
+func pval(st Stat) string {
+	if st.Verdict == NoData {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g", st.P)
+}
+
+func num(x float64) string {
+	switch a := math.Abs(x); {
+	case a == 0:
+		return "0"
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", x)
+	case a >= 1:
+		return fmt.Sprintf("%.3g", x)
+	default:
+		return fmt.Sprintf("%.3g", x)
+	}
+}
+
+func pct(d float64) string {
+	if math.IsInf(d, 0) || math.IsNaN(d) {
+		return "∞"
+	}
+	return fmt.Sprintf("%+.2f%%", d)
+}
+
+func med(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return num(median(s))
+}
+
+func ints(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, fmt.Sprint(x))
+	}
+	return strings.Join(s, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orAll(s string) string {
+	if s == "" {
+		return "all (not pinned)"
+	}
+	return s
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

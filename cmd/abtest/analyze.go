@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+)
+
+func analyzeCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "analyze",
+		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
+		ArgsUsage: "DIR…",
+		UsageText: `abtest analyze DIR… [-o FILE] [--format md|json|bench] [--baseline LABEL] [--alpha 0.01]
+               [--threshold METRIC=PCT]… [--fail-on-regression]`,
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (default: stdout; plots go beside it)"},
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, json, or bench (for benchstat -col commit)"},
+			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against (default: the first of -k)"},
+			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
+			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
+			&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			dirs := cmd.Args().Slice()
+			if len(dirs) == 0 {
+				return exitcode.BadInputf("analyze: give at least one results directory")
+			}
+			o, err := analysisOptions(cmd)
+			if err != nil {
+				return err
+			}
+			format := cmd.String("format")
+			if format != "md" && format != "json" && format != "bench" {
+				return exitcode.BadInputf("--format %q: use md, json or bench", format)
+			}
+			in, err := analysis.Load(dirs...)
+			if err != nil {
+				return err
+			}
+			rep, err := analysis.Analyze(in, o)
+			if err != nil {
+				return err
+			}
+			var w io.Writer = env.Stdout
+			var buf bytes.Buffer
+			out := cmd.String("output")
+			if out != "" {
+				w = &buf
+				if format == "md" {
+					if err := rep.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
+						return exitcode.Failure(err)
+					}
+				}
+			}
+			switch format {
+			case "json":
+				err = rep.WriteJSON(w)
+			case "bench":
+				err = rep.WriteBench(w)
+			default:
+				err = rep.WriteMarkdown(w)
+			}
+			if err != nil {
+				return exitcode.Failure(err)
+			}
+			if out != "" {
+				if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+					return exitcode.Failure(err)
+				}
+				fmt.Fprintf(env.Stderr, "report: %s\n", out)
+			}
+			return gate(rep, cmd.Bool("fail-on-regression"))
+		},
+	}
+}
+
+func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
+	o := analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: map[string]float64{}}
+	for _, t := range cmd.StringSlice("threshold") {
+		name, v, ok := strings.Cut(t, "=")
+		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+		if !ok || err != nil || n < 0 {
+			return o, exitcode.BadInputf("--threshold %q: want METRIC=PCT, e.g. tps=3", t)
+		}
+		o.Thresholds[name] = n
+	}
+	return o, nil
+}
+
+// gate turns regressions into exit 1 when asked to.
+func gate(rep *analysis.Report, fail bool) error {
+	if !fail || len(rep.Regressions) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range rep.Regressions {
+		names = append(names, fmt.Sprintf("%s %s %s %+.2f%%", c.Commit, c.Config, c.Metric, c.DeltaPct))
+	}
+	return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics: %s", len(names), strings.Join(names, "; "))}
+}
+
+// writeReport writes report.md, report.json and plots into a results
+// directory, as the matrix does at the end of every run, and returns the
+// report.
+func writeReport(dir string, o analysis.Options) (*analysis.Report, error) {
+	in, err := analysis.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := analysis.Analyze(in, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	var md, js bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return rep, nil
+}
+
+// printSummary prints the report's summary section.
+func printSummary(w io.Writer, dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		return
+	}
+	text := string(data)
+	if i := strings.Index(text, "## Summary"); i >= 0 {
+		text = text[i:]
+		if j := strings.Index(text[3:], "\n## "); j >= 0 {
+			text = text[:j+3]
+		}
+		fmt.Fprintln(w, strings.TrimSpace(text))
+	}
+	fmt.Fprintf(w, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+}
