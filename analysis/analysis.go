@@ -144,7 +144,9 @@ func mergeConfigs(a, b []matrix.Config) []matrix.Config {
 type Stat struct {
 	Commit string    `json:"commit"`
 	N      int       `json:"n"`
-	Values []float64 `json:"values"`
+	// Values are the cells' values (not in the JSON: cells.jsonl has
+	// them, and at 100 000 cells they would dominate the report).
+	Values []float64 `json:"-"`
 	Median float64   `json:"median"`
 	Lo     float64   `json:"ci_lo"`
 	Hi     float64   `json:"ci_hi"`
@@ -203,7 +205,10 @@ type CellNote struct {
 // Report is the analysis, rendered by WriteMarkdown, WriteJSON and
 // WriteBench.
 type Report struct {
-	Plan     *matrix.Plan `json:"plan"`
+	// Plan is the plan without its cell list (cells.jsonl and plan.json
+	// have it); PlannedCells counts them.
+	Plan         *matrix.Plan `json:"plan"`
+	PlannedCells int          `json:"planned_cells"`
 	Dirs     []string     `json:"dirs"`
 	Baseline string       `json:"baseline"`
 	Alpha    float64      `json:"alpha"`
@@ -246,7 +251,9 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	if o.Alpha <= 0 || o.Alpha >= 1 {
 		return nil, exitcode.BadInputf("--alpha %v: want a level between 0 and 1, e.g. 0.01", o.Alpha)
 	}
-	r := &Report{Plan: p, Dirs: in.Dirs, Alpha: o.Alpha, Warnings: append([]string(nil), in.Warnings...), records: in.Records}
+	plan := *p
+	plan.Cells = nil
+	r := &Report{Plan: &plan, PlannedCells: len(p.Cells), Dirs: in.Dirs, Alpha: o.Alpha, Warnings: append([]string(nil), in.Warnings...), records: in.Records}
 	for _, c := range p.Commits {
 		r.Commits = append(r.Commits, c.Label)
 	}
@@ -326,12 +333,12 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			t.Tier, t.Why = TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", nConf)
 		case maxSpread <= bandMaxSpreadPct:
 			t.Tier, t.Why = TierBand, fmt.Sprintf("baseline spread up to %.2f%% over %d configurations", maxSpread, nConf)
-			t.ThresholdPct = math.Max(th, 2*maxSpread)
+			t.ThresholdPct = th
 		default:
 			t.Tier, t.Why = TierReport, fmt.Sprintf("baseline spread up to %.1f%% (over %.0f%%): too noisy to gate", maxSpread, bandMaxSpreadPct)
 		}
 		if looser(def.Tier, t.Tier) && def.Tier != t.Tier {
-			t.Why += fmt.Sprintf("; reported only, as declared (%s)", def.Doc)
+			t.Why += fmt.Sprintf("; gated no tighter than its declared tier, %s", def.Tier)
 			t.Tier = def.Tier
 		}
 		tiers[m] = t

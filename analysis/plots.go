@@ -46,7 +46,6 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	}
 
 	// TPS vs clients.
-	type key struct{ group string }
 	groups := map[string]map[string]plotter.XYs{}
 	var order []string
 	for _, row := range r.Rows {

@@ -112,7 +112,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if o.SleepMS > 0 {
 		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
 	}
-	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), len(p.Cells))
+	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
 	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit, two-sided Mann–Whitney U against %s, α = %v; a change is called only when p < α and |Δ| exceeds the metric's threshold\n", r.Baseline, r.Alpha)
 	fmt.Fprintf(w, "- abtest %s; results: %s\n\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 

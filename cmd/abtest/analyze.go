@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,9 @@ func analyzeCommand(env *Env) *cli.Command {
 			if format != "md" && format != "json" && format != "bench" {
 				return exitcode.BadInputf("--format %q: use md, json or bench", format)
 			}
+			// Big result sets (10⁵ cells) are mostly garbage from JSON
+			// decoding: a soft limit makes the GC keep the peak down.
+			debug.SetMemoryLimit(400 << 20)
 			in, err := analysis.Load(dirs...)
 			if err != nil {
 				return err

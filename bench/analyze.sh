@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Analysis at scale (issue 7): `abtest analyze` of 100 000 cells, the
+# markdown report with plots. Target: ≤ 3 s and ≤ 500 MB peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+go build -o /tmp/abtest-bench ./cmd/abtest
+go run ./bench/gen100k "$dir/run"
+ls -la "$dir/run"
+for fmt in md json; do
+  /usr/bin/time -f "analyze --format $fmt: %e s wall, %M KB peak RSS" /tmp/abtest-bench analyze "$dir/run" --format $fmt -o "$dir/report.$fmt" 2>&1 | grep -v '^report:'
+done

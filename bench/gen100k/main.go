@@ -1,0 +1,64 @@
+// Command gen100k writes a synthetic results directory of 100 000 cells
+// (2 commits × 4 workloads × 10 client counts × 5 pg_stat_statements.max
+// values × 250 repeats), for bench/analyze.sh.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/workload"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gen100k DIR")
+		os.Exit(2)
+	}
+	dir := os.Args[1]
+	o := matrix.Options{
+		Commits:   []matrix.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
+		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
+		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
+		Settings:  []matrix.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
+		Repeats:   250, Duration: 30 * time.Second, Order: "abba",
+	}
+	p, err := matrix.NewPlan(o)
+	if err != nil {
+		panic(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		panic(err)
+	}
+	data, _ := json.Marshal(p)
+	if err := os.WriteFile(filepath.Join(dir, matrix.PlanFile), data, 0o644); err != nil {
+		panic(err)
+	}
+	f, err := os.Create(filepath.Join(dir, matrix.CellsFile))
+	if err != nil {
+		panic(err)
+	}
+	w := bufio.NewWriter(f)
+	rng := rand.New(rand.NewSource(1))
+	for _, c := range p.Cells {
+		m := map[string]float64{}
+		for _, def := range workload.Metrics[:12] {
+			m[def.Name] = 1000 * (1 + 0.02*rng.NormFloat64())
+		}
+		rec := matrix.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
+			Repeat: c.Repeat, Status: "ok", DurationS: 30, Metrics: m,
+			Progress: []workload.Progress{{T: 5, TPS: m["tps"]}, {T: 10, TPS: m["tps"]}, {T: 15, TPS: m["tps"]}}}
+		line, _ := json.Marshal(rec)
+		w.Write(append(line, '\n'))
+	}
+	if err := w.Flush(); err != nil {
+		panic(err)
+	}
+	f.Close()
+}
