@@ -142,8 +142,8 @@ func mergeConfigs(a, b []matrix.Config) []matrix.Config {
 
 // Stat is one commit's numbers for one metric in one configuration.
 type Stat struct {
-	Commit string    `json:"commit"`
-	N      int       `json:"n"`
+	Commit string `json:"commit"`
+	N      int    `json:"n"`
 	// Values are the cells' values (not in the JSON: cells.jsonl has
 	// them, and at 100 000 cells they would dominate the report).
 	Values []float64 `json:"-"`
@@ -209,15 +209,15 @@ type Report struct {
 	// have it); PlannedCells counts them.
 	Plan         *matrix.Plan `json:"plan"`
 	PlannedCells int          `json:"planned_cells"`
-	Dirs     []string     `json:"dirs"`
-	Baseline string       `json:"baseline"`
-	Alpha    float64      `json:"alpha"`
-	Commits  []string     `json:"commits"`
-	Metrics  []string     `json:"metrics"`
-	Rows     []Row        `json:"rows"`
-	Tiers    []Tier       `json:"tiers"`
-	Changes  []Change     `json:"changes"`
-	Geomeans []Geomean    `json:"geomeans"`
+	Dirs         []string     `json:"dirs"`
+	Baseline     string       `json:"baseline"`
+	Alpha        float64      `json:"alpha"`
+	Commits      []string     `json:"commits"`
+	Metrics      []string     `json:"metrics"`
+	Rows         []Row        `json:"rows"`
+	Tiers        []Tier       `json:"tiers"`
+	Changes      []Change     `json:"changes"`
+	Geomeans     []Geomean    `json:"geomeans"`
 	// Regressions are the gated changes for the worse.
 	Regressions []Change   `json:"regressions"`
 	Failed      []CellNote `json:"failed"`

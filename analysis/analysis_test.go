@@ -232,7 +232,7 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 		tps *= 1 + 0.01*rng.NormFloat64()
 		rec := matrix.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
 			Repeat: c.Repeat, Status: "ok", DurationS: 5, WallS: 7.3,
-			Metrics: map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1},
+			Metrics:  map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1},
 			Progress: []workload.Progress{{T: 1, TPS: tps * 0.98}, {T: 2, TPS: tps}, {T: 3, TPS: tps * 1.01}},
 			Final:    &workload.Final{Entries: 1000, Hot: 900, Cold: 100, Deallocs: int64(deallocs)},
 			Waits:    &workload.Waits{Active: 10, Idle: 90, ByEvent: map[string]int{"CPU": 9, "LWLock:pg_stat_statements": 1}},
