@@ -417,7 +417,7 @@ func (b *Builder) mesonSteps(wt, install string, opts []string, o Options, env [
 	bd := filepath.Join(wt, worktree.BuildDir)
 	var steps []step
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Unset: makeVars, Log: log}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")
@@ -445,12 +445,18 @@ func (b *Builder) mesonSteps(wt, install string, opts []string, o Options, env [
 	return steps
 }
 
+// makeVars are removed from make's environment: when abtest itself runs
+// under make (make demo, make test), an inherited MAKELEVEL makes
+// PostgreSQL's top-level make believe it is a sub-make and skip the
+// generated headers, and MAKEFLAGS would join the outer jobserver.
+var makeVars = []string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}
+
 // autotoolsSteps: configure (VPATH, in WORKTREE/build) when the options
 // changed, make, make install, and the contrib modules.
 func (b *Builder) autotoolsSteps(wt, install string, opts []string, o Options, env []string, log string) []step {
 	bd := filepath.Join(wt, worktree.BuildDir)
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Unset: makeVars, Log: log}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")

@@ -99,6 +99,8 @@ type Cmd struct {
 	// Env holds KEY=VALUE entries that are added to, or replace entries
 	// of, the caller's environment.
 	Env []string
+	// Unset names variables removed from the environment.
+	Unset []string
 	// Log, when set, is a file that receives stdout and stderr (appended,
 	// after a header line naming the command).
 	Log string
@@ -137,9 +139,17 @@ func (c *Cmd) String() string {
 		b.WriteString("runuser -u ")
 		b.WriteString(Quote(c.User.Name))
 		b.WriteString(" -- ")
-		if len(c.Env) > 0 {
+		if len(c.Env) > 0 && len(c.Unset) == 0 {
 			b.WriteString("env ")
 		}
+	}
+	if len(c.Unset) > 0 {
+		b.WriteString("env")
+		for _, k := range c.Unset {
+			b.WriteString(" -u ")
+			b.WriteString(k)
+		}
+		b.WriteString(" ")
 	}
 	for _, e := range c.Env {
 		k, v, _ := strings.Cut(e, "=")
@@ -273,8 +283,8 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bool) (*Process, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
-	if len(c.Env) > 0 {
-		cmd.Env = mergeEnv(os.Environ(), c.Env)
+	if len(c.Env) > 0 || len(c.Unset) > 0 {
+		cmd.Env = mergeEnv(os.Environ(), c.Env, c.Unset)
 	}
 	cmd.Stdin = c.Stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -431,9 +441,19 @@ func (p *Process) Wait() error {
 	return p.err
 }
 
-func mergeEnv(base, extra []string) []string {
+func mergeEnv(base, extra, unset []string) []string {
 	idx := make(map[string]int, len(base))
-	env := append([]string(nil), base...)
+	drop := map[string]bool{}
+	for _, k := range unset {
+		drop[k] = true
+	}
+	var env []string
+	for _, e := range base {
+		k, _, _ := strings.Cut(e, "=")
+		if !drop[k] {
+			env = append(env, e)
+		}
+	}
 	for i, e := range env {
 		k, _, _ := strings.Cut(e, "=")
 		idx[k] = i

@@ -66,6 +66,14 @@ func TestOutputAndEnv(t *testing.T) {
 	if err != nil || out != "1-/h\n" {
 		t.Errorf("Output = %q, %v", out, err)
 	}
+	t.Setenv("ABTEST_GONE", "x")
+	c := Cmd{Path: "sh", Args: []string{"-c", "echo ${ABTEST_GONE-unset}"}, Unset: []string{"ABTEST_GONE"}}
+	if out, err := r.Output(context.Background(), c); err != nil || out != "unset\n" {
+		t.Errorf("Unset: %q, %v", out, err)
+	}
+	if got := c.String(); got != "env -u ABTEST_GONE sh -c 'echo ${ABTEST_GONE-unset}'" {
+		t.Errorf("String = %q", got)
+	}
 }
 
 func TestDryRunTracesAndRunsOnlyReadOnly(t *testing.T) {
