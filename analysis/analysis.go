@@ -17,6 +17,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -148,14 +149,34 @@ type Stat struct {
 	// them, and at 100 000 cells they would dominate the report).
 	Values []float64 `json:"-"`
 	Median float64   `json:"median"`
-	Lo     float64   `json:"ci_lo"`
-	Hi     float64   `json:"ci_hi"`
+	// Lo and Hi bound the 95 % confidence interval of the median; they
+	// are ±Inf (null in JSON) when there are too few values for one.
+	Lo float64 `json:"-"`
+	Hi float64 `json:"-"`
 	// DeltaPct and P compare against the baseline (absent for it).
-	DeltaPct float64 `json:"delta_pct"`
+	DeltaPct float64 `json:"-"`
 	P        float64 `json:"p"`
 	Verdict  string  `json:"verdict"`
 	// Note explains a missing verdict.
 	Note string `json:"note,omitempty"`
+}
+
+// MarshalJSON writes infinite bounds and changes as null.
+func (s Stat) MarshalJSON() ([]byte, error) {
+	type plain Stat
+	return json.Marshal(struct {
+		plain
+		Lo       *float64 `json:"ci_lo"`
+		Hi       *float64 `json:"ci_hi"`
+		DeltaPct *float64 `json:"delta_pct"`
+	}{plain(s), finite(s.Lo), finite(s.Hi), finite(s.DeltaPct)})
+}
+
+func finite(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
 }
 
 // Row is one configuration and metric across commits.
@@ -183,6 +204,15 @@ type Change struct {
 	P        float64 `json:"p"`
 	Verdict  string  `json:"verdict"`
 	Gated    bool    `json:"gated"`
+}
+
+// MarshalJSON writes an infinite change (from a zero baseline) as null.
+func (c Change) MarshalJSON() ([]byte, error) {
+	type plain Change
+	return json.Marshal(struct {
+		plain
+		DeltaPct *float64 `json:"delta_pct"`
+	}{plain(c), finite(c.DeltaPct)})
 }
 
 // Geomean is a commit's geometric mean ratio to the baseline over the

@@ -80,6 +80,7 @@ func newApp(env *Env) *cli.Command {
 			matrixCommand(env),
 			demoCommand(env),
 			analyzeCommand(env),
+			perfCommand(env),
 		},
 	}
 }

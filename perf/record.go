@@ -1,0 +1,152 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+)
+
+// ErrUnavailable: perf cannot profile here; the error says why.
+var ErrUnavailable = errors.New("perf: unavailable")
+
+// DefaultHz is the sampling frequency: odd, so that it does not beat with
+// timer ticks.
+const DefaultHz = 499
+
+// Check reports whether perf can record other processes here, and why not.
+func Check() error {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return fmt.Errorf("%w: perf is not installed (Debian: apt-get install linux-perf)", ErrUnavailable)
+	}
+	if os.Geteuid() != 0 {
+		data, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+		if err == nil {
+			if n, _ := strconv.Atoi(strings.TrimSpace(string(data))); n > 1 {
+				return fmt.Errorf("%w: kernel.perf_event_paranoid is %d: profiling other processes needs ≤ 1 (sysctl kernel.perf_event_paranoid=1) or root", ErrUnavailable, n)
+			}
+		}
+	}
+	return nil
+}
+
+// Options say what to record.
+type Options struct {
+	// PIDs are the processes to profile: the postmaster and its
+	// children; processes they fork during the window are included.
+	PIDs     []int
+	Duration time.Duration
+	Hz       int
+	// Raw is where perf.data goes; removed after conversion unless
+	// KeepRaw.
+	Raw     string
+	KeepRaw bool
+	// Log receives perf's own output.
+	Log string
+}
+
+// Result is a recorded profile.
+type Result struct {
+	Profile *profile.Profile
+	// Samples is the number of samples, Event the event perf used
+	// (cycles, or cpu-clock where the hardware event is missing).
+	Samples int
+	Event   string
+	// Unparsed counts perf script lines that could not be read.
+	Unparsed int
+	// CallGraphs is false when no sample had more than one frame: the
+	// binaries lack frame pointers (build with --profiling).
+	CallGraphs bool
+}
+
+// Record runs perf record -g on the processes for the duration, then perf
+// script, and returns the pprof profile.
+func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
+	if err := Check(); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if len(o.PIDs) == 0 {
+		return nil, exitcode.BadInputf("perf record: no process to profile")
+	}
+	if o.Hz <= 0 {
+		o.Hz = DefaultHz
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	pids := make([]string, len(o.PIDs))
+	for i, p := range o.PIDs {
+		pids[i] = strconv.Itoa(p)
+	}
+	args := []string{"record", "-g", "-F", strconv.Itoa(o.Hz), "-o", o.Raw, "-p", strings.Join(pids, ","), "--", "sleep", fmt.Sprintf("%.3f", o.Duration.Seconds())}
+	if err := run.Run(ctx, proc.Cmd{Path: "perf", Args: args, Log: o.Log}); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("perf record: %w", err))
+	}
+	if run.DryRun {
+		return nil, nil
+	}
+	if !o.KeepRaw {
+		defer os.Remove(o.Raw)
+	}
+	var out bytes.Buffer
+	c := proc.Cmd{Path: "perf", Args: []string{"script", "-i", o.Raw}, Stdout: &out, Log: o.Log, ReadOnly: true}
+	if err := run.Run(ctx, c); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("perf script: %w", err))
+	}
+	events, bad, err := ParseScript(&out)
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	res := &Result{Samples: len(events), Unparsed: bad}
+	for _, e := range events {
+		if res.Event == "" {
+			res.Event = e.Name
+		}
+		if len(e.Stack) > 3 {
+			res.CallGraphs = true
+		}
+	}
+	res.Profile = Profile(events, int64(time.Second)/int64(o.Hz), nil)
+	return res, nil
+}
+
+// Write writes p gzipped to path.
+func Write(p *profile.Profile, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Read reads a profile file.
+func Read(path string) (*profile.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, exitcode.BadInputf("%s: not a pprof profile: %v", path, err)
+	}
+	return p, nil
+}

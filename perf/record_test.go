@@ -1,0 +1,158 @@
+package perf_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testbuild"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/perf"
+	"github.com/pgabtest/abtest/workload"
+)
+
+func requirePerf(t *testing.T) {
+	t.Helper()
+	err := perf.Check()
+	testenv.Require(t, err == nil, "perf: %v", err)
+}
+
+// profileUnderLoad starts a cluster of install, runs w on it and records
+// the middle of the run.
+func profileUnderLoad(t *testing.T, install, wl string, pgssMax int, keepRaw bool) (*perf.Result, string, float64) {
+	t.Helper()
+	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
+	if name := testenv.ServerUser(t); name != "" {
+		u, _ := proc.LookupUser(name)
+		m.User = u
+	}
+	t.Cleanup(func() { m.Stop(context.Background(), "p") })
+	st, err := m.Start(context.Background(), "p", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := workload.Builtin(wl)
+	r := &workload.Runner{Proc: &proc.Runner{}, Getenv: func(string) string { return "" }}
+	done := make(chan *workload.Result, 1)
+	go func() {
+		res, err := r.Run(context.Background(), workload.Spec{Workload: w, Clients: 2, Duration: 6 * time.Second,
+			Conn:    workload.Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
+			Pgbench: filepath.Join(install, "bin", "pgbench"), SampleEvery: time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	dir := t.TempDir()
+	res, err := perf.Record(context.Background(), &proc.Runner{}, perf.Options{
+		PIDs: cluster.Processes(st.DataDir), Duration: 3 * time.Second, Raw: filepath.Join(dir, "perf.data"), KeepRaw: keepRaw, Log: filepath.Join(dir, "perf.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wres := <-done
+	tps := 0.0
+	if wres != nil {
+		tps = wres.Metrics["tps"]
+	}
+	return res, dir, tps
+}
+
+// TestRecordPrebuilt profiles a Debian PostgreSQL 15 cluster running
+// select1: go tool pprof reads the profile, its top functions are
+// postgres's, and it has as many samples as perf report counts.
+func TestRecordPrebuilt(t *testing.T) {
+	requirePerf(t)
+	install := testenv.PGInstall(t)
+	res, dir, _ := profileUnderLoad(t, install, "select1", 5000, true)
+	file := filepath.Join(dir, "profile.pb.gz")
+	if err := perf.Write(res.Profile, file); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=40", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, out)
+	}
+	top := string(out)
+	found := false
+	for _, fn := range []string{"PostgresMain", "exec_simple_query", "pq_getbyte", "ExecutorStart", "PostmasterMain", "ReadyForQuery", "pq_flush"} {
+		if strings.Contains(top, fn) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no postgres function in pprof's top:\n%s", top)
+	}
+	// The exact number: perf report's "Samples" line rounds to 1K.
+	full, err := exec.Command("perf", "report", "-i", filepath.Join(dir, "perf.data"), "--stdio", "--sort", "comm", "-F", "sample,comm").CombinedOutput()
+	if err != nil {
+		t.Fatalf("perf report: %v\n%s", err, full)
+	}
+	n := 0.0
+	for _, l := range strings.Split(string(full), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && !strings.HasPrefix(l, "#") {
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+				n += v
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no sample count in perf report:\n%.2000s", full)
+	}
+	got := float64(len(res.Profile.Sample))
+	t.Logf("profile %d samples (%s), perf report %.0f", len(res.Profile.Sample), res.Event, n)
+	if got < 0.8*n || got > 1.2*n || n == 0 {
+		t.Errorf("profile has %.0f samples, perf report %.0f: want within 20%%", got, n)
+	}
+}
+
+// TestCompareDemoPatch profiles churn on the PostgreSQL 15 build and on
+// the build with the demo patch: the per-transaction deltas name
+// pg_stat_statements' functions among the top ones.
+func TestCompareDemoPatch(t *testing.T) {
+	requirePerf(t)
+	e := testbuild.PG15(t)
+	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release}).Info.Install
+	patch := filepath.Join(t.TempDir(), demo.PatchName)
+	os.WriteFile(patch, demo.Patch, 0o644)
+	patched := e.Build(t, "pg15-patch", "base", []string{patch}, build.Options{Type: build.Release}).Info.Install
+	rb, _, tb := profileUnderLoad(t, base, "churn", 100, false)
+	rn, _, tn := profileUnderLoad(t, patched, "churn", 100, false)
+	if tb == 0 || tn == 0 {
+		t.Fatal("no throughput")
+	}
+	// Transactions in each 3 s window, from the runs' TPS.
+	ds := perf.Compare(rb.Profile, rn.Profile, tb*3, tn*3)
+	perf.SortByMagnitude(ds)
+	var top []string
+	for i, d := range ds {
+		if i == 10 {
+			break
+		}
+		top = append(top, d.Name)
+	}
+	t.Logf("top deltas: %v", top)
+	found := false
+	for _, n := range top {
+		if strings.Contains(n, "entry_") || strings.Contains(n, "pgss") || strings.Contains(n, "pg_stat_statements") || strings.Contains(n, "qsort") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no pg_stat_statements function among the top deltas: %v", top)
+	}
+	if _, err := perf.Diff(rb.Profile, rn.Profile, tb*3, tn*3); err != nil {
+		t.Error(err)
+	}
+}

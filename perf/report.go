@@ -1,0 +1,176 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/google/pprof/profile"
+)
+
+// FuncStat is one function's share of a profile.
+type FuncStat struct {
+	Name string `json:"name"`
+	// Flat is the time (the profile's unit) with the function on top
+	// of the stack, Cum with it anywhere on it.
+	Flat    int64   `json:"flat"`
+	Cum     int64   `json:"cum"`
+	FlatPct float64 `json:"flat_pct"`
+	CumPct  float64 `json:"cum_pct"`
+}
+
+// Funcs returns every function's flat and cumulative values, sorted by
+// flat (or cum) descending, and the profile's total.
+func Funcs(p *profile.Profile, byCum bool) ([]FuncStat, int64) {
+	flat := map[string]int64{}
+	cum := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		if len(s.Value) == 0 {
+			continue
+		}
+		v := s.Value[0]
+		total += v
+		seen := map[string]bool{}
+		for i, loc := range s.Location {
+			for j, line := range loc.Line {
+				if line.Function == nil {
+					continue
+				}
+				name := line.Function.Name
+				if i == 0 && j == 0 {
+					flat[name] += v
+				}
+				if !seen[name] {
+					seen[name] = true
+					cum[name] += v
+				}
+			}
+		}
+	}
+	out := make([]FuncStat, 0, len(cum))
+	for name, c := range cum {
+		fs := FuncStat{Name: name, Flat: flat[name], Cum: c}
+		if total > 0 {
+			fs.FlatPct = 100 * float64(fs.Flat) / float64(total)
+			fs.CumPct = 100 * float64(fs.Cum) / float64(total)
+		}
+		out = append(out, fs)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Flat, out[j].Flat
+		if byCum {
+			a, b = out[i].Cum, out[j].Cum
+		}
+		if a != b {
+			return a > b
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, total
+}
+
+// WriteTop prints the top n functions.
+func WriteTop(w io.Writer, p *profile.Profile, n int, byCum bool) {
+	fs, total := Funcs(p, byCum)
+	fmt.Fprintf(w, "%d samples, %.2f s of CPU\n%10s %7s %10s %7s  %s\n", len(p.Sample), float64(total)/1e9, "flat", "flat%", "cum", "cum%", "function")
+	for i, f := range fs {
+		if i == n {
+			break
+		}
+		fmt.Fprintf(w, "%9.3fs %6.2f%% %9.3fs %6.2f%%  %s\n", float64(f.Flat)/1e9, f.FlatPct, float64(f.Cum)/1e9, f.CumPct, f.Name)
+	}
+}
+
+// Delta is one function's change between two profiles: flat time per
+// transaction when transaction counts are known, else share of the
+// profile.
+type Delta struct {
+	Name string  `json:"name"`
+	Base float64 `json:"base"`
+	New  float64 `json:"new"`
+	Diff float64 `json:"diff"`
+	// Unit is "ns/tx" or "%".
+	Unit string `json:"unit"`
+}
+
+// Compare lists per-function changes from base to cur, biggest increase
+// (regression) first. With txBase and txNew > 0 the values are
+// nanoseconds of CPU per transaction; otherwise percentages of each
+// profile, which survive different durations but not different
+// throughput.
+func Compare(base, cur *profile.Profile, txBase, txNew float64) []Delta {
+	fb, tb := Funcs(base, false)
+	fn, tn := Funcs(cur, false)
+	perTx := txBase > 0 && txNew > 0
+	norm := func(v int64, total int64, tx float64) float64 {
+		if perTx {
+			return float64(v) / tx
+		}
+		if total == 0 {
+			return 0
+		}
+		return 100 * float64(v) / float64(total)
+	}
+	vals := map[string]*Delta{}
+	unit := "%"
+	if perTx {
+		unit = "ns/tx"
+	}
+	get := func(name string) *Delta {
+		d := vals[name]
+		if d == nil {
+			d = &Delta{Name: name, Unit: unit}
+			vals[name] = d
+		}
+		return d
+	}
+	for _, f := range fb {
+		get(f.Name).Base = norm(f.Flat, tb, txBase)
+	}
+	for _, f := range fn {
+		get(f.Name).New = norm(f.Flat, tn, txNew)
+	}
+	out := make([]Delta, 0, len(vals))
+	for _, d := range vals {
+		d.Diff = d.New - d.Base
+		if d.Base == 0 && d.New == 0 {
+			continue
+		}
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Diff != out[j].Diff {
+			return out[i].Diff > out[j].Diff
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// SortByMagnitude orders deltas by |Diff|, biggest first.
+func SortByMagnitude(ds []Delta) {
+	sort.SliceStable(ds, func(i, j int) bool { return math.Abs(ds[i].Diff) > math.Abs(ds[j].Diff) })
+}
+
+// Diff returns cur with base subtracted, as pprof's -diff_base does: base
+// samples negated and tagged pprof::base, so that pprof and flame-graph
+// viewers show what grew and what shrank. Values are scaled per
+// transaction when both counts are known.
+func Diff(base, cur *profile.Profile, txBase, txNew float64) (*profile.Profile, error) {
+	b := base.Copy()
+	c := cur.Copy()
+	if txBase > 0 && txNew > 0 {
+		// Scale both to per-transaction time, in the units of base.
+		c.Scale(txBase / txNew)
+	}
+	for _, s := range b.Sample {
+		if s.Label == nil {
+			s.Label = map[string][]string{}
+		}
+		s.Label["pprof::base"] = []string{"true"}
+	}
+	b.Scale(-1)
+	return profile.Merge([]*profile.Profile{c, b})
+}
