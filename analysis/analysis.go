@@ -253,9 +253,11 @@ type Report struct {
 	Failed      []CellNote `json:"failed"`
 	Saturated   []CellNote `json:"saturated"`
 	// AA describes the noise floor when two arms share one build.
-	AA       *AA      `json:"aa,omitempty"`
-	Warnings []string `json:"warnings"`
-	Plots    []string `json:"plots,omitempty"`
+	AA *AA `json:"aa,omitempty"`
+	// TimeWent compares the cells' CPU profiles (matrix --perf).
+	TimeWent []TimeWent `json:"time_went,omitempty"`
+	Warnings []string   `json:"warnings"`
+	Plots    []string   `json:"plots,omitempty"`
 
 	records []matrix.Record
 }
@@ -449,6 +451,9 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		}
 	}
 	r.aa(tiers)
+	if p.Options.Perf {
+		r.profiles(r.Baseline)
+	}
 	return r, nil
 }
 

@@ -22,8 +22,9 @@ var palette = []color.Color{
 	color.RGBA{148, 103, 189, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{140, 86, 75, 255},
 }
 
-// WritePlots writes SVG plots into dir and records their paths, relative
-// to relTo (where the markdown is), in r.Plots:
+// WritePlots writes SVG plots (and, with profiles, the diff profiles of
+// "Where the time went") into dir and records their paths, relative to
+// relTo (where the markdown is), in r.Plots:
 //
 //   - tps-vs-clients-<group>.svg: median TPS by client count, a line per
 //     commit, for each workload × CPUs × settings;
@@ -31,6 +32,9 @@ var palette = []color.Color{
 //     of every cell of a configuration, a line per cell.
 func (r *Report) WritePlots(dir, relTo string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := r.writeDiffs(dir, relTo); err != nil {
 		return err
 	}
 	colour := map[string]color.Color{}

@@ -114,7 +114,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
 	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit, two-sided Mann–Whitney U against %s, α = %v; a change is called only when p < α and |Δ| exceeds the metric's threshold\n", r.Baseline, r.Alpha)
-	fmt.Fprintf(w, "- abtest %s; results: %s\n\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+	fmt.Fprintf(w, "- abtest %s; results: %s\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+	for _, f := range p.Doctor {
+		if f.Status != "ok" {
+			fmt.Fprintf(w, "- doctor: **%s** %s: %s (%s; fix: %s)\n", f.Status, f.Check, f.Value, f.Why, f.Fix)
+		}
+	}
+	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "## Summary\n\n")
 	for _, c := range r.Commits {
@@ -219,7 +225,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		r.writeCellDetails(w, wl)
 	}
 
-	fmt.Fprintf(w, "## Metric tiers\n\nMeasured on %s's own repeats: a metric that never varied is gated exactly, one whose spread (robust CV) stayed within %.0f%% is gated within a band, the rest are reported and never gated.\n\n| metric | tier | threshold | why |\n|---|---|---|---|\n", r.Baseline, bandMaxSpreadPct)
+	r.writeTimeWent(w)
+	fmt.Fprintf(w, "\n## Metric tiers\n\nMeasured on %s's own repeats: a metric that never varied is gated exactly, one whose spread (robust CV) stayed within %.0f%% is gated within a band, the rest are reported and never gated.\n\n| metric | tier | threshold | why |\n|---|---|---|---|\n", r.Baseline, bandMaxSpreadPct)
 	for _, t := range r.Tiers {
 		fmt.Fprintf(w, "| %s | %s | %.2f%% | %s |\n", t.Metric, t.Tier, t.ThresholdPct, t.Why)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,8 +125,12 @@ func TestAutotoolsCommandLines(t *testing.T) {
 	golden(t, "autotools.txt", scrub(out.String(), b, dir))
 }
 
-// scrub replaces the test's temporary paths with stable names.
+var bytesRE = regexp.MustCompile(`\(\d+ bytes\)`)
+
+// scrub replaces the test's temporary paths with stable names, and the
+// sizes of files holding them.
 func scrub(s string, b *Builder, dir string) string {
+	s = bytesRE.ReplaceAllString(s, "(N bytes)")
 	s = strings.ReplaceAll(s, dir, "$WORKTREE")
 	s = strings.ReplaceAll(s, b.InstallRoot, "$INSTALL_ROOT")
 	s = strings.ReplaceAll(s, b.WorktreesRoot, "$WORKTREES")

@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/workload"
@@ -127,6 +128,9 @@ type Options struct {
 	Seed      int64
 	Shard     Shard
 	Perf      bool
+	// PerfWindow is how long --perf records, in the middle of the
+	// measured period.
+	PerfWindow time.Duration
 }
 
 // Shard is I of N.
@@ -164,23 +168,27 @@ type Plan struct {
 	Metrics  []workload.Metric `json:"metrics"`
 	// AbtestVersion is the version of abtest that made the plan.
 	AbtestVersion string `json:"abtest_version"`
+	// Doctor is what abtest doctor found on the host when the plan was
+	// made.
+	Doctor []doctor.Finding `json:"doctor,omitempty"`
 }
 
 // PlanOpts are the plan's fixed parameters.
 type PlanOpts struct {
-	Workloads []string  `json:"workloads"`
-	Clients   []int     `json:"clients"`
-	CPUs      []int     `json:"cpus"`
-	Settings  []Setting `json:"settings"`
-	Repeats   int       `json:"repeats"`
-	DurationS float64   `json:"duration_s"`
-	WarmupS   float64   `json:"warmup_s"`
-	Protocol  string    `json:"protocol"`
-	SleepMS   int       `json:"sleep_ms,omitempty"`
-	BuildType string    `json:"build_type"`
-	Order     string    `json:"order"`
-	Seed      int64     `json:"seed"`
-	Perf      bool      `json:"perf,omitempty"`
+	Workloads   []string  `json:"workloads"`
+	Clients     []int     `json:"clients"`
+	CPUs        []int     `json:"cpus"`
+	Settings    []Setting `json:"settings"`
+	Repeats     int       `json:"repeats"`
+	DurationS   float64   `json:"duration_s"`
+	WarmupS     float64   `json:"warmup_s"`
+	Protocol    string    `json:"protocol"`
+	SleepMS     int       `json:"sleep_ms,omitempty"`
+	BuildType   string    `json:"build_type"`
+	Order       string    `json:"order"`
+	Seed        int64     `json:"seed"`
+	Perf        bool      `json:"perf,omitempty"`
+	PerfWindowS float64   `json:"perf_window_s,omitempty"`
 }
 
 // NewPlan builds the plan for o. Commits must be resolved (SHA, Build).
@@ -234,7 +242,7 @@ func NewPlan(o Options) (*Plan, error) {
 		Options: PlanOpts{
 			Workloads: o.Workloads, Clients: o.Clients, CPUs: o.CPUs, Settings: o.Settings, Repeats: o.Repeats,
 			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Protocol: o.Protocol, SleepMS: o.SleepMS,
-			BuildType: o.BuildType, Order: o.Order, Seed: o.Seed, Perf: o.Perf,
+			BuildType: o.BuildType, Order: o.Order, Seed: o.Seed, Perf: o.Perf, PerfWindowS: o.PerfWindow.Seconds(),
 		},
 		Shard:   o.Shard.String(),
 		Metrics: workload.Metrics,

@@ -50,6 +50,22 @@ type Record struct {
 	LogTail   []string            `json:"log_tail,omitempty"`
 	Warnings  []string            `json:"warnings,omitempty"`
 	Artifacts map[string]string   `json:"artifacts,omitempty"`
+	// Perf describes the CPU profile of the cell's middle, with --perf.
+	Perf *PerfInfo `json:"perf,omitempty"`
+}
+
+// PerfInfo is a cell's profile: where it is, what it covers.
+type PerfInfo struct {
+	// Profile is relative to the results directory.
+	Profile string  `json:"profile"`
+	Samples int     `json:"samples"`
+	Event   string  `json:"event"`
+	WindowS float64 `json:"window_s"`
+	// Tx is the number of transactions pgbench completed in the window
+	// (its progress reports integrated over the window).
+	Tx         float64 `json:"tx"`
+	CallGraphs bool    `json:"call_graphs"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // Config returns the record's configuration.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
 	"github.com/pgabtest/abtest/worktree"
 )
@@ -45,6 +47,9 @@ type Executor struct {
 	installs map[string]string // build name → install prefix
 	started  map[string]bool   // clusters this run started
 	online   []int
+	// noPerf says why profiles are not recorded, once.
+	noPerf string
+	aux    map[string]int
 }
 
 func (e *Executor) printf(format string, args ...any) {
@@ -160,6 +165,14 @@ func (e *Executor) Run(ctx context.Context) error {
 	defer e.stopClusters()
 	if e.online, err = cluster.OnlineCPUs(); err != nil {
 		return exitcode.Failure(err)
+	}
+	if e.Plan.Options.Perf {
+		if err := perf.Check(); err != nil {
+			e.noPerf = err.Error()
+			if e.Out != nil {
+				fmt.Fprintf(e.Out, "--perf: %v; going on without profiles\n", err)
+			}
+		}
 	}
 	maxClients := 1
 	for _, c := range e.Plan.Options.Clients {
@@ -287,7 +300,18 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	spec.NoReset = e.Plan.Options.WarmupS > 0
 	spec.Duration = time.Duration(e.Plan.Options.DurationS * float64(time.Second))
 	spec.OutDir = cellDir(e.Dir, cell.ID)
+	var prof chan *PerfInfo
+	if e.Plan.Options.Perf && e.noPerf == "" {
+		prof = make(chan *PerfInfo, 1)
+		go func() { prof <- e.profile(ctx, st, spec) }()
+	}
 	res, err := e.WR.Run(ctx, spec)
+	if prof != nil {
+		rec.Perf = <-prof
+		if rec.Perf != nil && res != nil {
+			rec.Perf.Tx = txInWindow(res, rec.Perf)
+		}
+	}
 	if err != nil {
 		r := fail(err)
 		if len(r.LogTail) == 0 {
@@ -311,6 +335,82 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 		}
 	}
 	return rec
+}
+
+// profile records the middle of a cell's measured period. It runs
+// beside the workload: it waits for pgbench's first progress report (the
+// measurement has begun), then for half of what the window leaves of the
+// duration, and records the window.
+func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload.Spec) *PerfInfo {
+	window := time.Duration(e.Plan.Options.PerfWindowS * float64(time.Second))
+	if window <= 0 || window > spec.Duration {
+		window = spec.Duration
+	}
+	info := &PerfInfo{WindowS: window.Seconds()}
+	// pgbench starts after the runner's checks: poll for its backends.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(cluster.Processes(st.DataDir)) <= e.auxProcesses(st) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After((spec.Duration - window) / 2):
+	}
+	path := filepath.Join(spec.OutDir, "profile.pb.gz")
+	res, err := perf.Record(ctx, &proc.Runner{}, perf.Options{
+		PIDs: cluster.Processes(st.DataDir), Duration: window,
+		Raw: filepath.Join(spec.OutDir, "perf.data"), Log: filepath.Join(spec.OutDir, "perf.log"),
+	})
+	if err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	if err := perf.Write(res.Profile, path); err != nil {
+		info.Error = err.Error()
+		return info
+	}
+	rel, _ := filepath.Rel(e.Dir, path)
+	info.Profile, info.Samples, info.Event, info.CallGraphs = rel, res.Samples, res.Event, res.CallGraphs
+	return info
+}
+
+// auxProcesses is how many processes the cluster has without clients:
+// the postmaster and its auxiliary processes, counted once.
+func (e *Executor) auxProcesses(st *cluster.State) int {
+	if n, ok := e.aux[st.DataDir]; ok {
+		return n
+	}
+	if e.aux == nil {
+		e.aux = map[string]int{}
+	}
+	n := len(cluster.Processes(st.DataDir))
+	e.aux[st.DataDir] = n
+	return n
+}
+
+// txInWindow integrates pgbench's progress reports (TPS per interval)
+// over the profiled window.
+func txInWindow(res *workload.Result, info *PerfInfo) float64 {
+	if info.Profile == "" || len(res.Progress) == 0 {
+		return 0
+	}
+	d := res.Duration
+	lo := (d - info.WindowS) / 2
+	hi := lo + info.WindowS
+	var tx, prev float64
+	for _, p := range res.Progress {
+		a, b := math.Max(prev, lo), math.Min(p.T, hi)
+		if b > a {
+			tx += p.TPS * (b - a)
+		}
+		prev = p.T
+	}
+	return tx
 }
 
 func (e *Executor) commit(label string) *Commit {

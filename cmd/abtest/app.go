@@ -81,6 +81,7 @@ func newApp(env *Env) *cli.Command {
 			demoCommand(env),
 			analyzeCommand(env),
 			perfCommand(env),
+			doctorCommand(env),
 		},
 	}
 }

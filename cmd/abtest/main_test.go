@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +173,44 @@ func TestBuildBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(env["PG_INSTALL_DIR"]); err == nil {
 		t.Error("bad input created the install root")
+	}
+}
+
+// TestPerfReportCompareView runs the perf subcommands on profiles made
+// from a captured perf script.
+func TestPerfReportCompareView(t *testing.T) {
+	dir := t.TempDir()
+	base, cur := filepath.Join(dir, "base.pb.gz"), filepath.Join(dir, "new.pb.gz")
+	writeTestProfile(t, base, map[string]int{"entry_dealloc": 40, "exec_simple_query": 60})
+	writeTestProfile(t, cur, map[string]int{"entry_dealloc": 10, "exec_simple_query": 70})
+	code, out, stderr := abtest(t, nil, "perf", "report", base, "--top", "3")
+	if code != 0 || !strings.Contains(out, "exec_simple_query") || !strings.Contains(out, "60.00%") {
+		t.Errorf("perf report: %d %q %q", code, out, stderr)
+	}
+	diff := filepath.Join(dir, "diff.pb.gz")
+	code, out, stderr = abtest(t, nil, "perf", "compare", base, cur, "--per-tx", "100,100", "-o", diff)
+	if code != 0 || !strings.Contains(out, "entry_dealloc") || !strings.Contains(out, "-300.0") {
+		t.Errorf("perf compare: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(diff); err != nil {
+		t.Error(err)
+	}
+	code, _, stderr = abtest(t, nil, "perf", "compare", base, cur, "--per-tx", "x")
+	if code != 2 {
+		t.Errorf("bad --per-tx: %d %q", code, stderr)
+	}
+	code, _, _ = abtest(t, nil, "perf", "view", base, "--http", "0.0.0.0:0")
+	if code != 2 {
+		t.Errorf("view on a public address: exit %d, want 2", code)
+	}
+	// The web UI: pprof's handlers answer on the flame graph page.
+	served := false
+	err := viewForTest(t, diff, base, func(h http.Handler) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/flamegraph", nil))
+		served = rec.Code == 200 && strings.Contains(rec.Body.String(), "exec_simple_query")
+	})
+	if err != nil || !served {
+		t.Errorf("perf view: served=%v err=%v", served, err)
 	}
 }

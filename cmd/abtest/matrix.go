@@ -21,6 +21,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
@@ -54,6 +55,8 @@ func matrixFlags() []cli.Flag {
 		&cli.StringFlag{Name: "shard", Usage: "run shard `I/N` of the configurations"},
 		&cli.StringFlag{Name: "preset", Usage: "`NAME` of a preset suite: full (the bash harness's full suite)"},
 		&cli.StringFlag{Name: "name-template", Aliases: []string{"W"}, Value: "%c", Usage: "worktree/build/cluster name `TEMPLATE`: %c the label, %s the short sha"},
+		&cli.BoolFlag{Name: "perf", Usage: "record a CPU profile in the middle of every cell (perf → pprof)"},
+		&cli.IntFlag{Name: "perf-window", Value: 10, Usage: "`SECONDS` each --perf profile covers (at most -d)"},
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
@@ -146,6 +149,10 @@ func matrixOptions(cmd *cli.Command, cfg *config.Loaded, run *proc.Runner, env *
 		return o, exitcode.BadInputf("-d %d: want at least 1 second", cmd.Int("duration"))
 	}
 	o.Warmup = time.Duration(cmd.Int("warmup")) * time.Second
+	o.Perf = cmd.Bool("perf")
+	if o.Perf {
+		o.PerfWindow = min(time.Duration(cmd.Int("perf-window"))*time.Second, o.Duration)
+	}
 	o.Protocol, o.SleepMS, o.Order = cmd.String("protocol"), int(cmd.Int("sleep")), cmd.String("order")
 	o.Seed = int64(cmd.Int("seed"))
 	if !cmd.IsSet("seed") {
@@ -293,6 +300,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 			return err
 		}
 		plan.Host = matrix.ReadHost("/")
+		plan.Doctor = doctor.Check(doctor.Live(cfg.RunAs))
 		plan.AbtestVersion = version
 		plan.Created = time.Now().UTC()
 		if dir == "" {

@@ -112,8 +112,11 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], "a")); running {
 		t.Error("the matrix left its cluster running")
 	}
-	if !strings.Contains(stdout, "median TPS") {
-		t.Errorf("no summary:\n%s", stdout)
+	if !strings.Contains(stdout, "## Summary") || !strings.Contains(stdout, "A/A:") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.md")) {
+		t.Errorf("no report summary:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -266,5 +269,34 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 	}
 	if plan.Commits[0].Fingerprint == "" || plan.Commits[0].Fingerprint == plan.Commits[1].Fingerprint {
 		t.Errorf("build fingerprints in plan.json: %+v", plan.Commits)
+	}
+}
+
+// TestMatrixPerf records a profile in every cell and reports where the
+// time went.
+func TestMatrixPerf(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	if err := perfCheck(); err != nil {
+		testenv.Require(t, false, "perf: %v", err)
+	}
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "perf")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
+		"-c", "2", "-w", "select1", "-r", "1", "-d", "3", "--warmup", "0", "--perf", "--perf-window", "2", "-o", out, "--sample-every", "1s")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, r := range records(t, out) {
+		if r.Perf == nil || r.Perf.Profile == "" || r.Perf.Samples == 0 || r.Perf.Tx <= 0 {
+			t.Errorf("cell %s: perf %+v", r.Cell, r.Perf)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(out, r.Perf.Profile)); err != nil {
+			t.Error(err)
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "## Where the time went") || !strings.Contains(string(report), "diff profile:") {
+		t.Errorf("report lacks the profile section: %v\n%.3000s", err, report)
 	}
 }

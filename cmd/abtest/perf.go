@@ -237,7 +237,7 @@ func runPerfView(ctx context.Context, cmd *cli.Command, env *Env, serve func(*dr
 			for path, h := range a.Handlers {
 				mux.Handle(path, h)
 			}
-			fmt.Fprintf(env.Stdout, "pprof UI: http://%s/ (flame graph: /ui/flamegraph); ^C stops it\n", l.Addr())
+			fmt.Fprintf(env.Stdout, "pprof UI: http://%s/ (flame graph: /flamegraph); ^C stops it\n", l.Addr())
 			srv := &http.Server{Handler: mux}
 			go func() { <-ctx.Done(); srv.Close() }()
 			if err := srv.Serve(l); err != nil && ctx.Err() == nil {

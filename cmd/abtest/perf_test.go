@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/driver"
+	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/perf"
+)
+
+func perfCheck() error { return perf.Check() }
+
+func writeTestProfile(t *testing.T, path string, spec map[string]int) {
+	t.Helper()
+	var evs []perf.Event
+	for fn, n := range spec {
+		for range n {
+			evs = append(evs, perf.Event{Comm: "postgres", PID: 1, Period: 1000, Stack: []perf.Frame{{Addr: 1, Func: fn, DSO: "/bin/postgres"}, {Addr: 2, Func: "PostgresMain", DSO: "/bin/postgres"}}})
+		}
+	}
+	if err := perf.Write(perf.Profile(evs, 1000, nil), path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// viewForTest runs `perf view FILE --diff-base BASE` with a server that
+// hands pprof's handlers to check and returns.
+func viewForTest(t *testing.T, file, base string, check func(http.Handler)) error {
+	env := &Env{Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, Getenv: func(string) string { return "" }}
+	cmd := &cli.Command{
+		Name: "view",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "diff-base"},
+			&cli.StringFlag{Name: "http", Value: "127.0.0.1:0"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return runPerfView(ctx, cmd, env, func(a *driver.HTTPServerArgs) error {
+				mux := http.NewServeMux()
+				for p, h := range a.Handlers {
+					mux.Handle(p, h)
+				}
+				check(mux)
+				return nil
+			})
+		},
+	}
+	return cmd.Run(context.Background(), []string{"view", "--diff-base", base, file})
+}
