@@ -1,0 +1,149 @@
+package analysis
+
+import (
+	"math"
+	"math/rand"
+	"sort"
+)
+
+// ChangePoint is an index of a series where its distribution changes:
+// values from Index on differ from those before.
+type ChangePoint struct {
+	Index int     `json:"index"`
+	P     float64 `json:"p"`
+	// DeltaPct is the change of the median across the point.
+	DeltaPct float64 `json:"delta_pct"`
+}
+
+// ChangePointOptions are the E-divisive parameters.
+type ChangePointOptions struct {
+	// MinSize is the smallest segment considered (default 3).
+	MinSize int
+	// Alpha is the significance level of the permutation test (default
+	// 0.01).
+	Alpha float64
+	// Permutations per test (default 499).
+	Permutations int
+	// MinEffectPct drops change points whose median shift is smaller
+	// (default 0: keep every significant one).
+	MinEffectPct float64
+	Seed         int64
+}
+
+// ChangePoints finds change points in xs with E-divisive means
+// (Matteson & James, "A Nonparametric Approach for Multiple Change Point
+// Analysis of Multivariate Data", JASA 2014), the method MongoDB's
+// performance CI uses: the split maximising the energy-distance
+// statistic Q̂ is tested against random permutations of the segment,
+// and the search recurses into the segments on each side of a
+// significant point. Distance exponent 1; defaults: segments of at least
+// 3 values, α = 0.01 with 499 permutations.
+func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
+	if o.MinSize <= 0 {
+		o.MinSize = 3
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = 0.01
+	}
+	if o.Permutations <= 0 {
+		o.Permutations = 499
+	}
+	rng := rand.New(rand.NewSource(o.Seed))
+	var found []ChangePoint
+	segments := [][2]int{{0, len(xs)}}
+	for len(segments) > 0 {
+		// Test every current segment; take the most significant split.
+		best, bestSeg, bestQ := -1, -1, 0.0
+		var bestP float64
+		for si, seg := range segments {
+			x := xs[seg[0]:seg[1]]
+			tau, q := bestSplit(x, o.MinSize)
+			if tau < 0 {
+				continue
+			}
+			p := permutationP(x, q, o.MinSize, o.Permutations, rng)
+			if p < o.Alpha && (best < 0 || q > bestQ) {
+				best, bestSeg, bestQ, bestP = seg[0]+tau, si, q, p
+			}
+		}
+		if best < 0 {
+			break
+		}
+		seg := segments[bestSeg]
+		before := append([]float64(nil), xs[seg[0]:best]...)
+		after := append([]float64(nil), xs[best:seg[1]]...)
+		mb, ma := medianOf(before), medianOf(after)
+		cp := ChangePoint{Index: best, P: bestP}
+		if mb != 0 {
+			cp.DeltaPct = 100 * (ma/mb - 1)
+		}
+		if math.Abs(cp.DeltaPct) >= o.MinEffectPct {
+			found = append(found, cp)
+		}
+		segments = append(segments[:bestSeg], append([][2]int{{seg[0], best}, {best, seg[1]}}, segments[bestSeg+1:]...)...)
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Index < found[j].Index })
+	return found
+}
+
+// medianOf returns the median of a copy of xs.
+func medianOf(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return median(s)
+}
+
+// bestSplit returns the split τ (values [0,τ) and [τ,n)) maximising
+// Q̂ = mn/(m+n) · Ê, with Ê the energy distance of the two parts.
+func bestSplit(x []float64, minSize int) (int, float64) {
+	n := len(x)
+	if n < 2*minSize {
+		return -1, 0
+	}
+	best, bestQ := -1, math.Inf(-1)
+	for tau := minSize; tau <= n-minSize; tau++ {
+		if q := qStat(x[:tau], x[tau:]); q > bestQ {
+			best, bestQ = tau, q
+		}
+	}
+	return best, bestQ
+}
+
+func qStat(a, b []float64) float64 {
+	m, n := float64(len(a)), float64(len(b))
+	var between, withinA, withinB float64
+	for _, x := range a {
+		for _, y := range b {
+			between += math.Abs(x - y)
+		}
+	}
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			withinA += math.Abs(a[i] - a[j])
+		}
+	}
+	for i := range b {
+		for j := i + 1; j < len(b); j++ {
+			withinB += math.Abs(b[i] - b[j])
+		}
+	}
+	e := 2*between/(m*n) - withinA/(m*(m-1)/2) - withinB/(n*(n-1)/2)
+	return m * n / (m + n) * e
+}
+
+// permutationP is the share of random orderings of x whose best split is
+// at least q.
+func permutationP(x []float64, q float64, minSize, perms int, rng *rand.Rand) float64 {
+	y := append([]float64(nil), x...)
+	ge := 0
+	for range perms {
+		rng.Shuffle(len(y), func(i, j int) { y[i], y[j] = y[j], y[i] })
+		if _, qp := bestSplit(y, minSize); qp >= q {
+			ge++
+		}
+	}
+	return float64(ge+1) / float64(perms+1)
+}
