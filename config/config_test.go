@@ -188,3 +188,21 @@ func TestInstallsTable(t *testing.T) {
 		t.Errorf("installs = %v", l.Installs)
 	}
 }
+
+func TestNightlyExample(t *testing.T) {
+	n, err := LoadNightly(filepath.Join("..", "nightly.example.toml"), "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultNightly("/h")
+	want.WorktreesDir, want.InstallDir, want.DataDir = "/h/pg/nightly/worktrees", "/h/pg/nightly/install", "/h/pg/nightly/data"
+	if !reflect.DeepEqual(*n, want) {
+		t.Errorf("example = %+v\nwant %+v", *n, want)
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "n.toml")
+	write(t, f, "branch = \"main\"\n\n[matrix]\nrepeats = 7\nworkload = [\"x\"]\n")
+	if _, err := LoadNightly(f, "/h"); err == nil || !strings.Contains(err.Error(), f+":5: unknown key \"matrix.workload\"") {
+		t.Errorf("unknown key: %v", err)
+	}
+}

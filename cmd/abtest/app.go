@@ -82,6 +82,8 @@ func newApp(env *Env) *cli.Command {
 			analyzeCommand(env),
 			perfCommand(env),
 			doctorCommand(env),
+			nightlyCommand(env),
+			bisectCommand(env),
 		},
 	}
 }
@@ -118,6 +120,9 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 	})
 	return l, exitcode.BadInput(err)
 }
+
+// procRunner runs for real, for work that has no dry-run of its own.
+var procRunner = proc.Runner{}
 
 // runner returns the runner for cmd: dry-run under -n, tracing to stdout.
 func runner(cmd *cli.Command, env *Env) *proc.Runner {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// TestNightlyTwoNights simulates two nights on a local bare "remote" of
+// the PostgreSQL 15 source: the first builds and records, the second
+// compares with the first; history has two lines and the report a trend
+// section; a concurrent run says it is already running.
+func TestNightlyTwoNights(t *testing.T) {
+	pg15 := testenv.PG15Source(t)
+	for _, tool := range []string{"cc", "make"} {
+		_, err := exec.LookPath(tool)
+		testenv.Require(t, err == nil, "%s on PATH", tool)
+	}
+	testenv.PGInstall(t)
+	testenv.ServerUser(t)
+	base := testenv.SharedTempDir(t)
+	remote := filepath.Join(base, "remote.git")
+	testenv.Git(t, base, "clone", "-q", "--bare", pg15, remote)
+	src := filepath.Join(base, "src")
+	testenv.Git(t, base, "clone", "-q", remote, src)
+	pusher := filepath.Join(base, "push")
+	testenv.Git(t, base, "clone", "-q", remote, pusher)
+	branch := testenv.Git(t, pusher, "rev-parse", "--abbrev-ref", "HEAD")
+
+	root := filepath.Join(base, "nightly")
+	cfg := filepath.Join(base, "nightly.toml")
+	os.WriteFile(cfg, []byte(`source_dir = "`+src+`"
+branch = "`+branch+`"
+root = "`+root+`"
+keep = 5
+[matrix]
+workloads = ["select1"]
+clients = [2]
+pgss_max = [1000]
+repeats = 2
+duration = 2
+warmup = 0
+`), 0o644)
+	env := map[string]string{}
+
+	code, out, stderr := abtest(t, env, "nightly", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("night 1: exit %d\n%s\n%s", code, out, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "abtest nightly ") || !strings.Contains(last, "report: ") {
+		t.Errorf("night 1 summary line: %q", last)
+	}
+	hist, _ := analysis.ReadHistory(filepath.Join(root, "history.jsonl"))
+	if len(hist) != 1 || hist[0].Baseline != "" || hist[0].Medians["select1/c2/cpuall/pgss.max=1000"]["tps"].Median <= 0 {
+		t.Fatalf("history after night 1: %+v", hist)
+	}
+
+	// Nothing new: skipped.
+	code, out, _ = abtest(t, env, "nightly", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "nothing to do") {
+		t.Errorf("unchanged head: %d %q", code, out)
+	}
+
+	testenv.Commit(t, pusher, "night 2: a README change", map[string]string{"README": "changed\n"})
+	testenv.Git(t, pusher, "push", "-q", "origin", branch)
+	code, out, stderr = abtest(t, env, "nightly", "--config", cfg)
+	if code != 0 && code != 1 {
+		t.Fatalf("night 2: exit %d\n%s\n%s", code, out, stderr)
+	}
+	hist, _ = analysis.ReadHistory(filepath.Join(root, "history.jsonl"))
+	if len(hist) != 2 || hist[1].Baseline != hist[0].SHA || hist[1].SHA == hist[0].SHA {
+		t.Fatalf("history after night 2: %+v", hist)
+	}
+	report, err := os.ReadFile(filepath.Join(hist[1].Run, "report.md"))
+	if err != nil || !strings.Contains(string(report), "## Trend (last 2 nights)") || !strings.Contains(string(report), "trend-select1") {
+		t.Errorf("night 2 report lacks the trend section: %v\n%.2000s", err, report)
+	}
+	// Only the builds of the last two nights are kept.
+	ents, _ := os.ReadDir(filepath.Join(root, "worktrees"))
+	if len(ents) != 2 {
+		t.Errorf("worktrees kept: %d, want 2", len(ents))
+	}
+
+	unlock, err := lockNightly(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	code, _, stderr = abtest(t, env, "nightly", "--config", cfg, "--force")
+	if code != 3 || !strings.Contains(stderr, "already running") {
+		t.Errorf("concurrent nightly: %d %q", code, stderr)
+	}
+}
+
+func TestRetain(t *testing.T) {
+	runs := t.TempDir()
+	for _, d := range []string{"20260101T000000Z-a", "20260102T000000Z-b", "20260103T000000Z-c", "20260104T000000Z-d"} {
+		os.MkdirAll(filepath.Join(runs, d), 0o755)
+	}
+	if err := retain(runs, 2); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(runs)
+	if len(ents) != 2 || ents[0].Name() != "20260103T000000Z-c" {
+		t.Errorf("kept %v", ents)
+	}
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Nightly is nightly.toml: what `abtest nightly` tracks, how it measures
+// and what it keeps. nightly.example.toml documents every key.
+type Nightly struct {
+	// SourceDir is the clone fetched and built every night.
+	SourceDir string `toml:"source_dir"`
+	// Remote and Branch name the tracked branch: Remote/Branch.
+	Remote string `toml:"remote"`
+	Branch string `toml:"branch"`
+	// Baseline is "last" (the previous night's head) or a fixed ref.
+	Baseline string `toml:"baseline"`
+	// Root holds history.jsonl, runs/, the lock and, unless set below,
+	// the worktrees, installs and clusters.
+	Root         string `toml:"root"`
+	WorktreesDir string `toml:"worktrees_dir"`
+	InstallDir   string `toml:"install_dir"`
+	DataDir      string `toml:"data_dir"`
+	// Keep is how many result directories are kept.
+	Keep int `toml:"keep"`
+	// TrendNights is how many nights the trend section shows.
+	TrendNights int `toml:"trend_nights"`
+	// RunAs is the server's account when running as root.
+	RunAs  string        `toml:"run_as"`
+	Matrix NightlyMatrix `toml:"matrix"`
+	Gate   NightlyGate   `toml:"gate"`
+}
+
+// NightlyMatrix is the matrix run every night.
+type NightlyMatrix struct {
+	Workloads []string `toml:"workloads"`
+	Clients   []int    `toml:"clients"`
+	CPUs      []int    `toml:"cpus"`
+	PgssMax   []int    `toml:"pgss_max"`
+	Repeats   int      `toml:"repeats"`
+	Duration  int      `toml:"duration"`
+	Warmup    int      `toml:"warmup"`
+	Build     string   `toml:"build"`
+}
+
+// NightlyGate decides a regression.
+type NightlyGate struct {
+	Alpha      float64            `toml:"alpha"`
+	Thresholds map[string]float64 `toml:"thresholds"`
+}
+
+// DefaultNightly returns the defaults for a user whose home is home.
+func DefaultNightly(home string) Nightly {
+	return Nightly{
+		SourceDir: filepath.Join(home, "pg", "source"), Remote: "origin", Branch: "master", Baseline: "last",
+		Root: filepath.Join(home, "pg", "nightly"), Keep: 14, TrendNights: 30,
+		Matrix: NightlyMatrix{Workloads: []string{"select1", "churn"}, Clients: []int{16, 64}, CPUs: []int{}, PgssMax: []int{5000},
+			Repeats: 5, Duration: 30, Warmup: 5, Build: "release"},
+		Gate: NightlyGate{Alpha: 0.01, Thresholds: map[string]float64{}},
+	}
+}
+
+// LoadNightly reads a nightly.toml strictly (unknown keys are errors
+// naming file and line) over the defaults, and expands ~/.
+func LoadNightly(path, home string) (*Nightly, error) {
+	n := DefaultNightly(home)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nightly config %s: %w", path, err)
+	}
+	d := toml.NewDecoder(strings.NewReader(string(data)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&n); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			row, _ := sm.Errors[0].Position()
+			return nil, fmt.Errorf("nightly config %s:%d: unknown key %q (see nightly.example.toml)", path, row, strings.Join(sm.Errors[0].Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return nil, fmt.Errorf("nightly config %s:%d: %s", path, row, de.Error())
+		}
+		return nil, fmt.Errorf("nightly config %s: %w", path, err)
+	}
+	for _, p := range []*string{&n.SourceDir, &n.Root, &n.WorktreesDir, &n.InstallDir, &n.DataDir} {
+		*p = expand(*p, home)
+	}
+	if n.WorktreesDir == "" {
+		n.WorktreesDir = filepath.Join(n.Root, "worktrees")
+	}
+	if n.InstallDir == "" {
+		n.InstallDir = filepath.Join(n.Root, "install")
+	}
+	if n.DataDir == "" {
+		n.DataDir = filepath.Join(n.Root, "data")
+	}
+	if n.Keep < 1 {
+		return nil, fmt.Errorf("nightly config %s: keep = %d: keep at least 1 result directory", path, n.Keep)
+	}
+	return &n, nil
+}
