@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Cost of profiling (issue 8): interleaved pairs of select1 runs on a
+# Debian PostgreSQL 15 cluster, one plain and one with `abtest perf record`
+# (default frequency) over the whole run. Target: ≤ 5 % TPS drop while
+# recording (and none outside the window: perf is not attached then).
+#
+# Usage: bench/perf_overhead.sh [PAIRS] [SECONDS] [CLIENTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pairs=${1:-6} secs=${2:-10} clients=${3:-8}
+install=${ABTEST_PG_INSTALL:-/usr/lib/postgresql/15}
+go build -o /tmp/abtest-bench ./cmd/abtest
+base=$(mktemp -d /tmp/abtest-perfo-XXXX); chmod 755 "$base"
+export PG_DATA_DIR=$base/data PG_INSTALL_DIR=$base/install PG_WORKTREES_DIR=$base/wt
+trap '/tmp/abtest-bench switch -w po --stop >/dev/null 2>&1 || true; rm -rf "$base"' EXIT
+/tmp/abtest-bench switch -w po --install "$install" -p auto >/dev/null
+# shellcheck disable=SC1091
+. "$PG_DATA_DIR/po.env.sh"
+echo 'SELECT 1;' > "$base/s1.sql"
+threads=$(( clients < $(nproc) ? clients : $(nproc) ))
+ratios=()
+for i in $(seq 1 "$pairs"); do
+  plain=$(pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+  pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" > "$base/out" 2>/dev/null &
+  sleep 0.5
+  /tmp/abtest-bench perf record -w po -d $((secs - 1)) -o "$base/p.pb.gz" >/dev/null
+  wait
+  prof=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$base/out")
+  r=$(echo "$prof / $plain" | bc -l); ratios+=("$r")
+  printf 'pair %d: plain %10.0f  while recording %10.0f  ratio %.4f\n' "$i" "$plain" "$prof" "$r"
+done
+printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {printf "median ratio while recording: %.4f over %d pairs (target >= 0.95)\n", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), NR}'
