@@ -179,7 +179,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	// Per workload: the main metrics as tables by configuration.
-	main := []string{"tps", "latency_avg_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
+	main := []string{"tps", "latency_avg_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
 	for _, wl := range o.Workloads {
 		fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
 		for _, m := range main {

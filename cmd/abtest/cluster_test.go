@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
@@ -85,5 +89,59 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 	code, _, stderr = abtest(t, env, "env", "-w", "never")
 	if code != 2 || !strings.Contains(stderr, "abtest switch -w never") {
 		t.Errorf("env of a missing cluster: %d %q", code, stderr)
+	}
+}
+
+// TestRebuildStopsAndRestartsCluster: a rebuild stops the worktree's
+// running cluster before installing over its binaries, keeps the data
+// directory (same catalog version) and starts it again.
+func TestRebuildStopsAndRestartsCluster(t *testing.T) {
+	testbuild.Base(t) // the cached PostgreSQL 15 build; holds the cache lock
+	cache := testenv.CacheRoot(t)
+	base := testenv.SharedTempDir(t)
+	env := map[string]string{
+		"PG_SOURCE_DIR":    testenv.PG15Source(t),
+		"PG_WORKTREES_DIR": filepath.Join(cache, "wt"),
+		"PG_INSTALL_DIR":   filepath.Join(cache, "install"),
+		"PG_DATA_DIR":      filepath.Join(base, "data"),
+	}
+	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg15-base", "--stop") })
+	code, out, stderr := abtest(t, env, "switch", "-w", "pg15-base", "-p", "auto")
+	if code != 0 {
+		t.Fatalf("start: %d\n%s\n%s", code, out, stderr)
+	}
+	cm := &cluster.Manager{Root: env["PG_DATA_DIR"]}
+	st, err := cm.ReadState("pg15-base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Exec(ctx, "CREATE TABLE survives (x int)")
+	conn.Close(ctx)
+	pid1, _ := cluster.PID(st.DataDir)
+
+	code, out, stderr = abtest(t, env, "switch", "-w", "pg15-base", "-b", "release", "--force")
+	if code != 0 {
+		t.Fatalf("rebuild: %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "stopping before installing") {
+		t.Errorf("the running cluster was not stopped before the install:\n%s", out)
+	}
+	pid2, running := cluster.PID(st.DataDir)
+	if !running || pid2 == pid1 {
+		t.Fatalf("cluster after rebuild: running %v, pid %d -> %d", running, pid1, pid2)
+	}
+	conn, err = pgx.Connect(ctx, st.ConnString(cluster.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM survives").Scan(&n); err != nil {
+		t.Errorf("the data directory was not kept: %v", err)
 	}
 }

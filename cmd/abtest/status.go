@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/worktree"
@@ -20,7 +22,23 @@ import (
 type Status struct {
 	Source    string                 `json:"source"`
 	Worktrees []*worktree.Provenance `json:"worktrees"`
+	Builds    []*build.Info          `json:"builds"`
 	Clusters  []cluster.Info         `json:"clusters"`
+}
+
+// builds lists the build records under the install root.
+func builds(root string) []*build.Info {
+	out := []*build.Info{}
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if i, err := build.ReadInfo(filepath.Join(root, e.Name())); err == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func statusCommand(env *Env) *cli.Command {
@@ -47,7 +65,7 @@ func statusCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			st := Status{Source: cfg.SourceDir, Worktrees: list, Clusters: cls}
+			st := Status{Source: cfg.SourceDir, Worktrees: list, Builds: builds(cfg.InstallDir), Clusters: cls}
 			if st.Worktrees == nil {
 				st.Worktrees = []*worktree.Provenance{}
 			}
@@ -75,6 +93,23 @@ func statusCommand(env *Env) *cli.Command {
 				tw.Flush()
 			}
 			fmt.Fprintln(env.Stdout)
+			if len(st.Builds) > 0 {
+				tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "BUILD	TYPE	FINGERPRINT	VERSION	BUILT AT	TIME	CCACHE")
+				for _, b := range st.Builds {
+					cc := "off"
+					if b.CCache != nil {
+						cc = fmt.Sprintf("%.1f%% hits", 100*b.CCache.HitRate)
+					}
+					typ := string(b.Type)
+					if b.Profiling {
+						typ += "+profiling"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, b.Fingerprint[:12], strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
+				}
+				tw.Flush()
+				fmt.Fprintln(env.Stdout)
+			}
 			if len(cls) == 0 {
 				fmt.Fprintln(env.Stdout, "no clusters; start one with: abtest switch -w NAME")
 				return nil
