@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -14,29 +13,10 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // input builds an analysis input of one configuration from tps values.
 func input(base, patch []float64) *Input {
@@ -263,9 +243,9 @@ func TestReportGolden(t *testing.T) {
 	r.WriteMarkdown(&md)
 	r.WriteJSON(&js)
 	r.WriteBench(&bench)
-	golden(t, "report.md", md.String())
-	golden(t, "report.json", js.String())
-	golden(t, "report.bench", bench.String())
+	testenv.Golden(t, "report.md", md.String())
+	testenv.Golden(t, "report.json", js.String())
+	testenv.Golden(t, "report.bench", bench.String())
 	for _, p := range r.Plots {
 		data, err := os.ReadFile(filepath.Join(dir, p))
 		if err != nil || !bytes.Contains(data, []byte("<svg")) {

@@ -3,7 +3,6 @@ package build
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,25 +15,6 @@ import (
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/worktree"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // fakeTree makes a worktree of a tiny repository that looks like a
 // PostgreSQL tree to the builder (meson.build or configure, catversion.h,
@@ -108,7 +88,7 @@ func TestMesonCommandLines(t *testing.T) {
 	os.MkdirAll(filepath.Join(bd, "meson-private"), 0o755)
 	step("setup that failed half-way", Options{Type: Release})
 
-	golden(t, "meson.txt", scrub(out.String(), b, dir))
+	testenv.Golden(t, "meson.txt", scrub(out.String(), b, dir))
 }
 
 func TestAutotoolsCommandLines(t *testing.T) {
@@ -122,7 +102,7 @@ func TestAutotoolsCommandLines(t *testing.T) {
 		}
 		out.WriteString("## " + string(o.Type) + "\n" + trace.String() + "\n")
 	}
-	golden(t, "autotools.txt", scrub(out.String(), b, dir))
+	testenv.Golden(t, "autotools.txt", scrub(out.String(), b, dir))
 }
 
 var bytesRE = regexp.MustCompile(`\(\d+ bytes\)`)

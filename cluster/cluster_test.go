@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,34 +19,15 @@ import (
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 func TestConfGolden(t *testing.T) {
 	c := Conf{
 		Port: 5433, SocketDir: "/tmp/abtest-0123456789ab", PgssMax: 5000,
 		MaxConns: MaxConnections(64), SharedBufMB: SharedBuffersMB(24 << 30),
 		Settings: []Setting{{"work_mem", "64MB"}, {"log_min_messages", "it's"}},
 	}
-	golden(t, "abtest.conf", c.Render())
+	testenv.Golden(t, "abtest.conf", c.Render())
 	e := Env{Name: "lru", Path: "/pg/data/lru.env.sh", InstallDir: "/pg/install/lru", DataDir: "/pg/data/lru", SocketDir: "/tmp/abtest-0123456789ab", Port: 5433}
-	golden(t, "env.sh", e.Render())
+	testenv.Golden(t, "env.sh", e.Render())
 }
 
 func TestSizing(t *testing.T) {

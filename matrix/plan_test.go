@@ -1,7 +1,6 @@
 package matrix
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,27 +8,8 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func opts() Options {
 	return Options{
@@ -68,7 +48,7 @@ func TestPlanOrdersGolden(t *testing.T) {
 		if len(p.Cells) != 2*2*2*2*2*2 {
 			t.Fatalf("%s: %d cells", tc.name, len(p.Cells))
 		}
-		golden(t, "plan-"+tc.name+".txt", cellList(p))
+		testenv.Golden(t, "plan-"+tc.name+".txt", cellList(p))
 		again, _ := NewPlan(o)
 		if cellList(again) != cellList(p) {
 			t.Errorf("%s: the same seed gave another order", tc.name)

@@ -2,32 +2,14 @@ package workload
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestScriptsGolden(t *testing.T) {
 	for _, name := range Names {
@@ -35,10 +17,10 @@ func TestScriptsGolden(t *testing.T) {
 		if !ok {
 			t.Fatalf("no built-in %s", name)
 		}
-		golden(t, name+".sql", w.Script)
+		testenv.Golden(t, name+".sql", w.Script)
 	}
 	w, _ := Builtin("churn")
-	golden(t, "churn-sleep5.sql", WithThinkTime(w.Script, 5))
+	testenv.Golden(t, "churn-sleep5.sql", WithThinkTime(w.Script, 5))
 }
 
 func TestResolve(t *testing.T) {
