@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/pgabtest/abtest/internal/jsonl"
 )
 
 // Night is one line of a nightly job's history.jsonl.
@@ -79,25 +81,7 @@ func ReadHistory(path string) ([]Night, error) {
 }
 
 // AppendHistory appends one night, fsynced.
-func AppendHistory(path string, n Night) error {
-	data, err := json.Marshal(n)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func AppendHistory(path string, n Night) error { return jsonl.Append(path, n) }
 
 // WriteTrend writes the trend section: for each configuration, TPS over
 // the last n nights (an SVG plot in plotsDir) and the change points

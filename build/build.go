@@ -331,7 +331,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 func (b *Builder) failure(name, phase, log string, err error) error {
 	var pe *proc.Error
 	if errors.As(err, &pe) {
-		if tail := tailFile(log, 20); len(tail) > 0 {
+		if tail := proc.TailFile(log, 20); len(tail) > 0 {
 			pe.Tail = tail
 		}
 		if errors.Is(pe.Err, context.Canceled) {
@@ -626,18 +626,6 @@ func (n *ninjaProgress) Write(b []byte) (int, error) {
 	}
 	n.rest = append([]byte(nil), data...)
 	return len(b), nil
-}
-
-func tailFile(path string, n int) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
 }
 
 func exists(path string) bool {

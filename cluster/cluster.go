@@ -755,7 +755,7 @@ func exists(path string) bool {
 }
 
 func lastLogLine(path string) string {
-	lines := TailFile(path, 5)
+	lines := proc.TailFile(path, 5)
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(lines[i], "FATAL") || strings.Contains(lines[i], "PANIC") {
 			return stripLogPrefix(lines[i])
@@ -765,19 +765,6 @@ func lastLogLine(path string) string {
 		return stripLogPrefix(lines[len(lines)-1])
 	}
 	return "no server log"
-}
-
-// TailFile returns the last n lines of the file at path.
-func TailFile(path string, n int) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
 }
 
 // Info is a cluster's state and whether it runs, for status.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/jsonl"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -143,23 +144,7 @@ func writePlan(dir string, p *Plan) error {
 // appendRecord appends one line to cells.jsonl and fsyncs it: a killed
 // run keeps every finished cell.
 func appendRecord(dir string, r *Record) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, CellsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return jsonl.Append(filepath.Join(dir, CellsFile), r)
 }
 
 var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._=-]`)

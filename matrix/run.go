@@ -262,11 +262,11 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	st, err := e.CM.Start(ctx, commit.Build, opts)
 	if err != nil {
 		if log := filepath.Join(e.CM.Root, commit.Build, "server.log"); ctx.Err() == nil {
-			rec.LogTail = cluster.TailFile(log, 20)
+			rec.LogTail = proc.TailFile(log, 20)
 		}
 		r := fail(err)
 		if len(r.LogTail) == 0 {
-			r.LogTail = cluster.TailFile(filepath.Join(e.CM.Root, commit.Build, "server.log"), 20)
+			r.LogTail = proc.TailFile(filepath.Join(e.CM.Root, commit.Build, "server.log"), 20)
 		}
 		return r
 	}
@@ -315,7 +315,7 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	if err != nil {
 		r := fail(err)
 		if len(r.LogTail) == 0 {
-			r.LogTail = cluster.TailFile(filepath.Join(st.DataDir, "server.log"), 20)
+			r.LogTail = proc.TailFile(filepath.Join(st.DataDir, "server.log"), 20)
 		}
 		return r
 	}

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -19,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/safepath"
 )
 
@@ -210,22 +210,17 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 	return nil
 }
 
-// lockNightly takes root/.nightly.lock; the kernel drops it if the
-// process dies.
+// lockNightly takes root/.nightly.lock, so that nights never overlap.
 func lockNightly(root string) (func(), error) {
 	path := filepath.Join(root, ".nightly.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	release, holder, err := flock.Try(path)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, exitcode.Failure(fmt.Errorf("%w (pid %s holds %s)", ErrNightlyRunning, holder, path))
+	}
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		data, _ := os.ReadFile(path)
-		f.Close()
-		return nil, exitcode.Failure(fmt.Errorf("%w (pid %s holds %s)", ErrNightlyRunning, strings.TrimSpace(string(data)), path))
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return release, nil
 }
 
 // retain keeps the newest keep result directories (names sort by time).

@@ -1,0 +1,43 @@
+// Package flock is an exclusive, non-blocking lock on a file that records
+// its holder's pid. The kernel drops an flock when its holder dies, so a
+// killed abtest leaves no stale lock.
+package flock
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrHeld: another process holds the lock.
+var ErrHeld = errors.New("flock: held by another process")
+
+// Try takes the lock on path. When another process holds it, the error
+// is ErrHeld and holder is that process's pid as it recorded it.
+func Try(path string) (release func(), holder string, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		data, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h := strings.TrimSpace(string(data))
+			if h == "" {
+				h = "?"
+			}
+			return nil, h, ErrHeld
+		}
+		return nil, "", err
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return func() {
+		_ = f.Truncate(0)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, "", nil
+}
