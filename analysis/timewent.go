@@ -64,7 +64,7 @@ func (r *Report) profiles(base string) {
 			continue
 		}
 		ds := perf.Compare(b, merged[k], tx[bk], tx[k])
-		perf.SortByMagnitude(ds)
+		perf.SortBySignificance(ds)
 		if len(ds) > 10 {
 			ds = ds[:10]
 		}
@@ -119,7 +119,7 @@ func (r *Report) writeTimeWent(w io.Writer) {
 		fmt.Fprintf(w, "No profiles to compare (perf was unavailable, or no cell of the baseline has one).\n")
 		return
 	}
-	fmt.Fprintf(w, "CPU time per transaction by function (flat), from profiles of the middle of each cell, baseline %s. Open a diff profile with `abtest perf view FILE` (flame graph).\n", r.Baseline)
+	fmt.Fprintf(w, "CPU time per transaction by function (flat), from profiles of the middle of each cell, baseline %s; the changes sampling noise explains least first (z: the change in standard errors of the sample counts). Open a diff profile with `abtest perf view FILE` (flame graph).\n", r.Baseline)
 	for _, tw := range r.TimeWent {
 		graphs := "call graphs"
 		if !tw.CallGraphs {
@@ -133,9 +133,9 @@ func (r *Report) writeTimeWent(w io.Writer) {
 		if len(tw.Deltas) > 0 {
 			unit = tw.Deltas[0].Unit
 		}
-		fmt.Fprintf(w, "| function | %s (%s) | %s | Δ |\n|---|---|---|---|\n", r.Baseline, unit, tw.Commit)
+		fmt.Fprintf(w, "| function | %s (%s) | %s | Δ | z |\n|---|---|---|---|---|\n", r.Baseline, unit, tw.Commit)
 		for _, d := range tw.Deltas {
-			fmt.Fprintf(w, "| `%s` | %.1f | %.1f | %+.1f |\n", d.Name, d.Base, d.New, d.Diff)
+			fmt.Fprintf(w, "| `%s` | %.1f | %.1f | %+.1f | %+.1f |\n", d.Name, d.Base, d.New, d.Diff, d.Z)
 		}
 	}
 }

@@ -93,6 +93,10 @@ type Delta struct {
 	Diff float64 `json:"diff"`
 	// Unit is "ns/tx" or "%".
 	Unit string `json:"unit"`
+	// Z is the change in standard errors: sample counts are Poisson, so
+	// a function's count n has variance n. A large |Z| is a change the
+	// sampling cannot explain, however small the function.
+	Z float64 `json:"z"`
 }
 
 // Compare lists per-function changes from base to cur, biggest increase
@@ -114,6 +118,21 @@ func Compare(base, cur *profile.Profile, txBase, txNew float64) []Delta {
 		return 100 * float64(v) / float64(total)
 	}
 	vals := map[string]*Delta{}
+	// Variance of each normalised value, from the sample counts.
+	varB, varN := map[string]float64{}, map[string]float64{}
+	variance := func(v int64, period int64, total int64, tx float64) float64 {
+		if period <= 0 {
+			return 0
+		}
+		n := float64(v) / float64(period) // samples
+		if perTx {
+			return n * float64(period) * float64(period) / (tx * tx)
+		}
+		if total == 0 {
+			return 0
+		}
+		return n * math.Pow(100*float64(period)/float64(total), 2)
+	}
 	unit := "%"
 	if perTx {
 		unit = "ns/tx"
@@ -128,15 +147,20 @@ func Compare(base, cur *profile.Profile, txBase, txNew float64) []Delta {
 	}
 	for _, f := range fb {
 		get(f.Name).Base = norm(f.Flat, tb, txBase)
+		varB[f.Name] = variance(f.Flat, base.Period, tb, txBase)
 	}
 	for _, f := range fn {
 		get(f.Name).New = norm(f.Flat, tn, txNew)
+		varN[f.Name] = variance(f.Flat, cur.Period, tn, txNew)
 	}
 	out := make([]Delta, 0, len(vals))
 	for _, d := range vals {
 		d.Diff = d.New - d.Base
 		if d.Base == 0 && d.New == 0 {
 			continue
+		}
+		if v := varB[d.Name] + varN[d.Name]; v > 0 {
+			d.Z = d.Diff / math.Sqrt(v)
 		}
 		out = append(out, *d)
 	}
@@ -152,6 +176,13 @@ func Compare(base, cur *profile.Profile, txBase, txNew float64) []Delta {
 // SortByMagnitude orders deltas by |Diff|, biggest first.
 func SortByMagnitude(ds []Delta) {
 	sort.SliceStable(ds, func(i, j int) bool { return math.Abs(ds[i].Diff) > math.Abs(ds[j].Diff) })
+}
+
+// SortBySignificance orders deltas by |Z|, the changes sampling noise
+// explains least first: a profile's big functions move by many samples
+// from noise alone, and would bury a small function that really changed.
+func SortBySignificance(ds []Delta) {
+	sort.SliceStable(ds, func(i, j int) bool { return math.Abs(ds[i].Z) > math.Abs(ds[j].Z) })
 }
 
 // Diff returns cur with base subtracted, as pprof's -diff_base does: base

@@ -183,12 +183,12 @@ func runPerfCompare(cmd *cli.Command, env *Env) error {
 	}
 	ds := perf.Compare(base, cur, txb, txn)
 	n := int(cmd.Int("top"))
-	fmt.Fprintf(env.Stdout, "%12s %12s %12s  %s\n", "base", "new", "delta", "function")
+	fmt.Fprintf(env.Stdout, "%12s %12s %12s %7s  %s\n", "base", "new", "delta", "z", "function")
 	for i, d := range ds {
 		if i == n {
 			break
 		}
-		fmt.Fprintf(env.Stdout, "%12.1f %12.1f %+12.1f  %s (%s)\n", d.Base, d.New, d.Diff, d.Name, d.Unit)
+		fmt.Fprintf(env.Stdout, "%12.1f %12.1f %+12.1f %+7.1f  %s (%s)\n", d.Base, d.New, d.Diff, d.Z, d.Name, d.Unit)
 	}
 	diff, err := perf.Diff(base, cur, txb, txn)
 	if err != nil {
