@@ -24,8 +24,8 @@ import (
 )
 
 // MaxLoggedTx bounds the per-transaction log: the sampling rate is chosen
-// so that about this many transactions are logged (about 8 MB).
-const MaxLoggedTx = 200000
+// so that about this many transactions are logged (about 4 MB).
+const MaxLoggedTx = 100000
 
 // Defaults are the bash harness's.
 const (
