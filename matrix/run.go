@@ -363,7 +363,7 @@ func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload
 	}
 	path := filepath.Join(spec.OutDir, "profile.pb.gz")
 	res, err := perf.Record(ctx, &proc.Runner{}, perf.Options{
-		PIDs: cluster.Processes(st.DataDir), Duration: window,
+		Processes: func() []int { return cluster.Processes(st.DataDir) }, Duration: window,
 		Raw: filepath.Join(spec.OutDir, "perf.data"), Log: filepath.Join(spec.OutDir, "perf.log"),
 	})
 	if err != nil {

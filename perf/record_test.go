@@ -55,7 +55,7 @@ func profileUnderLoad(t *testing.T, install, wl string, pgssMax int, keepRaw boo
 	time.Sleep(1500 * time.Millisecond)
 	dir := t.TempDir()
 	res, err := perf.Record(context.Background(), &proc.Runner{}, perf.Options{
-		PIDs: cluster.Processes(st.DataDir), Duration: 3 * time.Second, Hz: hz, Raw: filepath.Join(dir, "perf.data"), KeepRaw: keepRaw, Log: filepath.Join(dir, "perf.log"),
+		Processes: func() []int { return cluster.Processes(st.DataDir) }, Duration: 3 * time.Second, Hz: hz, Raw: filepath.Join(dir, "perf.data"), KeepRaw: keepRaw, Log: filepath.Join(dir, "perf.log"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +93,13 @@ func TestRecordPrebuilt(t *testing.T) {
 	if !found {
 		t.Errorf("no postgres function in pprof's top:\n%s", top)
 	}
-	// The exact number: perf report's "Samples" line rounds to 1K.
-	full, err := exec.Command("perf", "report", "-i", filepath.Join(dir, "perf.data"), "--stdio", "--sort", "comm", "-F", "sample,comm").CombinedOutput()
+	// The exact number for the cluster's processes (perf records the
+	// whole system): perf report's "Samples" line rounds to 1K.
+	pids := make([]string, len(res.PIDs))
+	for i, p := range res.PIDs {
+		pids[i] = strconv.Itoa(p)
+	}
+	full, err := exec.Command("perf", "report", "-i", filepath.Join(dir, "perf.data"), "--stdio", "--pid", strings.Join(pids, ","), "--sort", "comm", "-F", "sample,comm").CombinedOutput()
 	if err != nil {
 		t.Fatalf("perf report: %v\n%s", err, full)
 	}

@@ -88,8 +88,9 @@ func perfCommand(env *Env) *cli.Command {
 	}
 }
 
-// clusterPIDs returns the postmaster and its children for -w or -p.
-func clusterPIDs(ctx context.Context, cmd *cli.Command, env *Env) ([]int, error) {
+// clusterPIDs returns a function listing the postmaster and its children
+// for -w or -p.
+func clusterPIDs(ctx context.Context, cmd *cli.Command, env *Env) (func() []int, error) {
 	var dataDir string
 	switch {
 	case cmd.String("worktree") != "":
@@ -123,11 +124,10 @@ func clusterPIDs(ctx context.Context, cmd *cli.Command, env *Env) ([]int, error)
 	default:
 		return nil, exitcode.BadInputf("perf record: name the cluster: -w NAME or -p PORT")
 	}
-	pids := cluster.Processes(dataDir)
-	if len(pids) == 0 {
+	if len(cluster.Processes(dataDir)) == 0 {
 		return nil, exitcode.BadInputf("perf record: no running server in %s (its postmaster.pid must be readable here)", dataDir)
 	}
-	return pids, nil
+	return func() []int { return cluster.Processes(dataDir) }, nil
 }
 
 func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
@@ -139,7 +139,7 @@ func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
 	raw := strings.TrimSuffix(strings.TrimSuffix(out, ".gz"), ".pb") + ".perf.data"
 	run := runner(cmd, env)
 	res, err := perf.Record(ctx, run, perf.Options{
-		PIDs: pids, Duration: time.Duration(cmd.Int("duration")) * time.Second, Hz: int(cmd.Int("freq")),
+		Processes: pids, Duration: time.Duration(cmd.Int("duration")) * time.Second, Hz: int(cmd.Int("freq")),
 		Raw: raw, KeepRaw: cmd.Bool("keep-raw"), Log: strings.TrimSuffix(raw, ".perf.data") + ".perf.log",
 	})
 	if err != nil || run.DryRun {
