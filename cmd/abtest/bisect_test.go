@@ -25,6 +25,7 @@ func TestBisectDemoPatch(t *testing.T) {
 	testenv.PGInstall(t)
 	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
+	t.Cleanup(func() { stopAll(t, filepath.Join(base, "data")) })
 	src := filepath.Join(base, "src")
 	testenv.Git(t, base, "clone", "-q", pg15, src)
 	good := testenv.Git(t, src, "rev-parse", "HEAD")

@@ -24,6 +24,7 @@ func TestNightlyTwoNights(t *testing.T) {
 	testenv.PGInstall(t)
 	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
+	t.Cleanup(func() { stopAll(t, filepath.Join(base, "nightly", "data")) })
 	remote := filepath.Join(base, "remote.git")
 	testenv.Git(t, base, "clone", "-q", "--bare", pg15, remote)
 	src := filepath.Join(base, "src")
