@@ -26,10 +26,11 @@ jobs=$(nproc)
 git -C "$src" worktree add --quiet --detach "$work/hand" "$ref"
 t0=$(now)
 if [ -f "$work/hand/meson.build" ]; then
-  (cd "$work/hand" && meson setup build --prefix="$work/hand-install" --buildtype=release -Dcassert=false -Db_ndebug=true >/dev/null \
+  # meson finds ccache by itself: disable it, as the abtest side does.
+  (cd "$work/hand" && export CCACHE_DISABLE=1 && meson setup build --prefix="$work/hand-install" --buildtype=release -Dcassert=false -Db_ndebug=true >/dev/null \
     && ninja -C build >/dev/null && meson install -C build --quiet >/dev/null)
 else
-  (mkdir -p "$work/hand/build" && cd "$work/hand/build" && ../configure --quiet --prefix="$work/hand-install" --without-icu CFLAGS=-O2 CC=gcc \
+  (export CCACHE_DISABLE=1 && mkdir -p "$work/hand/build" && cd "$work/hand/build" && ../configure --quiet --prefix="$work/hand-install" --without-icu CFLAGS=-O2 CC=gcc \
     && make -s -j "$jobs" >/dev/null && make -s -j "$jobs" -C contrib/pg_stat_statements >/dev/null \
     && make -s install >/dev/null && make -s -C contrib/pg_stat_statements install >/dev/null)
 fi
