@@ -37,7 +37,7 @@ func (r *Report) WriteBench(w io.Writer) error {
 				assume = "exact"
 			}
 		}
-		fmt.Fprintf(w, "Unit %s better=%s assume=%s\n", benchUnit(m.Name), better, assume)
+		fmt.Fprintf(w, "Unit %s better=%s assume=%s\n", m.Name, better, assume)
 	}
 	byCommit := map[string][]matrix.Record{}
 	for _, rec := range r.records {
@@ -57,17 +57,13 @@ func (r *Report) WriteBench(w io.Writer) error {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				fmt.Fprintf(w, " %g %s", rec.Metrics[k], benchUnit(k))
+				fmt.Fprintf(w, " %g %s", rec.Metrics[k], k)
 			}
 			fmt.Fprintln(w)
 		}
 	}
 	return nil
 }
-
-// benchUnit names a metric as a benchmark unit (no spaces, and not
-// benchfmt's tidied forms).
-func benchUnit(m string) string { return m }
 
 // WriteMarkdown writes the report for humans: provenance, summary,
 // per-workload tables, tiers, cells that failed, warnings, plots.

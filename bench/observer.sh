@@ -8,16 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-10} secs=${2:-10} clients=${3:-8}
-install=${ABTEST_PG_INSTALL:-/usr/lib/postgresql/15}
-go build -o /tmp/abtest-bench ./cmd/abtest
-base=$(mktemp -d /tmp/abtest-obs-XXXX); chmod 755 "$base"
-export PG_DATA_DIR=$base/data PG_INSTALL_DIR=$base/install PG_WORKTREES_DIR=$base/wt
-trap '/tmp/abtest-bench switch -w obs --stop >/dev/null 2>&1 || true; rm -rf "$base"' EXIT
-/tmp/abtest-bench switch -w obs --install "$install" -p auto >/dev/null
 # shellcheck disable=SC1091
-. "$PG_DATA_DIR/obs.env.sh"
-echo 'SELECT 1;' > "$base/s1.sql"
-threads=$(( clients < $(nproc) ? clients : $(nproc) ))
+. bench/lib.sh
+bench_cluster obs "$clients"
 ratios=()
 for i in $(seq 1 "$pairs"); do
   plain=$(pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')

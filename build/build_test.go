@@ -49,17 +49,11 @@ func fakeTree(t *testing.T, meson bool) (*Builder, *worktree.Provenance, string,
 	return b, prov, filepath.Join(wt.Root, "lru"), &trace
 }
 
-func requireTools(t *testing.T, names ...string) {
-	for _, n := range names {
-		testenv.Require(t, lookPath(n), "%s on PATH", n)
-	}
-}
-
 // TestMesonCommandLines pins the exact meson/ninja commands per build type
 // and per change of options: setup the first time, configure when the
 // options change, nothing but ninja and install when they do not.
 func TestMesonCommandLines(t *testing.T) {
-	requireTools(t, "meson", "ninja", "cc", "ccache")
+	testenv.RequireTools(t, "meson", "ninja", "cc", "ccache")
 	b, prov, dir, trace := fakeTree(t, true)
 	ctx := context.Background()
 	var out strings.Builder
@@ -92,7 +86,7 @@ func TestMesonCommandLines(t *testing.T) {
 }
 
 func TestAutotoolsCommandLines(t *testing.T) {
-	requireTools(t, "make", "cc", "ccache")
+	testenv.RequireTools(t, "make", "cc", "ccache")
 	b, prov, dir, trace := fakeTree(t, false)
 	var out strings.Builder
 	for _, o := range []Options{{Type: Release}, {Type: Debug, Profiling: true, Contrib: []string{"pg_prewarm"}}, {Type: DebugNoAssert, NoCCache: true, ConfigureOpts: []string{"--with-openssl"}}} {
@@ -132,7 +126,7 @@ func TestParseType(t *testing.T) {
 // TestFingerprint: what determines the binaries changes it; nothing else
 // does.
 func TestFingerprint(t *testing.T) {
-	requireTools(t, "cc")
+	testenv.RequireTools(t, "cc")
 	b, prov, dir, _ := fakeTree(t, true)
 	b.Run = &proc.Runner{}
 	ctx := context.Background()

@@ -24,10 +24,7 @@ import (
 // skipped, a second worktree with a one-line patch is mostly ccache hits,
 // and a compile error leaves the previous install intact.
 func TestFromSourcePG15(t *testing.T) {
-	for _, tool := range []string{"cc", "make", "ccache"} {
-		_, err := exec.LookPath(tool)
-		testenv.Require(t, err == nil, "%s on PATH", tool)
-	}
+	testenv.RequireTools(t, "cc", "make", "ccache")
 	e := testbuild.PG15(t)
 	ctx := context.Background()
 	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
@@ -99,10 +96,7 @@ func TestFromSourceMeson(t *testing.T) {
 	if src == "" {
 		t.Skip("ABTEST_PG_MESON_SOURCE is not set: no meson tree to build")
 	}
-	for _, tool := range []string{"meson", "ninja", "cc"} {
-		_, err := exec.LookPath(tool)
-		testenv.Require(t, err == nil, "%s on PATH", tool)
-	}
+	testenv.RequireTools(t, "meson", "ninja", "cc")
 	e := testbuild.New(t, src)
 	res := e.Build(t, "meson-head", "HEAD", nil, build.Options{Type: build.Release})
 	t.Logf("meson build: skipped=%v %.1f s (configure %.1f, compile %.1f, install %.1f) ccache %+v",

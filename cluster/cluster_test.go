@@ -32,8 +32,8 @@ func TestConfGolden(t *testing.T) {
 
 func TestSizing(t *testing.T) {
 	for _, tc := range []struct{ clients, want int }{{1, 100}, {64, 90 + 10}, {256, 256 + 25 + 20}} {
-		if got := MaxConnections(tc.clients); got < tc.clients+13 || got < 100 || got != max(100, tc.clients+tc.clients/10+20) {
-			t.Errorf("MaxConnections(%d) = %d", tc.clients, got)
+		if got := MaxConnections(tc.clients); got != tc.want || got < tc.clients+13 {
+			t.Errorf("MaxConnections(%d) = %d, want %d", tc.clients, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {

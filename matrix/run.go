@@ -225,6 +225,10 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: time.Now().UTC(),
 		DurationS: e.Plan.Options.DurationS,
 	}
+	commit := e.commit(cell.Commit)
+	serverLog := filepath.Join(e.CM.Root, commit.Build, "server.log")
+	// fail records a failed cell with the tail of the failing tool's
+	// output, or of the server log when the tool said nothing.
 	fail := func(err error) *Record {
 		rec.Status = "failed"
 		rec.Error = err.Error()
@@ -232,9 +236,11 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 		if errors.As(err, &pe) {
 			rec.LogTail = pe.Tail
 		}
+		if len(rec.LogTail) == 0 {
+			rec.LogTail = proc.TailFile(serverLog, 20)
+		}
 		return rec
 	}
-	commit := e.commit(cell.Commit)
 	install := e.installs[commit.Build]
 	opts := cluster.Options{Install: install, MaxClients: maxClients}
 	for _, k := range sortedKeys(cell.Settings) {
@@ -255,20 +261,13 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 		clientCPUs = cluster.Others(opts.CPUs, e.online)
 	}
 	if dir, err := e.CM.DataDir(commit.Build); err == nil {
-		if _, running := cluster.PID(dir); !running && !e.started[commit.Build] {
+		if _, running := cluster.PID(dir); !running {
 			e.started[commit.Build] = true
 		}
 	}
 	st, err := e.CM.Start(ctx, commit.Build, opts)
 	if err != nil {
-		if log := filepath.Join(e.CM.Root, commit.Build, "server.log"); ctx.Err() == nil {
-			rec.LogTail = proc.TailFile(log, 20)
-		}
-		r := fail(err)
-		if len(r.LogTail) == 0 {
-			r.LogTail = proc.TailFile(filepath.Join(e.CM.Root, commit.Build, "server.log"), 20)
-		}
-		return r
+		return fail(err)
 	}
 	w, err := workload.Resolve(cell.Workload)
 	if err != nil {
@@ -313,11 +312,7 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 		}
 	}
 	if err != nil {
-		r := fail(err)
-		if len(r.LogTail) == 0 {
-			r.LogTail = proc.TailFile(filepath.Join(st.DataDir, "server.log"), 20)
-		}
-		return r
+		return fail(err)
 	}
 	rec.Status = "ok"
 	rec.Metrics = res.Metrics

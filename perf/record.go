@@ -137,7 +137,7 @@ func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
 			res.CallGraphs = true
 		}
 	}
-	res.Profile = Profile(events, int64(time.Second)/int64(o.Hz), nil)
+	res.Profile = Profile(events, int64(time.Second)/int64(o.Hz))
 	return res, nil
 }
 

@@ -174,11 +174,10 @@ func parseFrame(line string) (Frame, bool) {
 
 // Profile converts events into a pprof profile with one sample type,
 // cpu nanoseconds (each sample's period), and periodNS, the nominal
-// sampling period, as its period. Samples whose
-// command is not in keep (when keep is not empty) are dropped. Unresolved
+// sampling period, as its period. Unresolved
 // frames are named after their binary, so that a flat profile still says
 // where the time went.
-func Profile(events []Event, periodNS int64, keep map[string]bool) *profile.Profile {
+func Profile(events []Event, periodNS int64) *profile.Profile {
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
 		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
@@ -216,9 +215,6 @@ func Profile(events []Event, periodNS int64, keep map[string]bool) *profile.Prof
 	}
 	var minT, maxT float64
 	for i, e := range events {
-		if len(keep) > 0 && !keep[e.Comm] {
-			continue
-		}
 		if i == 0 || e.Time < minT {
 			minT = e.Time
 		}

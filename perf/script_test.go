@@ -74,7 +74,7 @@ postgres 45 [000] 103.0: 250000 cycles:u:
 	if e.PID != 42 || e.TID != 43 || len(e.Stack) != 3 || !e.Stack[0].Inlined || e.Stack[0].Func != "hash_bytes" {
 		t.Errorf("inlined event: %+v", e)
 	}
-	p := Profile(events, 2000000, nil)
+	p := Profile(events, 2000000)
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ postgres 45 [000] 103.0: 250000 cycles:u:
 
 func TestProfileRoundTripAndReport(t *testing.T) {
 	events, _, _ := ParseScript(strings.NewReader(readFile(t, "perf6-pg15.txt")))
-	p := Profile(events, 2004008, nil)
+	p := Profile(events, 2004008)
 	var buf bytes.Buffer
 	if err := p.Write(&buf); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestCompareAndDiff(t *testing.T) {
 				evs = append(evs, Event{Comm: "postgres", PID: 1, Period: 1000, Stack: []Frame{{Addr: 1, Func: fn, DSO: "/bin/postgres"}, {Addr: 2, Func: "PostgresMain", DSO: "/bin/postgres"}}})
 			}
 		}
-		return Profile(evs, 1000, nil)
+		return Profile(evs, 1000)
 	}
 	base := mk(map[string]int{"entry_dealloc": 40, "exec_simple_query": 60})
 	cur := mk(map[string]int{"entry_dealloc": 10, "exec_simple_query": 70})
@@ -163,7 +163,7 @@ func FuzzParseScript(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p := Profile(events, 1000, nil)
+		p := Profile(events, 1000)
 		if err := p.CheckValid(); err != nil {
 			t.Fatalf("invalid profile from %q: %v", s, err)
 		}

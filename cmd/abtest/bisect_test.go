@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,10 +17,7 @@ import (
 // after at most ⌈log2 6⌉ + 1 = 4 steps.
 func TestBisectDemoPatch(t *testing.T) {
 	pg15 := testenv.PG15Source(t)
-	for _, tool := range []string{"cc", "make"} {
-		_, err := exec.LookPath(tool)
-		testenv.Require(t, err == nil, "%s on PATH", tool)
-	}
+	testenv.RequireTools(t, "cc", "make")
 	testenv.PGInstall(t)
 	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)

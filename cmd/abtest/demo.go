@@ -52,10 +52,20 @@ source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.`,
 				return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
 			}
 			root := demoRoot(env)
-			if err := os.MkdirAll(root, 0o755); err != nil {
+			// The patch must exist for -k to read it; under -n it goes to
+			// a temporary directory, so that a dry run changes nothing.
+			patchDir := root
+			if cmd.Bool("dry-run") {
+				tmp, err := os.MkdirTemp("", "abtest-demo-")
+				if err != nil {
+					return exitcode.Failure(err)
+				}
+				defer os.RemoveAll(tmp)
+				patchDir = tmp
+			} else if err := os.MkdirAll(root, 0o755); err != nil {
 				return exitcode.Failure(err)
 			}
-			patch := filepath.Join(root, demo.PatchName)
+			patch := filepath.Join(patchDir, demo.PatchName)
 			if err := os.WriteFile(patch, demo.Patch, 0o644); err != nil {
 				return exitcode.Failure(err)
 			}

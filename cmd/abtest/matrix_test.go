@@ -242,10 +242,7 @@ func itoa(n int) string {
 // cells, alternating, and the patch visible in pgss_deallocs on churn.
 func TestMatrixFromSourcePG15(t *testing.T) {
 	src := testenv.PG15Source(t)
-	for _, tool := range []string{"cc", "make"} {
-		_, err := exec.LookPath(tool)
-		testenv.Require(t, err == nil, "%s on PATH", tool)
-	}
+	testenv.RequireTools(t, "cc", "make")
 	env := matrixEnv(t)
 	testenv.LockCache(t)
 	cache := testenv.CacheRoot(t)

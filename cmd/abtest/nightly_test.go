@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 // section; a concurrent run says it is already running.
 func TestNightlyTwoNights(t *testing.T) {
 	pg15 := testenv.PG15Source(t)
-	for _, tool := range []string{"cc", "make"} {
-		_, err := exec.LookPath(tool)
-		testenv.Require(t, err == nil, "%s on PATH", tool)
-	}
+	testenv.RequireTools(t, "cc", "make")
 	testenv.PGInstall(t)
 	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)

@@ -22,7 +22,7 @@ func writeTestProfile(t *testing.T, path string, spec map[string]int) {
 			evs = append(evs, perf.Event{Comm: "postgres", PID: 1, Period: 1000, Stack: []perf.Frame{{Addr: 1, Func: fn, DSO: "/bin/postgres"}, {Addr: 2, Func: "PostgresMain", DSO: "/bin/postgres"}}})
 		}
 	}
-	if err := perf.Write(perf.Profile(evs, 1000, nil), path); err != nil {
+	if err := perf.Write(perf.Profile(evs, 1000), path); err != nil {
 		t.Fatal(err)
 	}
 }

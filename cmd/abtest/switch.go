@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
@@ -72,8 +73,9 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 			}
 		}
 	}
+	var copts cluster.Options
 	if startCluster {
-		if _, err := clusterOptions(cmd, installFor(cmd, cfg, name)); err != nil {
+		if copts, err = clusterOptions(cmd, installFor(cmd, cfg, name)); err != nil {
 			return err
 		}
 	}
@@ -151,11 +153,7 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 		if err != nil {
 			return err
 		}
-		o, err := clusterOptions(cmd, installFor(cmd, cfg, name))
-		if err != nil {
-			return err
-		}
-		st, err := cm.Start(ctx, name, o)
+		st, err := cm.Start(ctx, name, copts)
 		if err != nil {
 			return err
 		}

@@ -218,3 +218,13 @@ func Golden(t testing.TB, name, got string) {
 		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
+
+// RequireTools requires programs on PATH (skip, or fail under
+// ABTEST_REQUIRE=1).
+func RequireTools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		_, err := exec.LookPath(n)
+		Require(t, err == nil, "%s on PATH", n)
+	}
+}
