@@ -24,11 +24,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pgabtest/abtest/results"
+
 	"golang.org/x/perf/benchmath"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // Verdicts.
@@ -41,13 +41,6 @@ const (
 	TooFew   = "too few samples"
 	NoData   = "no data"
 	Baseline = "baseline"
-)
-
-// Tiers.
-const (
-	TierExact  = "exact"
-	TierBand   = "band"
-	TierReport = "report"
 )
 
 // bandMaxSpreadPct: a metric whose baseline spread (robust CV) stays at
@@ -72,8 +65,8 @@ type Options struct {
 // Input is one or more merged result directories.
 type Input struct {
 	Dirs     []string
-	Plan     *matrix.Plan
-	Records  []matrix.Record
+	Plan     *results.Plan
+	Records  []results.Record
 	Warnings []string
 }
 
@@ -90,7 +83,7 @@ func Load(dirs ...string) (*Input, error) {
 	seen := map[string]bool{}
 	var shards []string
 	for _, d := range dirs {
-		p, err := matrix.ReadPlan(d)
+		p, err := results.ReadPlan(d)
 		if err != nil {
 			return nil, err
 		}
@@ -99,14 +92,14 @@ func Load(dirs ...string) (*Input, error) {
 		} else {
 			a, b := *in.Plan, *p
 			a.Shard, b.Shard = "", ""
-			if diff := matrix.Diff(&a, &b); len(diff) > 0 {
+			if diff := results.Diff(&a, &b); len(diff) > 0 {
 				return nil, exitcode.BadInputf("%w: %s and %s are not shards of one plan (%s)", ErrPlansDiffer, dirs[0], d, strings.Join(diff, "; "))
 			}
 			in.Plan.Configs = mergeConfigs(in.Plan.Configs, p.Configs)
 			in.Plan.Cells = append(in.Plan.Cells, p.Cells...)
 		}
 		shards = append(shards, p.Shard)
-		recs, warnings, err := matrix.ReadRecords(d)
+		recs, warnings, err := results.ReadRecords(d)
 		if err != nil {
 			return nil, exitcode.Failure(err)
 		}
@@ -128,7 +121,7 @@ func Load(dirs ...string) (*Input, error) {
 	return in, nil
 }
 
-func mergeConfigs(a, b []matrix.Config) []matrix.Config {
+func mergeConfigs(a, b []results.Config) []results.Config {
 	have := map[string]bool{}
 	for _, c := range a {
 		have[c.ID()] = true
@@ -188,11 +181,11 @@ type Row struct {
 
 // Tier is a metric's measured tier.
 type Tier struct {
-	Metric       string  `json:"metric"`
-	Tier         string  `json:"tier"`
-	MaxSpreadPct float64 `json:"max_spread_pct"`
-	ThresholdPct float64 `json:"threshold_pct"`
-	Why          string  `json:"why"`
+	Metric       string       `json:"metric"`
+	Tier         results.Tier `json:"tier"`
+	MaxSpreadPct float64      `json:"max_spread_pct"`
+	ThresholdPct float64      `json:"threshold_pct"`
+	Why          string       `json:"why"`
 }
 
 // Change is a verdict other than "~", for the summary and the gate.
@@ -226,10 +219,10 @@ type Geomean struct {
 
 // CellNote is a failed or saturated cell.
 type CellNote struct {
-	Cell   string   `json:"cell"`
-	Status string   `json:"status"`
-	Error  string   `json:"error,omitempty"`
-	Tail   []string `json:"log_tail,omitempty"`
+	Cell   string         `json:"cell"`
+	Status results.Status `json:"status"`
+	Error  string         `json:"error,omitempty"`
+	Tail   []string       `json:"log_tail,omitempty"`
 }
 
 // Report is the analysis, rendered by WriteMarkdown, WriteJSON and
@@ -237,17 +230,17 @@ type CellNote struct {
 type Report struct {
 	// Plan is the plan without its cell list (cells.jsonl and plan.json
 	// have it); PlannedCells counts them.
-	Plan         *matrix.Plan `json:"plan"`
-	PlannedCells int          `json:"planned_cells"`
-	Dirs         []string     `json:"dirs"`
-	Baseline     string       `json:"baseline"`
-	Alpha        float64      `json:"alpha"`
-	Commits      []string     `json:"commits"`
-	Metrics      []string     `json:"metrics"`
-	Rows         []Row        `json:"rows"`
-	Tiers        []Tier       `json:"tiers"`
-	Changes      []Change     `json:"changes"`
-	Geomeans     []Geomean    `json:"geomeans"`
+	Plan         *results.Plan `json:"plan"`
+	PlannedCells int           `json:"planned_cells"`
+	Dirs         []string      `json:"dirs"`
+	Baseline     string        `json:"baseline"`
+	Alpha        float64       `json:"alpha"`
+	Commits      []string      `json:"commits"`
+	Metrics      []string      `json:"metrics"`
+	Rows         []Row         `json:"rows"`
+	Tiers        []Tier        `json:"tiers"`
+	Changes      []Change      `json:"changes"`
+	Geomeans     []Geomean     `json:"geomeans"`
 	// Regressions are the gated changes for the worse.
 	Regressions []Change   `json:"regressions"`
 	Failed      []CellNote `json:"failed"`
@@ -259,7 +252,7 @@ type Report struct {
 	Warnings []string   `json:"warnings"`
 	Plots    []string   `json:"plots,omitempty"`
 
-	records []matrix.Record
+	records []results.Record
 }
 
 // AA is what an A/A run (two arms of one build) says about noise.
@@ -297,8 +290,8 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		return nil, exitcode.BadInputf("--baseline %q: the plan's commits are %s", r.Baseline, strings.Join(r.Commits, ", "))
 	}
 	for name := range o.Thresholds {
-		if _, ok := workload.MetricByName(name); !ok {
-			return nil, exitcode.BadInputf("--threshold %s: unknown metric; known: %s", name, strings.Join(metricNames(), ", "))
+		if _, ok := p.Metrics.Get(name); !ok {
+			return nil, exitcode.BadInputf("--threshold %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
 		}
 	}
 
@@ -330,7 +323,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			present[m] = true
 		}
 	}
-	for _, m := range workload.Metrics {
+	for _, m := range p.Metrics {
 		if present[m.Name] && (len(o.Metrics) == 0 || contains(o.Metrics, m.Name)) {
 			r.Metrics = append(r.Metrics, m.Name)
 		}
@@ -343,8 +336,8 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	// Tiers, measured on the baseline's repeats.
 	tiers := map[string]Tier{}
 	for _, m := range r.Metrics {
-		def, _ := workload.MetricByName(m)
-		th := def.MinEffectPct
+		def, _ := p.Metrics.Get(m)
+		th := def.ThresholdPct
 		if v, ok := o.Thresholds[m]; ok {
 			th = v
 		}
@@ -360,16 +353,16 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		t := Tier{Metric: m, MaxSpreadPct: maxSpread, ThresholdPct: th}
 		switch {
 		case nConf == 0:
-			t.Tier, t.Why = TierReport, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
+			t.Tier, t.Why = results.TierReport, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
 		case maxSpread == 0:
-			t.Tier, t.Why = TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", nConf)
+			t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", nConf)
 		case maxSpread <= bandMaxSpreadPct:
-			t.Tier, t.Why = TierBand, fmt.Sprintf("baseline spread up to %.2f%% over %d configurations", maxSpread, nConf)
+			t.Tier, t.Why = results.TierBand, fmt.Sprintf("baseline spread up to %.2f%% over %d configurations", maxSpread, nConf)
 			t.ThresholdPct = th
 		default:
-			t.Tier, t.Why = TierReport, fmt.Sprintf("baseline spread up to %.1f%% (over %.0f%%): too noisy to gate", maxSpread, bandMaxSpreadPct)
+			t.Tier, t.Why = results.TierReport, fmt.Sprintf("baseline spread up to %.1f%% (over %.0f%%): too noisy to gate", maxSpread, bandMaxSpreadPct)
 		}
-		if looser(def.Tier, t.Tier) && def.Tier != t.Tier {
+		if def.Tier.Rank() > t.Tier.Rank() {
 			t.Why += fmt.Sprintf("; gated no tighter than its declared tier, %s", def.Tier)
 			t.Tier = def.Tier
 		}
@@ -385,7 +378,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			if byCommit == nil {
 				continue
 			}
-			def, _ := workload.MetricByName(m)
+			def, _ := p.Metrics.Get(m)
 			tier := tiers[m]
 			row := Row{Config: id, Metric: m}
 			base := byCommit[r.Baseline]
@@ -431,7 +424,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 					ratios[c][m] = append(ratios[c][m], sum.Center/baseSum.Center)
 				}
 				if st.Verdict != Same && st.Verdict != TooFew && st.Verdict != NoData {
-					ch := Change{Commit: c, Config: id, Metric: m, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: tier.Tier != TierReport}
+					ch := Change{Commit: c, Config: id, Metric: m, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: tier.Tier != results.TierReport}
 					r.Changes = append(r.Changes, ch)
 					if ch.Gated && (st.Verdict == Slower || st.Verdict == Worse) {
 						r.Regressions = append(r.Regressions, ch)
@@ -458,8 +451,8 @@ func Analyze(in *Input, o Options) (*Report, error) {
 }
 
 // verdict decides one comparison.
-func verdict(def workload.Metric, tier Tier, base, vs []float64, delta float64, cmp benchmath.Comparison, alpha float64) (string, string) {
-	better := delta > 0 == def.HigherIsBetter
+func verdict(def results.Metric, tier Tier, base, vs []float64, delta float64, cmp benchmath.Comparison, alpha float64) (string, string) {
+	better := delta > 0 == (def.Direction == results.HigherIsBetter)
 	name := func() string {
 		timeish := def.Unit == "tx/s" || def.Unit == "ms" || def.Unit == "s/tx"
 		switch {
@@ -473,7 +466,7 @@ func verdict(def workload.Metric, tier Tier, base, vs []float64, delta float64, 
 			return Worse
 		}
 	}
-	if tier.Tier == TierExact {
+	if tier.Tier == results.TierExact {
 		// The baseline never varied: any shift of the whole sample is
 		// real, with or without a U-test that three repeats cannot pass.
 		b := base[0]
@@ -573,12 +566,6 @@ func geomean(xs []float64) float64 {
 	return math.Exp(l / float64(len(xs)))
 }
 
-// looser reports whether tier a gates less than tier b.
-func looser(a, b string) bool {
-	rank := map[string]int{TierExact: 0, TierBand: 1, TierReport: 2}
-	return rank[a] > rank[b]
-}
-
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if x == y {
@@ -586,12 +573,4 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
-}
-
-func metricNames() []string {
-	var out []string
-	for _, m := range workload.Metrics {
-		out = append(out, m.Name)
-	}
-	return out
 }

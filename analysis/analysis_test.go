@@ -12,24 +12,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // input builds an analysis input of one configuration from tps values.
 func input(base, patch []float64) *Input {
-	cfg := matrix.Config{Workload: "select1", Clients: 8, Settings: map[string]string{"pg_stat_statements.max": "5000"}}
-	p := &matrix.Plan{
-		Version: matrix.PlanVersion, Baseline: "base",
-		Commits: []matrix.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
-		Configs: []matrix.Config{cfg},
+	cfg := results.Config{Workload: "select1", Clients: 8, Settings: map[string]string{"pg_stat_statements.max": "5000"}}
+	p := &results.Plan{
+		Version: results.Version, Baseline: "base",
+		Commits: []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
+		Configs: []results.Config{cfg}, Metrics: workload.Metrics,
 	}
 	in := &Input{Plan: p}
 	add := func(commit string, vs []float64) {
 		for i, v := range vs {
-			in.Records = append(in.Records, matrix.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), i+1, commit), Commit: commit,
+			in.Records = append(in.Records, results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), i+1, commit), Commit: commit,
 				Workload: cfg.Workload, Clients: cfg.Clients, Settings: cfg.Settings, Repeat: i + 1, Status: "ok",
 				Metrics: map[string]float64{"tps": v}})
 		}
@@ -162,7 +165,7 @@ func TestExactTier(t *testing.T) {
 			tier = tt
 		}
 	}
-	if tier.Tier != TierExact {
+	if tier.Tier != results.TierExact {
 		t.Errorf("rows_per_tx tier = %+v", tier)
 	}
 	if len(r.Regressions) != 1 || r.Regressions[0].Metric != "rows_per_tx" || r.Regressions[0].Verdict != Worse {
@@ -176,27 +179,27 @@ func TestExactTier(t *testing.T) {
 func fixture(t testing.TB, dir string, shard matrix.Shard) {
 	t.Helper()
 	o := matrix.Options{
-		Commits: []matrix.Commit{
+		Commits: []results.Commit{
 			{Label: "base", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "base", BuildType: "release", Fingerprint: "aaaaaaaaaaaaaaaa", Version: "postgres (PostgreSQL) 15.18"},
 			{Label: "patch", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "patch", BuildType: "release", Fingerprint: "bbbbbbbbbbbbbbbb", Version: "postgres (PostgreSQL) 15.18",
-				Patches: []matrix.Patch{{File: "/x/usage_dealloc_percent.patch", SHA256: "cccccccccccccccccccc"}}},
+				Patches: []results.Patch{{File: "/x/usage_dealloc_percent.patch", SHA256: "cccccccccccccccccccc"}}},
 		},
 		Workloads: []string{"select1", "churn"}, Clients: []int{2, 8},
-		Settings: []matrix.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+		Settings: []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
 		Repeats:  5, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", BuildType: "release", Order: "abba", Seed: 7, Shard: shard,
 	}
 	p, err := matrix.NewPlan(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Host = matrix.Host{Hostname: "bench1", CPU: "Test CPU", NProc: 2, MemoryMB: 24105, Kernel: "6.1.0", THP: "madvise"}
+	p.Host = host.Host{Hostname: "bench1", CPU: "Test CPU", NProc: 2, MemoryMB: 24105, Kernel: "6.1.0", THP: "madvise"}
 	p.AbtestVersion = "test"
 	p.Created = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	os.MkdirAll(dir, 0o755)
 	data, _ := json.MarshalIndent(p, "", "  ")
-	os.WriteFile(filepath.Join(dir, matrix.PlanFile), data, 0o644)
+	os.WriteFile(filepath.Join(dir, results.PlanFile), data, 0o644)
 	rng := rand.New(rand.NewSource(int64(shard.I)))
-	f, _ := os.Create(filepath.Join(dir, matrix.CellsFile))
+	f, _ := os.Create(filepath.Join(dir, results.CellsFile))
 	defer f.Close()
 	for _, c := range p.Cells {
 		tps := 130000.0
@@ -210,12 +213,12 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 			}
 		}
 		tps *= 1 + 0.01*rng.NormFloat64()
-		rec := matrix.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
+		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
 			Repeat: c.Repeat, Status: "ok", DurationS: 5, WallS: 7.3,
 			Metrics:  map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1},
-			Progress: []workload.Progress{{T: 1, TPS: tps * 0.98}, {T: 2, TPS: tps}, {T: 3, TPS: tps * 1.01}},
-			Final:    &workload.Final{Entries: 1000, Hot: 900, Cold: 100, Deallocs: int64(deallocs)},
-			Waits:    &workload.Waits{Active: 10, Idle: 90, ByEvent: map[string]int{"CPU": 9, "LWLock:pg_stat_statements": 1}},
+			Progress: []results.Progress{{T: 1, TPS: tps * 0.98}, {T: 2, TPS: tps}, {T: 3, TPS: tps * 1.01}},
+			Final:    &results.Final{Entries: 1000, Hot: 900, Cold: 100, Deallocs: int64(deallocs)},
+			Waits:    &results.Waits{Active: 10, Idle: 90, ByEvent: map[string]int{"CPU": 9, "LWLock:pg_stat_statements": 1}},
 		}
 		line, _ := json.Marshal(rec)
 		f.Write(append(line, '\n'))
@@ -285,10 +288,10 @@ func TestShardsMergeAndPlansMustAgree(t *testing.T) {
 	}
 	other := filepath.Join(root, "other")
 	fixture(t, other, matrix.Shard{I: 1, N: 1})
-	p, _ := matrix.ReadPlan(other)
+	p, _ := results.ReadPlan(other)
 	p.Options.Repeats = 3
 	data, _ := json.Marshal(p)
-	os.WriteFile(filepath.Join(other, matrix.PlanFile), data, 0o644)
+	os.WriteFile(filepath.Join(other, results.PlanFile), data, 0o644)
 	if _, err := Load(a, other); !errors.Is(err, ErrPlansDiffer) || exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("different plans: %v", err)
 	}
@@ -297,7 +300,7 @@ func TestShardsMergeAndPlansMustAgree(t *testing.T) {
 func TestTruncatedAndMissing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	f, _ := os.OpenFile(filepath.Join(dir, matrix.CellsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(filepath.Join(dir, results.CellsFile), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"cell":"churn/c8/cpuall/pgss.max=1000/r6/base","metrics":{"tp`)
 	f.Close()
 	in, err := Load(dir)

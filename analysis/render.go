@@ -9,8 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/workload"
+	"github.com/pgabtest/abtest/results"
 )
 
 // WriteJSON writes the report model.
@@ -26,20 +25,20 @@ func (r *Report) WriteJSON(w io.Writer) error {
 //	benchstat -col commit results.bench
 func (r *Report) WriteBench(w io.Writer) error {
 	fmt.Fprintf(w, "goos: linux\npkg: abtest\n")
-	for _, m := range workload.Metrics {
+	for _, m := range r.Plan.Metrics {
 		better := "lower"
-		if m.HigherIsBetter {
+		if m.Direction == results.HigherIsBetter {
 			better = "higher"
 		}
 		assume := "nothing"
 		for _, t := range r.Tiers {
-			if t.Metric == m.Name && t.Tier == TierExact {
+			if t.Metric == m.Name && t.Tier == results.TierExact {
 				assume = "exact"
 			}
 		}
 		fmt.Fprintf(w, "Unit %s better=%s assume=%s\n", m.Name, better, assume)
 	}
-	byCommit := map[string][]matrix.Record{}
+	byCommit := map[string][]results.Record{}
 	for _, rec := range r.records {
 		if rec.Status == "ok" && !rec.Saturated {
 			byCommit[rec.Commit] = append(byCommit[rec.Commit], rec)
@@ -183,7 +182,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			if len(rows) == 0 {
 				continue
 			}
-			def, _ := workload.MetricByName(m)
+			def, _ := r.Plan.Metrics.Get(m)
 			fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
 			fmt.Fprintf(w, "| configuration |")
 			for _, c := range r.Commits {

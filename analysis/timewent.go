@@ -6,17 +6,17 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/pprof/profile"
+	"github.com/pgabtest/abtest/perf/profiles"
 
-	"github.com/pgabtest/abtest/perf"
+	"github.com/google/pprof/profile"
 )
 
 // TimeWent is, for one configuration and commit, where CPU time per
 // transaction moved against the baseline, from the cells' profiles.
 type TimeWent struct {
-	Config string       `json:"config"`
-	Commit string       `json:"commit"`
-	Deltas []perf.Delta `json:"deltas"`
+	Config string           `json:"config"`
+	Commit string           `json:"commit"`
+	Deltas []profiles.Delta `json:"deltas"`
 	// Diff is the diff profile's path once written (WritePlots).
 	Diff       string `json:"diff,omitempty"`
 	CallGraphs bool   `json:"call_graphs"`
@@ -63,13 +63,13 @@ func (r *Report) profiles(base string) {
 		if b == nil {
 			continue
 		}
-		ds := perf.Compare(b, merged[k], tx[bk], tx[k])
-		perf.SortBySignificance(ds)
+		ds := profiles.Compare(b, merged[k], tx[bk], tx[k])
+		profiles.SortBySignificance(ds)
 		if len(ds) > 10 {
 			ds = ds[:10]
 		}
 		tw := TimeWent{Config: k.config, Commit: k.commit, Deltas: ds, CallGraphs: graphs[k] && graphs[bk], Profiles: count[k] + count[bk]}
-		if d, err := perf.Diff(b, merged[k], tx[bk], tx[k]); err == nil {
+		if d, err := profiles.Diff(b, merged[k], tx[bk], tx[k]); err == nil {
 			tw.diff = d
 		}
 		r.TimeWent = append(r.TimeWent, tw)
@@ -100,7 +100,7 @@ func (r *Report) writeDiffs(dir, relTo string) error {
 			continue
 		}
 		path := filepath.Join(dir, "diff-"+fileSafe.ReplaceAllString(tw.Config, "_")+"-"+tw.Commit+".pb.gz")
-		if err := perf.Write(tw.diff, path); err != nil {
+		if err := profiles.Write(tw.diff, path); err != nil {
 			return err
 		}
 		if rel, err := filepath.Rel(relTo, path); err == nil {

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 // Statuses.
@@ -24,13 +26,10 @@ const (
 )
 
 // Finding is one check's outcome.
-type Finding struct {
-	Check  string `json:"check"`
-	Status string `json:"status"`
-	Value  string `json:"value"`
-	// Why it matters for the numbers, and how to fix it (when not ok).
-	Why string `json:"why,omitempty"`
-	Fix string `json:"fix,omitempty"`
+type Finding = results.Finding
+
+func finding(check, status, value, why, fix string) Finding {
+	return Finding{Check: check, Status: status, Value: value, Why: why, Fix: fix}
 }
 
 // Host is what the checks read: a root directory (/ on a live system, a
@@ -72,35 +71,35 @@ func Check(h Host) []Finding {
 	}
 	switch {
 	case len(govs) == 0:
-		add(Finding{"cpu governor", OK, "not exposed (VM or fixed frequency)", "", ""})
+		add(finding("cpu governor", OK, "not exposed (VM or fixed frequency)", "", ""))
 	case len(govs) == 1 && govs["performance"] > 0:
-		add(Finding{"cpu governor", OK, "performance", "", ""})
+		add(finding("cpu governor", OK, "performance", "", ""))
 	default:
-		add(Finding{"cpu governor", Warn, joinCounts(govs), "a scaling governor changes the clock under load: the same work takes different time from run to run", "cpupower frequency-set -g performance"})
+		add(finding("cpu governor", Warn, joinCounts(govs), "a scaling governor changes the clock under load: the same work takes different time from run to run", "cpupower frequency-set -g performance"))
 	}
 
 	// Turbo / boost.
 	if v, ok := h.read("sys/devices/system/cpu/intel_pstate/no_turbo"); ok {
 		if v == "0" {
-			add(Finding{"turbo", Warn, "on (intel_pstate)", "turbo frequency depends on temperature and on how many cores are busy: A and B get different clocks", "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"})
+			add(finding("turbo", Warn, "on (intel_pstate)", "turbo frequency depends on temperature and on how many cores are busy: A and B get different clocks", "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"))
 		} else {
-			add(Finding{"turbo", OK, "off", "", ""})
+			add(finding("turbo", OK, "off", "", ""))
 		}
 	} else if v, ok := h.read("sys/devices/system/cpu/cpufreq/boost"); ok {
 		if v == "1" {
-			add(Finding{"turbo", Warn, "on (cpufreq boost)", "boost frequency depends on temperature and load: A and B get different clocks", "echo 0 > /sys/devices/system/cpu/cpufreq/boost"})
+			add(finding("turbo", Warn, "on (cpufreq boost)", "boost frequency depends on temperature and load: A and B get different clocks", "echo 0 > /sys/devices/system/cpu/cpufreq/boost"))
 		} else {
-			add(Finding{"turbo", OK, "off", "", ""})
+			add(finding("turbo", OK, "off", "", ""))
 		}
 	} else {
-		add(Finding{"turbo", OK, "not exposed", "", ""})
+		add(finding("turbo", OK, "not exposed", "", ""))
 	}
 
 	// SMT.
 	if v, ok := h.read("sys/devices/system/cpu/smt/active"); ok && v == "1" {
-		add(Finding{"smt", Warn, "active", "sibling hyperthreads share a core: a client or another cell on the sibling steals cycles from the server", "pin with -C to whole cores, or echo off > /sys/devices/system/cpu/smt/control"})
+		add(finding("smt", Warn, "active", "sibling hyperthreads share a core: a client or another cell on the sibling steals cycles from the server", "pin with -C to whole cores, or echo off > /sys/devices/system/cpu/smt/control"))
 	} else {
-		add(Finding{"smt", OK, "inactive or not exposed", "", ""})
+		add(finding("smt", OK, "inactive or not exposed", "", ""))
 	}
 
 	// THP.
@@ -112,9 +111,9 @@ func Check(h Host) []Finding {
 			}
 		}
 		if sel == "always" {
-			add(Finding{"transparent huge pages", Warn, "always", "khugepaged compacts memory in the background and page faults vary: latency outliers that come and go", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"})
+			add(finding("transparent huge pages", Warn, "always", "khugepaged compacts memory in the background and page faults vary: latency outliers that come and go", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"))
 		} else {
-			add(Finding{"transparent huge pages", OK, sel, "", ""})
+			add(finding("transparent huge pages", OK, sel, "", ""))
 		}
 	}
 
@@ -122,16 +121,16 @@ func Check(h Host) []Finding {
 	if mi, ok := h.read("proc/meminfo"); ok {
 		vals := meminfo(mi)
 		if vals["HugePages_Total"] == 0 {
-			add(Finding{"huge pages", OK, "none reserved (shared_buffers uses normal pages)", "", ""})
+			add(finding("huge pages", OK, "none reserved (shared_buffers uses normal pages)", "", ""))
 		} else {
-			add(Finding{"huge pages", OK, fmt.Sprintf("%d reserved, %d free", vals["HugePages_Total"], vals["HugePages_Free"]), "", ""})
+			add(finding("huge pages", OK, fmt.Sprintf("%d reserved, %d free", vals["HugePages_Total"], vals["HugePages_Free"]), "", ""))
 		}
 		avail := vals["MemAvailable"] / 1024
 		total := vals["MemTotal"] / 1024
 		if total > 0 && avail*5 < total {
-			add(Finding{"free memory", Warn, fmt.Sprintf("%d of %d MB available", avail, total), "under memory pressure the page cache is evicted and the kernel reclaims: I/O and latency change between cells", "stop what uses the memory"})
+			add(finding("free memory", Warn, fmt.Sprintf("%d of %d MB available", avail, total), "under memory pressure the page cache is evicted and the kernel reclaims: I/O and latency change between cells", "stop what uses the memory"))
 		} else {
-			add(Finding{"free memory", OK, fmt.Sprintf("%d of %d MB available", avail, total), "", ""})
+			add(finding("free memory", OK, fmt.Sprintf("%d of %d MB available", avail, total), "", ""))
 		}
 	}
 
@@ -141,21 +140,21 @@ func Check(h Host) []Finding {
 		load, _ := strconv.ParseFloat(f[0], 64)
 		n := nproc(h)
 		if n > 0 && load > 0.5*float64(n) {
-			add(Finding{"load average", Warn, fmt.Sprintf("%.2f on %d CPUs", load, n), "other work competes with the benchmark for CPU: numbers drift with it", "run on an idle host, or at night"})
+			add(finding("load average", Warn, fmt.Sprintf("%.2f on %d CPUs", load, n), "other work competes with the benchmark for CPU: numbers drift with it", "run on an idle host, or at night"))
 		} else {
-			add(Finding{"load average", OK, fmt.Sprintf("%.2f on %d CPUs", load, n), "", ""})
+			add(finding("load average", OK, fmt.Sprintf("%.2f on %d CPUs", load, n), "", ""))
 		}
 	}
 
 	// perf.
 	if _, err := h.LookPath("perf"); err != nil {
-		add(Finding{"perf", Warn, "not installed", "without perf, --perf and abtest perf record cannot say where the time went", "apt-get install linux-perf"})
+		add(finding("perf", Warn, "not installed", "without perf, --perf and abtest perf record cannot say where the time went", "apt-get install linux-perf"))
 	} else if v, ok := h.read("proc/sys/kernel/perf_event_paranoid"); ok {
 		n, _ := strconv.Atoi(v)
 		if n > 1 && h.Euid != 0 {
-			add(Finding{"perf", Warn, "perf_event_paranoid " + v, "profiling the server's processes needs perf_event_paranoid ≤ 1 (or root)", "sysctl kernel.perf_event_paranoid=1"})
+			add(finding("perf", Warn, "perf_event_paranoid "+v, "profiling the server's processes needs perf_event_paranoid ≤ 1 (or root)", "sysctl kernel.perf_event_paranoid=1"))
 		} else {
-			add(Finding{"perf", OK, "installed, perf_event_paranoid " + v, "", ""})
+			add(finding("perf", OK, "installed, perf_event_paranoid "+v, "", ""))
 		}
 	}
 
@@ -170,7 +169,7 @@ func Check(h Host) []Finding {
 		}
 	}
 	if len(missing) == 0 {
-		add(Finding{"build tools", OK, "cc make meson ninja bison flex ccache git", "", ""})
+		add(finding("build tools", OK, "cc make meson ninja bison flex ccache git", "", ""))
 	} else {
 		st := Warn
 		for _, m := range missing {
@@ -178,7 +177,7 @@ func Check(h Host) []Finding {
 				st = Fail
 			}
 		}
-		add(Finding{"build tools", st, "missing: " + strings.Join(missing, " "), "abtest cannot build PostgreSQL without them (ccache only makes rebuilds cheap; meson/ninja are for PostgreSQL ≥ 16)", "apt-get install " + strings.Join(pkgs, " ")})
+		add(finding("build tools", st, "missing: "+strings.Join(missing, " "), "abtest cannot build PostgreSQL without them (ccache only makes rebuilds cheap; meson/ninja are for PostgreSQL ≥ 16)", "apt-get install "+strings.Join(pkgs, " ")))
 	}
 
 	// The server's account.
@@ -188,14 +187,14 @@ func Check(h Host) []Finding {
 			name = "postgres"
 		}
 		if u, err := user.Lookup(name); err != nil {
-			add(Finding{"run-as account", Fail, name + " does not exist", "PostgreSQL refuses to run as root; abtest runs it as an unprivileged account", "adduser --system " + name + ", or pass --run-as USER"})
+			add(finding("run-as account", Fail, name+" does not exist", "PostgreSQL refuses to run as root; abtest runs it as an unprivileged account", "adduser --system "+name+", or pass --run-as USER"))
 		} else if u.Uid == "0" {
-			add(Finding{"run-as account", Fail, name + " is root", "PostgreSQL refuses to run as root", "pass --run-as an unprivileged USER"})
+			add(finding("run-as account", Fail, name+" is root", "PostgreSQL refuses to run as root", "pass --run-as an unprivileged USER"))
 		} else {
-			add(Finding{"run-as account", OK, name + " (uid " + u.Uid + ")", "", ""})
+			add(finding("run-as account", OK, name+" (uid "+u.Uid+")", "", ""))
 		}
 	} else {
-		add(Finding{"run-as account", OK, "not root: the server runs as the caller", "", ""})
+		add(finding("run-as account", OK, "not root: the server runs as the caller", "", ""))
 	}
 	return out
 }

@@ -2,7 +2,7 @@
 // clients × CPUs × settings × repeats, interleaved so that drift of the
 // machine hits every commit alike, with durable, resumable results.
 //
-// The plan is a value (Plan) built first and executed second; -n prints
+// The plan is a value (results.Plan) built first and executed second; -n prints
 // it, tests snapshot it, plan.json stores it. Order of the cells:
 //
 //	for each settings × CPU combination (a cluster restart when it changes)
@@ -28,96 +28,24 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pgabtest/abtest/doctor"
+	"github.com/pgabtest/abtest/results"
+
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/workload"
 )
 
-// PlanVersion is plan.json's format version.
-const PlanVersion = 1
-
-// Commit is one arm of the comparison, as -k gave it.
-type Commit struct {
-	Label string `json:"label"`
-	// Ref is the git ref as typed; empty for a prebuilt installation.
-	Ref string `json:"ref,omitempty"`
-	// Patches are patch files applied on top of Ref.
-	Patches []Patch `json:"patches,omitempty"`
-	// Install is a prebuilt installation (install:DIR).
-	Install string `json:"install,omitempty"`
-	// SHA is Ref resolved when the plan was made.
-	SHA string `json:"sha,omitempty"`
-	// Build names the worktree, build and cluster the commit runs on.
-	// Commits with the same ref and patches share one (an A/A run).
-	Build string `json:"build"`
-	// Fingerprint and Version are filled after the build.
-	Fingerprint string `json:"fingerprint,omitempty"`
-	Version     string `json:"version,omitempty"`
-	BuildType   string `json:"build_type,omitempty"`
-}
-
-// Patch is a patch file and its checksum.
-type Patch struct {
-	File   string `json:"file"`
-	SHA256 string `json:"sha256"`
-}
-
-// Config is one point of the matrix without its commit and repeat.
-type Config struct {
-	Workload string `json:"workload"`
-	Clients  int    `json:"clients"`
-	// CPUs pins the server to that many CPUs; 0 means not pinned.
-	CPUs     int               `json:"cpus"`
-	Settings map[string]string `json:"settings"`
-}
-
-// ID names the configuration: churn/c64/cpu2/pgss.max=5000.
-func (c Config) ID() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s/c%d/cpu", c.Workload, c.Clients)
-	if c.CPUs == 0 {
-		b.WriteString("all")
-	} else {
-		b.WriteString(strconv.Itoa(c.CPUs))
-	}
-	for _, k := range sortedKeys(c.Settings) {
-		fmt.Fprintf(&b, "/%s=%s", shortGUC(k), c.Settings[k])
-	}
-	return b.String()
-}
-
-func shortGUC(k string) string {
-	return strings.Replace(k, "pg_stat_statements.", "pgss.", 1)
-}
-
-// Cell is one measurement: a configuration, a repeat, a commit.
-type Cell struct {
-	ID     string `json:"id"`
-	Seq    int    `json:"seq"`
-	Commit string `json:"commit"`
-	Repeat int    `json:"repeat"`
-	Config
-}
-
-// Setting is one settings axis: a GUC and its values.
-type Setting struct {
-	Name   string   `json:"name"`
-	Values []string `json:"values"`
-}
-
 // Options are what the user asked for.
 type Options struct {
-	Commits   []Commit
+	Commits   []results.Commit
 	Workloads []string
 	Clients   []int
 	CPUs      []int
-	Settings  []Setting
+	Settings  []results.Setting
 	Repeats   int
 	Duration  time.Duration
 	Warmup    time.Duration
@@ -154,45 +82,8 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{i, n}, nil
 }
 
-// Plan is the whole run, decided before anything runs.
-type Plan struct {
-	Version  int               `json:"version"`
-	Commits  []Commit          `json:"commits"`
-	Baseline string            `json:"baseline"`
-	Options  PlanOpts          `json:"options"`
-	Configs  []Config          `json:"configs"`
-	Cells    []Cell            `json:"cells"`
-	Shard    string            `json:"shard"`
-	Created  time.Time         `json:"created"`
-	Host     Host              `json:"host"`
-	Metrics  []workload.Metric `json:"metrics"`
-	// AbtestVersion is the version of abtest that made the plan.
-	AbtestVersion string `json:"abtest_version"`
-	// Doctor is what abtest doctor found on the host when the plan was
-	// made.
-	Doctor []doctor.Finding `json:"doctor,omitempty"`
-}
-
-// PlanOpts are the plan's fixed parameters.
-type PlanOpts struct {
-	Workloads   []string  `json:"workloads"`
-	Clients     []int     `json:"clients"`
-	CPUs        []int     `json:"cpus"`
-	Settings    []Setting `json:"settings"`
-	Repeats     int       `json:"repeats"`
-	DurationS   float64   `json:"duration_s"`
-	WarmupS     float64   `json:"warmup_s"`
-	Protocol    string    `json:"protocol"`
-	SleepMS     int       `json:"sleep_ms,omitempty"`
-	BuildType   string    `json:"build_type"`
-	Order       string    `json:"order"`
-	Seed        int64     `json:"seed"`
-	Perf        bool      `json:"perf,omitempty"`
-	PerfWindowS float64   `json:"perf_window_s,omitempty"`
-}
-
 // NewPlan builds the plan for o. Commits must be resolved (SHA, Build).
-func NewPlan(o Options) (*Plan, error) {
+func NewPlan(o Options) (*results.Plan, error) {
 	if len(o.Commits) == 0 {
 		return nil, exitcode.BadInputf("-k: no commit given")
 	}
@@ -235,11 +126,11 @@ func NewPlan(o Options) (*Plan, error) {
 	if len(cpus) == 0 {
 		cpus = []int{0}
 	}
-	p := &Plan{
-		Version:  PlanVersion,
+	p := &results.Plan{
+		Version:  results.Version,
 		Commits:  o.Commits,
 		Baseline: o.Commits[0].Label,
-		Options: PlanOpts{
+		Options: results.PlanOpts{
 			Workloads: o.Workloads, Clients: o.Clients, CPUs: o.CPUs, Settings: o.Settings, Repeats: o.Repeats,
 			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Protocol: o.Protocol, SleepMS: o.SleepMS,
 			BuildType: o.BuildType, Order: o.Order, Seed: o.Seed, Perf: o.Perf, PerfWindowS: o.PerfWindow.Seconds(),
@@ -260,11 +151,11 @@ func NewPlan(o Options) (*Plan, error) {
 		}
 	}
 	// The canonical configuration list decides shard membership.
-	var all []Config
+	var all []results.Config
 	for _, g := range groups {
 		for _, w := range o.Workloads {
 			for _, c := range o.Clients {
-				all = append(all, Config{Workload: w, Clients: c, CPUs: g.cpus, Settings: g.settings})
+				all = append(all, results.Config{Workload: w, Clients: c, CPUs: g.cpus, Settings: g.settings})
 			}
 		}
 	}
@@ -281,14 +172,14 @@ func NewPlan(o Options) (*Plan, error) {
 		for r := 1; r <= o.Repeats; r++ {
 			for _, w := range o.Workloads {
 				for _, cl := range o.Clients {
-					cfg := Config{Workload: w, Clients: cl, CPUs: g.cpus, Settings: g.settings}
+					cfg := results.Config{Workload: w, Clients: cl, CPUs: g.cpus, Settings: g.settings}
 					order := commitOrder(o.Commits, o.Order, block, rng)
 					block++
 					if !mine[cfg.ID()] {
 						continue
 					}
 					for _, c := range order {
-						p.Cells = append(p.Cells, Cell{
+						p.Cells = append(p.Cells, results.Cell{
 							ID:     fmt.Sprintf("%s/r%d/%s", cfg.ID(), r, c.Label),
 							Seq:    len(p.Cells) + 1,
 							Commit: c.Label, Repeat: r, Config: cfg,
@@ -303,8 +194,8 @@ func NewPlan(o Options) (*Plan, error) {
 
 // commitOrder is the commits' order in block number block: forward and
 // backward by turns (ABBA), or shuffled.
-func commitOrder(cs []Commit, order string, block int, rng *rand.Rand) []Commit {
-	out := append([]Commit(nil), cs...)
+func commitOrder(cs []results.Commit, order string, block int, rng *rand.Rand) []results.Commit {
+	out := append([]results.Commit(nil), cs...)
 	if order == "random" {
 		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 		return out
@@ -318,7 +209,7 @@ func commitOrder(cs []Commit, order string, block int, rng *rand.Rand) []Commit 
 }
 
 // settingsProduct is the cross product of the settings axes, in order.
-func settingsProduct(axes []Setting) []map[string]string {
+func settingsProduct(axes []results.Setting) []map[string]string {
 	out := []map[string]string{{}}
 	for _, a := range axes {
 		var next []map[string]string
@@ -339,7 +230,7 @@ func settingsProduct(axes []Setting) []map[string]string {
 
 // Estimate is the plan's expected wall time: measured and warm-up time
 // plus an overhead per cell and per build.
-func (p *Plan) Estimate(perCell time.Duration) time.Duration {
+func Estimate(p *results.Plan, perCell time.Duration) time.Duration {
 	per := time.Duration((p.Options.DurationS+p.Options.WarmupS)*float64(time.Second)) + perCell
 	return time.Duration(len(p.Cells)) * per
 }
@@ -348,36 +239,36 @@ var labelRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // ParseSpec parses one -k item: REF, LABEL=REF, LABEL=REF+PATCH[+PATCH…]
 // or LABEL=install:DIR (a prebuilt installation).
-func ParseSpec(s string) (Commit, error) {
+func ParseSpec(s string) (results.Commit, error) {
 	label, rest, hasLabel := strings.Cut(s, "=")
 	if !hasLabel {
 		rest, label = s, s
 	}
 	if rest == "" {
-		return Commit{}, exitcode.BadInputf("-k %q: empty ref", s)
+		return results.Commit{}, exitcode.BadInputf("-k %q: empty ref", s)
 	}
 	if dir, ok := strings.CutPrefix(rest, "install:"); ok {
 		if !hasLabel {
-			return Commit{}, exitcode.BadInputf("-k %q: name a prebuilt installation: LABEL=install:DIR", s)
+			return results.Commit{}, exitcode.BadInputf("-k %q: name a prebuilt installation: LABEL=install:DIR", s)
 		}
 		abs, _ := filepath.Abs(dir)
-		c := Commit{Label: label, Install: abs, Build: label}
+		c := results.Commit{Label: label, Install: abs, Build: label}
 		return c, checkLabel(c.Label, s)
 	}
 	parts := strings.Split(rest, "+")
-	c := Commit{Label: label, Ref: parts[0]}
+	c := results.Commit{Label: label, Ref: parts[0]}
 	if !hasLabel && len(parts) > 1 {
-		return Commit{}, exitcode.BadInputf("-k %q: name a patched commit: LABEL=REF+PATCH", s)
+		return results.Commit{}, exitcode.BadInputf("-k %q: name a patched commit: LABEL=REF+PATCH", s)
 	}
 	for _, f := range parts[1:] {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return Commit{}, exitcode.BadInput(err)
+			return results.Commit{}, exitcode.BadInput(err)
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return Commit{}, exitcode.BadInputf("-k %q: patch %s: %v", s, f, err)
+			return results.Commit{}, exitcode.BadInputf("-k %q: patch %s: %v", s, f, err)
 		}
-		c.Patches = append(c.Patches, Patch{File: abs})
+		c.Patches = append(c.Patches, results.Patch{File: abs})
 	}
 	return c, checkLabel(c.Label, s)
 }
@@ -387,13 +278,4 @@ func checkLabel(label, spec string) error {
 		return exitcode.BadInputf("-k %q: label %q must be 1 to 64 letters, digits, '.', '_' or '-'; write LABEL=REF", spec, label)
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

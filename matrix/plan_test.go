@@ -7,24 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/results"
+
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
 func opts() Options {
 	return Options{
-		Commits:   []Commit{{Label: "base", Ref: "master", SHA: "aaaa", Build: "base"}, {Label: "patch", Ref: "master", SHA: "aaaa", Build: "patch", Patches: []Patch{{File: "/p", SHA256: "ff"}}}},
+		Commits:   []results.Commit{{Label: "base", Ref: "master", SHA: "aaaa", Build: "base"}, {Label: "patch", Ref: "master", SHA: "aaaa", Build: "patch", Patches: []results.Patch{{File: "/p", SHA256: "ff"}}}},
 		Workloads: []string{"select1", "churn"},
 		Clients:   []int{2, 4},
 		CPUs:      []int{1, 2},
-		Settings:  []Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
+		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
 		Repeats:   2,
 		Duration:  3 * time.Second,
 		Order:     "abba",
 	}
 }
 
-func cellList(p *Plan) string {
+func cellList(p *results.Plan) string {
 	var b strings.Builder
 	for _, c := range p.Cells {
 		b.WriteString(c.ID)
@@ -145,10 +147,10 @@ func TestBadPlans(t *testing.T) {
 func TestParseSpec(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), "fix.patch")
 	os.WriteFile(patch, []byte("x"), 0o644)
-	for in, want := range map[string]Commit{
+	for in, want := range map[string]results.Commit{
 		"master":                          {Label: "master", Ref: "master"},
 		"base=REL_17_0":                   {Label: "base", Ref: "REL_17_0"},
-		"p=HEAD~1+" + patch:               {Label: "p", Ref: "HEAD~1", Patches: []Patch{{File: patch}}},
+		"p=HEAD~1+" + patch:               {Label: "p", Ref: "HEAD~1", Patches: []results.Patch{{File: patch}}},
 		"deb=install:/usr/lib/postgresql": {Label: "deb", Install: "/usr/lib/postgresql", Build: "deb"},
 	} {
 		got, err := ParseSpec(in)
@@ -166,55 +168,35 @@ func TestParseSpec(t *testing.T) {
 func TestDiff(t *testing.T) {
 	a, _ := NewPlan(opts())
 	b, _ := NewPlan(opts())
-	if d := Diff(a, b); len(d) != 0 {
+	if d := results.Diff(a, b); len(d) != 0 {
 		t.Errorf("same plans differ: %v", d)
 	}
 	o := opts()
 	o.Clients = []int{2, 8}
 	c, _ := NewPlan(o)
-	if d := Diff(a, c); len(d) != 1 || !strings.Contains(d[0], "[2,8]") {
+	if d := results.Diff(a, c); len(d) != 1 || !strings.Contains(d[0], "[2,8]") {
 		t.Errorf("diff = %v", d)
 	}
 }
 
 func TestReadRecordsSkipsTruncatedLine(t *testing.T) {
 	dir := t.TempDir()
-	r := &Record{Cell: "x/c1/cpuall/r1/a", Commit: "a", Status: "ok", Metrics: map[string]float64{"tps": 1}}
-	if err := appendRecord(dir, r); err != nil {
+	r := &results.Record{Cell: "x/c1/cpuall/r1/a", Commit: "a", Status: "ok", Metrics: map[string]float64{"tps": 1}}
+	if err := results.AppendRecord(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := os.OpenFile(filepath.Join(dir, CellsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(filepath.Join(dir, results.CellsFile), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"cell":"x/c1/cpuall/r1/b","metr`)
 	f.Close()
-	recs, warnings, err := ReadRecords(dir)
+	recs, warnings, err := results.ReadRecords(dir)
 	if err != nil || len(recs) != 1 || len(warnings) != 1 || !strings.Contains(warnings[0], "line 2") {
 		t.Errorf("records %v, warnings %v, err %v", recs, warnings, err)
 	}
 }
 
 func TestCellDirIsSafe(t *testing.T) {
-	got := cellDir("/r", "file:/etc/x.sql/c1/cpuall/search_path=a b/r1/..")
+	got := results.CellDir("/r", "file:/etc/x.sql/c1/cpuall/search_path=a b/r1/..")
 	if !strings.HasPrefix(got, "/r/cells/") || strings.Contains(got, "/../") || strings.HasSuffix(got, "/..") {
 		t.Errorf("cellDir = %s", got)
-	}
-}
-
-func TestReadHostFakeTree(t *testing.T) {
-	root := t.TempDir()
-	files := map[string]string{
-		"proc/cpuinfo":              "processor : 0\nmodel name\t: Fake CPU @ 3GHz\n",
-		"proc/meminfo":              "MemTotal:       24684092 kB\nHugePages_Total:       0\n",
-		"proc/sys/kernel/osrelease": "6.1.0-fake\n",
-		"sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "performance\n",
-		"sys/devices/system/cpu/intel_pstate/no_turbo":         "1\n",
-		"sys/kernel/mm/transparent_hugepage/enabled":           "always [madvise] never\n",
-	}
-	for p, c := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
-		os.WriteFile(filepath.Join(root, p), []byte(c), 0o644)
-	}
-	h := ReadHost(root)
-	if h.CPU != "Fake CPU @ 3GHz" || h.MemoryMB != 24105 || h.Kernel != "6.1.0-fake" || h.Governor != "performance" || h.Turbo != "off" || h.THP != "madvise" || h.HugePages != "0" {
-		t.Errorf("host = %+v", h)
 	}
 }

@@ -2,17 +2,22 @@ package matrix
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgabtest/abtest/perf/profiles"
+
+	"github.com/pgabtest/abtest/results"
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
@@ -29,7 +34,7 @@ var ErrInterrupted = errors.New("matrix: interrupted")
 
 // Executor runs a plan into a results directory.
 type Executor struct {
-	Plan *Plan
+	Plan *results.Plan
 	// Dir is the results directory.
 	Dir string
 	WT  *worktree.Manager
@@ -63,7 +68,7 @@ func (e *Executor) printf(format string, args ...any) {
 // The plan's commits gain their fingerprints and versions.
 func (e *Executor) Builds(ctx context.Context) error {
 	e.installs = map[string]string{}
-	done := map[string]*Commit{}
+	done := map[string]*results.Commit{}
 	for i := range e.Plan.Commits {
 		c := &e.Plan.Commits[i]
 		if prev, ok := done[c.Build]; ok {
@@ -104,7 +109,7 @@ func (e *Executor) Builds(ctx context.Context) error {
 }
 
 // worktree puts worktree c.Build at c.SHA with exactly c's patches.
-func (e *Executor) worktree(ctx context.Context, c *Commit) error {
+func (e *Executor) worktree(ctx context.Context, c *results.Commit) error {
 	if prov, err := e.WT.Info(ctx, c.Build); err == nil {
 		same := prov.SHA == c.SHA && len(prov.Patches) == len(c.Patches) && !prov.Dirty
 		for i := 0; same && i < len(c.Patches); i++ {
@@ -136,7 +141,7 @@ func (e *Executor) worktree(ctx context.Context, c *Commit) error {
 
 // Done returns the cells already recorded in the results directory.
 func Done(dir string) (map[string]bool, error) {
-	recs, _, err := ReadRecords(dir)
+	recs, _, err := results.ReadRecords(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +159,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := writePlan(e.Dir, e.Plan); err != nil {
+	if err := results.WritePlan(e.Dir, e.Plan); err != nil {
 		return exitcode.Failure(err)
 	}
 	done, err := Done(e.Dir)
@@ -178,7 +183,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	for _, c := range e.Plan.Options.Clients {
 		maxClients = max(maxClients, c)
 	}
-	var todo []Cell
+	var todo []results.Cell
 	for _, c := range e.Plan.Cells {
 		if !done[c.ID] {
 			todo = append(todo, c)
@@ -197,11 +202,11 @@ func (e *Executor) Run(ctx context.Context) error {
 		t0 := time.Now()
 		rec := e.cell(ctx, cell, maxClients)
 		if ctx.Err() != nil {
-			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, len(e.Plan.Cells)-len(todo)+i, len(e.Plan.Cells), filepath.Join(e.Dir, CellsFile)))
+			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, len(e.Plan.Cells)-len(todo)+i, len(e.Plan.Cells), filepath.Join(e.Dir, results.CellsFile)))
 		}
 		rec.WallS = time.Since(t0).Seconds()
 		spent += time.Since(t0)
-		if err := appendRecord(e.Dir, rec); err != nil {
+		if err := results.AppendRecord(e.Dir, rec); err != nil {
 			return exitcode.Failure(err)
 		}
 		if rec.Status == "ok" {
@@ -219,8 +224,8 @@ func (e *Executor) Run(ctx context.Context) error {
 
 // cell runs one cell and returns its record; a failure is recorded, not
 // returned, so that the matrix goes on.
-func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record {
-	rec := &Record{
+func (e *Executor) cell(ctx context.Context, cell results.Cell, maxClients int) *results.Record {
+	rec := &results.Record{
 		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
 		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: time.Now().UTC(),
 		DurationS: e.Plan.Options.DurationS,
@@ -229,7 +234,7 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	serverLog := filepath.Join(e.CM.Root, commit.Build, "server.log")
 	// fail records a failed cell with the tail of the failing tool's
 	// output, or of the server log when the tool said nothing.
-	fail := func(err error) *Record {
+	fail := func(err error) *results.Record {
 		rec.Status = "failed"
 		rec.Error = err.Error()
 		var pe *proc.Error
@@ -243,7 +248,7 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	}
 	install := e.installs[commit.Build]
 	opts := cluster.Options{Install: install, MaxClients: maxClients}
-	for _, k := range sortedKeys(cell.Settings) {
+	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
 		v := cell.Settings[k]
 		if k == "pg_stat_statements.max" {
 			n, err := strconv.Atoi(v)
@@ -298,10 +303,10 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
 	spec.NoReset = e.Plan.Options.WarmupS > 0
 	spec.Duration = time.Duration(e.Plan.Options.DurationS * float64(time.Second))
-	spec.OutDir = cellDir(e.Dir, cell.ID)
-	var prof chan *PerfInfo
+	spec.OutDir = results.CellDir(e.Dir, cell.ID)
+	var prof chan *results.PerfInfo
 	if e.Plan.Options.Perf && e.noPerf == "" {
-		prof = make(chan *PerfInfo, 1)
+		prof = make(chan *results.PerfInfo, 1)
 		go func() { prof <- e.profile(ctx, st, spec) }()
 	}
 	res, err := e.WR.Run(ctx, spec)
@@ -336,12 +341,12 @@ func (e *Executor) cell(ctx context.Context, cell Cell, maxClients int) *Record 
 // beside the workload: it waits for pgbench's first progress report (the
 // measurement has begun), then for half of what the window leaves of the
 // duration, and records the window.
-func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload.Spec) *PerfInfo {
+func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload.Spec) *results.PerfInfo {
 	window := time.Duration(e.Plan.Options.PerfWindowS * float64(time.Second))
 	if window <= 0 || window > spec.Duration {
 		window = spec.Duration
 	}
-	info := &PerfInfo{WindowS: window.Seconds()}
+	info := &results.PerfInfo{WindowS: window.Seconds()}
 	// pgbench starts after the runner's checks: poll for its backends.
 	deadline := time.Now().Add(30 * time.Second)
 	for len(cluster.Processes(st.DataDir)) <= e.auxProcesses(st) && time.Now().Before(deadline) {
@@ -365,7 +370,7 @@ func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload
 		info.Error = err.Error()
 		return info
 	}
-	if err := perf.Write(res.Profile, path); err != nil {
+	if err := profiles.Write(res.Profile, path); err != nil {
 		info.Error = err.Error()
 		return info
 	}
@@ -390,7 +395,7 @@ func (e *Executor) auxProcesses(st *cluster.State) int {
 
 // txInWindow integrates pgbench's progress reports (TPS per interval)
 // over the profiled window.
-func txInWindow(res *workload.Result, info *PerfInfo) float64 {
+func txInWindow(res *workload.Result, info *results.PerfInfo) float64 {
 	if info.Profile == "" || len(res.Progress) == 0 {
 		return 0
 	}
@@ -408,7 +413,7 @@ func txInWindow(res *workload.Result, info *PerfInfo) float64 {
 	return tx
 }
 
-func (e *Executor) commit(label string) *Commit {
+func (e *Executor) commit(label string) *results.Commit {
 	for i := range e.Plan.Commits {
 		if e.Plan.Commits[i].Label == label {
 			return &e.Plan.Commits[i]
@@ -432,39 +437,6 @@ func (e *Executor) stopClusters() {
 			fmt.Fprintf(e.Out, "stopping cluster %s: %v\n", n, err)
 		}
 	}
-}
-
-// Diff lists how plan b differs from plan a in what decides the cells
-// (commits and their shas and patches, axes, repeats, durations, order,
-// seed, shard); empty when a resume may go on.
-func Diff(a, b *Plan) []string {
-	var out []string
-	j := func(v any) string { data, _ := json.Marshal(v); return string(data) }
-	type ident struct {
-		Label, Ref, SHA, Install string
-		Patches                  []string
-	}
-	ids := func(p *Plan) []ident {
-		var out []ident
-		for _, c := range p.Commits {
-			id := ident{c.Label, c.Ref, c.SHA, c.Install, nil}
-			for _, pa := range c.Patches {
-				id.Patches = append(id.Patches, pa.SHA256)
-			}
-			out = append(out, id)
-		}
-		return out
-	}
-	if x, y := j(ids(a)), j(ids(b)); x != y {
-		out = append(out, fmt.Sprintf("commits: %s -> %s", x, y))
-	}
-	if x, y := j(a.Options), j(b.Options); x != y {
-		out = append(out, fmt.Sprintf("options: %s -> %s", x, y))
-	}
-	if a.Shard != b.Shard {
-		out = append(out, fmt.Sprintf("shard: %s -> %s", a.Shard, b.Shard))
-	}
-	return out
 }
 
 func short(sha string) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,34 +138,4 @@ func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
 	}
 	res.Profile = Profile(events, int64(time.Second)/int64(o.Hz))
 	return res, nil
-}
-
-// Write writes p gzipped to path.
-func Write(p *profile.Profile, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// Read reads a profile file.
-func Read(path string) (*profile.Profile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, exitcode.BadInput(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		return nil, exitcode.BadInputf("%s: not a pprof profile: %v", path, err)
-	}
-	return p, nil
 }

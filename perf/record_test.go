@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/demo"
@@ -76,7 +78,7 @@ func TestRecordPrebuilt(t *testing.T) {
 	install := testenv.PGInstall(t)
 	res, dir, _ := profileUnderLoad(t, install, "select1", 5000, true, 0)
 	file := filepath.Join(dir, "profile.pb.gz")
-	if err := perf.Write(res.Profile, file); err != nil {
+	if err := profiles.Write(res.Profile, file); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=40", file).CombinedOutput()
@@ -141,8 +143,8 @@ func TestCompareDemoPatch(t *testing.T) {
 		t.Fatal("no throughput")
 	}
 	// Transactions in each 3 s window, from the runs' TPS.
-	ds := perf.Compare(rb.Profile, rn.Profile, tb*3, tn*3)
-	perf.SortBySignificance(ds)
+	ds := profiles.Compare(rb.Profile, rn.Profile, tb*3, tn*3)
+	profiles.SortBySignificance(ds)
 	var top []string
 	for i, d := range ds {
 		if i == 10 {
@@ -165,7 +167,7 @@ func TestCompareDemoPatch(t *testing.T) {
 	if !found {
 		t.Errorf("no pg_stat_statements function among the top deltas: %v", top)
 	}
-	if _, err := perf.Diff(rb.Profile, rn.Profile, tb*3, tn*3); err != nil {
+	if _, err := profiles.Diff(rb.Profile, rn.Profile, tb*3, tn*3); err != nil {
 		t.Error(err)
 	}
 }

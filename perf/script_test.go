@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/google/pprof/profile"
 )
 
@@ -104,11 +106,11 @@ func TestProfileRoundTripAndReport(t *testing.T) {
 	if len(back.Sample) != len(events) || back.SampleType[0].Type != "cpu" || back.Period != 2004008 {
 		t.Errorf("round trip: %d samples, types %v, period %d", len(back.Sample), back.SampleType, back.Period)
 	}
-	fs, total := Funcs(back, true)
+	fs, total := profiles.Funcs(back, true)
 	if total != int64(len(events))*2004008 {
 		t.Errorf("total %d", total)
 	}
-	var main FuncStat
+	var main profiles.FuncStat
 	for _, f := range fs {
 		if f.Name == "PostgresMain" {
 			main = f
@@ -118,7 +120,7 @@ func TestProfileRoundTripAndReport(t *testing.T) {
 		t.Errorf("PostgresMain cum = %+v; every backend sample runs under it", main)
 	}
 	var out bytes.Buffer
-	WriteTop(&out, back, 5, false)
+	profiles.WriteTop(&out, back, 5, false)
 	if !strings.Contains(out.String(), "flat%") || strings.Count(out.String(), "\n") != 7 {
 		t.Errorf("top:\n%s", out.String())
 	}
@@ -136,15 +138,15 @@ func TestCompareAndDiff(t *testing.T) {
 	}
 	base := mk(map[string]int{"entry_dealloc": 40, "exec_simple_query": 60})
 	cur := mk(map[string]int{"entry_dealloc": 10, "exec_simple_query": 70})
-	ds := Compare(base, cur, 100, 100)
+	ds := profiles.Compare(base, cur, 100, 100)
 	if ds[0].Name != "exec_simple_query" || ds[0].Diff != 100 || ds[len(ds)-1].Name != "entry_dealloc" || ds[len(ds)-1].Diff != -300 || ds[0].Unit != "ns/tx" {
 		t.Errorf("deltas = %+v", ds)
 	}
-	diff, err := Diff(base, cur, 100, 100)
+	diff, err := profiles.Diff(base, cur, 100, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, total := Funcs(diff, false)
+	fs, total := profiles.Funcs(diff, false)
 	if total != (80-100)*1000 {
 		t.Errorf("diff total = %d, want %d", total, (80-100)*1000)
 	}

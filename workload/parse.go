@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"github.com/pgabtest/abtest/results"
 	"io"
 	"math"
 	"regexp"
@@ -10,20 +11,8 @@ import (
 	"strings"
 )
 
-// Progress is one pgbench -P line:
-//
-//	progress: 5.0 s, 117234.5 tps, lat 0.545 ms stddev 0.123, 0 failed
-//	progress: 10.0 s, 999.8 tps, lat 1.2 ms stddev 0.4, lag 0.052 ms, 0 failed
-type Progress struct {
-	T        float64 `json:"t"`
-	TPS      float64 `json:"tps"`
-	LatMS    float64 `json:"lat_ms"`
-	StddevMS float64 `json:"stddev_ms"`
-	LagMS    float64 `json:"lag_ms,omitempty"`
-	Failed   int64   `json:"failed,omitempty"`
-	Skipped  int64   `json:"skipped,omitempty"`
-	HasLag   bool    `json:"-"`
-}
+// Progress is one pgbench -P line; part of the results schema.
+type Progress = results.Progress
 
 var (
 	progressRE = regexp.MustCompile(`^progress: ([0-9.]+) s, ([0-9.]+) tps, lat ([0-9.]+) ms stddev ([0-9.]+|NaN)`)

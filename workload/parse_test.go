@@ -188,7 +188,7 @@ func TestSamplingRate(t *testing.T) {
 }
 
 func TestSampleLine(t *testing.T) {
-	s := Sample{T: 5, Entries: 5005, Hot: 1000, Cold: 4003, TPS: 75697, Dealloc: 5, Age: Dist{1, 5, 5, 0}, Calls: Dist{1, 362, 63, 122}, FP: "a7b9cc21", Waits: []WaitTop{{"CPU", 42}}, HasClass: true}
+	s := Sample{T: 5, Entries: 5005, Hot: 1000, Cold: 4003, TPS: 75697, Dealloc: 5, Age: Dist{Min: 1, Max: 5, Avg: 5, SD: 0}, Calls: Dist{Min: 1, Max: 362, Avg: 63, SD: 122}, FP: "a7b9cc21", Waits: []WaitTop{{Event: "CPU", N: 42}}, HasClass: true}
 	want := "t=5s   entries=5005  hot=1000  cold=4003  tps=75697    dealloc=5      age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]"
 	if got := s.Line(); got != want {
 		t.Errorf("line =\n%s\nwant\n%s", got, want)

@@ -10,54 +10,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/results"
 )
 
-// Counters are cumulative server counters read around the measured
-// window; a probe is the difference of two readings (seed 001: counters
-// that never vary gate a change exactly, where TPS cannot).
-type Counters struct {
-	// Kinds maps a statement kind (SELECT, INSERT, …) to the calls and
-	// rows pg_stat_statements counted for it.
-	Kinds map[string]KindCounters `json:"kinds"`
-	// WAL is pg_stat_wal (PostgreSQL ≥ 14).
-	WAL    *WALCounters  `json:"wal,omitempty"`
-	Tables TableCounters `json:"tables"`
-	// CPUTicks is the server's CPU time in clock ticks (postmaster and
-	// every child, exited ones included), when the server is local.
-	CPUTicks int64 `json:"cpu_ticks"`
-	HasCPU   bool  `json:"has_cpu"`
-}
-
-// KindCounters are pg_stat_statements sums for one statement kind.
-type KindCounters struct {
-	Calls int64 `json:"calls"`
-	Rows  int64 `json:"rows"`
-}
-
-// WALCounters are pg_stat_wal's.
-type WALCounters struct {
-	Records int64 `json:"records"`
-	FPI     int64 `json:"fpi"`
-	Bytes   int64 `json:"bytes"`
-}
-
-// TableCounters are pg_stat_user_tables sums.
-type TableCounters struct {
-	Ins        int64 `json:"n_tup_ins"`
-	Upd        int64 `json:"n_tup_upd"`
-	Del        int64 `json:"n_tup_del"`
-	HotUpd     int64 `json:"n_tup_hot_upd"`
-	Dead       int64 `json:"n_dead_tup"`
-	Autovacuum int64 `json:"autovacuum_count"`
-}
-
-// Statement is one entry's timing over the window.
-type Statement struct {
-	Query  string  `json:"query"`
-	Calls  int64   `json:"calls"`
-	MeanMS float64 `json:"mean_ms"`
-	MaxMS  float64 `json:"max_ms"`
-}
+// The probe's output types are part of the results schema.
+type (
+	Counters      = results.Counters
+	KindCounters  = results.KindCounters
+	WALCounters   = results.WALCounters
+	TableCounters = results.TableCounters
+	Statement     = results.Statement
+)
 
 // server describes the server being measured.
 type server struct {
@@ -145,25 +109,6 @@ FROM pg_stat_user_tables`).Scan(&t.Ins, &t.Upd, &t.Del, &t.HotUpd, &t.Dead, &t.A
 		c.CPUTicks, c.HasCPU = serverTicks(sv.postmaster)
 	}
 	return c, nil
-}
-
-// Sub returns the counters' change from before to c.
-func (c Counters) Sub(before Counters) Counters {
-	d := Counters{Kinds: map[string]KindCounters{}, HasCPU: c.HasCPU && before.HasCPU}
-	for k, v := range c.Kinds {
-		b := before.Kinds[k]
-		d.Kinds[k] = KindCounters{Calls: v.Calls - b.Calls, Rows: v.Rows - b.Rows}
-	}
-	if c.WAL != nil && before.WAL != nil {
-		d.WAL = &WALCounters{Records: c.WAL.Records - before.WAL.Records, FPI: c.WAL.FPI - before.WAL.FPI, Bytes: c.WAL.Bytes - before.WAL.Bytes}
-	}
-	d.Tables = TableCounters{
-		Ins: c.Tables.Ins - before.Tables.Ins, Upd: c.Tables.Upd - before.Tables.Upd, Del: c.Tables.Del - before.Tables.Del,
-		HotUpd: c.Tables.HotUpd - before.Tables.HotUpd, Dead: c.Tables.Dead - before.Tables.Dead,
-		Autovacuum: c.Tables.Autovacuum - before.Tables.Autovacuum,
-	}
-	d.CPUTicks = c.CPUTicks - before.CPUTicks
-	return d
 }
 
 // topStatements returns the entries that took the most time.

@@ -14,121 +14,28 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 // marker tags abtest's own statements so that the sampler and probes can
 // leave them out of what they count.
 const marker = "/* abtest */"
 
-// Sample is one line of the live sampler:
-//
-//	t=5s entries=5005 hot=1000 cold=4003 tps=75697 dealloc=5 age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]
-type Sample struct {
-	T        float64   `json:"t"`
-	Entries  int       `json:"entries"`
-	Hot      int       `json:"hot"`
-	Cold     int       `json:"cold"`
-	TPS      float64   `json:"tps"`
-	Dealloc  int64     `json:"dealloc"`
-	Age      Dist      `json:"age_s"`
-	Calls    Dist      `json:"calls"`
-	FP       string    `json:"fp"`
-	Waits    []WaitTop `json:"waits"`
-	HasClass bool      `json:"-"`
-}
-
-// Dist summarises a distribution.
-type Dist struct {
-	Min, Max, Avg, SD float64
-}
-
-// WaitTop is a wait event and how often it was seen since the last line.
-type WaitTop struct {
-	Event string `json:"event"`
-	N     int    `json:"n"`
-}
-
-// Line renders the sample like the bash harness did.
-func (s Sample) Line() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "t=%-4s entries=%-5d ", fmt.Sprintf("%.0fs", s.T), s.Entries)
-	if s.HasClass {
-		fmt.Fprintf(&b, "hot=%-5d cold=%-5d ", s.Hot, s.Cold)
-	}
-	fmt.Fprintf(&b, "tps=%-8.0f dealloc=%-6d age=[%.0fs..%.0fs avg=%.0fs sd=%.0fs] calls=[%.0f..%.0f avg=%.0f sd=%.0f] fp=%s waits=[",
-		s.TPS, s.Dealloc, s.Age.Min, s.Age.Max, s.Age.Avg, s.Age.SD, s.Calls.Min, s.Calls.Max, s.Calls.Avg, s.Calls.SD, s.FP)
-	for i, w := range s.Waits {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		fmt.Fprintf(&b, "%s(%d)", w.Event, w.N)
-	}
-	b.WriteString("]")
-	return b.String()
-}
-
-// Final is the state of pg_stat_statements at the end of a run.
-type Final struct {
-	Entries   int            `json:"entries"`
-	Hot       int            `json:"hot"`
-	Cold      int            `json:"cold"`
-	HotCalls  int64          `json:"hot_calls"`
-	ColdCalls int64          `json:"cold_calls"`
-	Deallocs  int64          `json:"deallocs"`
-	Histogram []HistogramBin `json:"calls_histogram"`
-	HasClass  bool           `json:"-"`
-}
-
-// HistogramBin counts entries whose calls fall in a range.
-type HistogramBin struct {
-	Label string `json:"label"`
-	N     int    `json:"n"`
-}
+// The sampler's output types are part of the results schema.
+type (
+	Sample       = results.Sample
+	Dist         = results.Dist
+	WaitTop      = results.WaitTop
+	Final        = results.Final
+	HistogramBin = results.HistogramBin
+	Waits        = results.Waits
+)
 
 var histBins = []struct {
 	label  string
 	lo, hi int64
 }{{"1", 1, 1}, {"2-5", 2, 5}, {"6-20", 6, 20}, {"21-100", 21, 100}, {"101-1k", 101, 1000}, {">1k", 1001, math.MaxInt64}}
-
-// Waits is the wait-event sampler's tally: each tick looks at every client
-// backend of the benchmark database once.
-type Waits struct {
-	Ticks   int            `json:"ticks"`
-	Idle    int            `json:"idle"`
-	Active  int            `json:"active"`
-	ByEvent map[string]int `json:"by_event"`
-	Seconds float64        `json:"seconds"`
-}
-
-// Line renders db_time: idle=…% db=…% (CPU=…% LWLock:…=…%).
-func (w Waits) Line(clients int) string {
-	total := w.Idle + w.Active
-	if total == 0 {
-		return "db_time: no samples"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "db_time: idle=%.1f%% db=%.1f%% (", 100*float64(w.Idle)/float64(total), 100*float64(w.Active)/float64(total))
-	for i, e := range w.top(len(w.ByEvent)) {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		fmt.Fprintf(&b, "%s=%.1f%%", e.Event, 100*float64(e.N)/float64(max(w.Active, 1)))
-	}
-	fmt.Fprintf(&b, ") (%d active samples over %.0fs, %d clients)", w.Active, w.Seconds, clients)
-	return b.String()
-}
-
-func (w Waits) top(n int) []WaitTop {
-	var out []WaitTop
-	for _, k := range sortedKeys(w.ByEvent) {
-		out = append(out, WaitTop{k, w.ByEvent[k]})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].N > out[j].N })
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
-}
 
 // sampler polls the server on one persistent connection: wait events
 // every waitEvery, pg_stat_statements every every. It never spawns a
@@ -365,7 +272,7 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 	smp.FP = fingerprint(ids)
 	s.mu.Lock()
 	for ev, n := range s.sinceLast {
-		smp.Waits = append(smp.Waits, WaitTop{ev, n})
+		smp.Waits = append(smp.Waits, WaitTop{Event: ev, N: n})
 	}
 	s.sinceLast = map[string]int{}
 	s.mu.Unlock()
@@ -410,7 +317,7 @@ func (s *sampler) final(ctx context.Context) (Final, error) {
 	}
 	for i, b := range histBins {
 		if counts[i] > 0 {
-			f.Histogram = append(f.Histogram, HistogramBin{b.label, counts[i]})
+			f.Histogram = append(f.Histogram, HistogramBin{Label: b.label, N: counts[i]})
 		}
 	}
 	return f, nil

@@ -19,7 +19,6 @@ package workload
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -159,14 +158,4 @@ func pathBase(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

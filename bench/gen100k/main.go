@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pgabtest/abtest/results"
+
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -23,10 +25,10 @@ func main() {
 	}
 	dir := os.Args[1]
 	o := matrix.Options{
-		Commits:   []matrix.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
+		Commits:   []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
 		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
-		Settings:  []matrix.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
+		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
 		Repeats:   250, Duration: 30 * time.Second, Order: "abba",
 	}
 	p, err := matrix.NewPlan(o)
@@ -37,10 +39,10 @@ func main() {
 		panic(err)
 	}
 	data, _ := json.Marshal(p)
-	if err := os.WriteFile(filepath.Join(dir, matrix.PlanFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, results.PlanFile), data, 0o644); err != nil {
 		panic(err)
 	}
-	f, err := os.Create(filepath.Join(dir, matrix.CellsFile))
+	f, err := os.Create(filepath.Join(dir, results.CellsFile))
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +53,7 @@ func main() {
 		for _, def := range workload.Metrics[:12] {
 			m[def.Name] = 1000 * (1 + 0.02*rng.NormFloat64())
 		}
-		rec := matrix.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
+		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
 			Repeat: c.Repeat, Status: "ok", DurationS: 30, Metrics: m,
 			Progress: []workload.Progress{{T: 5, TPS: m["tps"]}, {T: 10, TPS: m["tps"]}, {T: 15, TPS: m["tps"]}}}
 		line, _ := json.Marshal(rec)

@@ -96,7 +96,7 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return exitcode.BadInputf("bisect: --good REF and --bad REF are required")
 	}
 	metric := cmd.String("metric")
-	def, ok := workload.MetricByName(metric)
+	def, ok := workload.Metrics.Get(metric)
 	if !ok {
 		return exitcode.BadInputf("--metric %q: unknown metric", metric)
 	}
@@ -177,7 +177,7 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return os.Rename(tmp, statePath)
 	}
 	fmt.Fprintf(env.Stdout, "bisect: %d commits between %s (good) and %s (bad); about %d steps\n", len(revs)-1, good.SHA[:12], bad.SHA[:12], steps)
-	th := def.MinEffectPct
+	th := def.ThresholdPct
 	if cmd.IsSet("threshold") {
 		th = cmd.Float("threshold")
 	}

@@ -15,6 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/results"
+
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -170,7 +173,7 @@ func matrixOptions(cmd *cli.Command, cfg *config.Loaded, run *proc.Runner, env *
 	if err != nil {
 		return o, err
 	}
-	ax := matrix.Setting{Name: "pg_stat_statements.max"}
+	ax := results.Setting{Name: "pg_stat_statements.max"}
 	for _, n := range pgss {
 		if n < 100 {
 			return o, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", n)
@@ -184,7 +187,7 @@ func matrixOptions(cmd *cli.Command, cfg *config.Loaded, run *proc.Runner, env *
 			return o, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
 		}
 		st, _ := cluster.ParseSetting(name + "=x")
-		o.Settings = append(o.Settings, matrix.Setting{Name: st.Name, Values: strings.Split(vals, ",")})
+		o.Settings = append(o.Settings, results.Setting{Name: st.Name, Values: strings.Split(vals, ",")})
 	}
 	// Check every workload against the protocol before anything runs.
 	for _, w := range o.Workloads {
@@ -269,10 +272,10 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	run := runner(cmd, env)
-	var plan *matrix.Plan
+	var plan *results.Plan
 	dir := cmd.String("output")
 	if resume := cmd.String("resume"); resume != "" {
-		stored, err := matrix.ReadPlan(resume)
+		stored, err := results.ReadPlan(resume)
 		if err != nil {
 			return err
 		}
@@ -287,7 +290,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 			if err != nil {
 				return err
 			}
-			if d := matrix.Diff(stored, fresh); len(d) > 0 {
+			if d := results.Diff(stored, fresh); len(d) > 0 {
 				return exitcode.BadInputf("--resume %s: the plan changed (%s); run without the other flags to resume it as it was, or use a new -o", resume, strings.Join(d, "; "))
 			}
 		}
@@ -299,14 +302,14 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		if plan, err = matrix.NewPlan(o); err != nil {
 			return err
 		}
-		plan.Host = matrix.ReadHost("/")
+		plan.Host = host.Read("/")
 		plan.Doctor = doctor.Check(doctor.Live(cfg.RunAs))
 		plan.AbtestVersion = version
 		plan.Created = time.Now().UTC()
 		if dir == "" {
 			dir = filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
 		}
-		if _, err := os.Stat(filepath.Join(dir, matrix.PlanFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
 			return exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
 		}
 	}
@@ -355,7 +358,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 }
 
 // printPlan is -n: the plan, cell by cell, and how long it will take.
-func printPlan(w io.Writer, p *matrix.Plan, dir string) {
+func printPlan(w io.Writer, p *results.Plan, dir string) {
 	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
 	for _, c := range p.Commits {
 		what := c.Ref + " " + shortSHA(c.SHA)
@@ -371,12 +374,12 @@ func printPlan(w io.Writer, p *matrix.Plan, dir string) {
 		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
 	}
 	fmt.Fprintf(w, "# estimate: %s (%.0f s measured + %.0f s warm-up per cell, plus about 3 s of orchestration; builds not counted)\n",
-		p.Estimate(3*time.Second).Round(time.Second), p.Options.DurationS, p.Options.WarmupS)
+		matrix.Estimate(p, 3*time.Second).Round(time.Second), p.Options.DurationS, p.Options.WarmupS)
 }
 
 // printMedians prints the median TPS per configuration and commit.
-func printMedians(w io.Writer, dir string, p *matrix.Plan) error {
-	recs, _, err := matrix.ReadRecords(dir)
+func printMedians(w io.Writer, dir string, p *results.Plan) error {
+	recs, _, err := results.ReadRecords(dir)
 	if err != nil {
 		return exitcode.Failure(err)
 	}

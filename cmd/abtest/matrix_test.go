@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/results"
+
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/matrix"
 )
 
 // TestMain lets the test binary act as abtest itself (ABTEST_TEST_MAIN=1),
@@ -57,9 +58,9 @@ func stopAll(t *testing.T, root string) {
 	}
 }
 
-func records(t *testing.T, dir string) []matrix.Record {
+func records(t *testing.T, dir string) []results.Record {
 	t.Helper()
-	recs, warnings, err := matrix.ReadRecords(dir)
+	recs, warnings, err := results.ReadRecords(dir)
 	if err != nil || len(warnings) > 0 {
 		t.Fatalf("cells.jsonl: %v %v", err, warnings)
 	}
@@ -123,7 +124,7 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 		// Orchestration overhead: wall time minus measured and warm-up.
 		t.Logf("cell %s: wall %.2f s, overhead %.2f s", r.Cell, r.WallS, r.WallS-3)
 	}
-	plan, err := matrix.ReadPlan(out)
+	plan, err := results.ReadPlan(out)
 	if err != nil || plan.Commits[0].Build != plan.Commits[1].Build {
 		t.Errorf("A/A arms should share one build: %+v, %v", plan, err)
 	}
@@ -160,7 +161,7 @@ func TestMatrixInterruptAndResume(t *testing.T) {
 	// Interrupt in the middle of the third cell.
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if n := countLines(filepath.Join(out, matrix.CellsFile)); n >= 2 {
+		if n := countLines(filepath.Join(out, results.CellsFile)); n >= 2 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -261,7 +262,7 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 	if len(recs) != 2*2*2*2 {
 		t.Fatalf("%d cells, want 16", len(recs))
 	}
-	plan, _ := matrix.ReadPlan(out)
+	plan, _ := results.ReadPlan(out)
 	for i, r := range recs {
 		if r.Cell != plan.Cells[i].ID || r.Status != "ok" {
 			t.Errorf("cell %d = %s (%s %s), plan says %s", i, r.Cell, r.Status, r.Error, plan.Cells[i].ID)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/google/pprof/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v3"
@@ -53,11 +55,11 @@ func perfCommand(env *Env) *cli.Command {
 					if cmd.Args().Len() != 1 {
 						return exitcode.BadInputf("perf report: give one profile FILE")
 					}
-					p, err := perf.Read(cmd.Args().First())
+					p, err := profiles.Read(cmd.Args().First())
 					if err != nil {
 						return err
 					}
-					perf.WriteTop(env.Stdout, p, int(cmd.Int("top")), cmd.Bool("cum"))
+					profiles.WriteTop(env.Stdout, p, int(cmd.Int("top")), cmd.Bool("cum"))
 					return nil
 				},
 			},
@@ -145,7 +147,7 @@ func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil || run.DryRun {
 		return err
 	}
-	if err := perf.Write(res.Profile, out); err != nil {
+	if err := profiles.Write(res.Profile, out); err != nil {
 		return exitcode.Failure(err)
 	}
 	graphs := "call graphs"
@@ -163,11 +165,11 @@ func runPerfCompare(cmd *cli.Command, env *Env) error {
 	if cmd.Args().Len() != 2 {
 		return exitcode.BadInputf("perf compare: give BASE and NEW profiles")
 	}
-	base, err := perf.Read(cmd.Args().Get(0))
+	base, err := profiles.Read(cmd.Args().Get(0))
 	if err != nil {
 		return err
 	}
-	cur, err := perf.Read(cmd.Args().Get(1))
+	cur, err := profiles.Read(cmd.Args().Get(1))
 	if err != nil {
 		return err
 	}
@@ -181,7 +183,7 @@ func runPerfCompare(cmd *cli.Command, env *Env) error {
 		}
 		txb, txn = x, y
 	}
-	ds := perf.Compare(base, cur, txb, txn)
+	ds := profiles.Compare(base, cur, txb, txn)
 	n := int(cmd.Int("top"))
 	fmt.Fprintf(env.Stdout, "%12s %12s %12s %7s  %s\n", "base", "new", "delta", "z", "function")
 	for i, d := range ds {
@@ -190,11 +192,11 @@ func runPerfCompare(cmd *cli.Command, env *Env) error {
 		}
 		fmt.Fprintf(env.Stdout, "%12.1f %12.1f %+12.1f %+7.1f  %s (%s)\n", d.Base, d.New, d.Diff, d.Z, d.Name, d.Unit)
 	}
-	diff, err := perf.Diff(base, cur, txb, txn)
+	diff, err := profiles.Diff(base, cur, txb, txn)
 	if err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := perf.Write(diff, cmd.String("output")); err != nil {
+	if err := profiles.Write(diff, cmd.String("output")); err != nil {
 		return exitcode.Failure(err)
 	}
 	fmt.Fprintf(env.Stdout, "diff profile: %s (abtest perf view %s)\n", cmd.String("output"), cmd.String("output"))
@@ -213,12 +215,12 @@ func runPerfView(ctx context.Context, cmd *cli.Command, env *Env, serve func(*dr
 		return exitcode.BadInputf("--http %q: serve on loopback only, e.g. 127.0.0.1:8080", addr)
 	}
 	file := cmd.Args().First()
-	if _, err := perf.Read(file); err != nil {
+	if _, err := profiles.Read(file); err != nil {
 		return err
 	}
 	args := []string{"-http=" + addr, "-no_browser"}
 	if b := cmd.String("diff-base"); b != "" {
-		if _, err := perf.Read(b); err != nil {
+		if _, err := profiles.Read(b); err != nil {
 			return err
 		}
 		args = append(args, "-diff_base="+b)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/google/pprof/driver"
 	"github.com/urfave/cli/v3"
 
@@ -22,7 +24,7 @@ func writeTestProfile(t *testing.T, path string, spec map[string]int) {
 			evs = append(evs, perf.Event{Comm: "postgres", PID: 1, Period: 1000, Stack: []perf.Frame{{Addr: 1, Func: fn, DSO: "/bin/postgres"}, {Addr: 2, Func: "PostgresMain", DSO: "/bin/postgres"}}})
 		}
 	}
-	if err := perf.Write(perf.Profile(evs, 1000), path); err != nil {
+	if err := profiles.Write(perf.Profile(evs, 1000), path); err != nil {
 		t.Fatal(err)
 	}
 }

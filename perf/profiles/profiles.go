@@ -1,12 +1,20 @@
-package perf
+// Package profiles reads, writes, summarises and compares pprof profiles
+// (github.com/google/pprof/profile): the top functions of one, the
+// per-transaction change of every function between two, and a diff
+// profile. It runs nothing, so the analysis can compare the profiles of
+// results copied from another host.
+package profiles
 
 import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/google/pprof/profile"
+	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
 // FuncStat is one function's share of a profile.
@@ -204,4 +212,34 @@ func Diff(base, cur *profile.Profile, txBase, txNew float64) (*profile.Profile, 
 	}
 	b.Scale(-1)
 	return profile.Merge([]*profile.Profile{c, b})
+}
+
+// Write writes p gzipped to path.
+func Write(p *profile.Profile, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Read reads a profile file.
+func Read(path string) (*profile.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, exitcode.BadInputf("%s: not a pprof profile: %v", path, err)
+	}
+	return p, nil
 }

@@ -1,4 +1,8 @@
-package matrix
+// Package host reads the machine once: what plan.json records about it
+// and what doctor judges. Everything is read from a root directory ("/"
+// on a live system, a fake tree in tests), so it is testable and never
+// runs a process.
+package host
 
 import (
 	"os"
@@ -24,7 +28,7 @@ type Host struct {
 
 // ReadHost reads the host's description from root ("/" on a live system;
 // tests pass a fake tree).
-func ReadHost(root string) Host {
+func Read(root string) Host {
 	read := func(p string) string {
 		data, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil {

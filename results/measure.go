@@ -1,0 +1,198 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// What a workload run measures besides its metrics: the live sampler's
+// lines, pgbench's progress, wait events, pg_stat_statements at the end
+// and the counter probes. The workload package produces these; they are
+// stored in cells.jsonl as they are.
+
+// Sample is one line of the live sampler:
+//
+//	t=5s entries=5005 hot=1000 cold=4003 tps=75697 dealloc=5 age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]
+type Sample struct {
+	T        float64   `json:"t"`
+	Entries  int       `json:"entries"`
+	Hot      int       `json:"hot"`
+	Cold     int       `json:"cold"`
+	TPS      float64   `json:"tps"`
+	Dealloc  int64     `json:"dealloc"`
+	Age      Dist      `json:"age_s"`
+	Calls    Dist      `json:"calls"`
+	FP       string    `json:"fp"`
+	Waits    []WaitTop `json:"waits"`
+	HasClass bool      `json:"-"`
+}
+
+// Dist summarises a distribution.
+type Dist struct {
+	Min, Max, Avg, SD float64
+}
+
+// WaitTop is a wait event and how often it was seen since the last line.
+type WaitTop struct {
+	Event string `json:"event"`
+	N     int    `json:"n"`
+}
+
+// Line renders the sample like the bash harness did.
+func (s Sample) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%-4s entries=%-5d ", fmt.Sprintf("%.0fs", s.T), s.Entries)
+	if s.HasClass {
+		fmt.Fprintf(&b, "hot=%-5d cold=%-5d ", s.Hot, s.Cold)
+	}
+	fmt.Fprintf(&b, "tps=%-8.0f dealloc=%-6d age=[%.0fs..%.0fs avg=%.0fs sd=%.0fs] calls=[%.0f..%.0f avg=%.0f sd=%.0f] fp=%s waits=[",
+		s.TPS, s.Dealloc, s.Age.Min, s.Age.Max, s.Age.Avg, s.Age.SD, s.Calls.Min, s.Calls.Max, s.Calls.Avg, s.Calls.SD, s.FP)
+	for i, w := range s.Waits {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s(%d)", w.Event, w.N)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Final is the state of pg_stat_statements at the end of a run.
+type Final struct {
+	Entries   int            `json:"entries"`
+	Hot       int            `json:"hot"`
+	Cold      int            `json:"cold"`
+	HotCalls  int64          `json:"hot_calls"`
+	ColdCalls int64          `json:"cold_calls"`
+	Deallocs  int64          `json:"deallocs"`
+	Histogram []HistogramBin `json:"calls_histogram"`
+	HasClass  bool           `json:"-"`
+}
+
+// HistogramBin counts entries whose calls fall in a range.
+type HistogramBin struct {
+	Label string `json:"label"`
+	N     int    `json:"n"`
+}
+
+// Waits is the wait-event sampler's tally: each tick looks at every client
+// backend of the benchmark database once.
+type Waits struct {
+	Ticks   int            `json:"ticks"`
+	Idle    int            `json:"idle"`
+	Active  int            `json:"active"`
+	ByEvent map[string]int `json:"by_event"`
+	Seconds float64        `json:"seconds"`
+}
+
+// Line renders db_time: idle=…% db=…% (CPU=…% LWLock:…=…%).
+func (w Waits) Line(clients int) string {
+	total := w.Idle + w.Active
+	if total == 0 {
+		return "db_time: no samples"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "db_time: idle=%.1f%% db=%.1f%% (", 100*float64(w.Idle)/float64(total), 100*float64(w.Active)/float64(total))
+	for i, e := range w.top(len(w.ByEvent)) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%.1f%%", e.Event, 100*float64(e.N)/float64(max(w.Active, 1)))
+	}
+	fmt.Fprintf(&b, ") (%d active samples over %.0fs, %d clients)", w.Active, w.Seconds, clients)
+	return b.String()
+}
+
+func (w Waits) top(n int) []WaitTop {
+	var out []WaitTop
+	for _, k := range sortedKeys(w.ByEvent) {
+		out = append(out, WaitTop{k, w.ByEvent[k]})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].N > out[j].N })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// Counters are cumulative server counters read around the measured
+// window; a probe is the difference of two readings (seed 001: counters
+// that never vary gate a change exactly, where TPS cannot).
+type Counters struct {
+	// Kinds maps a statement kind (SELECT, INSERT, …) to the calls and
+	// rows pg_stat_statements counted for it.
+	Kinds map[string]KindCounters `json:"kinds"`
+	// WAL is pg_stat_wal (PostgreSQL ≥ 14).
+	WAL    *WALCounters  `json:"wal,omitempty"`
+	Tables TableCounters `json:"tables"`
+	// CPUTicks is the server's CPU time in clock ticks (postmaster and
+	// every child, exited ones included), when the server is local.
+	CPUTicks int64 `json:"cpu_ticks"`
+	HasCPU   bool  `json:"has_cpu"`
+}
+
+// KindCounters are pg_stat_statements sums for one statement kind.
+type KindCounters struct {
+	Calls int64 `json:"calls"`
+	Rows  int64 `json:"rows"`
+}
+
+// WALCounters are pg_stat_wal's.
+type WALCounters struct {
+	Records int64 `json:"records"`
+	FPI     int64 `json:"fpi"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// TableCounters are pg_stat_user_tables sums.
+type TableCounters struct {
+	Ins        int64 `json:"n_tup_ins"`
+	Upd        int64 `json:"n_tup_upd"`
+	Del        int64 `json:"n_tup_del"`
+	HotUpd     int64 `json:"n_tup_hot_upd"`
+	Dead       int64 `json:"n_dead_tup"`
+	Autovacuum int64 `json:"autovacuum_count"`
+}
+
+// Statement is one entry's timing over the window.
+type Statement struct {
+	Query  string  `json:"query"`
+	Calls  int64   `json:"calls"`
+	MeanMS float64 `json:"mean_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// Sub returns the counters' change from before to c.
+func (c Counters) Sub(before Counters) Counters {
+	d := Counters{Kinds: map[string]KindCounters{}, HasCPU: c.HasCPU && before.HasCPU}
+	for k, v := range c.Kinds {
+		b := before.Kinds[k]
+		d.Kinds[k] = KindCounters{Calls: v.Calls - b.Calls, Rows: v.Rows - b.Rows}
+	}
+	if c.WAL != nil && before.WAL != nil {
+		d.WAL = &WALCounters{Records: c.WAL.Records - before.WAL.Records, FPI: c.WAL.FPI - before.WAL.FPI, Bytes: c.WAL.Bytes - before.WAL.Bytes}
+	}
+	d.Tables = TableCounters{
+		Ins: c.Tables.Ins - before.Tables.Ins, Upd: c.Tables.Upd - before.Tables.Upd, Del: c.Tables.Del - before.Tables.Del,
+		HotUpd: c.Tables.HotUpd - before.Tables.HotUpd, Dead: c.Tables.Dead - before.Tables.Dead,
+		Autovacuum: c.Tables.Autovacuum - before.Tables.Autovacuum,
+	}
+	d.CPUTicks = c.CPUTicks - before.CPUTicks
+	return d
+}
+
+// Progress is one pgbench -P line:
+//
+//	progress: 5.0 s, 117234.5 tps, lat 0.545 ms stddev 0.123, 0 failed
+//	progress: 10.0 s, 999.8 tps, lat 1.2 ms stddev 0.4, lag 0.052 ms, 0 failed
+type Progress struct {
+	T        float64 `json:"t"`
+	TPS      float64 `json:"tps"`
+	LatMS    float64 `json:"lat_ms"`
+	StddevMS float64 `json:"stddev_ms"`
+	LagMS    float64 `json:"lag_ms,omitempty"`
+	Failed   int64   `json:"failed,omitempty"`
+	Skipped  int64   `json:"skipped,omitempty"`
+	HasLag   bool    `json:"-"`
+}

@@ -1,0 +1,162 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Direction says which way a metric is better, or that it only describes.
+type Direction string
+
+const (
+	// HigherIsBetter: tps.
+	HigherIsBetter Direction = "higher_is_better"
+	// LowerIsBetter: latencies, CPU or WAL per transaction, failures.
+	LowerIsBetter Direction = "lower_is_better"
+	// Descriptive metrics (entry counts, distributions) say higher or
+	// lower, never better or worse, and are gated only when asked.
+	Descriptive Direction = "descriptive"
+)
+
+// Valid reports whether d is one of the declared directions.
+func (d Direction) Valid() bool {
+	return d == HigherIsBetter || d == LowerIsBetter || d == Descriptive
+}
+
+// Tier is how a metric is gated (seed 001: gate tiers set by measured
+// determinism).
+type Tier string
+
+const (
+	// TierExact: the baseline's repeats never vary; any shift is real.
+	TierExact Tier = "exact"
+	// TierBand: a small spread; gated beyond the metric's threshold.
+	TierBand Tier = "band"
+	// TierReport: shown, never gated.
+	TierReport Tier = "report"
+)
+
+// Rank orders tiers from the tightest (exact, 0) to the loosest (report, 2).
+func (t Tier) Rank() int {
+	switch t {
+	case TierExact:
+		return 0
+	case TierBand:
+		return 1
+	}
+	return 2
+}
+
+// Valid reports whether t is one of the declared tiers.
+func (t Tier) Valid() bool { return t == TierExact || t == TierBand || t == TierReport }
+
+// Metric defines one metric of a cell's Metrics map. The definitions are
+// written into plan.json, so results are judged by the rules they were
+// run under, not by today's.
+type Metric struct {
+	Name string `json:"name"`
+	Unit string `json:"unit"`
+	// Direction: higher or lower is better, or descriptive.
+	Direction Direction `json:"direction"`
+	// ThresholdPct is the smallest change, in percent, that is called
+	// better or worse even when it is statistically significant.
+	ThresholdPct float64 `json:"threshold_pct"`
+	// Tier is the tier the metric starts in; the analysis may loosen it
+	// on measured spread, never tighten it.
+	Tier Tier `json:"tier"`
+	// SameAs names a metric this one is a function of (latency_avg_ms is
+	// clients/tps in a closed loop): the two are one test, not two.
+	SameAs string `json:"same_as,omitempty"`
+	// Doc says what the metric is.
+	Doc string `json:"doc"`
+}
+
+// UnmarshalJSON reads both schema versions: version 1 wrote
+// higher_is_better and min_effect_pct.
+func (m *Metric) UnmarshalJSON(data []byte) error {
+	type plain Metric
+	var v struct {
+		plain
+		HigherIsBetter *bool    `json:"higher_is_better"`
+		MinEffectPct   *float64 `json:"min_effect_pct"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*m = Metric(v.plain)
+	if m.Direction == "" && v.HigherIsBetter != nil {
+		m.Direction = LowerIsBetter
+		if *v.HigherIsBetter {
+			m.Direction = HigherIsBetter
+		}
+	}
+	if v.MinEffectPct != nil && m.ThresholdPct == 0 {
+		m.ThresholdPct = *v.MinEffectPct
+	}
+	if m.Direction == "" {
+		m.Direction = Descriptive
+	}
+	if !m.Direction.Valid() {
+		return fmt.Errorf("metric %s: direction %q: want %s, %s or %s", m.Name, m.Direction, HigherIsBetter, LowerIsBetter, Descriptive)
+	}
+	if m.Tier == "" {
+		m.Tier = TierReport
+	}
+	if !m.Tier.Valid() {
+		return fmt.Errorf("metric %s: tier %q: want %s, %s or %s", m.Name, m.Tier, TierExact, TierBand, TierReport)
+	}
+	return nil
+}
+
+// Metrics is a set of metric definitions in their declared order.
+type Metrics []Metric
+
+// Get returns the definition of name.
+func (ms Metrics) Get(name string) (Metric, bool) {
+	for _, m := range ms {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// Names returns the metrics' names in order.
+func (ms Metrics) Names() []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// Status is a cell's outcome.
+type Status string
+
+const (
+	StatusOK     Status = "ok"
+	StatusFailed Status = "failed"
+)
+
+// Verdict is the analysis' answer for one commit, configuration and
+// metric against the baseline.
+type Verdict string
+
+const (
+	// VerdictBaseline marks the baseline's own row.
+	VerdictBaseline Verdict = "baseline"
+	// Better and Worse: significant, and beyond the metric's threshold.
+	Better Verdict = "better"
+	Worse  Verdict = "worse"
+	// Higher and Lower: the same for a descriptive metric.
+	Higher Verdict = "higher"
+	Lower  Verdict = "lower"
+	// Same: equivalence, the change's interval lies within ±threshold.
+	Same Verdict = "same"
+	// Unknown: neither; the report gives the smallest change this run
+	// could have detected.
+	Unknown Verdict = "unknown"
+	// Incomplete: fewer usable repeats than planned (failed, saturated,
+	// missing): the run could not answer, and that gates.
+	Incomplete Verdict = "incomplete"
+)

@@ -1,0 +1,205 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/host"
+)
+
+// Version is the schema version this abtest writes.
+const Version = 2
+
+// Commit is one arm of the comparison.
+type Commit struct {
+	Label string `json:"label"`
+	// Ref is the git ref as typed; empty for a prebuilt installation.
+	Ref string `json:"ref,omitempty"`
+	// Patches are patch files applied on top of Ref.
+	Patches []Patch `json:"patches,omitempty"`
+	// Install is a prebuilt installation (install:DIR).
+	Install string `json:"install,omitempty"`
+	// SHA is Ref resolved when the plan was made.
+	SHA string `json:"sha,omitempty"`
+	// Build names the worktree, build and cluster the commit runs on.
+	// Commits with the same ref and patches share one (an A/A run).
+	Build string `json:"build"`
+	// Fingerprint and Version are filled after the build.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Version     string `json:"version,omitempty"`
+	BuildType   string `json:"build_type,omitempty"`
+}
+
+// Identity is what makes two commits the same build: the sha and the
+// patches' checksums (or the prebuilt installation).
+func (c Commit) Identity() string {
+	if c.Install != "" {
+		return "install:" + c.Install
+	}
+	var b strings.Builder
+	b.WriteString(c.SHA)
+	for _, p := range c.Patches {
+		b.WriteString("+")
+		b.WriteString(p.SHA256)
+	}
+	return b.String()
+}
+
+// Patch is a patch file and its checksum.
+type Patch struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+}
+
+// Config is one point of the matrix without its commit and repeat.
+type Config struct {
+	Workload string `json:"workload"`
+	Clients  int    `json:"clients"`
+	// CPUs pins the server to that many CPUs; 0 means not pinned.
+	CPUs     int               `json:"cpus"`
+	Settings map[string]string `json:"settings"`
+}
+
+// ID names the configuration: churn/c64/cpu2/pgss.max=5000.
+func (c Config) ID() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/c%d/cpu", c.Workload, c.Clients)
+	if c.CPUs == 0 {
+		b.WriteString("all")
+	} else {
+		b.WriteString(strconv.Itoa(c.CPUs))
+	}
+	for _, k := range sortedKeys(c.Settings) {
+		fmt.Fprintf(&b, "/%s=%s", ShortGUC(k), c.Settings[k])
+	}
+	return b.String()
+}
+
+// ShortGUC abbreviates pg_stat_statements.* to pgss.* in names.
+func ShortGUC(k string) string {
+	return strings.Replace(k, "pg_stat_statements.", "pgss.", 1)
+}
+
+// Cell is one planned measurement: a configuration, a repeat, a commit.
+type Cell struct {
+	ID     string `json:"id"`
+	Seq    int    `json:"seq"`
+	Commit string `json:"commit"`
+	Repeat int    `json:"repeat"`
+	Config
+}
+
+// Setting is one settings axis: a GUC and its values.
+type Setting struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// Finding is one host check (abtest doctor): its status, why it matters
+// for the numbers and how to fix it.
+type Finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Value  string `json:"value"`
+	Why    string `json:"why,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// Plan is the whole run, decided before anything runs.
+type Plan struct {
+	Version  int       `json:"version"`
+	Commits  []Commit  `json:"commits"`
+	Baseline string    `json:"baseline"`
+	Options  PlanOpts  `json:"options"`
+	Configs  []Config  `json:"configs"`
+	Cells    []Cell    `json:"cells"`
+	Shard    string    `json:"shard"`
+	Created  time.Time `json:"created"`
+	Host     host.Host `json:"host"`
+	// Metrics are the definitions the run was made under.
+	Metrics Metrics `json:"metrics"`
+	// AbtestVersion is the version of abtest that made the plan.
+	AbtestVersion string `json:"abtest_version"`
+	// Doctor is what abtest doctor found on the host when the plan was
+	// made.
+	Doctor []Finding `json:"doctor,omitempty"`
+}
+
+// PlanOpts are the plan's fixed parameters.
+type PlanOpts struct {
+	Workloads   []string  `json:"workloads"`
+	Clients     []int     `json:"clients"`
+	CPUs        []int     `json:"cpus"`
+	Settings    []Setting `json:"settings"`
+	Repeats     int       `json:"repeats"`
+	DurationS   float64   `json:"duration_s"`
+	WarmupS     float64   `json:"warmup_s"`
+	Protocol    string    `json:"protocol"`
+	SleepMS     int       `json:"sleep_ms,omitempty"`
+	BuildType   string    `json:"build_type"`
+	Order       string    `json:"order"`
+	Seed        int64     `json:"seed"`
+	Perf        bool      `json:"perf,omitempty"`
+	PerfWindowS float64   `json:"perf_window_s,omitempty"`
+}
+
+// Commit returns the plan's commit labelled label.
+func (p *Plan) Commit(label string) (*Commit, bool) {
+	for i := range p.Commits {
+		if p.Commits[i].Label == label {
+			return &p.Commits[i], true
+		}
+	}
+	return nil, false
+}
+
+// Labels returns the commits' labels in plan order.
+func (p *Plan) Labels() []string {
+	out := make([]string, len(p.Commits))
+	for i, c := range p.Commits {
+		out[i] = c.Label
+	}
+	return out
+}
+
+// Diff lists how plan b differs from plan a in what decides the cells
+// (commits and their shas and patches, axes, repeats, durations, order,
+// seed, shard); empty when a resume may go on.
+func Diff(a, b *Plan) []string {
+	var out []string
+	ids := func(p *Plan) string {
+		var parts []string
+		for _, c := range p.Commits {
+			parts = append(parts, c.Label+"="+c.Ref+"@"+c.Identity())
+		}
+		return strings.Join(parts, ",")
+	}
+	if x, y := ids(a), ids(b); x != y {
+		out = append(out, fmt.Sprintf("commits: %s -> %s", x, y))
+	}
+	if x, y := jsonString(a.Options), jsonString(b.Options); x != y {
+		out = append(out, fmt.Sprintf("options: %s -> %s", x, y))
+	}
+	if a.Shard != b.Shard {
+		out = append(out, fmt.Sprintf("shard: %s -> %s", a.Shard, b.Shard))
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func jsonString(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}

@@ -1,0 +1,235 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
+	"github.com/pgabtest/abtest/internal/jsonl"
+)
+
+// Files of a results directory.
+const (
+	PlanFile  = "plan.json"
+	CellsFile = "cells.jsonl"
+	CellsDir  = "cells"
+	// LockFile is held by the run writing the directory.
+	LockFile = ".lock"
+)
+
+// Record is one line of cells.jsonl: one measured (or failed) cell.
+type Record struct {
+	Cell      string            `json:"cell"`
+	Seq       int               `json:"seq"`
+	Commit    string            `json:"commit"`
+	Workload  string            `json:"workload"`
+	Clients   int               `json:"clients"`
+	CPUs      int               `json:"cpus"`
+	Settings  map[string]string `json:"settings"`
+	Repeat    int               `json:"repeat"`
+	Status    Status            `json:"status"`
+	StartedAt time.Time         `json:"started_at"`
+	DurationS float64           `json:"duration_s"`
+	// WallS is the cell's whole wall time: cluster (re)start, warm-up,
+	// measurement, probes.
+	WallS     float64            `json:"wall_s"`
+	Metrics   map[string]float64 `json:"metrics,omitempty"`
+	Saturated bool               `json:"saturated,omitempty"`
+	Samples   []Sample           `json:"samples,omitempty"`
+	Progress  []Progress         `json:"progress,omitempty"`
+	Waits     *Waits             `json:"waits,omitempty"`
+	Final     *Final             `json:"final,omitempty"`
+	Probe     *Counters          `json:"probe,omitempty"`
+	Error     string             `json:"error,omitempty"`
+	LogTail   []string           `json:"log_tail,omitempty"`
+	Warnings  []string           `json:"warnings,omitempty"`
+	Artifacts map[string]string  `json:"artifacts,omitempty"`
+	// Perf describes the CPU profile of the cell's middle, with --perf.
+	Perf *PerfInfo `json:"perf,omitempty"`
+	// Server is what the cell actually measured: the build fingerprint
+	// of the running server, its version() and its binary.
+	Server *Server `json:"server,omitempty"`
+}
+
+// Server identifies the server a cell measured, read from the running
+// postmaster, not from the plan: an in-place rebuild must never be
+// measured on the old binary unnoticed.
+type Server struct {
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Version     string `json:"version,omitempty"`
+	// Exe is /proc/PID/exe of the postmaster; it ends in " (deleted)"
+	// when the binary was replaced under a running server.
+	Exe string `json:"exe,omitempty"`
+	PID int    `json:"pid,omitempty"`
+}
+
+// PerfInfo is a cell's profile: where it is, what it covers.
+type PerfInfo struct {
+	// Profile is relative to the results directory.
+	Profile string  `json:"profile"`
+	Samples int     `json:"samples"`
+	Event   string  `json:"event"`
+	WindowS float64 `json:"window_s"`
+	// Tx is the number of transactions pgbench completed in the window
+	// (its progress reports integrated over the window).
+	Tx         float64 `json:"tx"`
+	CallGraphs bool    `json:"call_graphs"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Config returns the record's configuration.
+func (r *Record) Config() Config {
+	return Config{Workload: r.Workload, Clients: r.Clients, CPUs: r.CPUs, Settings: r.Settings}
+}
+
+// ErrNotResults: a directory without plan.json.
+var ErrNotResults = errors.New("results: not a results directory")
+
+// ErrNewerSchema: a plan written by a newer abtest.
+var ErrNewerSchema = errors.New("results: newer schema")
+
+// ReadPlan reads dir/plan.json, upgrading older schema versions in
+// memory.
+func ReadPlan(dir string) (*Plan, error) {
+	path := filepath.Join(dir, PlanFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, exitcode.BadInputf("%w: %s has no %s", ErrNotResults, dir, PlanFile)
+	}
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	return DecodePlan(data, path)
+}
+
+// DecodePlan parses a plan.json's bytes; name is for errors.
+func DecodePlan(data []byte, name string) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, exitcode.BadInputf("%s: %v", name, err)
+	}
+	switch {
+	case p.Version > Version:
+		return nil, exitcode.BadInputf("%s: %w: plan version %d, this abtest reads up to %d; use a newer abtest", name, ErrNewerSchema, p.Version, Version)
+	case p.Version < 1:
+		return nil, exitcode.BadInputf("%s: no plan version: not written by abtest", name)
+	case len(p.Commits) == 0:
+		return nil, exitcode.BadInputf("%s: the plan has no commits", name)
+	}
+	// Version 1 differs only in how metric definitions were spelled
+	// (Metric.UnmarshalJSON reads both).
+	p.Version = Version
+	return &p, nil
+}
+
+// WritePlan writes dir/plan.json atomically.
+func WritePlan(dir string, p *Plan) error {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, PlanFile+".tmp")
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, PlanFile))
+}
+
+// ReadRecords reads dir/cells.jsonl. A line that does not parse (the
+// last one of a killed run, typically) is skipped with a warning.
+func ReadRecords(dir string) ([]Record, []string, error) {
+	f, err := os.Open(filepath.Join(dir, CellsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return DecodeRecords(f, filepath.Join(dir, CellsFile))
+}
+
+// DecodeRecords reads cells.jsonl lines from r; name is for warnings.
+func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
+	var out []Record
+	var warnings []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1024*1024), 256*1024*1024)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(line, &rec); err != nil || rec.Cell == "" {
+			warnings = append(warnings, fmt.Sprintf("%s line %d is incomplete (a run killed while writing?); skipped", name, n))
+			continue
+		}
+		out = append(out, rec)
+	}
+	return out, warnings, sc.Err()
+}
+
+// AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a
+// killed run keeps every finished cell.
+func AppendRecord(dir string, r *Record) error {
+	return jsonl.Append(filepath.Join(dir, CellsFile), r)
+}
+
+// Repair truncates a torn last line of dir/cells.jsonl (a run killed, or
+// a full disk, while writing it) back to the last newline, so the next
+// append starts a line of its own. It returns what it did, for the user,
+// or "" when the file was whole.
+func Repair(dir string) (string, error) {
+	path := filepath.Join(dir, CellsFile)
+	n, err := jsonl.Repair(path)
+	if err != nil || n == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("%s: removed a torn last line (%d bytes, a run killed while writing it)", path, n), nil
+}
+
+// ErrLocked: another run holds the results directory.
+var ErrLocked = errors.New("results: directory in use")
+
+// Lock takes dir's lock for a run that writes it. A second run on the
+// same directory is refused (exit 2) with the holder's pid; the kernel
+// drops the lock of a process that dies, so a killed run leaves none.
+func Lock(dir string) (release func(), err error) {
+	release, holder, err := flock.Try(filepath.Join(dir, LockFile))
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, exitcode.BadInputf("%s: %w: another abtest (pid %s) is writing it; wait for it or use another -o", dir, ErrLocked, holder)
+	}
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("locking %s: %w", dir, err))
+	}
+	return release, nil
+}
+
+var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._=-]`)
+
+// CellDir is where a cell's artefacts go: cells/<cell id>, each part of
+// the id made safe as a path component.
+func CellDir(dir, id string) string {
+	parts := strings.Split(id, "/")
+	for i, p := range parts {
+		p = unsafeRE.ReplaceAllString(p, "_")
+		if p == "." || p == ".." || p == "" {
+			p = "_" + p
+		}
+		parts[i] = p
+	}
+	return filepath.Join(append([]string{dir, CellsDir}, parts...)...)
+}
