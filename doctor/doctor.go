@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -32,10 +32,10 @@ func finding(check, status, value, why, fix string) Finding {
 	return Finding{Check: check, Status: status, Value: value, Why: why, Fix: fix}
 }
 
-// Host is what the checks read: a root directory (/ on a live system, a
-// fake tree in tests), a PATH lookup and the run-as account's name.
+// Host is what the checks judge: the machine's facts (read once by
+// internal/host), a PATH lookup and the run-as account's name.
 type Host struct {
-	Root     string
+	Facts    host.Host
 	LookPath func(string) (string, error)
 	RunAs    string
 	// Euid is the effective uid (os.Geteuid on a live system).
@@ -44,124 +44,123 @@ type Host struct {
 
 // Live is the host abtest runs on.
 func Live(runAs string) Host {
-	return Host{Root: "/", LookPath: exec.LookPath, RunAs: runAs, Euid: os.Geteuid()}
-}
-
-func (h Host) read(p string) (string, bool) {
-	data, err := os.ReadFile(filepath.Join(h.Root, p))
-	if err != nil {
-		return "", false
-	}
-	return strings.TrimSpace(string(data)), true
+	return Host{Facts: host.Read("/"), LookPath: exec.LookPath, RunAs: runAs, Euid: os.Geteuid()}
 }
 
 // Check runs every check.
 func Check(h Host) []Finding {
-	var out []Finding
-	add := func(f Finding) { out = append(out, f) }
+	f := h.Facts
+	out := append(virtualization(f), frequency(f)...)
+	out = append(out, memory(f)...)
+	out = append(out, load(f))
+	out = append(out, perfCheck(h), buildTools(h), runAs(h))
+	return out
+}
 
-	// CPU frequency governor.
-	govs := map[string]int{}
-	cpus, _ := filepath.Glob(filepath.Join(h.Root, "sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
-	for _, c := range cpus {
-		data, err := os.ReadFile(c)
-		if err == nil {
-			govs[strings.TrimSpace(string(data))]++
-		}
+// virtualization says what a VM or a CPU quota does to the numbers: the
+// frequency knobs below are then the hypervisor's, not ours.
+func virtualization(f host.Host) []Finding {
+	var out []Finding
+	if f.Hypervisor != "" {
+		out = append(out, finding("virtualization", Warn, "virtual machine ("+f.Hypervisor+")",
+			"a VM shares physical CPUs with other guests and its clock is the hypervisor's: on a 2-core VM TPS varied 5–8 % between cells and was bimodal with scheduling, so small TPS changes are invisible",
+			"for CPU-cost changes gate on instruction counts (matrix --instructions); for throughput use a dedicated host"))
+	} else {
+		out = append(out, finding("virtualization", OK, "bare metal (no hypervisor flag)", "", ""))
+	}
+	if f.StealPct >= 1 {
+		out = append(out, finding("steal time", Warn, fmt.Sprintf("%.1f%% since boot", f.StealPct),
+			"the hypervisor ran other guests on these CPUs: the benchmark loses time it cannot see", "use a dedicated or pinned-vCPU instance"))
+	}
+	if f.CPUQuota > 0 {
+		out = append(out, finding("cpu quota", Warn, fmt.Sprintf("%.2f CPUs (cgroup, %s)", f.CPUQuota, orNone(f.Container)),
+			"a CFS quota throttles the server in 100 ms periods once it is used up: throughput steps and latency outliers that depend on load", "run without a CPU limit, or pin with -C below the quota"))
+	}
+	return out
+}
+
+func frequency(f host.Host) []Finding {
+	var out []Finding
+	hidden := "not exposed (fixed frequency)"
+	if f.Hypervisor != "" {
+		hidden = "not exposed: the hypervisor decides (see virtualization)"
 	}
 	switch {
-	case len(govs) == 0:
-		add(finding("cpu governor", OK, "not exposed (VM or fixed frequency)", "", ""))
-	case len(govs) == 1 && govs["performance"] > 0:
-		add(finding("cpu governor", OK, "performance", "", ""))
+	case len(f.Governors) == 0:
+		out = append(out, finding("cpu governor", OK, hidden, "", ""))
+	case len(f.Governors) == 1 && f.Governors["performance"] > 0:
+		out = append(out, finding("cpu governor", OK, "performance", "", ""))
 	default:
-		add(finding("cpu governor", Warn, joinCounts(govs), "a scaling governor changes the clock under load: the same work takes different time from run to run", "cpupower frequency-set -g performance"))
+		out = append(out, finding("cpu governor", Warn, joinCounts(f.Governors), "a scaling governor changes the clock under load: the same work takes different time from run to run", "cpupower frequency-set -g performance, or abtest doctor --fix"))
 	}
+	switch {
+	case f.Turbo == "on" && f.TurboSource == "intel_pstate":
+		out = append(out, finding("turbo", Warn, "on (intel_pstate)", "turbo frequency depends on temperature and on how many cores are busy: A and B get different clocks", "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo, or abtest doctor --fix"))
+	case f.Turbo == "on":
+		out = append(out, finding("turbo", Warn, "on (cpufreq boost)", "boost frequency depends on temperature and load: A and B get different clocks", "echo 0 > /sys/devices/system/cpu/cpufreq/boost, or abtest doctor --fix"))
+	case f.Turbo == "off":
+		out = append(out, finding("turbo", OK, "off", "", ""))
+	default:
+		out = append(out, finding("turbo", OK, hidden, "", ""))
+	}
+	switch f.SMT {
+	case "on":
+		out = append(out, finding("smt", Warn, "active", "sibling hyperthreads share a core: a client or another cell on the sibling steals cycles from the server", "pin with -C to whole cores, or echo off > /sys/devices/system/cpu/smt/control"))
+	case "off":
+		out = append(out, finding("smt", OK, "inactive", "", ""))
+	default:
+		out = append(out, finding("smt", OK, hidden, "", ""))
+	}
+	return out
+}
 
-	// Turbo / boost.
-	if v, ok := h.read("sys/devices/system/cpu/intel_pstate/no_turbo"); ok {
-		if v == "0" {
-			add(finding("turbo", Warn, "on (intel_pstate)", "turbo frequency depends on temperature and on how many cores are busy: A and B get different clocks", "echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo"))
-		} else {
-			add(finding("turbo", OK, "off", "", ""))
-		}
-	} else if v, ok := h.read("sys/devices/system/cpu/cpufreq/boost"); ok {
-		if v == "1" {
-			add(finding("turbo", Warn, "on (cpufreq boost)", "boost frequency depends on temperature and load: A and B get different clocks", "echo 0 > /sys/devices/system/cpu/cpufreq/boost"))
-		} else {
-			add(finding("turbo", OK, "off", "", ""))
-		}
+func memory(f host.Host) []Finding {
+	var out []Finding
+	switch f.THP {
+	case "":
+	case "always":
+		out = append(out, finding("transparent huge pages", Warn, "always", "khugepaged compacts memory in the background and page faults vary: latency outliers that come and go", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled, or abtest doctor --fix"))
+	default:
+		out = append(out, finding("transparent huge pages", OK, f.THP, "", ""))
+	}
+	if f.MemoryMB == 0 {
+		return out
+	}
+	if f.HugePages == "" || f.HugePages == "0" {
+		out = append(out, finding("huge pages", OK, "none reserved (shared_buffers uses normal pages)", "", ""))
 	} else {
-		add(finding("turbo", OK, "not exposed", "", ""))
+		out = append(out, finding("huge pages", OK, fmt.Sprintf("%s reserved, %d free", f.HugePages, f.HugePagesFree), "", ""))
 	}
-
-	// SMT.
-	if v, ok := h.read("sys/devices/system/cpu/smt/active"); ok && v == "1" {
-		add(finding("smt", Warn, "active", "sibling hyperthreads share a core: a client or another cell on the sibling steals cycles from the server", "pin with -C to whole cores, or echo off > /sys/devices/system/cpu/smt/control"))
+	if f.MemAvailableMB*5 < f.MemoryMB {
+		out = append(out, finding("free memory", Warn, fmt.Sprintf("%d of %d MB available", f.MemAvailableMB, f.MemoryMB), "under memory pressure the page cache is evicted and the kernel reclaims: I/O and latency change between cells", "stop what uses the memory"))
 	} else {
-		add(finding("smt", OK, "inactive or not exposed", "", ""))
+		out = append(out, finding("free memory", OK, fmt.Sprintf("%d of %d MB available", f.MemAvailableMB, f.MemoryMB), "", ""))
 	}
+	return out
+}
 
-	// THP.
-	if v, ok := h.read("sys/kernel/mm/transparent_hugepage/enabled"); ok {
-		sel := v
-		if i := strings.Index(v, "["); i >= 0 {
-			if j := strings.Index(v[i:], "]"); j > 0 {
-				sel = v[i+1 : i+j]
-			}
-		}
-		if sel == "always" {
-			add(finding("transparent huge pages", Warn, "always", "khugepaged compacts memory in the background and page faults vary: latency outliers that come and go", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"))
-		} else {
-			add(finding("transparent huge pages", OK, sel, "", ""))
-		}
+func load(f host.Host) Finding {
+	n := f.OnlineCPUs
+	if n > 0 && f.Load1 > 0.5*float64(n) {
+		return finding("load average", Warn, fmt.Sprintf("%.2f on %d CPUs", f.Load1, n), "other work competes with the benchmark for CPU: numbers drift with it", "run on an idle host, or at night")
 	}
+	return finding("load average", OK, fmt.Sprintf("%.2f on %d CPUs", f.Load1, n), "", "")
+}
 
-	// Huge pages for shared_buffers.
-	if mi, ok := h.read("proc/meminfo"); ok {
-		vals := meminfo(mi)
-		if vals["HugePages_Total"] == 0 {
-			add(finding("huge pages", OK, "none reserved (shared_buffers uses normal pages)", "", ""))
-		} else {
-			add(finding("huge pages", OK, fmt.Sprintf("%d reserved, %d free", vals["HugePages_Total"], vals["HugePages_Free"]), "", ""))
-		}
-		avail := vals["MemAvailable"] / 1024
-		total := vals["MemTotal"] / 1024
-		if total > 0 && avail*5 < total {
-			add(finding("free memory", Warn, fmt.Sprintf("%d of %d MB available", avail, total), "under memory pressure the page cache is evicted and the kernel reclaims: I/O and latency change between cells", "stop what uses the memory"))
-		} else {
-			add(finding("free memory", OK, fmt.Sprintf("%d of %d MB available", avail, total), "", ""))
-		}
-	}
-
-	// Load.
-	if v, ok := h.read("proc/loadavg"); ok {
-		f := strings.Fields(v)
-		load, _ := strconv.ParseFloat(f[0], 64)
-		n := nproc(h)
-		if n > 0 && load > 0.5*float64(n) {
-			add(finding("load average", Warn, fmt.Sprintf("%.2f on %d CPUs", load, n), "other work competes with the benchmark for CPU: numbers drift with it", "run on an idle host, or at night"))
-		} else {
-			add(finding("load average", OK, fmt.Sprintf("%.2f on %d CPUs", load, n), "", ""))
-		}
-	}
-
-	// perf.
+func perfCheck(h Host) Finding {
+	v := h.Facts.PerfParanoid
 	if _, err := h.LookPath("perf"); err != nil {
-		add(finding("perf", Warn, "not installed", "without perf, --perf and abtest perf record cannot say where the time went", "apt-get install linux-perf"))
-	} else if v, ok := h.read("proc/sys/kernel/perf_event_paranoid"); ok {
-		n, _ := strconv.Atoi(v)
-		if n > 1 && h.Euid != 0 {
-			add(finding("perf", Warn, "perf_event_paranoid "+v, "profiling the server's processes needs perf_event_paranoid ≤ 1 (or root)", "sysctl kernel.perf_event_paranoid=1"))
-		} else {
-			add(finding("perf", OK, "installed, perf_event_paranoid "+v, "", ""))
-		}
+		return finding("perf", Warn, "not installed", "without perf, --perf and abtest perf record cannot say where the time went", "apt-get install linux-perf")
 	}
+	if n, _ := strconv.Atoi(v); n > 1 && h.Euid != 0 {
+		return finding("perf", Warn, "perf_event_paranoid "+v, "profiling the server's processes needs perf_event_paranoid ≤ 1 (or root)", "sysctl kernel.perf_event_paranoid=1")
+	}
+	return finding("perf", OK, "installed, perf_event_paranoid "+v, "", "")
+}
 
-	// Build tools.
+func buildTools(h Host) Finding {
 	tools := []struct{ name, pkg string }{{"cc", "build-essential"}, {"make", "make"}, {"meson", "meson"}, {"ninja", "ninja-build"}, {"bison", "bison"}, {"flex", "flex"}, {"ccache", "ccache"}, {"git", "git"}}
-	var missing []string
-	var pkgs []string
+	var missing, pkgs []string
 	for _, t := range tools {
 		if _, err := h.LookPath(t.name); err != nil {
 			missing = append(missing, t.name)
@@ -169,68 +168,41 @@ func Check(h Host) []Finding {
 		}
 	}
 	if len(missing) == 0 {
-		add(finding("build tools", OK, "cc make meson ninja bison flex ccache git", "", ""))
-	} else {
-		st := Warn
-		for _, m := range missing {
-			if m == "cc" || m == "make" || m == "git" {
-				st = Fail
-			}
-		}
-		add(finding("build tools", st, "missing: "+strings.Join(missing, " "), "abtest cannot build PostgreSQL without them (ccache only makes rebuilds cheap; meson/ninja are for PostgreSQL ≥ 16)", "apt-get install "+strings.Join(pkgs, " ")))
+		return finding("build tools", OK, "cc make meson ninja bison flex ccache git", "", "")
 	}
-
-	// The server's account.
-	if h.Euid == 0 {
-		name := h.RunAs
-		if name == "" {
-			name = "postgres"
+	st := Warn
+	for _, m := range missing {
+		if m == "cc" || m == "make" || m == "git" {
+			st = Fail
 		}
-		if u, err := user.Lookup(name); err != nil {
-			add(finding("run-as account", Fail, name+" does not exist", "PostgreSQL refuses to run as root; abtest runs it as an unprivileged account", "adduser --system "+name+", or pass --run-as USER"))
-		} else if u.Uid == "0" {
-			add(finding("run-as account", Fail, name+" is root", "PostgreSQL refuses to run as root", "pass --run-as an unprivileged USER"))
-		} else {
-			add(finding("run-as account", OK, name+" (uid "+u.Uid+")", "", ""))
-		}
-	} else {
-		add(finding("run-as account", OK, "not root: the server runs as the caller", "", ""))
 	}
-	return out
+	return finding("build tools", st, "missing: "+strings.Join(missing, " "), "abtest cannot build PostgreSQL without them (ccache only makes rebuilds cheap; meson/ninja are for PostgreSQL ≥ 16)", "apt-get install "+strings.Join(pkgs, " "))
 }
 
-func meminfo(s string) map[string]int64 {
-	out := map[string]int64{}
-	for _, l := range strings.Split(s, "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) > 0 {
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			out[k] = n
-		}
+// runAs checks the server's account when abtest runs as root.
+func runAs(h Host) Finding {
+	if h.Euid != 0 {
+		return finding("run-as account", OK, "not root: the server runs as the caller", "", "")
 	}
-	return out
+	name := h.RunAs
+	if name == "" {
+		name = "postgres"
+	}
+	u, err := user.Lookup(name)
+	switch {
+	case err != nil:
+		return finding("run-as account", Fail, name+" does not exist", "PostgreSQL refuses to run as root; abtest runs it as an unprivileged account", "adduser --system "+name+", or pass --run-as USER")
+	case u.Uid == "0":
+		return finding("run-as account", Fail, name+" is root", "PostgreSQL refuses to run as root", "pass --run-as an unprivileged USER")
+	}
+	return finding("run-as account", OK, name+" (uid "+u.Uid+")", "", "")
 }
 
-func nproc(h Host) int {
-	v, ok := h.read("sys/devices/system/cpu/online")
-	if !ok {
-		return 0
+func orNone(s string) string {
+	if s == "" {
+		return "no container"
 	}
-	n := 0
-	for _, part := range strings.Split(v, ",") {
-		a, b, isRange := strings.Cut(part, "-")
-		x, _ := strconv.Atoi(a)
-		y := x
-		if isRange {
-			y, _ = strconv.Atoi(b)
-		}
-		n += y - x + 1
-	}
-	return n
+	return s
 }
 
 func joinCounts(m map[string]int) string {

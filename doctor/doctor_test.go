@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/host"
 )
 
 func tree(t *testing.T, files map[string]string) string {
@@ -49,7 +51,7 @@ func TestNoisyHost(t *testing.T) {
 		}
 		return "/usr/bin/" + name, nil
 	}
-	fs := Check(Host{Root: root, LookPath: missing, Euid: 1000})
+	fs := Check(Host{Facts: host.Read(root), LookPath: missing, Euid: 1000})
 	for check, want := range map[string]string{
 		"cpu governor": Warn, "turbo": Warn, "smt": Warn, "transparent huge pages": Warn,
 		"free memory": Warn, "load average": Warn, "perf": Warn, "build tools": Warn, "run-as account": OK,
@@ -81,7 +83,7 @@ func TestQuietHost(t *testing.T) {
 		"proc/loadavg":                        "0.10 0.20 0.30 1/300 1234\n",
 		"proc/sys/kernel/perf_event_paranoid": "1\n",
 	})
-	fs := Check(Host{Root: root, LookPath: allTools, Euid: 1000})
+	fs := Check(Host{Facts: host.Read(root), LookPath: allTools, Euid: 1000})
 	for _, f := range fs {
 		if f.Status != OK {
 			t.Errorf("%s: %+v on a quiet host", f.Check, f)
@@ -94,15 +96,48 @@ func TestQuietHost(t *testing.T) {
 
 func TestRootNeedsAnAccount(t *testing.T) {
 	root := tree(t, map[string]string{"proc/loadavg": "0 0 0 1/1 1\n"})
-	fs := Check(Host{Root: root, LookPath: allTools, Euid: 0, RunAs: "no-such-user-abtest"})
+	fs := Check(Host{Facts: host.Read(root), LookPath: allTools, Euid: 0, RunAs: "no-such-user-abtest"})
 	if f := find(fs, "run-as account"); f.Status != Fail || !strings.Contains(f.Fix, "--run-as") {
 		t.Errorf("run-as: %+v", f)
 	}
-	fs = Check(Host{Root: root, LookPath: allTools, Euid: 0, RunAs: "root"})
+	fs = Check(Host{Facts: host.Read(root), LookPath: allTools, Euid: 0, RunAs: "root"})
 	if f := find(fs, "run-as account"); f.Status != Fail {
 		t.Errorf("run-as root: %+v", f)
 	}
 	if Worst(fs) != Fail {
 		t.Error("worst should be fail")
+	}
+}
+
+// On a VM (the hypervisor CPU flag) in a container with a CPU quota and
+// steal time, doctor says what that does to the numbers instead of
+// rating the hidden frequency knobs "ok".
+func TestVirtualHost(t *testing.T) {
+	root := tree(t, map[string]string{
+		"proc/cpuinfo":                        "processor\t: 0\nmodel name\t: Fake EPYC\nflags\t\t: fpu sse2 hypervisor avx2\n",
+		"proc/meminfo":                        "MemTotal: 16000000 kB\nMemAvailable: 15000000 kB\nHugePages_Total: 0\n",
+		"proc/loadavg":                        "0.10 0.20 0.30 1/300 1234\n",
+		"proc/stat":                           "cpu  1000 0 500 7000 100 0 100 300 0 0\ncpu0 1 2 3\n",
+		"sys/fs/cgroup/cpu.max":               "150000 100000\n",
+		".dockerenv":                          "",
+		"sys/class/dmi/id/sys_vendor":         "QEMU\n",
+		"sys/devices/system/cpu/online":       "0-1\n",
+		"proc/sys/kernel/perf_event_paranoid": "2\n",
+	})
+	h := host.Read(root)
+	if h.Hypervisor != "QEMU" || h.Container != "docker" || h.CPUQuota != 1.5 || h.StealPct < 3.3 || h.StealPct > 3.4 || !h.Virtual() {
+		t.Fatalf("facts = %+v", h)
+	}
+	fs := Check(Host{Facts: h, LookPath: allTools, Euid: 0, RunAs: "root"})
+	for check, want := range map[string]string{"virtualization": Warn, "steal time": Warn, "cpu quota": Warn} {
+		if f := find(fs, check); f.Status != want || f.Why == "" || f.Fix == "" {
+			t.Errorf("%s: %+v, want %s with why and fix", check, f, want)
+		}
+	}
+	if f := find(fs, "cpu governor"); !strings.Contains(f.Value, "hypervisor") {
+		t.Errorf("governor on a VM: %+v", f)
+	}
+	if f := find(fs, "virtualization"); !strings.Contains(f.Fix, "--instructions") {
+		t.Errorf("virtualization fix: %+v", f)
 	}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // Host is what plan.json records about the machine: what decides whether
-// numbers from two runs can be compared.
+// numbers from two runs can be compared. The first nine fields are
+// schema version 1's; the rest were added with omitempty.
 type Host struct {
 	Hostname  string `json:"hostname"`
 	CPU       string `json:"cpu"`
@@ -24,9 +25,40 @@ type Host struct {
 	Turbo     string `json:"turbo,omitempty"`
 	THP       string `json:"thp,omitempty"`
 	HugePages string `json:"huge_pages,omitempty"`
+
+	// Governors counts the CPUs per scaling governor (empty when the
+	// kernel exposes none: a VM, or a fixed clock).
+	Governors map[string]int `json:"governors,omitempty"`
+	// TurboSource is the sysfs knob Turbo was read from.
+	TurboSource string `json:"turbo_source,omitempty"`
+	// SMT is "on", "off" or "" when not exposed.
+	SMT string `json:"smt,omitempty"`
+	// HugePagesFree and MemAvailableMB are read when the plan is made.
+	HugePagesFree  int     `json:"huge_pages_free,omitempty"`
+	MemAvailableMB int     `json:"mem_available_mb,omitempty"`
+	Load1          float64 `json:"load1,omitempty"`
+	// OnlineCPUs counts /sys/devices/system/cpu/online.
+	OnlineCPUs int `json:"online_cpus,omitempty"`
+	// PerfParanoid is kernel.perf_event_paranoid; "" when not exposed.
+	PerfParanoid string `json:"perf_paranoid,omitempty"`
+	// Hypervisor is set on a virtual machine: the DMI vendor or product
+	// when exposed, else "unknown hypervisor" from the CPU's hypervisor
+	// flag.
+	Hypervisor string `json:"hypervisor,omitempty"`
+	// Container names the container runtime abtest runs in, if any.
+	Container string `json:"container,omitempty"`
+	// CPUQuota is the CPU time the cgroup may use, in CPUs (0: no quota).
+	CPUQuota float64 `json:"cpu_quota,omitempty"`
+	// StealPct is the share of CPU time since boot the hypervisor gave to
+	// others (/proc/stat steal).
+	StealPct float64 `json:"steal_pct,omitempty"`
 }
 
-// ReadHost reads the host's description from root ("/" on a live system;
+// Virtual reports whether numbers on this host share physical CPUs with
+// someone else's work: a VM or a container with a CPU quota.
+func (h Host) Virtual() bool { return h.Hypervisor != "" || h.CPUQuota > 0 }
+
+// Read reads the host's description from root ("/" on a live system;
 // tests pass a fake tree).
 func Read(root string) Host {
 	read := func(p string) string {
@@ -37,34 +69,188 @@ func Read(root string) Host {
 		return strings.TrimSpace(string(data))
 	}
 	h := Host{NProc: runtime.NumCPU(), Kernel: read("proc/sys/kernel/osrelease"), Hostname: read("proc/sys/kernel/hostname")}
-	for _, l := range strings.Split(read("proc/cpuinfo"), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			h.CPU = strings.TrimSpace(v)
-			break
+	h.readCPUInfo(read("proc/cpuinfo"))
+	h.readMeminfo(read("proc/meminfo"))
+	h.readFrequency(root, read)
+	if v := read("sys/kernel/mm/transparent_hugepage/enabled"); v != "" {
+		h.THP = selected(v)
+	}
+	switch read("sys/devices/system/cpu/smt/active") {
+	case "1":
+		h.SMT = "on"
+	case "0":
+		h.SMT = "off"
+	}
+	if f := strings.Fields(read("proc/loadavg")); len(f) > 0 {
+		h.Load1, _ = strconv.ParseFloat(f[0], 64)
+	}
+	h.OnlineCPUs = countCPUs(read("sys/devices/system/cpu/online"))
+	h.PerfParanoid = read("proc/sys/kernel/perf_event_paranoid")
+	if h.Hypervisor != "" {
+		for _, p := range []string{"sys/class/dmi/id/sys_vendor", "sys/class/dmi/id/product_name"} {
+			if v := read(p); v != "" {
+				h.Hypervisor = v
+				break
+			}
 		}
 	}
-	for _, l := range strings.Split(read("proc/meminfo"), "\n") {
-		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			h.MemoryMB = kb / 1024
+	h.Container = container(root, read)
+	h.CPUQuota = cpuQuota(read)
+	h.StealPct = steal(read("proc/stat"))
+	return h
+}
+
+func (h *Host) readCPUInfo(s string) {
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
 		}
-		if v, ok := strings.CutPrefix(l, "HugePages_Total:"); ok {
-			h.HugePages = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "model name":
+			if h.CPU == "" {
+				h.CPU = strings.TrimSpace(v)
+			}
+		case "flags":
+			if h.Hypervisor == "" && strings.Contains(" "+v+" ", " hypervisor ") {
+				h.Hypervisor = "unknown hypervisor"
+			}
+		}
+	}
+}
+
+func (h *Host) readMeminfo(s string) {
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[0])
+		switch k {
+		case "MemTotal":
+			h.MemoryMB = n / 1024
+		case "MemAvailable":
+			h.MemAvailableMB = n / 1024
+		case "HugePages_Total":
+			h.HugePages = f[0]
+		case "HugePages_Free":
+			h.HugePagesFree = n
+		}
+	}
+}
+
+func (h *Host) readFrequency(root string, read func(string) string) {
+	govs, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
+	for _, g := range govs {
+		if data, err := os.ReadFile(g); err == nil {
+			if h.Governors == nil {
+				h.Governors = map[string]int{}
+			}
+			h.Governors[strings.TrimSpace(string(data))]++
 		}
 	}
 	h.Governor = read("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 	if v := read("sys/devices/system/cpu/intel_pstate/no_turbo"); v != "" {
-		h.Turbo = map[string]string{"0": "on", "1": "off"}[v]
+		h.Turbo, h.TurboSource = map[string]string{"0": "on", "1": "off"}[v], "intel_pstate"
 	} else if v := read("sys/devices/system/cpu/cpufreq/boost"); v != "" {
-		h.Turbo = map[string]string{"1": "on", "0": "off"}[v]
+		h.Turbo, h.TurboSource = map[string]string{"1": "on", "0": "off"}[v], "cpufreq boost"
 	}
-	if v := read("sys/kernel/mm/transparent_hugepage/enabled"); v != "" {
-		if i := strings.Index(v, "["); i >= 0 {
-			if j := strings.Index(v[i:], "]"); j > 0 {
-				v = v[i+1 : i+j]
-			}
+}
+
+// selected is the bracketed choice of a sysfs list: "always [madvise] never".
+func selected(v string) string {
+	if i := strings.Index(v, "["); i >= 0 {
+		if j := strings.Index(v[i:], "]"); j > 0 {
+			return v[i+1 : i+j]
 		}
-		h.THP = v
 	}
-	return h
+	return v
+}
+
+// countCPUs counts a CPU list such as "0-3,8".
+func countCPUs(v string) int {
+	n := 0
+	for _, part := range strings.Split(v, ",") {
+		if part == "" {
+			continue
+		}
+		a, b, isRange := strings.Cut(part, "-")
+		x, err := strconv.Atoi(a)
+		if err != nil {
+			continue
+		}
+		y := x
+		if isRange {
+			y, _ = strconv.Atoi(b)
+		}
+		n += y - x + 1
+	}
+	return n
+}
+
+func container(root string, read func(string) string) string {
+	switch {
+	case exists(filepath.Join(root, ".dockerenv")):
+		return "docker"
+	case exists(filepath.Join(root, "run/.containerenv")):
+		return "podman"
+	}
+	cg := read("proc/1/cgroup")
+	for _, name := range []string{"kubepods", "docker", "lxc", "containerd"} {
+		if strings.Contains(cg, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// cpuQuota reads the cgroup's CPU limit, v2 (cpu.max) or v1
+// (cfs_quota_us / cfs_period_us), in CPUs.
+func cpuQuota(read func(string) string) float64 {
+	if f := strings.Fields(read("sys/fs/cgroup/cpu.max")); len(f) == 2 && f[0] != "max" {
+		q, _ := strconv.ParseFloat(f[0], 64)
+		p, _ := strconv.ParseFloat(f[1], 64)
+		if p > 0 {
+			return q / p
+		}
+	}
+	q, _ := strconv.ParseFloat(read("sys/fs/cgroup/cpu/cpu.cfs_quota_us"), 64)
+	p, _ := strconv.ParseFloat(read("sys/fs/cgroup/cpu/cpu.cfs_period_us"), 64)
+	if q > 0 && p > 0 {
+		return q / p
+	}
+	return 0
+}
+
+// steal is the steal share of all CPU time since boot, from /proc/stat's
+// first line: cpu user nice system idle iowait irq softirq steal ….
+func steal(stat string) float64 {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var total, st float64
+	for i, s := range f[1:] {
+		v, _ := strconv.ParseFloat(s, 64)
+		if i < 8 {
+			total += v
+		}
+		if i == 7 {
+			st = v
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return 100 * st / total
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
