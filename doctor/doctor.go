@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,4 +227,69 @@ func Worst(fs []Finding) string {
 		}
 	}
 	return w
+}
+
+// Fix is one host setting doctor --fix changes: safe (a sysfs knob, no
+// reboot) and reversible (Undo writes the old value back).
+type Fix struct {
+	Check string `json:"check"`
+	// Path is relative to the host root.
+	Path string `json:"path"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Fixes lists what doctor --fix would change on the host at root: the
+// governor of every CPU to performance, turbo off, THP to madvise. It
+// reads the knobs themselves, so a hidden knob (a VM) yields nothing.
+func Fixes(root string) []Fix {
+	read := func(p string) string {
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(data))
+	}
+	var out []Fix
+	govs, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
+	sort.Strings(govs)
+	for _, g := range govs {
+		rel, _ := filepath.Rel(root, g)
+		if v := read(rel); v != "" && v != "performance" {
+			out = append(out, Fix{Check: "cpu governor", Path: rel, From: v, To: "performance"})
+		}
+	}
+	if v := read("sys/devices/system/cpu/intel_pstate/no_turbo"); v == "0" {
+		out = append(out, Fix{Check: "turbo", Path: "sys/devices/system/cpu/intel_pstate/no_turbo", From: "0", To: "1"})
+	} else if v := read("sys/devices/system/cpu/cpufreq/boost"); v == "1" {
+		out = append(out, Fix{Check: "turbo", Path: "sys/devices/system/cpu/cpufreq/boost", From: "1", To: "0"})
+	}
+	const thp = "sys/kernel/mm/transparent_hugepage/enabled"
+	if v := read(thp); v != "" && host.Selected(v) == "always" {
+		out = append(out, Fix{Check: "transparent huge pages", Path: thp, From: "always", To: "madvise"})
+	}
+	return out
+}
+
+// Apply writes each fix's new value under root, stopping at the first
+// failure; it returns the fixes applied, for Undo.
+func Apply(root string, fixes []Fix) ([]Fix, error) {
+	var done []Fix
+	for _, f := range fixes {
+		if err := os.WriteFile(filepath.Join(root, f.Path), []byte(f.To+"\n"), 0); err != nil {
+			return done, fmt.Errorf("doctor --fix: %s: writing %s: %w", f.Check, f.Path, err)
+		}
+		done = append(done, f)
+	}
+	return done, nil
+}
+
+// UndoScript is a shell script that writes every fix's old value back.
+func UndoScript(root string, fixes []Fix) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# written by abtest doctor --fix: run it to undo what it changed\nset -e\n")
+	for _, f := range fixes {
+		fmt.Fprintf(&b, "echo %s > %s\n", f.From, filepath.Join(root, f.Path))
+	}
+	return b.String()
 }

@@ -73,7 +73,7 @@ func Read(root string) Host {
 	h.readMeminfo(read("proc/meminfo"))
 	h.readFrequency(root, read)
 	if v := read("sys/kernel/mm/transparent_hugepage/enabled"); v != "" {
-		h.THP = selected(v)
+		h.THP = Selected(v)
 	}
 	switch read("sys/devices/system/cpu/smt/active") {
 	case "1":
@@ -161,8 +161,8 @@ func (h *Host) readFrequency(root string, read func(string) string) {
 	}
 }
 
-// selected is the bracketed choice of a sysfs list: "always [madvise] never".
-func selected(v string) string {
+// Selected is the bracketed choice of a sysfs list: "always [madvise] never".
+func Selected(v string) string {
 	if i := strings.Index(v, "["); i >= 0 {
 		if j := strings.Index(v[i:], "]"); j > 0 {
 			return v[i+1 : i+j]
