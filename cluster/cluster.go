@@ -175,78 +175,6 @@ func (m *Manager) ReadState(name string) (*State, error) {
 	return &s, nil
 }
 
-// PID returns the postmaster's pid when the cluster in dir is running.
-func PID(dir string) (int, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		return 0, false
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	if !Alive(pid) {
-		return 0, false
-	}
-	// A stale postmaster.pid whose pid was reused by another program.
-	if exe, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil {
-		c := strings.TrimSpace(string(exe))
-		if c != "postgres" && c != "postmaster" {
-			return 0, false
-		}
-	}
-	return pid, true
-}
-
-// Alive reports whether process pid runs. A zombie (exited, not yet reaped,
-// as under a container init that does not reap) does not count.
-func Alive(pid int) bool {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(s[i+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// Processes returns the postmaster's pid and its children's: every process
-// of a running cluster.
-func Processes(dir string) []int {
-	pid, ok := PID(dir)
-	if !ok {
-		return nil
-	}
-	pids := []int{pid}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		data, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may contain spaces and parens.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
-			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
-			pids = append(pids, child)
-		}
-	}
-	return pids
-}
-
 // Start starts cluster name with opts: initdb when there is no data
 // directory (or Recreate), configuration written, server started and
 // waited for until a real connection succeeds. A running cluster whose
@@ -280,7 +208,10 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	defer unlock()
 
 	prev, _ := m.ReadState(name)
-	pid, running := PID(dir)
+	pid, running, err := m.running(name, dir)
+	if err != nil {
+		return nil, err
+	}
 
 	port, err := m.choosePort(name, dir, prev, opts)
 	if err != nil {
@@ -360,6 +291,25 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 		return nil, exitcode.Failure(err)
 	}
 	return st, nil
+}
+
+// running reports whether cluster name runs, and takes over a stale
+// postmaster.pid: when its pid is not this cluster's postmaster the file
+// is removed, since postgres refuses to start over a file whose pid is
+// alive, whatever that process is.
+func (m *Manager) running(name, dir string) (int, bool, error) {
+	pid, err := postmaster(dir)
+	var stale *staleError
+	switch {
+	case err == nil:
+		return pid, true, nil
+	case errors.As(err, &stale):
+		m.logf("cluster %s: %v: taking it over", name, stale)
+		if err := m.Run.RemoveAll(filepath.Join(dir, pidFileName)); err != nil {
+			return 0, false, exitcode.Failure(err)
+		}
+	}
+	return 0, false, nil
 }
 
 // start launches the postmaster and waits for a connection; on failure or
@@ -467,9 +417,6 @@ func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
 	if !exists(filepath.Join(dir, "PG_VERSION")) {
 		return false, exitcode.BadInputf("%w %q under %s", ErrNotFound, name, m.Root)
 	}
-	if _, running := PID(dir); !running {
-		return false, nil
-	}
 	if err := m.checkUser(); err != nil {
 		return false, err
 	}
@@ -478,6 +425,15 @@ func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	// pg_ctl stop signals whatever pid postmaster.pid names: it runs only
+	// once that pid is known to be this cluster's postmaster.
+	if _, err := postmaster(dir); err != nil {
+		var stale *staleError
+		if errors.As(err, &stale) {
+			m.logf("cluster %s: not running (%v)", name, stale)
+		}
+		return false, nil
+	}
 	return true, m.pgctlStop(ctx, dir, "fast")
 }
 
