@@ -191,4 +191,3 @@ ORDER BY total_exec_time DESC LIMIT $1`, n)
 	}
 	return out, rows.Err()
 }
-
