@@ -38,6 +38,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/worktree"
 )
@@ -109,13 +110,29 @@ type Builder struct {
 	Run         *proc.Runner
 	// Progress receives phases and steps; nil discards them.
 	Progress Progress
-	// BeforeInstall runs before anything is installed over the prefix
-	// (the caller stops the cluster that runs these binaries).
+	// Servers stops the servers that run the prefix's binaries before
+	// anything is installed over them (a *cluster.Manager). Whether or
+	// not it is set, Build refuses to install over binaries a running
+	// process executes (ErrInUse).
+	Servers Servers
+	// BeforeInstall, when set, runs once before anything is installed
+	// over the prefix, after Servers.
 	BeforeInstall func(ctx context.Context) error
 	// Jobs is make's -j; zero means the number of CPUs (ninja picks its
 	// own).
 	Jobs int
 }
+
+// Servers stops what runs an install's binaries; cluster.Manager is one.
+type Servers interface {
+	// StopUsing stops the servers running the binaries under install
+	// and returns their names.
+	StopUsing(ctx context.Context, install string) ([]string, error)
+}
+
+// ErrInUse: a running process executes binaries of the install prefix a
+// build would install over.
+var ErrInUse = errors.New("build: install in use")
 
 // Progress is told what the build is doing.
 type Progress interface {
@@ -174,6 +191,9 @@ type CCache struct {
 type Result struct {
 	Info    *Info
 	Skipped bool
+	// Stopped names the servers (clusters) Servers stopped before the
+	// install; the next cluster Start brings each back on the new build.
+	Stopped []string
 }
 
 // InstallDir returns the prefix of name.
@@ -265,12 +285,14 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	} else {
 		steps = b.autotoolsSteps(wtDir, install, opts, o, env, log)
 	}
+	var stopped []string
+	installing := false
 	for _, s := range steps {
-		if s.install && b.BeforeInstall != nil && !b.Run.DryRun {
-			if err := b.BeforeInstall(ctx); err != nil {
+		if s.install && !installing && !b.Run.DryRun {
+			installing = true
+			if stopped, err = b.stopServers(ctx, install); err != nil {
 				return nil, err
 			}
-			b.BeforeInstall = nil
 		}
 		// The old record goes before anything is installed over the
 		// prefix: a half-installed prefix must not pass the fingerprint
@@ -322,7 +344,62 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if err := b.Run.WriteFile(filepath.Join(install, InfoFile), append(data, '\n'), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	return &Result{Info: info}, nil
+	return &Result{Info: info, Stopped: stopped}, nil
+}
+
+// stopServers makes sure nothing runs the binaries of install before a
+// build installs over them: a server would go on running the replaced
+// (deleted) binary, and load the new build's libraries into the old
+// server's backends. Servers stops abtest's clusters; any process left
+// executing install's binaries is refused, with its pid.
+func (b *Builder) stopServers(ctx context.Context, install string) ([]string, error) {
+	var stopped []string
+	if b.Servers != nil {
+		var err error
+		if stopped, err = b.Servers.StopUsing(ctx, install); err != nil {
+			return stopped, err
+		}
+	}
+	if b.BeforeInstall != nil {
+		if err := b.BeforeInstall(ctx); err != nil {
+			return stopped, err
+		}
+		b.BeforeInstall = nil
+	}
+	if users := InstallUsers(install); len(users) > 0 {
+		return stopped, exitcode.Failure(fmt.Errorf("%w: pid %d runs %s; stop that server before installing over it (abtest switch -w NAME --stop)", ErrInUse, users[0].PID, users[0].Exe))
+	}
+	return stopped, nil
+}
+
+// User is a process that executes a binary of an install prefix.
+type User struct {
+	PID int
+	Exe string
+}
+
+// InstallUsers lists the processes executing a binary under install's
+// bin directory (a replaced one included: /proc/PID/exe then ends in
+// " (deleted)").
+func InstallUsers(install string) []User {
+	bin, err := filepath.Abs(filepath.Join(install, "bin"))
+	if err != nil {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = real
+	}
+	var out []User
+	for _, st := range procfs.All() {
+		exe, err := procfs.Exe(st.PID)
+		if err != nil || !st.Alive() {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSuffix(exe, " (deleted)"), bin+"/") {
+			out = append(out, User{PID: st.PID, Exe: exe})
+		}
+	}
+	return out
 }
 
 // failure makes a build error: exit 3, the phase, the log path, and the
