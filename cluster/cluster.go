@@ -113,6 +113,9 @@ type Options struct {
 	DataChecksums bool
 	// Recreate runs initdb again over an existing data directory.
 	Recreate bool
+	// Force stops or restarts the server even while another process
+	// holds the cluster for a measurement (Acquire).
+	Force bool
 }
 
 // State is a cluster as abtest last configured it (abtest.state.json).
@@ -246,6 +249,9 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	}
 	if fresh {
 		if running {
+			if err := m.checkUse(name, "recreate", opts.Force); err != nil {
+				return nil, err
+			}
 			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
 				return nil, err
 			}
@@ -304,6 +310,10 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 				m.logf("cluster %s: already running (pid %d, port %d), as asked", name, pid, port)
 				prev.Action, prev.Reason = Unchanged, ""
 				return prev, nil
+			}
+			if err := m.checkUse(name, "restart", opts.Force); err != nil {
+				restore()
+				return nil, err
 			}
 			m.logf("cluster %s: restarting: %s", name, reason)
 			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
@@ -463,8 +473,20 @@ func (m *Manager) initialize(ctx context.Context, st *State) error {
 	return nil
 }
 
-// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting).
+// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting). It
+// is ErrBusy while another process holds the cluster for a measurement
+// (Acquire).
 func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
+	return m.stop(ctx, name, false)
+}
+
+// ForceStop is Stop even while another process holds the cluster (a
+// note says so).
+func (m *Manager) ForceStop(ctx context.Context, name string) (bool, error) {
+	return m.stop(ctx, name, true)
+}
+
+func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
 		return false, exitcode.BadInput(err)
@@ -488,6 +510,9 @@ func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
 			m.logf("cluster %s: not running (%v)", name, stale)
 		}
 		return false, nil
+	}
+	if err := m.checkUse(name, "stop", force); err != nil {
+		return false, err
 	}
 	return true, m.pgctlStop(ctx, dir, "", "fast")
 }
