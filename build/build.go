@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -121,6 +123,13 @@ type Builder struct {
 	// Jobs is make's -j; zero means the number of CPUs (ninja picks its
 	// own).
 	Jobs int
+	// User, when set, runs configure, meson, make and ninja (and so
+	// whatever a patch's build scripts do) and the built binaries: set
+	// it to the server's account when abtest runs as root. The build
+	// directory and the install prefix are then made that account's
+	// (chown -R, never through a symbolic link); ccache uses that
+	// account's cache directory.
+	User *proc.User
 }
 
 // Servers stops what runs an install's binaries; cluster.Manager is one.
@@ -277,6 +286,14 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	statsLog := filepath.Join(b.InstallRoot, "."+name+".ccache-stats")
 	_ = os.Remove(statsLog)
 	env := b.env(useCCache, statsLog)
+	if b.User != nil && useCCache {
+		// The caller's cache (root's home) is not the build user's to
+		// write: a cache of its own beside the installs.
+		env = append(env, "CCACHE_DIR="+b.ccacheDir())
+	}
+	if err := b.handOver(wtDir, install, statsLog, useCCache); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("building %s: %w", name, err))
+	}
 
 	start := time.Now()
 	var steps []step
@@ -336,7 +353,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		info.CCache = readStatsLog(statsLog)
 		_ = os.Remove(statsLog)
 	}
-	vc := proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true}
+	vc := proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true, User: b.User, Dir: "/"}
 	if out, err := b.Run.Output(ctx, vc); err == nil {
 		info.Version = strings.TrimSpace(out)
 	}
@@ -400,6 +417,66 @@ func InstallUsers(install string) []User {
 		}
 	}
 	return out
+}
+
+// handOver gives the build user (User) what its build writes: the build
+// directory, the install prefix and the ccache stats log. Trees made by
+// an earlier build as root are handed over whole (Lchown: a symbolic link
+// inside is changed itself, never its target).
+func (b *Builder) handOver(wt, install, statsLog string, ccache bool) error {
+	if b.User == nil || b.Run.DryRun {
+		return nil
+	}
+	uid, gid := int(b.User.UID), int(b.User.GID)
+	for _, dir := range []string{filepath.Join(wt, worktree.BuildDir), install} {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := chownTree(dir, uid, gid); err != nil {
+			return err
+		}
+	}
+	if ccache {
+		if err := os.Mkdir(b.ccacheDir(), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := chownTree(b.ccacheDir(), uid, gid); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(statsLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Chown(uid, gid)
+	}
+	return nil
+}
+
+func (b *Builder) ccacheDir() string {
+	return filepath.Join(b.InstallRoot, ".ccache")
+}
+
+// chownTree gives dir and everything below it to uid:gid, without
+// following symbolic links. It walks only when dir itself is someone
+// else's: a tree handed over once stays handed over.
+func chownTree(dir string, uid, gid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory abtest made", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
 }
 
 // failure makes a build error: exit 3, the phase, the log path, and the
@@ -494,7 +571,7 @@ func (b *Builder) mesonSteps(wt, install string, opts []string, o Options, env [
 	bd := filepath.Join(wt, worktree.BuildDir)
 	var steps []step
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Unset: makeVars, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Unset: makeVars, Log: log, User: b.User}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")
@@ -533,7 +610,7 @@ var makeVars = []string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}
 func (b *Builder) autotoolsSteps(wt, install string, opts []string, o Options, env []string, log string) []step {
 	bd := filepath.Join(wt, worktree.BuildDir)
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Unset: makeVars, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Unset: makeVars, Log: log, User: b.User}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")
