@@ -696,7 +696,6 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	}
 	pc := m.cmd(install, "pg_config", "--pkglibdir")
 	pc.ReadOnly = true
-	pc.User = nil
 	out, err := m.Run.Output(ctx, pc)
 	if err != nil {
 		return exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err)
