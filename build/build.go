@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,10 +35,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/worktree"
 )
@@ -109,13 +112,36 @@ type Builder struct {
 	Run         *proc.Runner
 	// Progress receives phases and steps; nil discards them.
 	Progress Progress
-	// BeforeInstall runs before anything is installed over the prefix
-	// (the caller stops the cluster that runs these binaries).
+	// Servers stops the servers that run the prefix's binaries before
+	// anything is installed over them (a *cluster.Manager). Whether or
+	// not it is set, Build refuses to install over binaries a running
+	// process executes (ErrInUse).
+	Servers Servers
+	// BeforeInstall, when set, runs once before anything is installed
+	// over the prefix, after Servers.
 	BeforeInstall func(ctx context.Context) error
 	// Jobs is make's -j; zero means the number of CPUs (ninja picks its
 	// own).
 	Jobs int
+	// User, when set, runs configure, meson, make and ninja (and so
+	// whatever a patch's build scripts do) and the built binaries: set
+	// it to the server's account when abtest runs as root. The build
+	// directory and the install prefix are then made that account's
+	// (chown -R, never through a symbolic link); ccache uses that
+	// account's cache directory.
+	User *proc.User
 }
+
+// Servers stops what runs an install's binaries; cluster.Manager is one.
+type Servers interface {
+	// StopUsing stops the servers running the binaries under install
+	// and returns their names.
+	StopUsing(ctx context.Context, install string) ([]string, error)
+}
+
+// ErrInUse: a running process executes binaries of the install prefix a
+// build would install over.
+var ErrInUse = errors.New("build: install in use")
 
 // Progress is told what the build is doing.
 type Progress interface {
@@ -174,6 +200,9 @@ type CCache struct {
 type Result struct {
 	Info    *Info
 	Skipped bool
+	// Stopped names the servers (clusters) Servers stopped before the
+	// install; the next cluster Start brings each back on the new build.
+	Stopped []string
 }
 
 // InstallDir returns the prefix of name.
@@ -257,6 +286,14 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	statsLog := filepath.Join(b.InstallRoot, "."+name+".ccache-stats")
 	_ = os.Remove(statsLog)
 	env := b.env(useCCache, statsLog)
+	if b.User != nil && useCCache {
+		// The caller's cache (root's home) is not the build user's to
+		// write: a cache of its own beside the installs.
+		env = append(env, "CCACHE_DIR="+b.ccacheDir())
+	}
+	if err := b.handOver(wtDir, install, statsLog, useCCache); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("building %s: %w", name, err))
+	}
 
 	start := time.Now()
 	var steps []step
@@ -265,12 +302,14 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	} else {
 		steps = b.autotoolsSteps(wtDir, install, opts, o, env, log)
 	}
+	var stopped []string
+	installing := false
 	for _, s := range steps {
-		if s.install && b.BeforeInstall != nil && !b.Run.DryRun {
-			if err := b.BeforeInstall(ctx); err != nil {
+		if s.install && !installing && !b.Run.DryRun {
+			installing = true
+			if stopped, err = b.stopServers(ctx, install); err != nil {
 				return nil, err
 			}
-			b.BeforeInstall = nil
 		}
 		// The old record goes before anything is installed over the
 		// prefix: a half-installed prefix must not pass the fingerprint
@@ -314,7 +353,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		info.CCache = readStatsLog(statsLog)
 		_ = os.Remove(statsLog)
 	}
-	vc := proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true}
+	vc := proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true, User: b.User, Dir: "/"}
 	if out, err := b.Run.Output(ctx, vc); err == nil {
 		info.Version = strings.TrimSpace(out)
 	}
@@ -322,7 +361,122 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if err := b.Run.WriteFile(filepath.Join(install, InfoFile), append(data, '\n'), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	return &Result{Info: info}, nil
+	return &Result{Info: info, Stopped: stopped}, nil
+}
+
+// stopServers makes sure nothing runs the binaries of install before a
+// build installs over them: a server would go on running the replaced
+// (deleted) binary, and load the new build's libraries into the old
+// server's backends. Servers stops abtest's clusters; any process left
+// executing install's binaries is refused, with its pid.
+func (b *Builder) stopServers(ctx context.Context, install string) ([]string, error) {
+	var stopped []string
+	if b.Servers != nil {
+		var err error
+		if stopped, err = b.Servers.StopUsing(ctx, install); err != nil {
+			return stopped, err
+		}
+	}
+	if b.BeforeInstall != nil {
+		if err := b.BeforeInstall(ctx); err != nil {
+			return stopped, err
+		}
+		b.BeforeInstall = nil
+	}
+	if users := InstallUsers(install); len(users) > 0 {
+		return stopped, exitcode.Failure(fmt.Errorf("%w: pid %d runs %s; stop that server before installing over it (abtest switch -w NAME --stop)", ErrInUse, users[0].PID, users[0].Exe))
+	}
+	return stopped, nil
+}
+
+// User is a process that executes a binary of an install prefix.
+type User struct {
+	PID int
+	Exe string
+}
+
+// InstallUsers lists the processes executing a binary under install's
+// bin directory (a replaced one included: /proc/PID/exe then ends in
+// " (deleted)").
+func InstallUsers(install string) []User {
+	bin, err := filepath.Abs(filepath.Join(install, "bin"))
+	if err != nil {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = real
+	}
+	var out []User
+	for _, st := range procfs.All() {
+		exe, err := procfs.Exe(st.PID)
+		if err != nil || !st.Alive() {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSuffix(exe, " (deleted)"), bin+"/") {
+			out = append(out, User{PID: st.PID, Exe: exe})
+		}
+	}
+	return out
+}
+
+// handOver gives the build user (User) what its build writes: the build
+// directory, the install prefix and the ccache stats log. Trees made by
+// an earlier build as root are handed over whole (Lchown: a symbolic link
+// inside is changed itself, never its target).
+func (b *Builder) handOver(wt, install, statsLog string, ccache bool) error {
+	if b.User == nil || b.Run.DryRun {
+		return nil
+	}
+	uid, gid := int(b.User.UID), int(b.User.GID)
+	for _, dir := range []string{filepath.Join(wt, worktree.BuildDir), install} {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := chownTree(dir, uid, gid); err != nil {
+			return err
+		}
+	}
+	if ccache {
+		if err := os.Mkdir(b.ccacheDir(), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := chownTree(b.ccacheDir(), uid, gid); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(statsLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Chown(uid, gid)
+	}
+	return nil
+}
+
+func (b *Builder) ccacheDir() string {
+	return filepath.Join(b.InstallRoot, ".ccache")
+}
+
+// chownTree gives dir and everything below it to uid:gid, without
+// following symbolic links. It walks only when dir itself is someone
+// else's: a tree handed over once stays handed over.
+func chownTree(dir string, uid, gid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory abtest made", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
 }
 
 // failure makes a build error: exit 3, the phase, the log path, and the
@@ -417,7 +571,7 @@ func (b *Builder) mesonSteps(wt, install string, opts []string, o Options, env [
 	bd := filepath.Join(wt, worktree.BuildDir)
 	var steps []step
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Unset: makeVars, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: wt, Env: env, Unset: makeVars, Log: log, User: b.User}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")
@@ -456,7 +610,7 @@ var makeVars = []string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}
 func (b *Builder) autotoolsSteps(wt, install string, opts []string, o Options, env []string, log string) []step {
 	bd := filepath.Join(wt, worktree.BuildDir)
 	cmd := func(args ...string) proc.Cmd {
-		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Unset: makeVars, Log: log}
+		return proc.Cmd{Path: args[0], Args: args[1:], Dir: bd, Env: env, Unset: makeVars, Log: log, User: b.User}
 	}
 	recorded := filepath.Join(bd, ".abtest-options")
 	want := strings.Join(opts, "\n")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -196,4 +197,45 @@ type recorder struct{ steps []string }
 func (r *recorder) Phase(string) {}
 func (r *recorder) Step(done, total int) {
 	r.steps = append(r.steps, fmt.Sprintf("%d/%d", done, total))
+}
+
+// TestNoInstallOverRunningBinaries: Build never installs over binaries a
+// process executes: Servers is asked to stop them first, and whatever
+// still runs them is refused with its pid (exit 3).
+func TestNoInstallOverRunningBinaries(t *testing.T) {
+	install := t.TempDir()
+	bin := filepath.Join(install, "bin")
+	os.MkdirAll(bin, 0o755)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	data, _ := os.ReadFile(sleep)
+	os.WriteFile(filepath.Join(bin, "postgres"), data, 0o755)
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+
+	b := &Builder{Run: &proc.Runner{}}
+	_, err = b.stopServers(context.Background(), install)
+	if !errors.Is(err, ErrInUse) || exitcode.Code(err) != exitcode.Infra || !strings.Contains(err.Error(), fmt.Sprint(cmd.Process.Pid)) {
+		t.Errorf("stopServers with a running binary = %v, want ErrInUse naming pid %d", err, cmd.Process.Pid)
+	}
+	b.Servers = killer{cmd}
+	stopped, err := b.stopServers(context.Background(), install)
+	if err != nil || len(stopped) != 1 {
+		t.Errorf("stopServers with Servers = %v, %v", stopped, err)
+	}
+}
+
+// killer stops the one process it was given, as cluster.Manager stops the
+// clusters of an install.
+type killer struct{ cmd *exec.Cmd }
+
+func (k killer) StopUsing(ctx context.Context, install string) ([]string, error) {
+	k.cmd.Process.Kill()
+	k.cmd.Wait()
+	return []string{"sleeper"}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,19 @@ func TestFromSourcePG15(t *testing.T) {
 	e := testbuild.PG15(t)
 	ctx := context.Background()
 	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
+	if u := e.B.User; u != nil && owner(t, filepath.Join(base.Info.Install, "bin", "postgres")) != u.UID {
+		// A cache made before builds ran as the server's account: built
+		// again from scratch as that account, whose ccache then warms.
+		t.Logf("cached pg15-base was built as another account: rebuilding it as %s", u.Name)
+		os.RemoveAll(filepath.Join(e.Worktrees, "pg15-base", "build"))
+		prov, err := e.WT.Info(ctx, "pg15-base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base, err = e.B.Build(ctx, prov, filepath.Join(e.Worktrees, "pg15-base"), build.Options{Type: build.Release, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("base: skipped=%v %s in %.1f s", base.Skipped, base.Info.Version, base.Info.Seconds.Total)
 	out, err := exec.Command(filepath.Join(base.Info.Install, "bin", "postgres"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "postgres (PostgreSQL) 15.") {
@@ -54,6 +68,15 @@ func TestFromSourcePG15(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), demo.PatchName)
 	os.WriteFile(patch, demo.Patch, 0o644)
 	second := e.Build(t, name, "base", []string{patch}, build.Options{Type: build.Release})
+	if u := e.B.User; u != nil {
+		// As root the build ran as the unprivileged account: what make
+		// wrote and installed is that account's.
+		for _, f := range []string{filepath.Join(e.Worktrees, name, "build", "config.status"), filepath.Join(e.Worktrees, name, "build", "src", "backend", "postgres"), filepath.Join(second.Info.Install, "bin", "postgres")} {
+			if uid := owner(t, f); uid != u.UID {
+				t.Errorf("%s belongs to uid %d, want %s (%d): the build ran as root", f, uid, u.Name, u.UID)
+			}
+		}
+	}
 	cc := second.Info.CCache
 	if cc == nil || cc.Hits+cc.Misses < 500 {
 		t.Fatalf("ccache stats of the second worktree = %+v; want hundreds of compilations", cc)
@@ -123,4 +146,13 @@ func checkPGSS(t *testing.T, install string) {
 	if _, err := os.Stat(so); err != nil {
 		t.Errorf("pg_stat_statements not installed: %v", err)
 	}
+}
+
+func owner(t *testing.T, path string) uint32 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Uid
 }

@@ -18,8 +18,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,8 +98,8 @@ type Options struct {
 	Port int
 	// AutoPort picks a free port even when the cluster had one.
 	AutoPort bool
-	// PgssMax is pg_stat_statements.max; 0 means DefaultPgssMax, and
-	// anything else below 100 is refused.
+	// PgssMax is shorthand for a pg_stat_statements.max setting (-m),
+	// placed before Settings; 0 means none, so DefaultSettings' value.
 	PgssMax int
 	// Settings are --set values, applied last.
 	Settings []Setting
@@ -114,6 +113,9 @@ type Options struct {
 	DataChecksums bool
 	// Recreate runs initdb again over an existing data directory.
 	Recreate bool
+	// Force stops or restarts the server even while another process
+	// holds the cluster for a measurement (Acquire).
+	Force bool
 }
 
 // State is a cluster as abtest last configured it (abtest.state.json).
@@ -127,11 +129,29 @@ type State struct {
 	CPUs       []int             `json:"cpus,omitempty"`
 	MaxClients int               `json:"max_clients"`
 	Settings   map[string]string `json:"settings"`
-	Version    string            `json:"version"`
-	EnvFile    string            `json:"env_file"`
+	// Version is `postgres --version` of the install.
+	Version string `json:"version"`
+	EnvFile string `json:"env_file"`
+	// Fingerprint is the build fingerprint of the install the server
+	// was started from (its .abtest-build.json); "" for an install abtest
+	// did not build.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Binary identifies the install's bin/postgres as it was at start:
+	// a rebuild replaces the file even when the fingerprint is the same
+	// (--force).
+	Binary Binary `json:"binary"`
+	// Exe is /proc/PID/exe of the postmaster right after it started, and
+	// ServerVersion its SELECT version(): what the server really runs.
+	Exe           string `json:"exe,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
 	// Initialized is set once the benchmark database and extension exist.
 	Initialized bool      `json:"initialized"`
 	StartedAt   time.Time `json:"started_at"`
+
+	// Action is what the Start that returned this state did, and Reason
+	// why (e.g. "build fingerprint changed"); neither is stored.
+	Action Action `json:"-"`
+	Reason string `json:"-"`
 }
 
 // ConnString returns a libpq connection string for database db.
@@ -175,83 +195,15 @@ func (m *Manager) ReadState(name string) (*State, error) {
 	return &s, nil
 }
 
-// PID returns the postmaster's pid when the cluster in dir is running.
-func PID(dir string) (int, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		return 0, false
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	if !Alive(pid) {
-		return 0, false
-	}
-	// A stale postmaster.pid whose pid was reused by another program.
-	if exe, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil {
-		c := strings.TrimSpace(string(exe))
-		if c != "postgres" && c != "postmaster" {
-			return 0, false
-		}
-	}
-	return pid, true
-}
-
-// Alive reports whether process pid runs. A zombie (exited, not yet reaped,
-// as under a container init that does not reap) does not count.
-func Alive(pid int) bool {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(s[i+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-// Processes returns the postmaster's pid and its children's: every process
-// of a running cluster.
-func Processes(dir string) []int {
-	pid, ok := PID(dir)
-	if !ok {
-		return nil
-	}
-	pids := []int{pid}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		data, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may contain spaces and parens.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
-			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
-			pids = append(pids, child)
-		}
-	}
-	return pids
-}
-
-// Start starts cluster name with opts: initdb when there is no data
-// directory (or Recreate), configuration written, server started and
-// waited for until a real connection succeeds. A running cluster whose
-// configuration does not change is left alone; one whose configuration
-// changes is restarted.
+// Start starts cluster name with opts and returns its state, whose
+// Action says what was done: initdb when there is no data directory (or
+// Recreate, or the install's catalog version differs from the data
+// directory's), configuration written, server started and waited for
+// until a real connection succeeds. A running cluster is left alone only
+// when it runs what is asked: the same install, build fingerprint and
+// postgres binary (not replaced since it started), configuration and
+// CPUs; otherwise it is restarted. Settings are checked before anything
+// is created (CheckSettings).
 func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
@@ -260,17 +212,14 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	if err := m.checkUser(); err != nil {
 		return nil, err
 	}
-	if opts.PgssMax == 0 {
-		opts.PgssMax = DefaultPgssMax
-	}
-	if opts.PgssMax < 100 {
-		return nil, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", opts.PgssMax)
-	}
 	if opts.MaxClients == 0 {
 		opts.MaxClients = 64
 	}
-	opts.Settings = dedupSettings(opts.Settings)
+	settings := effectiveSettings(opts)
 	if err := m.checkInstall(ctx, opts.Install); err != nil {
+		return nil, err
+	}
+	if err := m.checkSettings(ctx, opts.Install, settings); err != nil {
 		return nil, err
 	}
 	unlock, err := m.lock(name)
@@ -278,78 +227,116 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 		return nil, err
 	}
 	defer unlock()
+	if !opts.Recreate {
+		if err := m.checkDataDirOwner(name, dir); err != nil {
+			return nil, exitcode.BadInput(err)
+		}
+	}
 
 	prev, _ := m.ReadState(name)
-	pid, running := PID(dir)
-
+	pid, running, err := m.running(name, dir)
+	if err != nil {
+		return nil, err
+	}
 	port, err := m.choosePort(name, dir, prev, opts)
 	if err != nil {
 		return nil, err
 	}
-	conf := Conf{
-		Port:        port,
-		Listen:      opts.Listen,
-		SocketDir:   m.socketDir(dir),
-		PgssMax:     opts.PgssMax,
-		MaxConns:    MaxConnections(opts.MaxClients),
-		SharedBufMB: SharedBuffersMB(m.memTotal()),
-		Settings:    opts.Settings,
-	}
-	if prev != nil && prev.Install != opts.Install && running && !opts.Recreate {
-		m.logf("cluster %s: install changed (%s -> %s): restarting", name, prev.Install, opts.Install)
-	}
-
-	fresh := opts.Recreate || !exists(filepath.Join(dir, "PG_VERSION"))
-	if fresh && running {
-		if err := m.pgctlStop(ctx, dir, "fast"); err != nil {
-			return nil, err
-		}
-		running = false
+	id := m.identify(opts.Install)
+	fresh, err := m.needsInitdb(ctx, name, dir, opts, id)
+	if err != nil {
+		return nil, err
 	}
 	if fresh {
+		if running {
+			if err := m.checkUse(name, "recreate", opts.Force); err != nil {
+				return nil, err
+			}
+			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
+				return nil, err
+			}
+			running = false
+		}
 		if err := m.initdb(ctx, name, dir, opts); err != nil {
 			return nil, err
 		}
+	}
+	prevSocket := prev
+	if fresh {
 		prev = nil
 	}
-	if err := m.ownedDir(conf.SocketDir); err != nil {
-		return nil, exitcode.Failure(err)
+	sock, err := m.socketDir(name, prevSocket)
+	if err != nil {
+		if fresh {
+			_ = m.Run.RemoveAll(dir)
+		}
+		return nil, exitcode.Failure(fmt.Errorf("cluster %s: socket directory: %w", name, err))
 	}
-
+	conf := Conf{
+		Port:        port,
+		Listen:      opts.Listen,
+		SocketDir:   sock,
+		MaxConns:    MaxConnections(opts.MaxClients),
+		SharedBufMB: SharedBuffersMB(m.memTotal()),
+		Settings:    settings,
+	}
 	confPath := filepath.Join(dir, ConfFile)
 	oldConf, _ := os.ReadFile(confPath)
 	newConf := conf.Render()
-	if err := m.writeOwned(confPath, []byte(newConf), 0o600); err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	if err := m.validate(ctx, opts.Install, dir); err != nil {
-		// Nothing changed on disk: the old include back, or no new cluster.
+	// restore puts things back as they were after a refusal: the old
+	// include, or no new cluster.
+	restore := func() {
 		if fresh {
 			_ = m.Run.RemoveAll(dir)
 		} else if oldConf != nil {
 			_ = m.writeOwned(confPath, oldConf, 0o600)
 		}
+	}
+	if err := m.writeOwned(confPath, []byte(newConf), 0o600); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := m.validate(ctx, opts.Install, dir); err != nil {
+		restore()
 		return nil, err
 	}
 
-	same := running && string(oldConf) == newConf && prev != nil && prev.Install == opts.Install && proc.CPUList(prev.CPUs) == proc.CPUList(opts.CPUs)
-	if same {
-		m.logf("cluster %s: already running (pid %d, port %d), configuration unchanged", name, pid, port)
-		return prev, nil
-	}
-	if running {
-		if err := m.pgctlStop(ctx, dir, "fast"); err != nil {
-			return nil, err
+	action, reason := Created, "initdb"
+	if !fresh {
+		action, reason = Started, "not running"
+		if running {
+			action = Restarted
+			reason = m.restartReason(prev, pid, opts, id, string(oldConf) != newConf)
+			if reason == "" {
+				m.logf("cluster %s: already running (pid %d, port %d), as asked", name, pid, port)
+				prev.Action, prev.Reason = Unchanged, ""
+				return prev, nil
+			}
+			if err := m.checkUse(name, "restart", opts.Force); err != nil {
+				restore()
+				return nil, err
+			}
+			m.logf("cluster %s: restarting: %s", name, reason)
+			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	st := &State{
 		Name: name, Install: opts.Install, DataDir: dir, SocketDir: conf.SocketDir,
 		Port: port, Listen: opts.Listen, CPUs: opts.CPUs, MaxClients: opts.MaxClients, Settings: settingsMap(conf),
-		EnvFile: m.EnvFile(name),
+		EnvFile: m.EnvFile(name), Fingerprint: id.fingerprint, Binary: id.binary,
+		Action: action, Reason: reason,
 	}
 	st.Initialized = prev != nil && prev.Initialized
 	st.Version, _ = m.version(ctx, opts.Install)
 	if err := m.start(ctx, st); err != nil {
+		if errors.Is(err, ErrSetting) {
+			restore()
+			if running && prev != nil {
+				// The server ran before this start: it runs again as it was.
+				_ = m.start(ctx, prev)
+			}
+		}
 		return nil, err
 	}
 	if err := m.writeState(st); err != nil {
@@ -360,6 +347,25 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 		return nil, exitcode.Failure(err)
 	}
 	return st, nil
+}
+
+// running reports whether cluster name runs, and takes over a stale
+// postmaster.pid: when its pid is not this cluster's postmaster the file
+// is removed, since postgres refuses to start over a file whose pid is
+// alive, whatever that process is.
+func (m *Manager) running(name, dir string) (int, bool, error) {
+	pid, err := postmaster(dir)
+	var stale *staleError
+	switch {
+	case err == nil:
+		return pid, true, nil
+	case errors.As(err, &stale):
+		m.logf("cluster %s: %v: taking it over", name, stale)
+		if err := m.Run.RemoveAll(filepath.Join(dir, pidFileName)); err != nil {
+			return 0, false, exitcode.Failure(err)
+		}
+	}
+	return 0, false, nil
 }
 
 // start launches the postmaster and waits for a connection; on failure or
@@ -383,11 +389,20 @@ func (m *Manager) start(ctx context.Context, st *State) error {
 	if err == nil && !st.Initialized {
 		err = m.initialize(ctx, st)
 	}
+	if err == nil {
+		err = m.inspect(ctx, st)
+	}
+	if errors.Is(err, ErrSetting) {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = m.pgctlStop(stopCtx, st.DataDir, st.Install, "fast")
+		return exitcode.BadInput(err)
+	}
 	if err != nil {
 		// No half-started server: stop it, even when ctx is cancelled.
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = m.pgctlStop(stopCtx, st.DataDir, "immediate")
+		_ = m.pgctlStop(stopCtx, st.DataDir, st.Install, "immediate")
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -458,17 +473,26 @@ func (m *Manager) initialize(ctx context.Context, st *State) error {
 	return nil
 }
 
-// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting).
+// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting). It
+// is ErrBusy while another process holds the cluster for a measurement
+// (Acquire).
 func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
+	return m.stop(ctx, name, false)
+}
+
+// ForceStop is Stop even while another process holds the cluster (a
+// note says so).
+func (m *Manager) ForceStop(ctx context.Context, name string) (bool, error) {
+	return m.stop(ctx, name, true)
+}
+
+func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
 		return false, exitcode.BadInput(err)
 	}
 	if !exists(filepath.Join(dir, "PG_VERSION")) {
 		return false, exitcode.BadInputf("%w %q under %s", ErrNotFound, name, m.Root)
-	}
-	if _, running := PID(dir); !running {
-		return false, nil
 	}
 	if err := m.checkUser(); err != nil {
 		return false, err
@@ -478,7 +502,19 @@ func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
-	return true, m.pgctlStop(ctx, dir, "fast")
+	// pg_ctl stop signals whatever pid postmaster.pid names: it runs only
+	// once that pid is known to be this cluster's postmaster.
+	if _, err := postmaster(dir); err != nil {
+		var stale *staleError
+		if errors.As(err, &stale) {
+			m.logf("cluster %s: not running (%v)", name, stale)
+		}
+		return false, nil
+	}
+	if err := m.checkUse(name, "stop", force); err != nil {
+		return false, err
+	}
+	return true, m.pgctlStop(ctx, dir, "", "fast")
 }
 
 // Remove stops cluster name and removes its data directory and env.sh.
@@ -495,19 +531,26 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	sock := m.socketDir(dir)
-	for _, p := range []string{dir, m.EnvFile(name), sock} {
+	st, _ := m.ReadState(name)
+	for _, p := range []string{dir, m.EnvFile(name)} {
 		if err := m.Run.RemoveAll(p); err != nil {
+			return exitcode.Failure(err)
+		}
+	}
+	if st != nil {
+		if err := m.removeSocketDir(st.SocketDir); err != nil {
 			return exitcode.Failure(err)
 		}
 	}
 	return nil
 }
 
-func (m *Manager) pgctlStop(ctx context.Context, dir, mode string) error {
-	st, _ := m.ReadState(filepath.Base(dir))
-	install := ""
-	if st != nil {
+// pgctlStop stops the server of dir with pg_ctl of the install its state
+// records, or of install when there is no state yet (a new cluster).
+// Callers have checked that postmaster.pid names this cluster's
+// postmaster: pg_ctl signals whatever pid the file holds.
+func (m *Manager) pgctlStop(ctx context.Context, dir, install, mode string) error {
+	if st, _ := m.ReadState(filepath.Base(dir)); st != nil && st.Install != "" {
 		install = st.Install
 	}
 	if install == "" {
@@ -543,7 +586,7 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	if err := m.Run.MkdirAll(m.Root, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := m.ownedDir(dir); err != nil {
+	if err := m.privateDir(dir); err != nil {
 		return exitcode.Failure(err)
 	}
 	m.logf("cluster %s: initdb %s", name, dir)
@@ -562,7 +605,8 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 		m.Run.Note("append %q to %s", includeLine, pgconf)
 		return nil
 	}
-	f, err := os.OpenFile(pgconf, os.O_WRONLY|os.O_APPEND, 0)
+	// O_NOFOLLOW: the file is the server account's, written as root.
+	f, err := os.OpenFile(pgconf, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return exitcode.Failure(err)
 	}
@@ -652,7 +696,6 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	}
 	pc := m.cmd(install, "pg_config", "--pkglibdir")
 	pc.ReadOnly = true
-	pc.User = nil
 	out, err := m.Run.Output(ctx, pc)
 	if err != nil {
 		return exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err)
@@ -670,44 +713,6 @@ func (m *Manager) version(ctx context.Context, install string) (string, error) {
 	c.ReadOnly = true
 	out, err := m.Run.Output(ctx, c)
 	return strings.TrimSpace(out), err
-}
-
-// socketDir is the cluster's private socket directory. A Unix socket path
-// is limited to 107 bytes, and data roots (e.g. in a test's temporary
-// directory) can be long: the socket directory is therefore a short path
-// under /tmp, derived from the data directory so that it is stable across
-// restarts and distinct between clusters.
-func (m *Manager) socketDir(dataDir string) string {
-	sum := sha256.Sum256([]byte(dataDir))
-	return filepath.Join("/tmp", "abtest-"+hex.EncodeToString(sum[:])[:12])
-}
-
-// ownedDir creates dir as a private directory of the server's account.
-func (m *Manager) ownedDir(dir string) error {
-	if err := m.Run.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	if m.Run.DryRun {
-		return nil
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return err
-	}
-	if m.User != nil {
-		return os.Chown(dir, int(m.User.UID), int(m.User.GID))
-	}
-	return nil
-}
-
-// writeOwned writes a file of the server's account.
-func (m *Manager) writeOwned(path string, data []byte, perm os.FileMode) error {
-	if err := m.Run.WriteFile(path, data, perm); err != nil {
-		return err
-	}
-	if m.User != nil && !m.Run.DryRun {
-		return os.Chown(path, int(m.User.UID), int(m.User.GID))
-	}
-	return nil
 }
 
 func (m *Manager) writeState(st *State) error {
@@ -825,10 +830,6 @@ func (m *Manager) Exists(name string) bool {
 func OptionsOf(st *State) Options {
 	o := Options{Install: st.Install, Port: st.Port, CPUs: st.CPUs, Listen: st.Listen, MaxClients: st.MaxClients}
 	for _, k := range sortedKeys(st.Settings) {
-		if k == "pg_stat_statements.max" {
-			o.PgssMax, _ = strconv.Atoi(st.Settings[k])
-			continue
-		}
 		o.Settings = append(o.Settings, Setting{Name: k, Value: st.Settings[k]})
 	}
 	return o

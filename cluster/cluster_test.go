@@ -21,9 +21,9 @@ import (
 
 func TestConfGolden(t *testing.T) {
 	c := Conf{
-		Port: 5433, SocketDir: "/tmp/abtest-0123456789ab", PgssMax: 5000,
+		Port: 5433, SocketDir: "/tmp/abtest-0123456789ab",
 		MaxConns: MaxConnections(64), SharedBufMB: SharedBuffersMB(24 << 30),
-		Settings: []Setting{{"work_mem", "64MB"}, {"log_min_messages", "it's"}},
+		Settings: effectiveSettings(Options{Settings: []Setting{{"work_mem", "64MB"}, {"log_min_messages", "it's"}}}),
 	}
 	testenv.Golden(t, "abtest.conf", c.Render())
 	e := Env{Name: "lru", Path: "/pg/data/lru.env.sh", InstallDir: "/pg/install/lru", DataDir: "/pg/data/lru", SocketDir: "/tmp/abtest-0123456789ab", Port: 5433}
@@ -111,6 +111,8 @@ func start(t *testing.T, m *Manager, name string, o Options) *State {
 	if err != nil {
 		t.Fatalf("Start(%s): %v", name, err)
 	}
+	sock := st.SocketDir
+	t.Cleanup(func() { m.removeSocketDir(sock) })
 	return st
 }
 

@@ -50,14 +50,16 @@ type Conf struct {
 	Port        int
 	Listen      string // listen_addresses; "" means Unix socket only
 	SocketDir   string
-	PgssMax     int
 	MaxConns    int
 	SharedBufMB int
-	Settings    []Setting
+	// Settings are abtest's DefaultSettings overridden by --set ones,
+	// each once.
+	Settings []Setting
 }
 
-// Render returns the contents of abtest.conf. Later lines win, so --set
-// values come last and can override anything abtest chose.
+// Render returns the contents of abtest.conf. Later lines win, so the
+// settings come last and can override what abtest chose above them
+// (shared_preload_libraries with more libraries, for one).
 func (c Conf) Render() string {
 	var b strings.Builder
 	b.WriteString("# Written by abtest on every start; do not edit: put your own settings\n")
@@ -71,7 +73,6 @@ func (c Conf) Render() string {
 	line("shared_buffers", confValue(strconv.Itoa(c.SharedBufMB)+"MB"))
 	b.WriteString("\n# pg_stat_statements, and what the samplers and probes read\n")
 	line("shared_preload_libraries", confValue("pg_stat_statements"))
-	line("pg_stat_statements.max", strconv.Itoa(c.PgssMax))
 	line("compute_query_id", "on")
 	line("track_io_timing", "on")
 	b.WriteString("\n# the server log stays in the data directory (pg_ctl -l)\n")
@@ -79,7 +80,7 @@ func (c Conf) Render() string {
 	line("log_line_prefix", confValue("%m [%p] "))
 	line("log_checkpoints", "on")
 	if len(c.Settings) > 0 {
-		b.WriteString("\n# --set\n")
+		b.WriteString("\n# settings: abtest's defaults, then --set\n")
 		for _, s := range c.Settings {
 			line(s.Name, confValue(s.Value))
 		}
@@ -153,10 +154,10 @@ func dedupSettings(in []Setting) []Setting {
 	return out
 }
 
-// settingsMap is the cell-level view of settings (pg_stat_statements.max
-// included), for the state file and status.
+// settingsMap is the cell-level view of settings (defaults included), for
+// the state file and status.
 func settingsMap(c Conf) map[string]string {
-	m := map[string]string{"pg_stat_statements.max": strconv.Itoa(c.PgssMax)}
+	m := map[string]string{}
 	for _, s := range c.Settings {
 		m[s.Name] = s.Value
 	}

@@ -1,14 +1,27 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
+	"github.com/pgabtest/abtest/internal/procfs"
 )
+
+// Two locks per cluster, both flocks in the data root, so that the kernel
+// drops them when their holder dies:
+//
+//	.NAME.lock  held while one abtest process starts, stops or removes
+//	            NAME (a moment)
+//	.NAME.use   held by Acquire while a measurement runs on NAME (minutes):
+//	            Stop, and a Start that would stop or restart the server,
+//	            refuse while another process holds it, unless forced
 
 // lock takes the per-name lock, so that two abtest processes never work on
 // one cluster at once: an flock on .NAME.lock in the data root.
@@ -28,4 +41,73 @@ func (m *Manager) lock(name string) (func(), error) {
 		return nil, exitcode.Failure(fmt.Errorf("locking %s: %w", path, err))
 	}
 	return release, nil
+}
+
+func (m *Manager) usePath(name string) string {
+	return filepath.Join(m.Root, "."+name+".use")
+}
+
+// Acquire holds cluster name for a measurement until release is called
+// (or the process dies): while it is held, Stop by any other process, and
+// a Start of another process that would stop or restart the server, fail
+// with ErrBusy naming this process, unless forced. One holder at a time:
+// a second Acquire, from this process or another, is ErrBusy too, so two
+// runs never measure one server at once. A lock file left by a process
+// that died holding it is taken over with a note.
+func (m *Manager) Acquire(ctx context.Context, name string) (release func(), err error) {
+	if _, err := m.DataDir(name); err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	if m.Run.DryRun {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	path := m.usePath(name)
+	prev, _ := os.ReadFile(path)
+	release, holder, err := flock.Try(path)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, exitcode.BadInputf("%w: cluster %s is held by pid %s for a measurement (lock: %s)", ErrBusy, name, holder, path)
+	}
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("locking %s: %w", path, err))
+	}
+	// A clean release empties the file: a pid left in it is a holder that
+	// died, whose flock the kernel dropped.
+	if p := strings.TrimSpace(string(prev)); p != "" && p != strconv.Itoa(os.Getpid()) {
+		n, _ := strconv.Atoi(p)
+		state := "is no longer running"
+		if procfs.Alive(n) {
+			state = "no longer holds it"
+		}
+		m.logf("cluster %s: taking over the measurement lock of pid %s, which %s", name, p, state)
+	}
+	return release, nil
+}
+
+// checkUse fails with ErrBusy when another process holds name for a
+// measurement (Acquire) and force is not set; what names the refused
+// operation ("stop", "restart").
+func (m *Manager) checkUse(name, what string, force bool) error {
+	if m.Run.DryRun {
+		return nil
+	}
+	path := m.usePath(name)
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	release, holder, err := flock.Try(path)
+	if err == nil {
+		release()
+		return nil
+	}
+	if !errors.Is(err, flock.ErrHeld) || holder == strconv.Itoa(os.Getpid()) {
+		return nil
+	}
+	if force {
+		m.logf("cluster %s: %s although pid %s holds it for a measurement (forced)", name, what, holder)
+		return nil
+	}
+	return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); use --force to %s it anyway", ErrBusy, name, holder, what)
 }

@@ -102,7 +102,13 @@ func (m *Manager) choosePort(name, dir string, prev *State, opts Options) (int, 
 	}
 	port := opts.Port
 	if port == 0 && !opts.AutoPort && prev != nil {
-		port = prev.Port
+		// A remembered port is a preference, not a demand: another
+		// cluster may have been given it since.
+		who, ok := free(prev.Port)
+		if ok {
+			return prev.Port, nil
+		}
+		m.logf("cluster %s: its port %d is now held by %s; picking a free one", name, prev.Port, who)
 	}
 	if port != 0 && !opts.AutoPort {
 		if port < 1 || port > 65535 {

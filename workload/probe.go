@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -106,7 +107,9 @@ FROM pg_stat_user_tables`).Scan(&t.Ins, &t.Upd, &t.Del, &t.HotUpd, &t.Dead, &t.A
 		return c, err
 	}
 	if sv.postmaster > 0 {
-		c.CPUTicks, c.HasCPU = serverTicks(sv.postmaster)
+		// utime+stime of the postmaster and each child, plus cutime+cstime:
+		// where a reaped child's (an exited backend's) time goes.
+		c.CPUTicks, c.HasCPU = procfs.TreeTicks(sv.postmaster)
 	}
 	return c, nil
 }
@@ -131,70 +134,4 @@ ORDER BY total_exec_time DESC LIMIT $1`, n)
 		out = append(out, s)
 	}
 	return out, rows.Err()
-}
-
-// serverTicks is the CPU time of the postmaster and all its children:
-// utime+stime of each live process plus cutime+cstime, which is where a
-// reaped child's (an exited backend's) time goes.
-func serverTicks(postmaster int) (int64, bool) {
-	own, ok := procTicks(postmaster, true)
-	if !ok {
-		return 0, false
-	}
-	total := own
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		data, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		f := statFields(string(data))
-		if len(f) < 15 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != postmaster {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
-		if t, ok := procTicks(pid, true); ok {
-			total += t
-		}
-	}
-	return total, true
-}
-
-// procTicks returns utime+stime (and cutime+cstime with children) of pid.
-func procTicks(pid int, children bool) (int64, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	f := statFields(string(data))
-	// fields after "(comm)": state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14)
-	if len(f) < 15 {
-		return 0, false
-	}
-	var sum int64
-	idx := []int{11, 12}
-	if children {
-		idx = append(idx, 13, 14)
-	}
-	for _, i := range idx {
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		sum += n
-	}
-	return sum, true
-}
-
-// statFields splits /proc/PID/stat after the command name, which may hold
-// spaces and parentheses.
-func statFields(s string) []string {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
 }

@@ -150,11 +150,25 @@ func (m *Manager) Resolve(ref string) (Commit, error) {
 	if strings.TrimSpace(ref) == "" {
 		return Commit{}, exitcode.BadInputf("%w: empty ref", ErrUnknownRef)
 	}
+	// go-git reads REF:path as REF and ignores @{upstream}: git's own
+	// rev-parse answers those forms, or refuses them.
+	if strings.Contains(ref, ":") {
+		return Commit{}, exitcode.BadInputf("%w %q: REF:PATH names a file or tree inside a commit, not a commit", ErrUnknownRef, ref)
+	}
+	if strings.Contains(ref, "@{") {
+		return m.resolveWithGit(ref)
+	}
 	// go-git resolves a short sha to whichever candidate it meets first;
 	// git refuses an ambiguous one, and so does abtest.
 	head := ref
 	if i := strings.IndexAny(head, "~^@:"); i >= 0 {
 		head = head[:i]
+	}
+	if shortHexRE.MatchString(head) && !m.isRef(r, head) {
+		return Commit{}, exitcode.BadInputf("%w %q: a short sha needs at least 4 hex digits (fewer match many commits)", ErrAmbiguous, head)
+	}
+	if err := m.checkBranchTag(r, head); err != nil {
+		return Commit{}, err
 	}
 	rev := ref
 	if hexRE.MatchString(head) && !m.isRef(r, head) {
@@ -175,6 +189,43 @@ func (m *Manager) Resolve(ref string) (Commit, error) {
 		return Commit{}, exitcode.BadInputf("%w %q in %s: %v", ErrUnknownRef, ref, m.Source, err)
 	}
 	return Commit{SHA: c.Hash.String(), Subject: subject(c)}, nil
+}
+
+var shortHexRE = regexp.MustCompile(`^[0-9a-fA-F]{1,3}$`)
+
+// checkBranchTag refuses a name that is both a branch and a tag of
+// different commits: git warns "refname is ambiguous" and picks one;
+// abtest names both and lets the user say which.
+func (m *Manager) checkBranchTag(r *git.Repository, name string) error {
+	branch, err1 := r.ResolveRevision(plumbing.Revision("refs/heads/" + name))
+	tag, err2 := r.ResolveRevision(plumbing.Revision("refs/tags/" + name + "^{commit}"))
+	if err1 != nil || err2 != nil || *branch == *tag {
+		return nil
+	}
+	return exitcode.BadInputf("%w %q: it is the branch refs/heads/%s (%s) and the tag refs/tags/%s (%s); say which, e.g. heads/%s or tags/%s",
+		ErrAmbiguous, name, name, branch.String()[:12], name, tag.String()[:12], name, name)
+}
+
+// resolveWithGit resolves ref with git rev-parse, for the forms go-git
+// does not know (@{upstream}, @{push}, @{N}).
+func (m *Manager) resolveWithGit(ref string) (Commit, error) {
+	c := m.git(m.Source, "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	c.ReadOnly = true
+	out, err := m.Run.Output(context.Background(), c)
+	if err != nil {
+		msg := err.Error()
+		var pe *proc.Error
+		if errors.As(err, &pe) && len(pe.Tail) > 0 {
+			msg = pe.Tail[0]
+		}
+		return Commit{}, exitcode.BadInputf("%w %q in %s: %s", ErrUnknownRef, ref, m.Source, msg)
+	}
+	r, _ := m.Repo()
+	co, err := r.CommitObject(plumbing.NewHash(strings.TrimSpace(out)))
+	if err != nil {
+		return Commit{}, exitcode.BadInputf("%w %q in %s: %v", ErrUnknownRef, ref, m.Source, err)
+	}
+	return Commit{SHA: co.Hash.String(), Subject: subject(co)}, nil
 }
 
 func subject(c *object.Commit) string {

@@ -356,7 +356,7 @@ func TestApplyBadInput(t *testing.T) {
 func TestNamesRefused(t *testing.T) {
 	repo, _ := history(t)
 	m := manager(t, repo)
-	for _, name := range []string{"../x", "a/b", "", strings.Repeat("n", 65), ".", "..", "a b"} {
+	for _, name := range []string{"../x", "a/b", "", strings.Repeat("n", 65), ".", "..", "a b", "-leading", "--force", ".git", ".GIT"} {
 		_, err := m.Switch(context.Background(), name, "master")
 		if !errors.Is(err, safepath.ErrBadName) || exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("Switch(name %q) = %v, want ErrBadName, exit 2", name, err)
@@ -435,5 +435,41 @@ func TestSourceErrorsNameTheSetting(t *testing.T) {
 		if !strings.Contains(msg, tc.want) || !strings.Contains(msg, "PG_SOURCE_DIR") || strings.Contains(msg, "\n") {
 			t.Errorf("error %q: want one line saying %q and naming PG_SOURCE_DIR", msg, tc.want)
 		}
+	}
+}
+
+// TestResolveRefusesWrongRefs: forms go-git would resolve to some commit
+// without a word are refused with exit 2: a short sha under 4 digits,
+// @{upstream} without an upstream, REF:path, a name that is a branch and
+// a tag of different commits (naming both).
+func TestResolveRefusesWrongRefs(t *testing.T) {
+	repo, shas := history(t)
+	testenv.Git(t, repo, "tag", "feature", shas[1]) // branch feature is shas[2]
+	m := manager(t, repo)
+	for ref, want := range map[string]string{
+		"0":                 "at least 4 hex digits",
+		"a":                 "at least 4 hex digits",
+		shas[3][:3]:         "at least 4 hex digits",
+		"master@{upstream}": "no upstream",
+		"HEAD:nonexistent":  "REF:PATH",
+		"HEAD:src/a.c":      "REF:PATH",
+		"feature":           "refs/heads/feature (" + shas[2][:12] + ") and the tag refs/tags/feature (" + shas[1][:12] + ")",
+	} {
+		c, err := m.Resolve(ref)
+		if exitcode.Code(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Resolve(%q) = %v, %v; want exit 2 with %q", ref, c.SHA, err, want)
+		}
+	}
+	for ref, want := range map[string]string{"heads/feature": shas[2], "tags/feature": shas[1], "master@{0}": shas[4]} {
+		if c, err := m.Resolve(ref); err != nil || c.SHA != want {
+			t.Errorf("Resolve(%q) = %s, %v; want %s", ref, c.SHA, err, want)
+		}
+	}
+	// With an upstream (a local one: the branch feature), @{upstream}
+	// is that branch.
+	testenv.Git(t, repo, "config", "branch.master.remote", ".")
+	testenv.Git(t, repo, "config", "branch.master.merge", "refs/heads/feature")
+	if c, err := m.Resolve("master@{upstream}"); err != nil || c.SHA != shas[2] {
+		t.Errorf("Resolve(master@{upstream}) = %s, %v; want %s", c.SHA, err, shas[2])
 	}
 }

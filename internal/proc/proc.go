@@ -487,6 +487,14 @@ func (r *Runner) Note(format string, args ...any) {
 // WriteFile writes data to path atomically (a temporary file renamed over
 // it), or in dry-run mode prints that it would.
 func (r *Runner) WriteFile(path string, data []byte, perm os.FileMode) error {
+	return r.WriteFileAs(path, data, perm, nil)
+}
+
+// WriteFileAs is WriteFile for a file owned by u (nil: the caller). The
+// owner is set on the temporary file's descriptor before the rename, so
+// that nothing at path, a symbolic link planted by u included, is ever
+// followed by a chown.
+func (r *Runner) WriteFileAs(path string, data []byte, perm os.FileMode, u *User) error {
 	if r.DryRun {
 		r.tracef("# write %s (%d bytes)", Quote(path), len(data))
 		return nil
@@ -503,6 +511,12 @@ func (r *Runner) WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return err
+	}
+	if u != nil {
+		if err := tmp.Chown(int(u.UID), int(u.GID)); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

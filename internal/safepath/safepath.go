@@ -22,10 +22,18 @@ var ErrOutside = errors.New("safepath: outside abtest's roots")
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // CheckName reports whether name may be used as a worktree, build or
-// cluster name: 1 to 64 of [A-Za-z0-9._-], and not "." or "..".
+// cluster name: 1 to 64 of [A-Za-z0-9._-], not "." or "..", not starting
+// with '-' (git and every other tool would read it as an option) and not
+// ".git" (a worktree of that name would sit where git keeps its own).
 func CheckName(name string) error {
 	if !nameRE.MatchString(name) || name == "." || name == ".." {
 		return fmt.Errorf("%w %q: use 1 to 64 letters, digits, '.', '_' or '-' (not . or ..)", ErrBadName, name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%w %q: a name may not start with '-'", ErrBadName, name)
+	}
+	if strings.EqualFold(name, ".git") {
+		return fmt.Errorf("%w %q: reserved for git", ErrBadName, name)
 	}
 	return nil
 }

@@ -46,6 +46,14 @@ func New(t testing.TB, source string) *Env {
 	}
 	e.WT = &worktree.Manager{Source: source, Root: e.Worktrees, Run: run}
 	e.B = &build.Builder{WorktreesRoot: e.Worktrees, InstallRoot: e.Installs, Run: run}
+	if name := testenv.ServerUser(t); name != "" {
+		// As root, builds run as the server's account, as abtest's do.
+		u, err := proc.LookupUser(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.B.User = u
+	}
 	return e
 }
 

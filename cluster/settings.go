@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+)
+
+// DefaultSettings are the settings every cluster gets unless a --set of
+// the same name says otherwise: ordinary settings, overridden like any
+// other.
+var DefaultSettings = []Setting{
+	{Name: "pg_stat_statements.max", Value: strconv.Itoa(DefaultPgssMax)},
+}
+
+// ownedSettings are decided by abtest and not settable with --set: they
+// are how abtest reaches, isolates and finds its server, so another value
+// would make it wait for a server it cannot see (or expose it).
+var ownedSettings = map[string]string{
+	"port":                    "pass -p instead",
+	"unix_socket_directories": "abtest keeps each cluster's socket in a private directory",
+	"unix_socket_permissions": "abtest keeps each cluster's socket private (0700)",
+	"listen_addresses":        "pass --listen instead",
+	"data_directory":          "the data directory is the cluster's name under PG_DATA_DIR",
+}
+
+// effectiveSettings is DefaultSettings, then the PgssMax shorthand, then
+// opts.Settings; each name once, the last value winning.
+func effectiveSettings(opts Options) []Setting {
+	s := append([]Setting(nil), DefaultSettings...)
+	if opts.PgssMax != 0 {
+		s = append(s, Setting{Name: "pg_stat_statements.max", Value: strconv.Itoa(opts.PgssMax)})
+	}
+	return dedupSettings(append(s, opts.Settings...))
+}
+
+// checkOwned refuses the settings abtest owns, and a
+// shared_preload_libraries without pg_stat_statements (the samplers and
+// probes read it).
+func checkOwned(settings []Setting) error {
+	for _, s := range settings {
+		if why, ok := ownedSettings[s.Name]; ok {
+			return exitcode.BadInputf("%w: --set %s: abtest sets %s itself; %s", ErrSetting, s.Name, s.Name, why)
+		}
+		if s.Name == "shared_preload_libraries" {
+			var libs []string
+			for _, l := range strings.Split(s.Value, ",") {
+				libs = append(libs, strings.Trim(strings.TrimSpace(l), `"`))
+			}
+			if !slices.Contains(libs, "pg_stat_statements") {
+				return exitcode.BadInputf("%w: --set shared_preload_libraries=%s: it must include pg_stat_statements, which abtest's samplers and probes read", ErrSetting, s.Value)
+			}
+		}
+		if !gucNameRE.MatchString(s.Name) || strings.ContainsAny(s.Value, "\n\r") {
+			return exitcode.BadInputf("%w: --set %s=%q: not a setting name and one-line value", ErrSetting, s.Name, s.Value)
+		}
+	}
+	return nil
+}
+
+// CheckSettings checks settings (name → value) against install before
+// anything is created: the names abtest owns are refused, and postgres of
+// install reads them as a configuration file (postgres -C), so that an
+// unknown name or a bad value is refused in the server's own words.
+// Settings of a library (pg_stat_statements.*) can only be judged once the
+// library is loaded: Start checks them when the server starts. Errors are
+// ErrSetting with exit 2.
+func (m *Manager) CheckSettings(ctx context.Context, install string, settings map[string]string) error {
+	names := make([]string, 0, len(settings))
+	for k := range settings {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	list := make([]Setting, 0, len(names))
+	for _, k := range names {
+		list = append(list, Setting{Name: strings.ToLower(strings.TrimSpace(k)), Value: settings[k]})
+	}
+	if err := m.checkUser(); err != nil {
+		return err
+	}
+	if err := m.checkInstall(ctx, install); err != nil {
+		return err
+	}
+	return m.checkSettings(ctx, install, list)
+}
+
+func (m *Manager) checkSettings(ctx context.Context, install string, settings []Setting) error {
+	if err := checkOwned(settings); err != nil {
+		return err
+	}
+	if m.Run.DryRun || len(settings) == 0 {
+		return nil
+	}
+	// A configuration directory of the server's account holding only
+	// these settings: postgres -C reads the file and exits before it
+	// looks for a data directory.
+	dir, err := os.MkdirTemp("", "abtest-settings-")
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := m.privateDir(dir); err != nil {
+		return exitcode.Failure(err)
+	}
+	var b strings.Builder
+	for _, s := range settings {
+		fmt.Fprintf(&b, "%s = %s\n", s.Name, confValue(s.Value))
+	}
+	if err := m.writeOwned(filepath.Join(dir, "postgresql.conf"), []byte(b.String()), 0o600); err != nil {
+		return exitcode.Failure(err)
+	}
+	c := m.cmd(install, "postgres", "-D", dir, "-C", "port")
+	c.ReadOnly = true
+	if _, err := m.Run.Output(ctx, c); err != nil {
+		var pe *proc.Error
+		msg := err.Error()
+		if errors.As(err, &pe) && len(pe.Tail) > 0 {
+			msg = serverComplaint(pe.Tail)
+		}
+		return exitcode.BadInputf("%w: %s", ErrSetting, msg)
+	}
+	return nil
+}
