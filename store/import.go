@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -75,13 +76,21 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	for _, c := range plan.Configs {
 		configs[c.ID()] = c
 	}
-	for _, r := range recs {
-		configs[r.Config().ID()] = r.Config()
+	// A configuration's id once per distinct configuration, not per cell.
+	cfgIDs := make([]string, len(recs))
+	for i := range recs {
+		if i > 0 && sameConfig(&recs[i], &recs[i-1]) {
+			cfgIDs[i] = cfgIDs[i-1]
+			continue
+		}
+		c := recs[i].Config()
+		cfgIDs[i] = c.ID()
+		configs[cfgIDs[i]] = c
 	}
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
-	ids, err := s.putCells(ctx, tx, st.Run, shard, recs)
+	ids, err := s.putCells(ctx, tx, st.Run, shard, recs, cfgIDs)
 	if err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
@@ -177,11 +186,12 @@ const (
 
 // putCells inserts recs (those not stored yet) and returns the new rows'
 // ids by cell name.
-func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record) (map[string]int64, error) {
+func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
 	const cols = 13
 	ids := map[string]int64{}
 	for start := 0; start < len(recs); start += cellBatch {
 		batch := recs[start:min(start+cellBatch, len(recs))]
+		batchCfg := cfgIDs[start:]
 		var b strings.Builder
 		b.WriteString("INSERT INTO cells (run_id, cell, shard, commit_label, config, repeat, seq, status, saturated, started_at, duration_s, error, artifacts) VALUES ")
 		args := make([]any, 0, cols*len(batch))
@@ -202,7 +212,7 @@ func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs
 			if r.Perf != nil && r.Perf.Profile != "" {
 				arts["profile"] = r.Perf.Profile
 			}
-			args = append(args, run, r.Cell, shard, r.Commit, r.Config().ID(), r.Repeat, r.Seq, string(r.Status), sat,
+			args = append(args, run, r.Cell, shard, r.Commit, batchCfg[i], r.Repeat, r.Seq, string(r.Status), sat,
 				r.StartedAt.UTC().Format(time.RFC3339Nano), r.DurationS, r.Error, jsonText(arts))
 		}
 		b.WriteString(" ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell")
@@ -234,12 +244,32 @@ func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs
 func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record, ids map[string]int64) error {
 	var args []any
 	n := 0
+	// The full-size statement is prepared once: parsing a 2 000-row
+	// VALUES list per batch cost as much as running it.
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
 	flush := func() error {
 		if n == 0 {
 			return nil
 		}
-		q := "INSERT INTO metrics (cell_id, metric, value) VALUES (?,?,?)" + strings.Repeat(",(?,?,?)", n-1) + " ON CONFLICT DO NOTHING"
-		_, err := tx.ExecContext(ctx, s.q(q), args...)
+		// The cells are new (putCells returned their ids): their metrics
+		// cannot conflict.
+		q := s.q("INSERT INTO metrics (cell_id, metric, value) VALUES (?,?,?)" + strings.Repeat(",(?,?,?)", n-1))
+		var err error
+		if n == metricBatch {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, q, args...)
+		}
 		args, n = args[:0], 0
 		return err
 	}
@@ -439,6 +469,20 @@ func (s *Store) readRecords(ctx context.Context, tx execer, run string) ([]resul
 		}
 	}
 	return recs, rows.Err()
+}
+
+// sameConfig: the records (sorted by cell name, so a configuration's
+// cells are mostly adjacent) have the same configuration.
+func sameConfig(a, b *results.Record) bool {
+	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) {
+		return false
+	}
+	for k, v := range a.Settings {
+		if w, ok := b.Settings[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 func finite(x float64) *float64 {

@@ -97,7 +97,7 @@ func Open(ctx context.Context, location string) (*Store, error) {
 		// transaction takes the write lock at BEGIN (txlock=immediate) so
 		// two importing processes queue instead of failing on an upgrade
 		// from a read lock.
-		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=cache_size(-65536)&_txlock=immediate"
 		s.db, err = sql.Open("sqlite", dsn)
 		if err == nil {
 			s.db.SetMaxOpenConns(1)
