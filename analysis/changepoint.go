@@ -38,6 +38,12 @@ type ChangePointOptions struct {
 // and the search recurses into the segments on each side of a
 // significant point. Distance exponent 1; defaults: segments of at least
 // 3 values, α = 0.01 with 499 permutations.
+//
+// The answer is a function of the series (and Seed) alone: each
+// segment's permutations draw from a generator seeded with the segment's
+// own values, so the same history gives the same change points whoever
+// asks, in whatever order segments are tested, and a segment is tested
+// once.
 func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
 	if o.MinSize <= 0 {
 		o.MinSize = 3
@@ -48,7 +54,11 @@ func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
 	if o.Permutations <= 0 {
 		o.Permutations = 499
 	}
-	rng := rand.New(rand.NewSource(o.Seed))
+	type test struct {
+		tau  int
+		q, p float64
+	}
+	tested := map[[2]int]test{}
 	var found []ChangePoint
 	segments := [][2]int{{0, len(xs)}}
 	for len(segments) > 0 {
@@ -56,14 +66,21 @@ func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
 		best, bestSeg, bestQ := -1, -1, 0.0
 		var bestP float64
 		for si, seg := range segments {
-			x := xs[seg[0]:seg[1]]
-			tau, q := bestSplit(x, o.MinSize)
-			if tau < 0 {
+			t, ok := tested[seg]
+			if !ok {
+				x := xs[seg[0]:seg[1]]
+				t.tau, t.q = bestSplit(x, o.MinSize)
+				if t.tau >= 0 {
+					rng := rand.New(rand.NewSource(o.Seed ^ seriesSeed(x)))
+					t.p = permutationP(x, t.q, o.MinSize, o.Permutations, rng)
+				}
+				tested[seg] = t
+			}
+			if t.tau < 0 {
 				continue
 			}
-			p := permutationP(x, q, o.MinSize, o.Permutations, rng)
-			if p < o.Alpha && (best < 0 || q > bestQ) {
-				best, bestSeg, bestQ, bestP = seg[0]+tau, si, q, p
+			if t.p < o.Alpha && (best < 0 || t.q > bestQ) {
+				best, bestSeg, bestQ, bestP = seg[0]+t.tau, si, t.q, t.p
 			}
 		}
 		if best < 0 {
@@ -86,6 +103,21 @@ func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
 	return found
 }
 
+// seriesSeed hashes a segment's values (FNV-1a over their bits): the seed
+// of its permutation test.
+func seriesSeed(x []float64) int64 {
+	h := uint64(14695981039346656037)
+	for _, v := range x {
+		b := math.Float64bits(v)
+		for range 8 {
+			h ^= b & 0xff
+			h *= 1099511628211
+			b >>= 8
+		}
+	}
+	return int64(h)
+}
+
 // medianOf returns the median of a copy of xs.
 func medianOf(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
@@ -98,15 +130,67 @@ func medianOf(xs []float64) float64 {
 
 // bestSplit returns the split τ (values [0,τ) and [τ,n)) maximising
 // Q̂ = mn/(m+n) · Ê, with Ê the energy distance of the two parts.
+//
+// The sums of distances are updated as τ moves one value from the right
+// part to the left; the distances from that value to either part come
+// from Fenwick trees over the values' ranks, so a scan is O(n log n)
+// instead of qStat's O(n²) per τ (a 1 000-night history with 499
+// permutations takes milliseconds, not minutes).
 func bestSplit(x []float64, minSize int) (int, float64) {
 	n := len(x)
 	if n < 2*minSize {
 		return -1, 0
 	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return x[order[i]] < x[order[j]] })
+	rank := make([]int, n)
+	pre := make([]float64, n+1) // pre[k]: the sum of the k smallest values
+	var total, within float64
+	for k, i := range order {
+		rank[i] = k
+		pre[k+1] = pre[k] + x[i]
+		// Σ over pairs |xi − xj| from sorted order: x(k) is larger than
+		// the k values before it.
+		within += x[i] * float64(2*k-n+1)
+		total += x[i]
+	}
+	cnt := make([]float64, n+1) // Fenwick trees of the left part
+	sum := make([]float64, n+1)
+	var between, withinA, withinB = 0.0, 0.0, within
+	var sumA float64
 	best, bestQ := -1, math.Inf(-1)
-	for tau := minSize; tau <= n-minSize; tau++ {
-		if q := qStat(x[:tau], x[tau:]); q > bestQ {
-			best, bestQ = tau, q
+	for tau := 0; tau < n-minSize; tau++ {
+		v, r := x[tau], rank[tau]
+		// Left-part values ranked below r, and their sum.
+		var cBelow, sBelow float64
+		for i := r; i > 0; i -= i & -i {
+			cBelow += cnt[i]
+			sBelow += sum[i]
+		}
+		m := float64(tau)
+		dA := v*cBelow - sBelow + (sumA - sBelow) - v*(m-cBelow)
+		// The right part less v: every value but v and the left part.
+		allBelow, allSumBelow := float64(r), pre[r]
+		rc, rs := allBelow-cBelow, allSumBelow-sBelow
+		restN, restSum := float64(n-tau-1), total-sumA-v
+		dB := v*rc - rs + (restSum - rs) - v*(restN-rc)
+		withinA += dA
+		withinB -= dB
+		between += dB - dA
+		sumA += v
+		for i := r + 1; i <= n; i += i & -i {
+			cnt[i]++
+			sum[i] += v
+		}
+		if t := tau + 1; t >= minSize {
+			a, b := float64(t), float64(n-t)
+			e := 2*between/(a*b) - withinA/(a*(a-1)/2) - withinB/(b*(b-1)/2)
+			if q := a * b / (a + b) * e; q > bestQ {
+				best, bestQ = t, q
+			}
 		}
 	}
 	return best, bestQ

@@ -44,6 +44,9 @@ type Config struct {
 	DataDir string `toml:"data_dir"`
 	// ResultsDir holds one directory per benchmark run.
 	ResultsDir string `toml:"results_dir"`
+	// Store is the results database: a postgres:// URL, or a SQLite
+	// file; empty means results_dir/abtest.db.
+	Store string `toml:"store"`
 	// RunAs is the unprivileged account that runs PostgreSQL's server
 	// programs when abtest runs as root; empty means "postgres".
 	RunAs string `toml:"run_as"`
@@ -293,7 +296,7 @@ func (l *Loaded) set(key, value string) error {
 
 // expandHome turns a leading ~/ of every path key into home.
 func (l *Loaded) expandHome(home string) {
-	for _, p := range []*string{&l.SourceDir, &l.WorktreesDir, &l.InstallDir, &l.DataDir, &l.ResultsDir} {
+	for _, p := range []*string{&l.SourceDir, &l.WorktreesDir, &l.InstallDir, &l.DataDir, &l.ResultsDir, &l.Store} {
 		*p = expand(*p, home)
 	}
 	for k, v := range l.Installs {

@@ -84,6 +84,7 @@ func newApp(env *Env) *cli.Command {
 			doctorCommand(env),
 			nightlyCommand(env),
 			bisectCommand(env),
+			storeCommand(env), historyCommand(env), annotateCommand(env), dashboardCommand(env), serveCommand(env),
 		},
 	}
 }

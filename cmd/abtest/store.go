@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/store"
+)
+
+// storeFlag is --store, the override of the config's store key.
+func storeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "store", Usage: "results database: postgres://… `URL` or a SQLite file (default: results_dir/abtest.db)"}
+}
+
+// openStore opens the store that --store, the config's store key, or
+// the default (results_dir/abtest.db) names.
+//
+// The configuration is read through the root command: history and
+// annotate have a --config of their own (a benchmark configuration), so
+// the config file is given before the command (abtest --config FILE
+// history …).
+func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, error) {
+	cfg, err := loadConfig(cmd.Root(), env)
+	if err != nil {
+		return nil, err
+	}
+	loc := cfg.Store
+	if cmd.IsSet("store") {
+		loc = cmd.String("store")
+	}
+	if loc == "" {
+		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
+	}
+	return store.Open(ctx, loc)
+}
+
+func storeCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:         "store",
+		Usage:        "the results database",
+		OnUsageError: usageError,
+		Commands: []*cli.Command{{
+			Name:         "import",
+			Usage:        "load results directories into the store (again is harmless: a cell is stored once)",
+			ArgsUsage:    "DIR…",
+			OnUsageError: usageError,
+			Flags:        []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+			Action: func(ctx context.Context, cmd *cli.Command) error {
+				dirs := cmd.Args().Slice()
+				if len(dirs) == 0 {
+					return exitcode.BadInputf("store import: give at least one results directory")
+				}
+				s, err := openStore(ctx, cmd, env)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				var all []store.ImportStats
+				for _, d := range dirs {
+					st, err := s.Import(ctx, d)
+					if err != nil {
+						return err
+					}
+					all = append(all, st)
+					if !cmd.Bool("json") {
+						fmt.Fprintf(env.Stdout, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, st.Run, st.Cells, st.Present, st.Verdicts)
+						for _, w := range st.Warnings {
+							fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+						}
+					}
+				}
+				if cmd.Bool("json") {
+					return json.NewEncoder(env.Stdout).Encode(all)
+				}
+				return nil
+			},
+		}},
+	}
+}

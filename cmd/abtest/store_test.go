@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/store"
+	"github.com/pgabtest/abtest/store/storetest"
+)
+
+// TestHistoryAnnotateCLI: 60 synthetic nights with steps at 15, 30 and
+// 45, imported twice (once in effect); the step at 30 annotated through
+// the CLI; history shows three change points, one expected.
+func TestHistoryAnnotateCLI(t *testing.T) {
+	root := t.TempDir()
+	dirs, err := storetest.Nights(filepath.Join(root, "nights"), 60, map[int]float64{15: -8, 30: 6, 45: -7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
+	code, out, stderr := abtest(t, env, append([]string{"store", "import"}, dirs...)...)
+	if code != 0 || strings.Count(out, "10 cells stored") != 60 {
+		t.Fatalf("import: %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = abtest(t, env, append([]string{"store", "import"}, dirs...)...)
+	if code != 0 || strings.Count(out, "0 cells stored, 10 already there") != 60 {
+		t.Errorf("import again: %d\n%s", code, out)
+	}
+	code, out, stderr = abtest(t, env, "annotate", "--commit", storetest.NightSHA(30)[:8], "--metric", "tps", "--config", "select1/c16", "--note", "expected: new default")
+	if code != 0 || !strings.Contains(out, storetest.NightSHA(30)) {
+		t.Fatalf("annotate: %d %s%s", code, out, stderr)
+	}
+	code, out, stderr = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16")
+	if code != 0 || !strings.HasPrefix(out, "# tps select1/c16/cpuall: 60 points, 3 change points (2 unexpected)") || strings.Count(out, "<- CHANGE") != 2 || !strings.Contains(out, "(expected: expected: new default)") {
+		t.Errorf("history: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--json")
+	var ser store.Series
+	if code != 0 || json.Unmarshal([]byte(out), &ser) != nil || len(ser.Points) != 60 || len(ser.Unexpected()) != 2 {
+		t.Errorf("history --json: %d %d points %+v", code, len(ser.Points), ser.ChangePoints)
+	}
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--since", "2025-02-10", "--json")
+	if json.Unmarshal([]byte(out), &ser); code != 0 || len(ser.Points) != 60-40 {
+		t.Errorf("--since 2025-02-10: %d, %d points", code, len(ser.Points))
+	}
+	code, out, _ = abtest(t, env, "dashboard", "-o", filepath.Join(root, "site"))
+	if code != 0 || !strings.HasPrefix(out, "60 runs, 2 trends") {
+		t.Errorf("dashboard: %d %s", code, out)
+	}
+}
+
+func TestAnnotateAndStoreBadInput(t *testing.T) {
+	root := t.TempDir()
+	dirs, _ := storetest.Nights(filepath.Join(root, "nights"), 2, nil)
+	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
+	abtest(t, env, append([]string{"store", "import"}, dirs...)...)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"annotate", "--commit", "nosuch", "--metric", "tps", "--note", "x"}, 2, "nosuch"},
+		{[]string{"annotate", "--commit", "head", "--metric", "tps"}, 2, "--note"},
+		{[]string{"history", "--metric", "tps", "--config", "churn/c1"}, 2, "churn/c1"},
+		{[]string{"history", "--metric", "tps", "--config", "select1/c16", "--since", "soon"}, 2, "--since"},
+		{[]string{"store", "import", filepath.Join(root, "nope")}, 2, "nope"},
+		{[]string{"history", "--metric", "tps", "--config", "select1/c16", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
+		{[]string{"dashboard", "-o", filepath.Join(root, "s"), "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
+	} {
+		code, _, stderr := abtest(t, env, tc.args...)
+		if code != tc.code || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line with %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}

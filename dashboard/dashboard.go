@@ -1,0 +1,338 @@
+// Package dashboard writes a static web site from the results store: an
+// index of runs and nights, a compare page per run (its verdicts with
+// confidence intervals in a sortable, filterable table, linked to each
+// cell's artefacts; its commits, hosts and doctor findings) and a trend
+// page per metric × configuration (the series over runs with its change
+// points and annotations, zoom, and hover showing commit, sha, value and
+// host).
+//
+// The site opens from disk: pages are html/template output with their
+// data inlined, the chart library (Apache ECharts 5.6.0, Apache-2.0,
+// assets/echarts.min.js from its npm package) is embedded in the binary
+// and copied beside the pages, and nothing is fetched from a network.
+// Serve serves a written site on the loopback interface, for browsers
+// that restrict file:// pages.
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"html/template"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/store"
+)
+
+//go:embed assets
+var assets embed.FS
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"short": short,
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+	"num":  num,
+	"pnum": pnum,
+	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	"fileURL": func(dir, rel string) template.URL {
+		u := url.URL{Scheme: "file", Path: filepath.Join(dir, rel)}
+		return template.URL(u.String())
+	},
+}).ParseFS(templateFS, "templates/*.html"))
+
+// Options shape the site.
+type Options struct {
+	// Title heads every page; empty means "abtest".
+	Title string
+	// ChangePoints are the E-divisive options of the trends.
+	ChangePoints analysis.ChangePointOptions
+}
+
+// Site is what Write wrote.
+type Site struct {
+	Dir    string
+	Index  string
+	Runs   []string
+	Trends []Trend
+}
+
+// Trend is one trend page.
+type Trend struct {
+	Key  store.SeriesKey
+	Page string // relative to the site
+	// Points, ChangePoints and Unexpected count the series' values, its
+	// change points and those no annotation explains.
+	Points, ChangePoints, Unexpected int
+}
+
+// Write writes the site for everything in s into dir (created; pages
+// already there are replaced).
+func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, error) {
+	if o.Title == "" {
+		o.Title = "abtest"
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	site := &Site{Dir: abs, Index: filepath.Join(abs, "index.html")}
+	for _, d := range []string{"assets", "runs", "trends"} {
+		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
+			return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
+		}
+	}
+	if err := copyAssets(filepath.Join(abs, "assets")); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
+	}
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.SeriesKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	series, err := s.AllHistory(ctx, keys, o.ChangePoints)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*store.Run{}
+	for i := range runs {
+		byID[runs[i].ID] = &runs[i]
+	}
+	for _, ser := range series {
+		if len(ser.Points) == 0 {
+			continue
+		}
+		t := Trend{Key: store.SeriesKey{Metric: ser.Metric, Config: ser.Config}, Page: trendPage(ser.Metric, ser.Config),
+			Points: len(ser.Points), ChangePoints: len(ser.ChangePoints), Unexpected: len(ser.Unexpected())}
+		if err := writeTrend(filepath.Join(abs, t.Page), o, ser, byID); err != nil {
+			return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
+		}
+		site.Trends = append(site.Trends, t)
+	}
+	for i := range runs {
+		page, err := writeRun(ctx, s, abs, o, &runs[i], site.Trends)
+		if err != nil {
+			return nil, err
+		}
+		site.Runs = append(site.Runs, page)
+	}
+	newest := make([]store.Run, len(runs))
+	for i := range runs {
+		newest[len(runs)-1-i] = runs[i]
+	}
+	err = render(site.Index, "index.html", map[string]any{
+		"Title": o.Title, "Root": ".", "Runs": newest, "Trends": site.Trends, "Generated": time.Now().UTC(), "Store": s.Where(),
+	})
+	return site, err
+}
+
+func copyAssets(dir string) error {
+	return fs.WalkDir(assets, "assets", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := assets.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(path)), data, 0o644)
+	})
+}
+
+func render(path, name string, data any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
+	}
+	if err := pages.ExecuteTemplate(f, name, data); err != nil {
+		f.Close()
+		return exitcode.Failure(fmt.Errorf("dashboard: %s: %w", name, err))
+	}
+	return exitcode.Failure(f.Close())
+}
+
+// RunPage is a run's compare page, relative to the site.
+func RunPage(id string) string { return filepath.Join("runs", id+".html") }
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9._=-]+`)
+
+// trendPage names a trend's page: readable, and unique through a hash of
+// the exact key (two configurations could sanitise alike).
+func trendPage(metric, config string) string {
+	h := fnv.New32a()
+	io.WriteString(h, metric+"\x00"+config)
+	return filepath.Join("trends", fmt.Sprintf("%s--%s-%06x.html", unsafe.ReplaceAllString(metric, "_"), unsafe.ReplaceAllString(config, "_"), h.Sum32()&0xffffff))
+}
+
+// row is a verdict with the links to its cells' artefacts.
+type row struct {
+	store.Verdict
+	Cells []cellLink
+	Trend string
+}
+
+type cellLink struct {
+	Name string
+	Href template.URL
+	Err  string
+}
+
+func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
+	verdicts, err := s.Verdicts(ctx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	cells, err := s.Cells(ctx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	dirs := map[string]string{}
+	for _, sh := range r.Shards {
+		dirs[sh.Shard] = sh.Dir
+	}
+	links := map[[2]string][]cellLink{}
+	for _, c := range cells {
+		k := [2]string{c.Commit, c.Config}
+		names := make([]string, 0, len(c.Artifacts))
+		for n := range c.Artifacts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			u := url.URL{Scheme: "file", Path: filepath.Join(dirs[c.Shard], c.Artifacts[n])}
+			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, n), Href: template.URL(u.String())})
+		}
+		if c.Status != "ok" {
+			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, c.Status), Err: c.Error})
+		}
+	}
+	trendOf := map[store.SeriesKey]string{}
+	for _, t := range trends {
+		trendOf[t.Key] = filepath.Join("..", t.Page)
+	}
+	rows := make([]row, len(verdicts))
+	verdictNames := map[string]bool{}
+	for i, v := range verdicts {
+		rows[i] = row{Verdict: v, Cells: links[[2]string{v.Commit, v.Config}], Trend: trendOf[store.SeriesKey{Metric: v.Metric, Config: v.Config}]}
+		verdictNames[v.Verdict] = true
+	}
+	var names []string
+	for n := range verdictNames {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	page := RunPage(r.ID)
+	return page, render(filepath.Join(site, page), "run.html", map[string]any{
+		"Title": o.Title, "Root": "..", "Run": r, "Rows": rows, "Verdicts": names,
+	})
+}
+
+// chartPoint is what the trend chart needs of a point.
+type chartPoint struct {
+	Date   string  `json:"date"`
+	Value  float64 `json:"value"`
+	Commit string  `json:"commit"`
+	SHA    string  `json:"sha"`
+	Run    string  `json:"run"`
+	Page   string  `json:"page"`
+	Host   string  `json:"host"`
+	Doctor int     `json:"doctor"`
+}
+
+func writeTrend(path string, o Options, ser *store.Series, runs map[string]*store.Run) error {
+	pts := make([]chartPoint, len(ser.Points))
+	for i, p := range ser.Points {
+		cp := chartPoint{Date: p.Time.UTC().Format("2006-01-02 15:04"), Value: p.Value, Commit: p.Commit, SHA: p.SHA, Run: p.Run,
+			Page: filepath.Join("..", RunPage(p.Run))}
+		if r := runs[p.Run]; r != nil {
+			var hosts []string
+			for _, sh := range r.Shards {
+				hosts = append(hosts, sh.Host.Hostname)
+				for _, f := range sh.Doctor {
+					if f.Status != "ok" {
+						cp.Doctor++
+					}
+				}
+			}
+			cp.Host = strings.Join(hosts, ", ")
+		}
+		pts[i] = cp
+	}
+	return render(path, "trend.html", map[string]any{
+		"Title": o.Title, "Root": "..", "Series": ser, "Points": pts,
+	})
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.4g", *p)
+}
+
+func pnum(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%+.2f", *p)
+}
+
+// Serve serves the site in dir on addr, which must be a loopback
+// address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), until ctx ends.
+// ready, when not nil, receives the address it listens on.
+func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return exitcode.BadInputf("--addr %s: want HOST:PORT on the loopback interface, e.g. 127.0.0.1:8080", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return exitcode.BadInputf("--addr %s: the dashboard is served on the loopback interface only (127.0.0.1)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return exitcode.Failure(fmt.Errorf("serve: %w", err))
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return exitcode.Failure(fmt.Errorf("serve: %w", err))
+	}
+	return nil
+}

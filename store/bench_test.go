@@ -1,0 +1,43 @@
+package store_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/store"
+)
+
+// BenchmarkImport100k imports bench/gen100k's 100 000 cells (12 metrics
+// each) into a new SQLite store, verdicts included. Target: ≤ 5 s.
+func BenchmarkImport100k(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "100k")
+	if out, err := exec.Command("go", "run", "../bench/gen100k", dir).CombinedOutput(); err != nil {
+		b.Fatalf("gen100k: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := store.Open(ctx, filepath.Join(b.TempDir(), store.DefaultFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := s.Import(ctx, dir)
+		if err != nil || st.Cells != 100000 {
+			b.Fatalf("%+v, %v", st, err)
+		}
+		s.Close()
+	}
+	// The machine is shared: CPU time says what wall time cannot.
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

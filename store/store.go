@@ -1,0 +1,197 @@
+// Package store is abtest's results database: every result directory
+// (plan.json, cells.jsonl) imported into tables that history queries,
+// annotations and the dashboard read across runs. The files stay the
+// source of truth; the store is built from them and can be rebuilt by
+// importing them again.
+//
+// Two engines, one schema:
+//
+//   - SQLite, the default, one file at $BENCH_RESULTS_DIR/abtest.db. The
+//     driver is modernc.org/sqlite: SQLite translated to Go, so the binary
+//     stays static and needs no CGO, and nothing is compiled when a
+//     process starts (github.com/ncruces/go-sqlite3, the other pure-Go
+//     choice, runs SQLite as WebAssembly and compiles that module in every
+//     process that opens a database, which a short CLI command pays each
+//     time).
+//   - PostgreSQL, given as a postgres:// URL (pgx through database/sql),
+//     when several hosts share one store: the shards of one run, written
+//     at once by several processes, lose nothing and duplicate nothing.
+//
+// Identity decides idempotence. A run's id is a hash of its plan without
+// the shard (the commits, their shas and patches, the axes, repeats and
+// seed), so every shard of a run has the same id; a cell is unique per run
+// and inserted with ON CONFLICT DO NOTHING, so importing a directory twice,
+// or two processes importing overlapping shards at once, stores each cell
+// once. Verdicts are recomputed for the whole run after its cells change,
+// under a lock on the run, so the last shard in sees every cell.
+//
+// The schema is versioned (table schema_version) and migrated forward on
+// Open; a store written by a newer abtest is refused with one line.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// DefaultFile is the SQLite store's name inside the results directory.
+const DefaultFile = "abtest.db"
+
+// Sentinel errors, for errors.Is.
+var (
+	// ErrUnreachable: the store could not be opened or connected to.
+	ErrUnreachable = errors.New("store: unreachable")
+	// ErrNewerSchema: the store was written by a newer abtest.
+	ErrNewerSchema = errors.New("store: newer schema")
+	// ErrUnknown: no commit, configuration or run matches what was asked.
+	ErrUnknown = errors.New("store: not found")
+	// ErrAmbiguous: several match.
+	ErrAmbiguous = errors.New("store: ambiguous")
+)
+
+// Store is an open results database.
+type Store struct {
+	db       *sql.DB
+	postgres bool
+	// where names the store in errors, without a password.
+	where string
+}
+
+// Open opens the store at location: a postgres:// (or postgresql://) URL,
+// or the path of a SQLite file (created with its directory when missing;
+// a sqlite: prefix is accepted). The schema is created or migrated to this
+// binary's version. An unreachable store is an infrastructure failure
+// (exit 3); a newer schema is refused (exit 2).
+func Open(ctx context.Context, location string) (*Store, error) {
+	if location == "" {
+		return nil, exitcode.BadInputf("store: no location: give --store URL or a results directory")
+	}
+	s := &Store{}
+	var err error
+	if strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://") {
+		s.postgres = true
+		s.where = redact(location)
+		s.db, err = sql.Open("pgx", location)
+	} else {
+		path := strings.TrimPrefix(location, "sqlite:")
+		s.where = path
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %v", s.where, ErrUnreachable, err))
+		}
+		// WAL lets readers (the dashboard) run beside an import; every
+		// transaction takes the write lock at BEGIN (txlock=immediate) so
+		// two importing processes queue instead of failing on an upgrade
+		// from a read lock.
+		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=cache_size(-65536)&_txlock=immediate"
+		s.db, err = sql.Open("sqlite", dsn)
+		if err == nil {
+			s.db.SetMaxOpenConns(1)
+		}
+	}
+	if err == nil {
+		err = s.db.PingContext(ctx)
+	}
+	if err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
+		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %s", s.where, ErrUnreachable, oneLine(err)))
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Where names the store (a path, or a URL without its password).
+func (s *Store) Where() string { return s.where }
+
+// DB is the database handle, for tests and tools that query the tables
+// directly.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// q rewrites ? placeholders as $1, $2… for PostgreSQL.
+func (s *Store) q(query string) string {
+	if !s.postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *Store) fail(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitcode.Error
+	if errors.As(err, &ee) {
+		return err
+	}
+	return exitcode.Failure(fmt.Errorf("store %s: %s: %s", s.where, what, oneLine(err)))
+}
+
+func redact(location string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return "postgres://…"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxx")
+	}
+	return u.String()
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// RunID is a run's identity: a hash of its plan without the shard and the
+// cell list (the commits' labels, refs, shas and patches, and the options,
+// seed included), so the shards of one run share it and two runs differ.
+func RunID(p *results.Plan) string {
+	type commit struct{ Label, Ref, Identity string }
+	v := struct {
+		Commits []commit
+		Options results.PlanOpts
+	}{Options: p.Options}
+	for _, c := range p.Commits {
+		v.Commits = append(v.Commits, commit{c.Label, c.Ref, c.Identity()})
+	}
+	data, _ := json.Marshal(v)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+func hashJSON(v any) string {
+	data, _ := json.Marshal(v)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
