@@ -352,6 +352,8 @@ type Summary struct {
 	Same       int    `json:"same"`
 	Unknown    int    `json:"unknown"`
 	Incomplete int    `json:"incomplete"`
+	// GatedUnknown counts the unknown verdicts of gated metrics.
+	GatedUnknown int `json:"gated_unknown"`
 	// Tests is how many gated tests Holm's procedure controlled; Exact
 	// how many deterministic counters were compared exactly; Mirrored how
 	// many metrics were judged by the one they are a function of.
@@ -373,7 +375,7 @@ type Summary struct {
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
 	var d *float64
-	if s.Unknown > 0 {
+	if s.GatedUnknown > 0 {
 		d = finite(s.DetectablePct)
 	}
 	return json.Marshal(struct {
@@ -887,7 +889,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		allSame, anyGated := true, false
 		for _, row := range r.Rows {
 			for _, st := range row.Stats {
-				if st.Commit != c || !st.Gated {
+				if st.Commit != c || !st.Gated || strings.HasPrefix(st.Method, "as ") {
 					continue
 				}
 				anyGated = true
@@ -896,6 +898,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 					sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)
 				case results.Unknown:
 					allSame = false
+					sum.GatedUnknown++
 					sum.DetectablePct = math.Max(sum.DetectablePct, st.DetectablePct)
 				default:
 					allSame = false

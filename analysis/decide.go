@@ -326,10 +326,14 @@ func measureTier(def results.Metric, forced bool, th float64, spreads []float64,
 		// report-only.
 		sd := math.Sqrt2 * t.SpreadPct / 100
 		mde := 100 * math.Expm1((zq(1-alpha/2)+zq(0.8))*sd/math.Sqrt(float64(max(pairs, 1))))
-		if len(finite) < len(spreads)/2+1 || mde > maxGatedMDEPct {
+		switch {
+		case len(finite) < len(spreads)/2+1:
+			t.Tier, t.Gated = results.TierReport, false
+			t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in %d of %d configurations", len(spreads)-len(finite), len(spreads))
+		case mde > maxGatedMDEPct:
 			t.Tier, t.Gated = results.TierReport, false
 			t.Why = fmt.Sprintf("too noisy for any verdict at %d pairs: median spread %s over %d configurations, smallest detectable change %s > %.0f%%", pairs, pctAbs(t.SpreadPct), len(spreads), pctAbs(mde), maxGatedMDEPct)
-		} else {
+		default:
 			t.Tier = results.TierBand
 			t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(spreads), th, noiseK)
 		}
