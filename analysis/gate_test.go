@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,5 +217,34 @@ func TestReportSectionsGolden(t *testing.T) {
 	testenv.Golden(t, "sections.json", js.String())
 	if s := r.Summaries[0]; s.Unknown == 0 || s.Incomplete == 0 || s.Tests == 0 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestSequentialAPI: the matrix's loop. At the first look (6 pairs, 5 %
+// noise) the 1 % change is unknown and its configuration undecided; at
+// MaxRepeats nothing is left to extend, whatever the verdict; a step
+// without room, or below the plan's repeats, is bad input.
+func TestSequentialAPI(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	base, patch := noisy(rng, 10, 50000, 0.05), noisy(rng, 10, 49500, 0.05)
+	seq := Options{Sequential: Sequential{Step: 2, MaxRepeats: 10}}
+	in := input(base[:6], patch[:6])
+	in.Plan.Options.Repeats = 6
+	r, err := Analyze(in, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := r.Undecided(); len(u) != 1 || u[0] != in.Plan.Configs[0].ID() {
+		t.Errorf("first look: undecided %v", u)
+	}
+	in = input(base, patch)
+	in.Plan.Options.Repeats = 6
+	if r, err = Analyze(in, seq); err != nil || len(r.Undecided()) != 0 {
+		t.Errorf("at MaxRepeats: undecided %v, %v", r.Undecided(), err)
+	}
+	for _, s := range []Sequential{{Step: 0, MaxRepeats: 10}, {Step: 2, MaxRepeats: 4}} {
+		if _, err := Analyze(in, Options{Sequential: s}); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%+v: %v", s, err)
+		}
 	}
 }
