@@ -4,13 +4,22 @@
 // against the baseline, and the change in percent
 // (golang.org/x/perf/benchmath, what benchstat uses).
 //
-// A change is called only when p < α and |Δ| exceeds the metric's
-// threshold; otherwise "~". Too few repeats for the test to ever reach α
-// is said as such, never guessed. Each metric's tier is measured on the
-// baseline's own repeats (seed 001): a metric that never varies is gated
-// exactly, one with a small spread within a band, a noisy one is reported
-// and never gated. Saturated and failed cells are shown, never averaged
-// in.
+// Verdicts (results.Verdict), per commit × configuration × metric:
+// better/worse when significant and beyond the metric's minimum effect;
+// same when the change's interval lies within ±that effect; unknown
+// otherwise, with the smallest change this run could have detected;
+// incomplete when fewer repeats than planned are usable (failed,
+// saturated, absent, metric missing), which gates (Report.Gate).
+// Descriptive metrics say higher/lower. When the interleaved blocks are
+// complete, the two cells of a block are a pair: the test is a sign-flip
+// permutation test of the per-pair log ratios and the interval the
+// Hodges–Lehmann one; otherwise the unpaired U-test is shown. Per
+// commit, Holm's procedure controls the family-wise error over the gated
+// tests, and a sequential design (Options.Sequential) spends α over its
+// looks. Tiers are pooled over the configurations (seed 001): counters
+// are exact, measured noise raises a metric's bar instead of switching
+// its gate off, and only a metric too noisy for any verdict, or a
+// descriptive one, is report-only.
 //
 // It reads only result files (plan.json, cells.jsonl), so results copied
 // from another host, shards, and resumed runs all analyse the same way.
@@ -21,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,35 +41,37 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
-// Verdicts.
-const (
-	Faster   = "faster"
-	Slower   = "slower"
-	Better   = "better"
-	Worse    = "worse"
-	Same     = "~"
-	TooFew   = "too few samples"
-	NoData   = "no data"
-	Baseline = "baseline"
-)
-
-// bandMaxSpreadPct: a metric whose baseline spread (robust CV) stays at
-// or below this in every configuration is gated within a band; above it,
-// it is only reported.
-const bandMaxSpreadPct = 5.0
-
 // Options shape the analysis.
 type Options struct {
 	// Baseline is the commit label compared against; empty means the
 	// plan's first commit.
 	Baseline string
-	// Alpha is the significance level; zero means 0.01.
+	// Alpha is the family-wise significance level per commit, over all
+	// its gated tests and every look; zero means 0.01.
 	Alpha float64
 	// Thresholds override metrics' minimum effects, in percent.
 	Thresholds map[string]float64
 	// Metrics limits the metrics analysed; empty means every metric the
 	// cells carry.
 	Metrics []string
+	// Gate names metrics to gate although they are descriptive or
+	// declared report-only (--gate).
+	Gate []string
+	// Sequential, when Step > 0, judges the run as a sequential design
+	// (--until-decided): a look at the plan's repeats, then one every
+	// Step blocks up to MaxRepeats, with α spent across the looks.
+	Sequential Sequential
+}
+
+// Sequential is the adaptive design of --until-decided. The matrix runs
+// the planned repeats, calls Analyze with the same Sequential after each
+// batch, and gives Step more blocks to each configuration of
+// Report.Undecided() until that is empty or the budget is spent.
+type Sequential struct {
+	// Step is the number of blocks each extra look adds.
+	Step int `json:"step"`
+	// MaxRepeats is the most repeats a configuration may reach.
+	MaxRepeats int `json:"max_repeats"`
 }
 
 // Input is one or more merged result directories.
@@ -141,28 +153,101 @@ type Stat struct {
 	// Values are the cells' values (not in the JSON: cells.jsonl has
 	// them, and at 100 000 cells they would dominate the report).
 	Values []float64 `json:"-"`
-	Median float64   `json:"median"`
+	Median float64   `json:"-"`
 	// Lo and Hi bound the 95 % confidence interval of the median; they
 	// are ±Inf (null in JSON) when there are too few values for one.
 	Lo float64 `json:"-"`
 	Hi float64 `json:"-"`
-	// DeltaPct and P compare against the baseline (absent for it).
+	// DeltaPct is the change against the baseline in percent: the
+	// Hodges–Lehmann estimate of the pairs' ratio when the blocks are
+	// complete, the ratio of medians otherwise; DeltaLo and DeltaHi bound
+	// it at the confidence the verdict used.
 	DeltaPct float64 `json:"-"`
-	P        float64 `json:"p"`
-	Verdict  string  `json:"verdict"`
-	// Note explains a missing verdict.
+	DeltaLo  float64 `json:"-"`
+	DeltaHi  float64 `json:"-"`
+	// P is the test's raw p-value (NaN for exact and baseline rows).
+	P float64 `json:"-"`
+	// Method is how the verdict was reached: "paired", "unpaired",
+	// "exact", "as tps".
+	Method string `json:"method,omitempty"`
+	// MinEffectPct is the bar a change must pass: max(threshold, noise).
+	MinEffectPct float64 `json:"-"`
+	// DetectablePct, for an unknown verdict, is the smallest change this
+	// number of pairs and this noise could have detected (α after Holm,
+	// 80 % power).
+	DetectablePct float64 `json:"-"`
+	// Look is the look (1-based) the verdict was reached at.
+	Look    int             `json:"look,omitempty"`
+	Verdict results.Verdict `json:"verdict"`
+	Gated   bool            `json:"gated"`
+	// Note explains the verdict when it needs it.
 	Note string `json:"note,omitempty"`
 }
 
-// MarshalJSON writes infinite bounds and changes as null.
+// MarshalJSON writes every number that is not finite as null, and says
+// why in "undefined".
 func (s Stat) MarshalJSON() ([]byte, error) {
 	type plain Stat
-	return json.Marshal(struct {
+	und := map[string]string{}
+	f := func(name string, x float64, why string) *float64 {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			if why != "" {
+				und[name] = why
+			}
+			return nil
+		}
+		return &x
+	}
+	base := s.Verdict == results.VerdictBaseline
+	ciWhy := ""
+	if s.N > 0 {
+		ciWhy = fmt.Sprintf("%d values are too few for a 95%% interval", s.N)
+	}
+	deltaWhy, dciWhy, pWhy, mdeWhy := "", "", "", ""
+	if !base && s.N > 0 {
+		deltaWhy = "the baseline's median is 0: the change has no size"
+		dciWhy = "too few pairs for an interval at this level, or no pairs"
+		if s.Method == "exact" {
+			dciWhy, pWhy = "", ""
+		} else {
+			pWhy = "not tested"
+		}
+		if s.Verdict == results.Unknown {
+			mdeWhy = fmt.Sprintf("%d pairs cannot reach the level after Holm: no change of any size could have been called", s.N)
+		}
+	}
+	var mde *float64
+	if s.Verdict == results.Unknown {
+		mde = f("detectable_pct", s.DetectablePct, mdeWhy)
+	}
+	var minEffect *float64
+	if !base && s.Verdict != results.Incomplete {
+		minEffect = f("min_effect_pct", s.MinEffectPct, "the baseline varied around a median of 0")
+	}
+	out := struct {
 		plain
-		Lo       *float64 `json:"ci_lo"`
-		Hi       *float64 `json:"ci_hi"`
-		DeltaPct *float64 `json:"delta_pct"`
-	}{plain(s), finite(s.Lo), finite(s.Hi), finite(s.DeltaPct)})
+		Median        *float64          `json:"median"`
+		Lo            *float64          `json:"ci_lo"`
+		Hi            *float64          `json:"ci_hi"`
+		DeltaPct      *float64          `json:"delta_pct,omitempty"`
+		DeltaLo       *float64          `json:"delta_lo_pct,omitempty"`
+		DeltaHi       *float64          `json:"delta_hi_pct,omitempty"`
+		P             *float64          `json:"p,omitempty"`
+		MinEffectPct  *float64          `json:"min_effect_pct,omitempty"`
+		DetectablePct *float64          `json:"detectable_pct,omitempty"`
+		Undefined     map[string]string `json:"undefined,omitempty"`
+	}{plain: plain(s), Median: f("median", s.Median, "no values"), Lo: f("ci_lo", s.Lo, ciWhy), Hi: f("ci_hi", s.Hi, ciWhy),
+		MinEffectPct: minEffect, DetectablePct: mde}
+	if !base && s.N > 0 {
+		out.DeltaPct = f("delta_pct", s.DeltaPct, deltaWhy)
+		out.DeltaLo = f("delta_lo_pct", s.DeltaLo, dciWhy)
+		out.DeltaHi = f("delta_hi_pct", s.DeltaHi, dciWhy)
+		out.P = f("p", s.P, pWhy)
+	}
+	if len(und) > 0 {
+		out.Undefined = und
+	}
+	return json.Marshal(out)
 }
 
 func finite(x float64) *float64 {
@@ -179,42 +264,124 @@ type Row struct {
 	Stats  []Stat `json:"stats"`
 }
 
-// Tier is a metric's measured tier.
+// Tier is a metric's measured tier, pooled over the configurations.
 type Tier struct {
-	Metric       string       `json:"metric"`
-	Tier         results.Tier `json:"tier"`
-	MaxSpreadPct float64      `json:"max_spread_pct"`
-	ThresholdPct float64      `json:"threshold_pct"`
-	Why          string       `json:"why"`
+	Metric string       `json:"metric"`
+	Tier   results.Tier `json:"tier"`
+	// Gated is false for report-only metrics.
+	Gated bool `json:"gated"`
+	// SpreadPct is the median over configurations of the baseline's
+	// robust CV.
+	SpreadPct    float64 `json:"spread_pct"`
+	ThresholdPct float64 `json:"threshold_pct"`
+	Why          string  `json:"why"`
 }
 
-// Change is a verdict other than "~", for the summary and the gate.
+// Change is a called change (better, worse, higher, lower), for the
+// summary and the gate.
 type Change struct {
-	Commit   string  `json:"commit"`
-	Config   string  `json:"config"`
-	Metric   string  `json:"metric"`
-	DeltaPct float64 `json:"delta_pct"`
-	P        float64 `json:"p"`
-	Verdict  string  `json:"verdict"`
-	Gated    bool    `json:"gated"`
+	Commit   string          `json:"commit"`
+	Config   string          `json:"config"`
+	Metric   string          `json:"metric"`
+	DeltaPct float64         `json:"delta_pct"`
+	P        float64         `json:"p"`
+	Verdict  results.Verdict `json:"verdict"`
+	Gated    bool            `json:"gated"`
+	Note     string          `json:"note,omitempty"`
 }
 
-// MarshalJSON writes an infinite change (from a zero baseline) as null.
+// MarshalJSON writes an infinite change (from a zero baseline) or an
+// undefined p (an exact comparison) as null.
 func (c Change) MarshalJSON() ([]byte, error) {
 	type plain Change
 	return json.Marshal(struct {
 		plain
 		DeltaPct *float64 `json:"delta_pct"`
-	}{plain(c), finite(c.DeltaPct)})
+		P        *float64 `json:"p"`
+	}{plain(c), finite(c.DeltaPct), finite(c.P)})
+}
+
+// Incomplete is a commit × configuration (× metric, when only a metric
+// is missing) with fewer usable repeats than planned: the run could not
+// answer there.
+type Incomplete struct {
+	Commit string `json:"commit"`
+	Config string `json:"config"`
+	// Metric is set when the cells are there but lack this metric.
+	Metric  string `json:"metric,omitempty"`
+	Usable  int    `json:"usable"`
+	Planned int    `json:"planned"`
+	Why     string `json:"why"`
+	// Gated: a missing cell always gates; a missing metric gates when
+	// the metric does.
+	Gated bool `json:"gated"`
 }
 
 // Geomean is a commit's geometric mean ratio to the baseline over the
-// configurations, for one metric.
+// configurations with complete blocks, for one metric, with a 95 %
+// interval from the configurations' own pair spreads.
 type Geomean struct {
 	Commit  string  `json:"commit"`
 	Metric  string  `json:"metric"`
 	Ratio   float64 `json:"ratio"`
+	Lo      float64 `json:"lo"`
+	Hi      float64 `json:"hi"`
 	Configs int     `json:"configs"`
+	// NoChange: the interval contains 1.
+	NoChange bool `json:"no_change"`
+}
+
+// MarshalJSON writes non-finite bounds as null.
+func (g Geomean) MarshalJSON() ([]byte, error) {
+	type plain Geomean
+	return json.Marshal(struct {
+		plain
+		Ratio *float64 `json:"ratio"`
+		Lo    *float64 `json:"lo"`
+		Hi    *float64 `json:"hi"`
+	}{plain(g), finite(g.Ratio), finite(g.Lo), finite(g.Hi)})
+}
+
+// Summary is one commit's answer.
+type Summary struct {
+	Commit     string `json:"commit"`
+	Better     int    `json:"better"`
+	Worse      int    `json:"worse"`
+	Higher     int    `json:"higher"`
+	Lower      int    `json:"lower"`
+	Same       int    `json:"same"`
+	Unknown    int    `json:"unknown"`
+	Incomplete int    `json:"incomplete"`
+	// GatedUnknown counts the unknown verdicts of gated metrics.
+	GatedUnknown int `json:"gated_unknown"`
+	// Tests is how many gated tests Holm's procedure controlled; Exact
+	// how many deterministic counters were compared exactly; Mirrored how
+	// many metrics were judged by the one they are a function of.
+	Tests    int `json:"tests"`
+	Exact    int `json:"exact"`
+	Mirrored int `json:"mirrored"`
+	// NoChangePct is set when every gated verdict is same: no gated
+	// metric changed by this much or more.
+	NoChangePct float64 `json:"no_change_pct,omitempty"`
+	// DetectablePct is the largest smallest-detectable change over the
+	// gated unknown verdicts: changes below it could have been missed.
+	DetectablePct float64 `json:"-"`
+	// Unreachable counts gated tests whose number of pairs can never
+	// reach the level after Holm.
+	Unreachable int `json:"unreachable"`
+}
+
+// MarshalJSON writes an infinite detectable change as null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	var d *float64
+	if s.GatedUnknown > 0 {
+		d = finite(s.DetectablePct)
+	}
+	return json.Marshal(struct {
+		plain
+		DetectablePct *float64 `json:"detectable_pct,omitempty"`
+	}{plain(s), d})
 }
 
 // CellNote is a failed or saturated cell.
@@ -235,13 +402,20 @@ type Report struct {
 	Dirs         []string      `json:"dirs"`
 	Baseline     string        `json:"baseline"`
 	Alpha        float64       `json:"alpha"`
-	Commits      []string      `json:"commits"`
-	Metrics      []string      `json:"metrics"`
-	Rows         []Row         `json:"rows"`
-	Tiers        []Tier        `json:"tiers"`
-	Changes      []Change      `json:"changes"`
-	Geomeans     []Geomean     `json:"geomeans"`
-	// Regressions are the gated changes for the worse.
+	// Sequential is the adaptive design the run was judged under, when
+	// there was one.
+	Sequential *Sequential `json:"sequential,omitempty"`
+	Commits    []string    `json:"commits"`
+	Metrics    []string    `json:"metrics"`
+	// Incomplete comes first: where the run could not answer.
+	Incomplete []Incomplete `json:"incomplete"`
+	Summaries  []Summary    `json:"summaries"`
+	Rows       []Row        `json:"rows"`
+	Tiers      []Tier       `json:"tiers"`
+	Changes    []Change     `json:"changes"`
+	Geomeans   []Geomean    `json:"geomeans"`
+	// Regressions are the gated changes for the worse (and, for a
+	// descriptive metric gated with Options.Gate, any called change).
 	Regressions []Change   `json:"regressions"`
 	Failed      []CellNote `json:"failed"`
 	Saturated   []CellNote `json:"saturated"`
@@ -252,19 +426,81 @@ type Report struct {
 	Warnings []string   `json:"warnings"`
 	Plots    []string   `json:"plots,omitempty"`
 
-	records []results.Record
+	records   []results.Record
+	undecided []string
 }
 
 // AA is what an A/A run (two arms of one build) says about noise.
 type AA struct {
 	Arms []string `json:"arms"`
-	// MaxDeltaPct is the largest |Δ| of TPS medians between the arms.
+	// MaxDeltaPct is the largest |Δ| of TPS between the arms.
 	MaxDeltaPct float64 `json:"max_delta_pct"`
 	// DetectablePct is the smallest TPS change this run could have
-	// called: the larger of the threshold and twice the worst baseline
-	// spread.
-	DetectablePct float64 `json:"detectable_pct"`
+	// called in its least precise configuration.
+	DetectablePct float64 `json:"-"`
 	Note          string  `json:"note"`
+}
+
+// MarshalJSON writes an infinite detectable change as null.
+func (a AA) MarshalJSON() ([]byte, error) {
+	type plain AA
+	return json.Marshal(struct {
+		plain
+		DetectablePct *float64 `json:"detectable_pct"`
+	}{plain(a), finite(a.DetectablePct)})
+}
+
+// Errors of Gate, for errors.Is.
+var (
+	// ErrRegression: a gated metric got worse (exit 1).
+	ErrRegression = errors.New("analysis: regression")
+	// ErrIncomplete: the run could not answer for some gated
+	// configuration (exit 3).
+	ErrIncomplete = errors.New("analysis: incomplete")
+)
+
+// Gate is the run's answer as an error, for --fail-on-regression and
+// nightly: nil when every gated test answered and none regressed; an
+// ErrRegression with exit code 1 when a gated metric got worse (a
+// regression is an answer, so it wins over incompleteness); otherwise an
+// ErrIncomplete with exit code 3 when cells, repeats or a gated metric
+// are missing, failed or saturated.
+func (r *Report) Gate() error {
+	if len(r.Regressions) > 0 {
+		var names []string
+		for _, c := range r.Regressions {
+			names = append(names, fmt.Sprintf("%s %s %s %s", c.Commit, c.Config, c.Metric, pct(c.DeltaPct)))
+		}
+		return exitcode.Regressed(fmt.Errorf("%w: %d in gated metrics: %s", ErrRegression, len(names), strings.Join(names, "; ")))
+	}
+	var names []string
+	for _, in := range r.Incomplete {
+		if in.Gated {
+			n := in.Commit + " " + in.Config
+			if in.Metric != "" {
+				n += " " + in.Metric
+			}
+			names = append(names, fmt.Sprintf("%s (%d of %d: %s)", n, in.Usable, in.Planned, in.Why))
+		}
+	}
+	if len(names) > 0 {
+		return exitcode.Failure(fmt.Errorf("%w: the run could not answer for %d: %s", ErrIncomplete, len(names), strings.Join(names, "; ")))
+	}
+	return nil
+}
+
+// Undecided lists the configurations (IDs) where some gated test is
+// unknown and another look of the sequential design could decide it: the
+// matrix gives each Sequential.Step more blocks and analyses again. Empty
+// without Options.Sequential, and once every configuration is decided or
+// at MaxRepeats.
+func (r *Report) Undecided() []string { return r.undecided }
+
+// group is one commit's cells in one configuration.
+type group struct {
+	planned           int
+	usable            map[int]*results.Record // by repeat
+	failed, saturated int
 }
 
 // Analyze computes the report.
@@ -279,9 +515,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	plan := *p
 	plan.Cells = nil
 	r := &Report{Plan: &plan, PlannedCells: len(p.Cells), Dirs: in.Dirs, Alpha: o.Alpha, Warnings: append([]string(nil), in.Warnings...), records: in.Records}
-	for _, c := range p.Commits {
-		r.Commits = append(r.Commits, c.Label)
-	}
+	r.Commits = p.Labels()
 	r.Baseline = o.Baseline
 	if r.Baseline == "" {
 		r.Baseline = p.Baseline
@@ -294,33 +528,84 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			return nil, exitcode.BadInputf("--threshold %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
 		}
 	}
+	for _, name := range o.Gate {
+		if _, ok := p.Metrics.Get(name); !ok {
+			return nil, exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+	}
+	d := design{alpha: o.Alpha, r0: p.Options.Repeats}
+	if s := o.Sequential; s.Step != 0 || s.MaxRepeats != 0 {
+		if s.Step < 1 || s.MaxRepeats < p.Options.Repeats || p.Options.Repeats < 1 {
+			return nil, exitcode.BadInputf("--until-decided: step %d, max repeats %d: want a step ≥ 1 and max repeats ≥ the plan's %d", s.Step, s.MaxRepeats, p.Options.Repeats)
+		}
+		d.step, d.limit = s.Step, s.MaxRepeats
+		r.Sequential = &s
+	}
 
-	// values[config][metric][commit] = values of ok, unsaturated cells.
-	values := map[string]map[string]map[string][]float64{}
+	configs := make([]string, 0, len(p.Configs))
+	for _, c := range p.Configs {
+		configs = append(configs, c.ID())
+	}
+	groups := map[string]map[string]*group{} // config → commit
+	get := func(cfg, commit string) *group {
+		if groups[cfg] == nil {
+			groups[cfg] = map[string]*group{}
+		}
+		g := groups[cfg][commit]
+		if g == nil {
+			g = &group{usable: map[int]*results.Record{}}
+			groups[cfg][commit] = g
+		}
+		return g
+	}
+	ids := map[string]string{} // a configuration's settings key → ID, to spare fmt at 10⁵ cells
+	cfgID := func(c results.Config) string {
+		k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings)
+		id, ok := ids[k]
+		if !ok {
+			id = c.ID()
+			ids[k] = id
+		}
+		return id
+	}
+	for i := range p.Cells {
+		get(cfgID(p.Cells[i].Config), p.Cells[i].Commit).planned++
+	}
 	present := map[string]bool{}
 	for i := range in.Records {
 		rec := &in.Records[i]
+		g := get(cfgID(rec.Config()), rec.Commit)
 		switch {
-		case rec.Status != "ok":
+		case rec.Status != results.StatusOK:
 			r.Failed = append(r.Failed, CellNote{Cell: rec.Cell, Status: rec.Status, Error: rec.Error, Tail: rec.LogTail})
+			g.failed++
 			continue
 		case rec.Saturated:
 			r.Saturated = append(r.Saturated, CellNote{Cell: rec.Cell, Status: "saturated"})
+			g.saturated++
 			continue
 		}
-		id := rec.Config().ID()
-		if values[id] == nil {
-			values[id] = map[string]map[string][]float64{}
-		}
+		g.usable[rec.Repeat] = rec
 		for m, v := range rec.Metrics {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				present[m] = true
 			}
-			if values[id][m] == nil {
-				values[id][m] = map[string][]float64{}
+		}
+	}
+	if len(p.Cells) == 0 {
+		// A plan without its cell list (tests, hand-made plans): the
+		// repeats, or the most any commit has.
+		for _, byCommit := range groups {
+			most := p.Options.Repeats
+			for _, g := range byCommit {
+				most = max(most, len(g.usable)+g.failed+g.saturated)
 			}
-			values[id][m][rec.Commit] = append(values[id][m][rec.Commit], v)
-			present[m] = true
+			for _, c := range r.Commits {
+				if byCommit[c] == nil {
+					byCommit[c] = &group{usable: map[int]*results.Record{}}
+				}
+				byCommit[c].planned = most
+			}
 		}
 	}
 	for _, m := range p.Metrics {
@@ -328,173 +613,441 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			r.Metrics = append(r.Metrics, m.Name)
 		}
 	}
-	configs := make([]string, 0, len(p.Configs))
-	for _, c := range p.Configs {
-		configs = append(configs, c.ID())
+
+	// Incomplete commit × configuration: the cells themselves.
+	cellWhy := map[string]map[string]string{} // config → commit → why
+	for _, id := range configs {
+		base := groups[id][r.Baseline]
+		for _, c := range r.Commits {
+			g := groups[id][c]
+			if g == nil {
+				g = &group{usable: map[int]*results.Record{}}
+			}
+			why := groupWhy(g)
+			if c != r.Baseline && why == "" && base != nil {
+				if bw := groupWhy(base); bw != "" {
+					why = "baseline " + bw
+				}
+			}
+			if c != r.Baseline && base != nil && g.saturated > 0 && base.saturated == 0 {
+				r.Regressions = append(r.Regressions, Change{Commit: c, Config: id, Metric: "rate", DeltaPct: math.NaN(), P: math.NaN(), Verdict: results.Worse, Gated: true,
+					Note: fmt.Sprintf("saturated in %d of %d cells where %s held the rate in all", g.saturated, g.planned, r.Baseline)})
+			}
+			if why == "" {
+				continue
+			}
+			if cellWhy[id] == nil {
+				cellWhy[id] = map[string]string{}
+			}
+			cellWhy[id][c] = why
+			r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Usable: len(g.usable), Planned: g.planned, Why: why, Gated: true})
+		}
 	}
 
-	// Tiers, measured on the baseline's repeats.
+	// Tiers, pooled over the configurations' baseline repeats.
 	tiers := map[string]Tier{}
+	minEffect := map[string]map[string]float64{} // metric → config → percent
 	for _, m := range r.Metrics {
 		def, _ := p.Metrics.Get(m)
 		th := def.ThresholdPct
 		if v, ok := o.Thresholds[m]; ok {
 			th = v
 		}
-		maxSpread, nConf := 0.0, 0
+		var spreads []float64
+		minEffect[m] = map[string]float64{}
 		for _, id := range configs {
-			vs := values[id][m][r.Baseline]
+			vs := values(groups[id][r.Baseline], m)
 			if len(vs) < 2 {
+				minEffect[m][id] = th
 				continue
 			}
-			nConf++
-			maxSpread = math.Max(maxSpread, spreadPct(vs))
+			s := spreadPct(vs)
+			spreads = append(spreads, s)
+			minEffect[m][id] = math.Max(th, noiseK*s)
 		}
-		t := Tier{Metric: m, MaxSpreadPct: maxSpread, ThresholdPct: th}
-		switch {
-		case nConf == 0:
-			t.Tier, t.Why = results.TierReport, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
-		case maxSpread == 0:
-			t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", nConf)
-		case maxSpread <= bandMaxSpreadPct:
-			t.Tier, t.Why = results.TierBand, fmt.Sprintf("baseline spread up to %.2f%% over %d configurations", maxSpread, nConf)
-			t.ThresholdPct = th
-		default:
-			t.Tier, t.Why = results.TierReport, fmt.Sprintf("baseline spread up to %.1f%% (over %.0f%%): too noisy to gate", maxSpread, bandMaxSpreadPct)
+		pairs := p.Options.Repeats
+		if pairs == 0 {
+			pairs = 1
+			for _, id := range configs {
+				pairs = max(pairs, len(values(groups[id][r.Baseline], m)))
+			}
 		}
-		if def.Tier.Rank() > t.Tier.Rank() {
-			t.Why += fmt.Sprintf("; gated no tighter than its declared tier, %s", def.Tier)
-			t.Tier = def.Tier
-		}
+		t := measureTier(def, contains(o.Gate, m), th, spreads, pairs, o.Alpha)
 		tiers[m] = t
 		r.Tiers = append(r.Tiers, t)
 	}
 
-	thresholds := &benchmath.Thresholds{CompareAlpha: o.Alpha}
-	ratios := map[string]map[string][]float64{} // commit → metric → ratios
+	// One test per commit × configuration × metric.
+	type cellTest struct {
+		t      *test
+		row    int
+		stat   int
+		exact  bool
+		gated  bool
+		mirror string
+	}
+	rowIdx := map[[2]string]int{}
+	byCommit := map[string][]*cellTest{}
 	for _, id := range configs {
 		for _, m := range r.Metrics {
-			byCommit := values[id][m]
-			if byCommit == nil {
-				continue
-			}
 			def, _ := p.Metrics.Get(m)
 			tier := tiers[m]
 			row := Row{Config: id, Metric: m}
-			base := byCommit[r.Baseline]
-			var baseSample *benchmath.Sample
-			var baseSum benchmath.Summary
-			if len(base) > 0 {
-				baseSample = benchmath.NewSample(append([]float64(nil), base...), thresholds)
-				baseSum = benchmath.AssumeNothing.Summary(baseSample, 0.95)
-			}
+			expected := false
 			for _, c := range r.Commits {
-				vs := byCommit[c]
-				st := Stat{Commit: c, N: len(vs), Values: vs}
-				if len(vs) == 0 {
-					st.Verdict = NoData
-					row.Stats = append(row.Stats, st)
-					continue
+				if len(values(groups[id][c], m)) > 0 {
+					expected = true
 				}
-				s := benchmath.NewSample(append([]float64(nil), vs...), thresholds)
-				sum := benchmath.AssumeNothing.Summary(s, 0.95)
-				st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+			}
+			if !expected {
+				continue
+			}
+			bg := groups[id][r.Baseline]
+			base := values(bg, m)
+			for _, c := range r.Commits {
+				g := groups[id][c]
+				vs := values(g, m)
+				st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
+					DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), P: math.NaN(), Gated: tier.Gated && c != r.Baseline}
+				if len(vs) > 0 {
+					s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: o.Alpha})
+					sum := benchmath.AssumeNothing.Summary(s, 0.95)
+					st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+				}
 				if c == r.Baseline {
-					st.Verdict = Baseline
+					st.Verdict = results.VerdictBaseline
 					row.Stats = append(row.Stats, st)
 					continue
 				}
-				if baseSample == nil {
-					st.Verdict, st.Note = NoData, "no baseline cells"
+				why := cellWhy[id][c]
+				if why == "" && g != nil && len(vs) < len(g.usable) {
+					why = fmt.Sprintf("%s missing in %d of %d cells", m, len(g.usable)-len(vs), len(g.usable))
+					r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Metric: m, Usable: len(vs), Planned: g.planned, Why: why, Gated: tier.Gated})
+				}
+				if why == "" && bg != nil && len(base) < len(bg.usable) {
+					why = fmt.Sprintf("%s missing in %d of %d baseline cells", m, len(bg.usable)-len(base), len(bg.usable))
+					r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Metric: m, Usable: len(vs), Planned: g.planned, Why: why, Gated: tier.Gated})
+				}
+				if len(vs) > 0 && len(base) > 0 {
+					bs := append([]float64(nil), base...)
+					slices.Sort(bs)
+					st.DeltaPct = deltaPct(median(bs), st.Median)
+				}
+				if why != "" {
+					st.Verdict, st.Note = results.Incomplete, why
+					if len(vs) > 0 && len(base) > 0 {
+						t := newTest(def, minEffect[m][id], base, vs, false)
+						t.measure(len(vs), o.Alpha)
+						st.P, st.Method = t.p, "unpaired"
+						if mp := minUP(len(base), len(vs)); mp >= o.Alpha {
+							st.Note += fmt.Sprintf("; %d + %d repeats can never reach p < %v (smallest U-test p %.2g)", len(base), len(vs), o.Alpha, mp)
+						}
+					}
 					row.Stats = append(row.Stats, st)
 					continue
 				}
-				cmp := benchmath.AssumeNothing.Compare(baseSample, s)
-				st.P = cmp.P
-				if baseSum.Center != 0 {
-					st.DeltaPct = 100 * (sum.Center/baseSum.Center - 1)
-				} else if sum.Center != 0 {
-					st.DeltaPct = math.Inf(int(math.Copysign(1, sum.Center)))
-				}
-				st.Verdict, st.Note = verdict(def, tier, base, vs, st.DeltaPct, cmp, o.Alpha)
-				if baseSum.Center > 0 && sum.Center > 0 {
-					if ratios[c] == nil {
-						ratios[c] = map[string][]float64{}
-					}
-					ratios[c][m] = append(ratios[c][m], sum.Center/baseSum.Center)
-				}
-				if st.Verdict != Same && st.Verdict != TooFew && st.Verdict != NoData {
-					ch := Change{Commit: c, Config: id, Metric: m, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: tier.Tier != results.TierReport}
-					r.Changes = append(r.Changes, ch)
-					if ch.Gated && (st.Verdict == Slower || st.Verdict == Worse) {
-						r.Regressions = append(r.Regressions, ch)
+				// Complete: every repeat of both commits is usable, so
+				// the blocks pair.
+				pb, pc := pairs(bg, g, m)
+				ct := &cellTest{row: len(r.Rows), stat: len(row.Stats), gated: st.Gated, exact: tier.Tier == results.TierExact}
+				if ct.exact {
+					ct.t = newTest(def, minEffect[m][id], base, vs, false)
+				} else {
+					paired := len(pb) == len(base) && len(pc) == len(vs)
+					if paired {
+						ct.t = newTest(def, minEffect[m][id], pb, pc, true)
+					} else {
+						ct.t = newTest(def, minEffect[m][id], base, vs, false)
 					}
 				}
+				if def.SameAs != "" && contains(r.Metrics, def.SameAs) && tiers[def.SameAs].Gated == tier.Gated {
+					ct.mirror = def.SameAs
+				}
+				byCommit[c] = append(byCommit[c], ct)
 				row.Stats = append(row.Stats, st)
 			}
+			rowIdx[[2]string{id, m}] = len(r.Rows)
 			r.Rows = append(r.Rows, row)
 		}
 	}
-	sort.SliceStable(r.Changes, func(i, j int) bool { return math.Abs(r.Changes[i].DeltaPct) > math.Abs(r.Changes[j].DeltaPct) })
+
+	// Decide per commit: exact counters, the Holm family of gated tests
+	// (look by look under a sequential design), report-only tests alone
+	// at α, then the metrics that mirror another.
+	undecided := map[string]bool{}
 	for _, c := range r.Commits {
-		for _, m := range r.Metrics {
-			if rs := ratios[c][m]; len(rs) > 0 {
-				r.Geomeans = append(r.Geomeans, Geomean{Commit: c, Metric: m, Ratio: geomean(rs), Configs: len(rs)})
+		sum := Summary{Commit: c}
+		var family, loose []*test
+		for _, ct := range byCommit[c] {
+			switch {
+			case ct.mirror != "":
+				sum.Mirrored++
+			case ct.exact:
+				exactVerdict(ct.t)
+				if ct.gated {
+					sum.Exact++
+				}
+			case ct.gated:
+				family = append(family, ct.t)
+			default:
+				loose = append(loose, ct.t)
 			}
 		}
+		decide(family, d)
+		sum.Tests = len(family)
+		for _, t := range loose {
+			t.measure(len(t.cand), o.Alpha)
+			t.classify(t.p < o.Alpha, o.Alpha, 1)
+		}
+		for _, ct := range byCommit[c] {
+			row := &r.Rows[ct.row]
+			st := &row.Stats[ct.stat]
+			t := ct.t
+			if ct.mirror != "" {
+				j, ok := rowIdx[[2]string{row.Config, ct.mirror}]
+				var src *Stat
+				if ok {
+					for k := range r.Rows[j].Stats {
+						if r.Rows[j].Stats[k].Commit == c {
+							src = &r.Rows[j].Stats[k]
+						}
+					}
+				}
+				if src != nil {
+					st.Verdict, st.P, st.Look, st.Method = src.Verdict, src.P, src.Look, "as "+ct.mirror
+					st.MinEffectPct, st.DetectablePct = t.minEffect, src.DetectablePct
+					st.Note = "one statistic with " + ct.mirror + ": tested once, as " + ct.mirror
+					if src.Verdict == results.Better || src.Verdict == results.Worse {
+						// Better and worse agree across the pair by
+						// construction (both directions say the same).
+						st.Verdict = src.Verdict
+					}
+				}
+			} else {
+				st.P, st.DeltaLo, st.DeltaHi, st.Look = t.p, t.lo, t.hi, t.look
+				if !math.IsNaN(t.est) {
+					st.DeltaPct = t.est
+				}
+				st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
+				st.Method = "paired"
+				switch {
+				case ct.exact:
+					st.Method = "exact"
+				case !t.paired:
+					st.Method = "unpaired"
+				}
+				if t.verdict == results.Unknown {
+					st.DetectablePct = t.detectable()
+					if ct.gated && t.paired && minFlipP(t.n) >= t.level/float64(max(t.family, 1)) {
+						sum.Unreachable++
+						st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, t.level/float64(max(t.family, 1)), t.family)
+					}
+					if t.undecided {
+						undecided[row.Config] = true
+					}
+				}
+				if t.significant && t.verdict == results.Same && t.paired {
+					st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)
+				}
+			}
+			switch st.Verdict {
+			case results.Better, results.Worse, results.Higher, results.Lower:
+				ch := Change{Commit: c, Config: row.Config, Metric: row.Metric, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: st.Gated}
+				r.Changes = append(r.Changes, ch)
+				if ch.Gated && st.Verdict != results.Better && ct.mirror == "" {
+					r.Regressions = append(r.Regressions, ch)
+				}
+			}
+		}
+		if c == r.Baseline {
+			continue
+		}
+		for _, row := range r.Rows {
+			for _, st := range row.Stats {
+				if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
+					// A mirrored metric is the same answer again.
+					continue
+				}
+				switch st.Verdict {
+				case results.Better:
+					sum.Better++
+				case results.Worse:
+					sum.Worse++
+				case results.Higher:
+					sum.Higher++
+				case results.Lower:
+					sum.Lower++
+				case results.Same:
+					sum.Same++
+				case results.Unknown:
+					sum.Unknown++
+				case results.Incomplete:
+					sum.Incomplete++
+				}
+			}
+		}
+		allSame, anyGated := true, false
+		for _, row := range r.Rows {
+			for _, st := range row.Stats {
+				if st.Commit != c || !st.Gated || strings.HasPrefix(st.Method, "as ") {
+					continue
+				}
+				anyGated = true
+				switch st.Verdict {
+				case results.Same:
+					sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)
+				case results.Unknown:
+					allSame = false
+					sum.GatedUnknown++
+					sum.DetectablePct = math.Max(sum.DetectablePct, st.DetectablePct)
+				default:
+					allSame = false
+				}
+			}
+		}
+		if !allSame || !anyGated {
+			sum.NoChangePct = 0
+		}
+		for _, in := range r.Incomplete {
+			if in.Commit == c && in.Gated {
+				sum.NoChangePct = 0
+			}
+		}
+		r.Summaries = append(r.Summaries, sum)
 	}
-	r.aa(tiers)
+	for _, id := range configs {
+		if undecided[id] {
+			r.undecided = append(r.undecided, id)
+		}
+	}
+	sort.SliceStable(r.Incomplete, func(i, j int) bool { return r.Incomplete[i].Commit < r.Incomplete[j].Commit })
+	sort.SliceStable(r.Changes, func(i, j int) bool { return math.Abs(r.Changes[i].DeltaPct) > math.Abs(r.Changes[j].DeltaPct) })
+	r.geomeans(groups, configs, cellWhy)
+	r.aa()
 	if p.Options.Perf {
 		r.profiles(r.Baseline)
 	}
 	return r, nil
 }
 
-// verdict decides one comparison.
-func verdict(def results.Metric, tier Tier, base, vs []float64, delta float64, cmp benchmath.Comparison, alpha float64) (string, string) {
-	better := delta > 0 == (def.Direction == results.HigherIsBetter)
-	name := func() string {
-		timeish := def.Unit == "tx/s" || def.Unit == "ms" || def.Unit == "s/tx"
-		switch {
-		case timeish && better:
-			return Faster
-		case timeish:
-			return Slower
-		case better:
-			return Better
-		default:
-			return Worse
-		}
+// groupWhy says why a commit's cells in a configuration are fewer than
+// planned, or "" when they are all there.
+func groupWhy(g *group) string {
+	if len(g.usable) >= g.planned {
+		return ""
 	}
-	if tier.Tier == results.TierExact {
-		// The baseline never varied: any shift of the whole sample is
-		// real, with or without a U-test that three repeats cannot pass.
-		b := base[0]
-		allAbove, allBelow := true, true
-		for _, v := range vs {
-			allAbove = allAbove && v > b
-			allBelow = allBelow && v < b
-		}
-		if (allAbove || allBelow) && math.Abs(delta) > tier.ThresholdPct {
-			return name(), "exact tier: every value differs from the constant baseline"
-		}
-		return Same, ""
+	var parts []string
+	if g.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", g.failed))
 	}
-	if cmp.P >= alpha {
-		for _, w := range cmp.Warnings {
-			if strings.Contains(w.Error(), "need") {
-				return TooFew, fmt.Sprintf("%d vs %d repeats: the U-test cannot reach p < %v (%v)", len(base), len(vs), alpha, w)
-			}
-		}
-		return Same, ""
+	if g.saturated > 0 {
+		parts = append(parts, fmt.Sprintf("%d saturated", g.saturated))
 	}
-	if math.Abs(delta) <= tier.ThresholdPct {
-		return Same, fmt.Sprintf("significant but |Δ| ≤ %.2f%%", tier.ThresholdPct)
+	if absent := g.planned - len(g.usable) - g.failed - g.saturated; absent > 0 {
+		parts = append(parts, fmt.Sprintf("%d absent", absent))
 	}
-	return name(), ""
+	return fmt.Sprintf("%d of %d cells usable (%s)", len(g.usable), g.planned, strings.Join(parts, ", "))
 }
 
-func (r *Report) aa(tiers map[string]Tier) {
+// values returns a group's finite values of m in repeat order.
+func values(g *group, m string) []float64 {
+	if g == nil {
+		return nil
+	}
+	reps := make([]int, 0, len(g.usable))
+	for rep, rec := range g.usable {
+		if v, ok := rec.Metrics[m]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			reps = append(reps, rep)
+		}
+	}
+	slices.Sort(reps)
+	out := make([]float64, len(reps))
+	for i, rep := range reps {
+		out[i] = g.usable[rep].Metrics[m]
+	}
+	return out
+}
+
+// pairs returns the values of m of the blocks where both commits have
+// one, in repeat order: the two cells of a block ran back to back.
+func pairs(a, b *group, m string) (pa, pb []float64) {
+	if a == nil || b == nil {
+		return nil, nil
+	}
+	reps := make([]int, 0, len(a.usable))
+	for rep, ra := range a.usable {
+		rb, ok := b.usable[rep]
+		if !ok {
+			continue
+		}
+		va, oka := ra.Metrics[m]
+		vb, okb := rb.Metrics[m]
+		if oka && okb && !math.IsNaN(va+vb) && !math.IsInf(va+vb, 0) {
+			reps = append(reps, rep)
+		}
+	}
+	slices.Sort(reps)
+	for _, rep := range reps {
+		pa = append(pa, a.usable[rep].Metrics[m])
+		pb = append(pb, b.usable[rep].Metrics[m])
+	}
+	return pa, pb
+}
+
+// geomeans computes each commit's TPS geometric mean ratio over the
+// configurations with complete blocks, with a 95 % interval from each
+// configuration's mean log ratio and its standard error (the
+// configurations are fixed, not sampled, so only their own noise
+// counts).
+func (r *Report) geomeans(groups map[string]map[string]*group, configs []string, cellWhy map[string]map[string]string) {
+	if !contains(r.Metrics, "tps") {
+		return
+	}
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			continue
+		}
+		var sum, v float64
+		n := 0
+		for _, id := range configs {
+			if cellWhy[id][c] != "" {
+				continue
+			}
+			pb, pc := pairs(groups[id][r.Baseline], groups[id][c], "tps")
+			if len(pb) < 2 {
+				continue
+			}
+			d := make([]float64, len(pb))
+			var s float64
+			ok := true
+			for i := range d {
+				if pb[i] <= 0 || pc[i] <= 0 {
+					ok = false
+					break
+				}
+				d[i] = math.Log(pc[i] / pb[i])
+				s += d[i]
+			}
+			if !ok {
+				continue
+			}
+			sd := sdOf(d)
+			sum += s / float64(len(d))
+			v += sd * sd / float64(len(d))
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		mean := sum / float64(n)
+		half := 1.96 * math.Sqrt(v) / float64(n)
+		g := Geomean{Commit: c, Metric: "tps", Ratio: math.Exp(mean), Lo: math.Exp(mean - half), Hi: math.Exp(mean + half), Configs: n}
+		g.NoChange = g.Lo <= 1 && g.Hi >= 1
+		r.Geomeans = append(r.Geomeans, g)
+	}
+}
+
+func (r *Report) aa() {
 	builds := map[string][]string{}
 	for _, c := range r.Plan.Commits {
 		builds[c.Build] = append(builds[c.Build], c.Label)
@@ -509,14 +1062,23 @@ func (r *Report) aa(tiers map[string]Tier) {
 				continue
 			}
 			for _, st := range row.Stats {
-				if st.Commit != r.Baseline && contains(arms, st.Commit) && !math.IsInf(st.DeltaPct, 0) {
+				if st.Commit == r.Baseline || !contains(arms, st.Commit) {
+					continue
+				}
+				if !math.IsInf(st.DeltaPct, 0) && !math.IsNaN(st.DeltaPct) {
 					a.MaxDeltaPct = math.Max(a.MaxDeltaPct, math.Abs(st.DeltaPct))
 				}
+				det := st.MinEffectPct
+				if st.Verdict == results.Unknown || st.Verdict == results.Incomplete {
+					det = st.DetectablePct
+					if st.Verdict == results.Incomplete {
+						det = math.Inf(1)
+					}
+				}
+				a.DetectablePct = math.Max(a.DetectablePct, det)
 			}
 		}
-		t := tiers["tps"]
-		a.DetectablePct = math.Max(t.ThresholdPct, 2*t.MaxSpreadPct)
-		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; this run could not have detected a TPS change smaller than %.2f%%.", strings.Join(arms, " and "), a.MaxDeltaPct, a.DetectablePct)
+		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; this run could not have detected a TPS change smaller than %s in its least precise configuration.", strings.Join(arms, " and "), a.MaxDeltaPct, pctAbs(a.DetectablePct))
 		r.AA = a
 		return
 	}
@@ -556,14 +1118,6 @@ func median(s []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func geomean(xs []float64) float64 {
-	var l float64
-	for _, x := range xs {
-		l += math.Log(x)
-	}
-	return math.Exp(l / float64(len(xs)))
 }
 
 func contains(xs []string, x string) bool {

@@ -79,7 +79,7 @@ func TestFalsePositivesAA(t *testing.T) {
 		called := 0
 		for range 200 {
 			st := tpsVerdictAt(t, input(noisy(rng, 10, 50000, 0.05), noisy(rng, 10, 50000, 0.05)), alpha)
-			if st.Verdict == Faster || st.Verdict == Slower {
+			if st.Verdict == results.Better || st.Verdict == results.Worse {
 				called++
 			}
 		}
@@ -90,29 +90,22 @@ func TestFalsePositivesAA(t *testing.T) {
 	}
 }
 
-// TestPowerTenPercent: a true 10 % drop in 5 % noise (2 σ). The U-test's
-// p-values are discrete; with 10 repeats against 10 its power at
-// α = 0.01 is 92–93 % (measured over 1 000–4 000 trials), short of the
-// issue's 95 %, which needs α ≥ 0.015 (and then false positives approach
-// 2 %) or 12 repeats: at 12 the power is 97–98 % at α = 0.01. Both are
-// asserted, so a change that costs power fails here.
-func TestPowerTenPercent(t *testing.T) {
-	for _, tc := range []struct {
-		repeats int
-		min     int
-	}{{10, 900}, {12, 950}} {
-		// 1 000 trials: the power is then known to about ±0.7 %.
-		rng := rand.New(rand.NewSource(2))
-		slower := 0
-		for range 1000 {
-			if tpsVerdict(t, input(noisy(rng, tc.repeats, 50000, 0.05), noisy(rng, tc.repeats, 45000, 0.05))).Verdict == Slower {
-				slower++
-			}
+// TestPowerFivePercent: issue 13's power requirement, a true 5 % drop
+// at 2 % CV with 10 pairs, called worse in ≥ 95 % of 2 000 trials
+// (measured 96.7 % over 20 000; 2 000 know it to about ±0.4 %). With 10 pairs the exact
+// sign-flip test's smallest p is 2/1024, so a single pair on the wrong
+// side of 0 may still leave p < 0.01, but not two.
+func TestPowerFivePercent(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	worse := 0
+	for range 2000 {
+		if tpsVerdict(t, input(noisy(rng, 10, 50000, 0.02), noisy(rng, 10, 47500, 0.02))).Verdict == results.Worse {
+			worse++
 		}
-		t.Logf("%d repeats, 10%% drop: %d of 1000 slower", tc.repeats, slower)
-		if slower < tc.min {
-			t.Errorf("%d repeats: a 10%% drop was called slower in %d of 1000 trials; want ≥ %d", tc.repeats, slower, tc.min)
-		}
+	}
+	t.Logf("10 pairs, 2%% CV, 5%% drop: %d of 2000 worse", worse)
+	if worse < 1900 {
+		t.Errorf("a 5%% drop was called worse in %d of 2000 trials; want ≥ 1900", worse)
 	}
 }
 
@@ -123,7 +116,7 @@ func TestOnePercentIsNoChange(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	called := 0
 	for range 200 {
-		if st := tpsVerdict(t, input(noisy(rng, 10, 50000, 0.05), noisy(rng, 10, 49500, 0.05))); st.Verdict != Same {
+		if st := tpsVerdict(t, input(noisy(rng, 10, 50000, 0.05), noisy(rng, 10, 49500, 0.05))); st.Verdict == results.Better || st.Verdict == results.Worse {
 			called++
 		}
 	}
@@ -131,15 +124,15 @@ func TestOnePercentIsNoChange(t *testing.T) {
 		t.Errorf("1%% drop: %d of 200 got a verdict; want at most 2%%", called)
 	}
 	// Even with no noise at all, 1 % is under tps's 2 % minimum effect.
-	st := tpsVerdict(t, input([]float64{100, 100.1, 99.9, 100, 100.05, 99.95}, []float64{99, 99.1, 98.9, 99, 99.05, 98.95}))
-	if st.Verdict != Same || !strings.Contains(st.Note, "significant but") {
+	st := tpsVerdict(t, input([]float64{100, 100.1, 99.9, 100, 100.05, 99.95, 100.02, 99.98}, []float64{99, 99.1, 98.9, 99, 99.05, 98.95, 99.01, 98.99}))
+	if st.Verdict != results.Same || !strings.Contains(st.Note, "significant, but within") {
 		t.Errorf("noise-free 1%% drop: %q %q", st.Verdict, st.Note)
 	}
 }
 
 func TestTooFewSamples(t *testing.T) {
 	st := tpsVerdict(t, input([]float64{100, 101, 99}, []float64{50, 51, 49}))
-	if st.Verdict != TooFew || !strings.Contains(st.Note, "3 vs 3 repeats") {
+	if st.Verdict != results.Unknown || !strings.Contains(st.Note, "3 pairs cannot reach") {
 		t.Errorf("3 vs 3: verdict %q note %q", st.Verdict, st.Note)
 	}
 }
@@ -168,7 +161,7 @@ func TestExactTier(t *testing.T) {
 	if tier.Tier != results.TierExact {
 		t.Errorf("rows_per_tx tier = %+v", tier)
 	}
-	if len(r.Regressions) != 1 || r.Regressions[0].Metric != "rows_per_tx" || r.Regressions[0].Verdict != Worse {
+	if len(r.Regressions) != 1 || r.Regressions[0].Metric != "rows_per_tx" || r.Regressions[0].Verdict != results.Worse {
 		t.Errorf("regressions = %+v", r.Regressions)
 	}
 }
@@ -186,7 +179,7 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 		},
 		Workloads: []string{"select1", "churn"}, Clients: []int{2, 8},
 		Settings: []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
-		Repeats:  5, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", BuildType: "release", Order: "abba", Seed: 7, Shard: shard,
+		Repeats:  10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", BuildType: "release", Order: "abba", Seed: 7, Shard: shard,
 	}
 	p, err := matrix.NewPlan(o)
 	if err != nil {
@@ -262,10 +255,10 @@ func TestReportGolden(t *testing.T) {
 	// on churn (slower, a gated regression).
 	var deallocs, tps bool
 	for _, c := range r.Changes {
-		if c.Metric == "pgss_deallocs" && c.Verdict == Better {
+		if c.Metric == "pgss_deallocs" && c.Verdict == results.Better {
 			deallocs = true
 		}
-		if c.Metric == "tps" && strings.HasPrefix(c.Config, "churn") && c.Verdict == Slower {
+		if c.Metric == "tps" && strings.HasPrefix(c.Config, "churn") && c.Verdict == results.Worse {
 			tps = true
 		}
 	}
@@ -283,7 +276,7 @@ func TestShardsMergeAndPlansMustAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Records) != 2*2*5*2 || len(in.Plan.Configs) != 4 || len(in.Warnings) != 0 {
+	if len(in.Records) != 2*2*10*2 || len(in.Plan.Configs) != 4 || len(in.Warnings) != 0 {
 		t.Errorf("merged %d records, %d configs, warnings %v", len(in.Records), len(in.Plan.Configs), in.Warnings)
 	}
 	other := filepath.Join(root, "other")
@@ -301,13 +294,13 @@ func TestTruncatedAndMissing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	fixture(t, dir, matrix.Shard{I: 1, N: 1})
 	f, _ := os.OpenFile(filepath.Join(dir, results.CellsFile), os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"cell":"churn/c8/cpuall/pgss.max=1000/r6/base","metrics":{"tp`)
+	f.WriteString(`{"cell":"churn/c8/cpuall/pgss.max=1000/r11/base","metrics":{"tp`)
 	f.Close()
 	in, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Records) != 40 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "incomplete") {
+	if len(in.Records) != 80 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "incomplete") {
 		t.Errorf("records %d warnings %v", len(in.Records), in.Warnings)
 	}
 	r, err := Analyze(in, Options{})

@@ -108,7 +108,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
 	}
 	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
-	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit, two-sided Mann–Whitney U against %s, α = %v; a change is called only when p < α and |Δ| exceeds the metric's threshold\n", r.Baseline, r.Alpha)
+	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: sign-flip permutation test of the per-pair log ratios (exact up to %d pairs) and Hodges–Lehmann interval of the change; Mann–Whitney U when blocks are incomplete. Per commit, Holm's procedure over the gated tests at α = %v (family-wise)", r.Baseline, exactFlipMax, r.Alpha)
+	if sq := r.Sequential; sq != nil {
+		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
+	}
+	fmt.Fprintf(w, ". better/worse: significant and beyond the metric's bar; same: the interval lies within ±bar; unknown: neither\n")
 	fmt.Fprintf(w, "- abtest %s; results: %s\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 	for _, f := range p.Doctor {
 		if f.Status != "ok" {
@@ -118,38 +122,60 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "## Summary\n\n")
-	for _, c := range r.Commits {
-		if c == r.Baseline {
-			continue
-		}
-		var faster, slower, same, few int
-		for _, row := range r.Rows {
-			for _, st := range row.Stats {
-				if st.Commit != c {
-					continue
-				}
-				switch st.Verdict {
-				case Faster, Better:
-					faster++
-				case Slower, Worse:
-					slower++
-				case TooFew:
-					few++
-				case Same:
-					same++
-				}
+	if n := len(r.Incomplete); n > 0 {
+		fmt.Fprintf(w, "- **incomplete: %d** (the run could not answer there; this gates)\n", n)
+		for i, in := range r.Incomplete {
+			if i == 20 {
+				fmt.Fprintf(w, "  - … %d more\n", n-20)
+				break
 			}
-		}
-		line := fmt.Sprintf("- **%s** vs %s: %d better, %d worse, %d unchanged", c, r.Baseline, faster, slower, same)
-		if few > 0 {
-			line += fmt.Sprintf(", %d with too few samples to tell", few)
-		}
-		for _, g := range r.Geomeans {
-			if g.Commit == c && g.Metric == "tps" {
-				line += fmt.Sprintf("; TPS geometric mean ×%.4f (%+.2f%%) over %d configurations", g.Ratio, 100*(g.Ratio-1), g.Configs)
+			what := in.Config
+			if in.Metric != "" {
+				what += " " + in.Metric
 			}
+			gated := ""
+			if !in.Gated {
+				gated = " (not gated)"
+			}
+			fmt.Fprintf(w, "  - %s %s: %s%s\n", in.Commit, what, in.Why, gated)
+		}
+	}
+	for _, sm := range r.Summaries {
+		line := fmt.Sprintf("- **%s** vs %s: ", sm.Commit, r.Baseline)
+		if sm.NoChangePct > 0 {
+			line += fmt.Sprintf("**no change ≥ %.3g%%** in any gated metric; ", sm.NoChangePct)
+		}
+		line += fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
+		if sm.Higher+sm.Lower > 0 {
+			line += fmt.Sprintf("; descriptive: %d higher, %d lower", sm.Higher, sm.Lower)
 		}
 		fmt.Fprintln(w, line)
+		if sm.GatedUnknown > 0 {
+			fmt.Fprintf(w, "  - unknown: this run could not have detected changes smaller than %s in the gated metrics (α after Holm, 80%% power)\n", pctAbs(sm.DetectablePct))
+		}
+		if sm.Unreachable > 0 {
+			fmt.Fprintf(w, "  - %d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict\n", sm.Unreachable)
+		}
+		fmt.Fprintf(w, "  - tests: %d gated tests under Holm at α = %v (family-wise), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
+		for _, g := range r.Geomeans {
+			if g.Commit != sm.Commit {
+				continue
+			}
+			verdict := "a change"
+			if g.NoChange {
+				verdict = "no change"
+			}
+			fmt.Fprintf(w, "  - TPS geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s\n", g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, verdict)
+		}
+	}
+	var ungated []string
+	for _, t := range r.Tiers {
+		if !t.Gated {
+			ungated = append(ungated, fmt.Sprintf("%s (%s)", t.Metric, t.Why))
+		}
+	}
+	if len(ungated) > 0 {
+		fmt.Fprintf(w, "- not gated: %s\n", strings.Join(ungated, "; "))
 	}
 	if r.AA != nil {
 		fmt.Fprintf(w, "- A/A: %s\n", r.AA.Note)
@@ -157,7 +183,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Regressions) > 0 {
 		fmt.Fprintf(w, "- **regressions in gated metrics: %d**\n", len(r.Regressions))
 		for _, c := range r.Regressions {
-			fmt.Fprintf(w, "  - %s %s on %s: %+.2f%% (p=%.3g)\n", c.Commit, c.Metric, c.Config, c.DeltaPct, c.P)
+			note := ""
+			if c.Note != "" {
+				note = ": " + c.Note
+			}
+			fmt.Fprintf(w, "  - %s %s on %s: %s (p=%s)%s\n", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pnum(c.P), note)
 		}
 	}
 	if len(r.Changes) > 0 {
@@ -167,7 +197,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				fmt.Fprintf(w, "| … | %d more | | | | | |\n", len(r.Changes)-15)
 				break
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g | %s | %s |\n", c.Commit, c.Config, c.Metric, pct(c.DeltaPct), c.P, c.Verdict, yes(c.Gated))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Commit, c.Config, c.Metric, pct(c.DeltaPct), pnum(c.P), c.Verdict, yes(c.Gated))
 		}
 	} else {
 		fmt.Fprintf(w, "\nNo change was called.\n")
@@ -206,11 +236,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				for _, st := range row.Stats {
 					fmt.Fprintf(w, " %s |", medianCI(st))
 					if st.Commit != r.Baseline {
-						v := st.Verdict
-						if st.Note != "" && (v == TooFew || v == NoData) {
-							v = st.Verdict + " (n=" + fmt.Sprint(st.N) + ")"
-						}
-						fmt.Fprintf(w, " %s | %s | %s |", pct(st.DeltaPct), pval(st), v)
+						fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st), pval(st), verdictText(st))
 					}
 				}
 				fmt.Fprintln(w)
@@ -221,9 +247,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	r.writeTimeWent(w)
-	fmt.Fprintf(w, "\n## Metric tiers\n\nMeasured on %s's own repeats: a metric that never varied is gated exactly, one whose spread (robust CV) stayed within %.0f%% is gated within a band, the rest are reported and never gated.\n\n| metric | tier | threshold | why |\n|---|---|---|---|\n", r.Baseline, bandMaxSpreadPct)
+	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there); only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, noiseK)
 	for _, t := range r.Tiers {
-		fmt.Fprintf(w, "| %s | %s | %.2f%% | %s |\n", t.Metric, t.Tier, t.ThresholdPct, t.Why)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g%% | %s |\n", t.Metric, t.Tier, yes(t.Gated), pctAbs(t.SpreadPct), t.ThresholdPct, t.Why)
 	}
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
@@ -353,7 +379,7 @@ func medianCI(st Stat) string {
 	if st.N == 0 {
 		return "-"
 	}
-	if math.IsInf(st.Lo, 0) || math.IsInf(st.Hi, 0) || st.Median == 0 {
+	if !isFinite(st.Lo) || !isFinite(st.Hi) || st.Median == 0 {
 		return fmt.Sprintf("%s (n=%d)", num(st.Median), st.N)
 	}
 	half := 100 * math.Max(st.Hi-st.Median, st.Median-st.Lo) / math.Abs(st.Median)
@@ -361,10 +387,48 @@ func medianCI(st Stat) string {
 }
 
 func pval(st Stat) string {
-	if st.Verdict == NoData {
+	if st.N == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3g", st.P)
+	return pnum(st.P)
+}
+
+func pnum(p float64) string {
+	if !isFinite(p) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3g", p)
+}
+
+func isFinite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
+
+// deltaCI writes the change and, when there is one, its interval.
+func deltaCI(st Stat) string {
+	if st.N == 0 {
+		return "-"
+	}
+	s := pct(st.DeltaPct)
+	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
+		s += fmt.Sprintf(" [%+.2f, %+.2f]", st.DeltaLo, st.DeltaHi)
+	}
+	return s
+}
+
+// verdictText is a stat's verdict with what qualifies it.
+func verdictText(st Stat) string {
+	v := string(st.Verdict)
+	switch st.Verdict {
+	case results.Unknown:
+		v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
+	case results.Same:
+		v += " (±" + pctAbs(st.MinEffectPct) + ")"
+	case results.Incomplete:
+		v += fmt.Sprintf(" (n=%d)", st.N)
+	}
+	if st.Gated && st.Verdict != results.VerdictBaseline {
+		return v
+	}
+	return v + ", not gated"
 }
 
 func num(x float64) string {
@@ -381,8 +445,13 @@ func num(x float64) string {
 }
 
 func pct(d float64) string {
-	if math.IsInf(d, 0) || math.IsNaN(d) {
-		return "∞"
+	switch {
+	case math.IsNaN(d):
+		return "n/a"
+	case math.IsInf(d, 1):
+		return "+∞"
+	case math.IsInf(d, -1):
+		return "-∞"
 	}
 	return fmt.Sprintf("%+.2f%%", d)
 }
@@ -430,4 +499,12 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// pctAbs writes a size in percent: "∞" when it has none.
+func pctAbs(x float64) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.3g%%", x)
 }

@@ -157,7 +157,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	for _, row := range rep.Rows {
 		for _, s := range row.Stats {
 			if s.Commit != rep.Baseline {
-				want = append(want, strings.Join([]string{s.Commit, row.Config, row.Metric, s.Verdict}, "|"))
+				want = append(want, strings.Join([]string{s.Commit, row.Config, row.Metric, string(s.Verdict)}, "|"))
 			}
 		}
 	}

@@ -158,7 +158,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 		}
 	}
 	rows.Close()
-	rows, err = s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict IN (?, ?) GROUP BY run_id`), analysis.Worse, analysis.Slower)
+	rows, err = s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
 	if err != nil {
 		return nil, s.fail("listing runs", err)
 	}

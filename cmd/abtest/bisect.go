@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -274,8 +275,10 @@ func bisectRun(ctx context.Context, env *Env, source string, st *bisectState, mi
 		return s, exitcode.Failure(fmt.Errorf("bisect: no %s values in %s (did the cells fail? see its report)", metric, run))
 	}
 	s.Good, s.Bad, s.Step = g.Median, b.Median, sg.Median
-	s.VsGood, s.VsBad = sg.Verdict, sb.Verdict
-	changed := func(v string) bool { return v != analysis.Same && v != analysis.TooFew && v != analysis.NoData }
+	s.VsGood, s.VsBad = string(sg.Verdict), string(sb.Verdict)
+	changed := func(v results.Verdict) bool {
+		return v == results.Better || v == results.Worse || v == results.Higher || v == results.Lower
+	}
 	switch {
 	case changed(sg.Verdict) && !changed(sb.Verdict):
 		s.Verdict = "like-bad"

@@ -64,3 +64,11 @@ func Code(err error) int {
 	}
 	return Infra
 }
+
+// Regressed marks err as a regression found by a gate (exit 1).
+func Regressed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Code: Regression, Err: err}
+}

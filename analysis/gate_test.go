@@ -1,0 +1,250 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+// loadFixture is the golden fixture (10 repeats, the patch costs churn
+// 5 % TPS), for edits.
+func loadFixture(t *testing.T) *Input {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	fixture(t, dir, matrix.Shard{I: 1, N: 1})
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Dirs = []string{"run"}
+	return in
+}
+
+func edit(in *Input, f func(r *results.Record)) {
+	for i := range in.Records {
+		f(&in.Records[i])
+	}
+}
+
+// TestGateIncomplete: a candidate whose every cell failed is incomplete
+// everywhere and exits 3, never "unchanged"; one failed cell makes its
+// configuration incomplete even beside a real regression elsewhere,
+// which still exits 1.
+func TestGateIncomplete(t *testing.T) {
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		if r.Commit == "patch" {
+			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "server would not start"
+		}
+	})
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gerr := r.Gate()
+	if exitcode.Code(gerr) != exitcode.Infra || !errors.Is(gerr, ErrIncomplete) || len(r.Incomplete) != 4 {
+		t.Errorf("all failed: gate %v, incomplete %+v", gerr, r.Incomplete)
+	}
+	if s := r.Summaries[0]; s.Same+s.Better+s.Worse != 0 || s.NoChangePct != 0 {
+		t.Errorf("all failed: summary %+v", s)
+	}
+
+	in = loadFixture(t)
+	edit(in, func(r *results.Record) {
+		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 2 && r.Repeat == 3 {
+			r.Status, r.Metrics = results.StatusFailed, nil
+		}
+	})
+	r, err = Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exitcode.Code(r.Gate()) != exitcode.Regression || len(r.Incomplete) != 1 || r.Incomplete[0].Usable != 9 {
+		t.Errorf("one failed cell: gate %v, incomplete %+v", r.Gate(), r.Incomplete)
+	}
+}
+
+// TestGateRateAndFailures: under -R a candidate that saturates where the
+// baseline held the rate regresses; so does one failed transaction where
+// the baseline had none, although the median of failed_tx stays 0.
+func TestGateRateAndFailures(t *testing.T) {
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Metrics["failed_tx"] = 0
+		if r.Commit == "patch" && r.Workload == "select1" && r.Repeat == 2 {
+			r.Saturated = true
+		}
+		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 4 {
+			r.Metrics["failed_tx"] = 3
+		}
+	})
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rate, failed int
+	for _, c := range r.Regressions {
+		switch c.Metric {
+		case "rate":
+			rate++
+		case "failed_tx":
+			failed++
+		}
+	}
+	if rate != 2 || exitcode.Code(r.Gate()) != exitcode.Regression {
+		t.Errorf("rate regressions %d, gate %v: %+v", rate, r.Gate(), r.Regressions)
+	}
+	// select1/c8 is incomplete (a saturated cell), so its failed_tx is
+	// not judged there; move the failure to a complete configuration.
+	in = loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Metrics["failed_tx"] = 0
+		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 4 {
+			r.Metrics["failed_tx"] = 3
+		}
+	})
+	if r, err = Analyze(in, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Regressions {
+		if c.Metric == "failed_tx" {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("failed_tx regressions %d: %+v", failed, r.Regressions)
+	}
+}
+
+// TestDescriptiveAndGate: descriptive metrics say higher/lower and are
+// not gated unless named in Options.Gate; an unknown name is bad input.
+func TestDescriptiveAndGate(t *testing.T) {
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Metrics["pgss_entries"] = 1000
+		if r.Commit == "patch" {
+			r.Metrics["pgss_entries"] = 1200
+		}
+	})
+	for _, gate := range [][]string{nil, {"pgss_entries"}} {
+		r, err := Analyze(in, Options{Gate: gate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var verdicts []results.Verdict
+		gated := false
+		for _, c := range r.Changes {
+			if c.Metric == "pgss_entries" {
+				verdicts = append(verdicts, c.Verdict)
+			}
+		}
+		for _, c := range r.Regressions {
+			gated = gated || c.Metric == "pgss_entries"
+		}
+		if len(verdicts) != 4 || verdicts[0] != results.Higher || gated != (gate != nil) {
+			t.Errorf("gate %v: verdicts %v, gated %v", gate, verdicts, gated)
+		}
+	}
+	if _, err := Analyze(in, Options{Gate: []string{"nope"}}); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("--gate nope: %v", err)
+	}
+}
+
+// TestNonFinite (issue 14 item 6): a baseline metric with median 0 and
+// one non-zero repeat made the JSON report fail on +Inf. The report is
+// written; the JSON has null with a reason, the markdown ∞ or n/a.
+func TestNonFinite(t *testing.T) {
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0, 0
+		if r.Repeat == 1 && r.Commit == "base" {
+			r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0.5, 5
+		}
+		if r.Commit == "patch" {
+			r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0.25, 2
+		}
+	})
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js, md bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(js.Bytes()) || !strings.Contains(js.String(), `"delta_pct": "the baseline's median is 0: the change has no size"`) {
+		t.Errorf("json lacks the reason for a null change")
+	}
+	if !strings.Contains(md.String(), "| +∞ | 0.0215 | unknown (could not detect < ∞), not gated |") {
+		t.Errorf("markdown lacks ∞:\n%s", md.String())
+	}
+}
+
+// TestReportSectionsGolden: the report's new sections — incomplete
+// first, same, unknown with the detectable change, the number of tests —
+// on the fixture with one failed patch cell, one cell missing a metric,
+// and a TPS bar of 0.5 % that 10 pairs at 1 % CV cannot settle.
+func TestReportSectionsGolden(t *testing.T) {
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		if r.Commit == "patch" && r.Workload == "churn" && r.Clients == 8 && r.Repeat == 7 {
+			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "pgbench: connection lost"
+		}
+		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 2 && r.Repeat == 5 {
+			delete(r.Metrics, "pgss_deallocs")
+		}
+	})
+	r, err := Analyze(in, Options{Thresholds: map[string]float64{"tps": 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md, js bytes.Buffer
+	r.WriteMarkdown(&md)
+	r.WriteJSON(&js)
+	testenv.Golden(t, "sections.md", md.String())
+	testenv.Golden(t, "sections.json", js.String())
+	if s := r.Summaries[0]; s.Unknown == 0 || s.Incomplete == 0 || s.Tests == 0 {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestSequentialAPI: the matrix's loop. At the first look (6 pairs, 5 %
+// noise) the 1 % change is unknown and its configuration undecided; at
+// MaxRepeats nothing is left to extend, whatever the verdict; a step
+// without room, or below the plan's repeats, is bad input.
+func TestSequentialAPI(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	base, patch := noisy(rng, 10, 50000, 0.05), noisy(rng, 10, 49500, 0.05)
+	seq := Options{Sequential: Sequential{Step: 2, MaxRepeats: 10}}
+	in := input(base[:6], patch[:6])
+	in.Plan.Options.Repeats = 6
+	r, err := Analyze(in, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := r.Undecided(); len(u) != 1 || u[0] != in.Plan.Configs[0].ID() {
+		t.Errorf("first look: undecided %v", u)
+	}
+	in = input(base, patch)
+	in.Plan.Options.Repeats = 6
+	if r, err = Analyze(in, seq); err != nil || len(r.Undecided()) != 0 {
+		t.Errorf("at MaxRepeats: undecided %v, %v", r.Undecided(), err)
+	}
+	for _, s := range []Sequential{{Step: 0, MaxRepeats: 10}, {Step: 2, MaxRepeats: 4}} {
+		if _, err := Analyze(in, Options{Sequential: s}); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+}
