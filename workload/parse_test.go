@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,12 +178,57 @@ func TestSamplingRate(t *testing.T) {
 		want float64
 	}{
 		{Spec{Clients: 1, Transactions: 500}, 1},
-		{Spec{Clients: 64, Duration: 30e9}, MaxLoggedTx / (64 * 20000 * 30.0)},
+		// Pinned to 2 CPUs: at most 200 000 tps, 6 M transactions.
+		{Spec{Clients: 64, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (2 * 100000 * 30.0)},
+		{Spec{Clients: 4, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (4 * 20000 * 30.0)},
+		{Spec{Clients: 64, Duration: 30e9, ExpectedTPS: 20000}, MaxLoggedTx / (20000 * 30.0)},
 		{Spec{Clients: 10, Duration: 10e9, Rate: 1000}, 1},
 		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, MaxLoggedTx / 1e6},
+		// 1e9 transactions: the budget rate (1e-4) would give 10 pairs;
+		// the pair rule gives √(1000/1e9) and 1 000 pairs.
+		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(10 * MinLatencyPairs / 1e9)},
+		// Open loop needs no pairs.
+		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, 0.0001},
 	} {
-		if got := samplingRate(tc.s); got != tc.want {
+		if got := samplingRate(tc.s); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("samplingRate(%+v) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestLatencyMethodNeverFallsBack: a closed-loop run with too few
+// back-to-back pairs keeps its method and leaves the percentiles out
+// (issue 13: the old code switched to pgbench's latencies below 100
+// pairs, so cells near the cut-off were measured differently).
+func TestLatencyMethodNeverFallsBack(t *testing.T) {
+	var few, many TxLog
+	few.ReadTxLog(strings.NewReader("0 1 100 0 1700000000 100\n0 2 100 0 1700000000 300\n0 5 100 0 1700000000 900\n"))
+	var b strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&b, "0 %d 100 0 1700000000 %d\n", i, 1000*i)
+	}
+	many.ReadTxLog(strings.NewReader(b.String()))
+	closed := Spec{Clients: 1, Duration: 1e9}
+	r := &Runner{}
+	for _, tc := range []struct {
+		log     *TxLog
+		s       Spec
+		method  LatencyMethod
+		hasP50  bool
+		p50, mx float64
+	}{
+		{&few, closed, LatencyIntervals, false, 0, 0},
+		{&many, closed, LatencyIntervals, true, 1, 1},
+		{&few, Spec{Clients: 1, Duration: 1e9, Rate: 100}, LatencyPgbench, true, 0.1, 0.1},
+	} {
+		res := &Result{Metrics: map[string]float64{}, Summary: Summary{TPS: 1000}}
+		r.metrics(res, tc.log, tc.s)
+		p50, ok := res.Metrics["latency_p50_ms"]
+		if res.LatencyMethod != tc.method || ok != tc.hasP50 || ok && (p50 != tc.p50 || res.Metrics["latency_max_ms"] != tc.mx) {
+			t.Errorf("%d logged, rate %v: method %q p50 %v (%v) max %v, want %q %v %v", tc.log.Count(), tc.s.Rate, res.LatencyMethod, p50, ok, res.Metrics["latency_max_ms"], tc.method, tc.hasP50, tc.p50)
+		}
+		if !ok && (len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "1 back-to-back pairs")) {
+			t.Errorf("no warning for missing percentiles: %v", res.Warnings)
 		}
 	}
 }

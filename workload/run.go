@@ -27,6 +27,43 @@ import (
 // so that about this many transactions are logged (about 4 MB).
 const MaxLoggedTx = 100000
 
+// MinLatencyPairs is the fewest back-to-back pairs (see TxLog.Intervals)
+// a closed-loop run needs for its latency percentiles; with fewer, the
+// percentiles are left out with a warning rather than taken from
+// another method.
+const MinLatencyPairs = 100
+
+// maxTPSPerCPU bounds the transactions per second one CPU can serve,
+// for the sampling rate when the throughput is not known: SELECT 1
+// from 64 clients, the cheapest transaction, ran at 60 000 per CPU on
+// this 2-core VM (Debian's PostgreSQL 15, 5 s cells). A host that
+// exceeds it logs a little more than MaxLoggedTx, with more pairs.
+const maxTPSPerCPU = 100000
+
+// LatencyMethod says where a result's latency percentiles come from. It
+// is decided by the run's configuration alone, never by what the run
+// measured, so that every cell of a configuration uses the same one;
+// cells whose methods differ must not be compared.
+type LatencyMethod string
+
+// The latency methods.
+const (
+	// LatencyIntervals: closed loop (no -R); the intervals between a
+	// client's back-to-back completions (TxLog.Intervals).
+	LatencyIntervals LatencyMethod = "completion-intervals"
+	// LatencyPgbench: open loop (-R); pgbench's own latencies, counted
+	// from each transaction's scheduled start (TxLog.Reported).
+	LatencyPgbench LatencyMethod = "pgbench-latency"
+)
+
+// latencyMethod is the method of spec's runs.
+func latencyMethod(s Spec) LatencyMethod {
+	if s.Rate > 0 {
+		return LatencyPgbench
+	}
+	return LatencyIntervals
+}
+
 // Defaults are the bash harness's.
 const (
 	DefaultDuration = 30 * time.Second
@@ -72,6 +109,10 @@ type Spec struct {
 	// KeepTxLog keeps pgbench's per-transaction log in OutDir (a few MB);
 	// otherwise it is removed once read.
 	KeepTxLog bool
+	// ExpectedTPS, when known (a warm-up's or an earlier repeat's TPS),
+	// sizes the per-transaction log's sampling rate; otherwise an upper
+	// bound is assumed and fewer transactions are logged.
+	ExpectedTPS float64
 	// NoReset keeps pg_stat_statements' contents from before the run: a
 	// measurement after a warm-up starts from the warmed-up state
 	// (deallocs still count from the start of this run).
@@ -107,8 +148,10 @@ type Result struct {
 	// computed from, at SamplingRate.
 	LoggedTx     int     `json:"logged_tx"`
 	SamplingRate float64 `json:"sampling_rate"`
-	// LatencyMethod says where the latency percentiles come from.
-	LatencyMethod string `json:"latency_method,omitempty"`
+	// LatencyMethod says where the latency percentiles come from;
+	// LatencyDetail how many values they rest on.
+	LatencyMethod LatencyMethod `json:"latency_method"`
+	LatencyDetail string        `json:"latency_detail,omitempty"`
 }
 
 // ErrServer: the server cannot be reached or used.
@@ -227,9 +270,18 @@ func (s *Spec) Check() error {
 }
 
 // samplingRate picks pgbench's --sampling-rate so that about MaxLoggedTx
-// transactions are logged: an upper bound of the transactions to come is
-// the rate (-R), or clients × (1000/think time), or clients × 20 000 per
-// second, whichever is known.
+// transactions are logged. The transactions to come are estimated from
+// -t, the rate (-R), ExpectedTPS, or else an upper bound: clients ×
+// (1000/think time), or the lesser of clients × 20 000 and CPUs ×
+// maxTPSPerCPU per second.
+//
+// A closed loop's percentiles need back-to-back pairs, which a rate r
+// samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
+// bound logged so few pairs that every real cell fell back to pgbench's
+// biased latencies). So the rate is at least √(MinLatencyPairs×10 /
+// expected), which at the expected count yields ten times the pairs
+// needed; with a good estimate the budget rate alone gives
+// MaxLoggedTx²/expected pairs, 1 000 or more up to 10 M transactions.
 func samplingRate(s Spec) float64 {
 	var expected float64
 	secs := s.Duration.Seconds()
@@ -238,17 +290,26 @@ func samplingRate(s Spec) float64 {
 		expected = float64(s.Transactions * s.Clients)
 	case s.Rate > 0:
 		expected = s.Rate * secs
+	case s.ExpectedTPS > 0:
+		expected = s.ExpectedTPS * secs
 	case s.SleepMS > 0:
 		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
 	default:
-		expected = float64(s.Clients) * 20000 * secs
+		cpus := runtime.NumCPU()
+		if n := len(s.CPUs); n > 0 {
+			cpus = n
+		}
+		expected = math.Min(float64(s.Clients)*20000, float64(cpus)*maxTPSPerCPU) * secs
 	}
 	if expected <= MaxLoggedTx {
 		return 1
 	}
 	rate := MaxLoggedTx / expected
+	if s.Rate == 0 {
+		rate = math.Max(rate, math.Sqrt(10*MinLatencyPairs/expected))
+	}
 	// pgbench takes a decimal; keep four significant digits.
-	return math.Max(rate, 0.0001)
+	return math.Min(1, math.Max(rate, 0.0001))
 }
 
 // pgbenchArgs returns pgbench's command line for spec.
@@ -564,9 +625,16 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	m := res.Metrics
 	sum := res.Summary
 	m["tps"] = sum.TPS
-	lat, method := txlog.Intervals(), "completion intervals"
-	if s.Rate > 0 || len(lat) < 100 {
-		lat, method = txlog.Reported(), "pgbench latency"
+	res.LatencyMethod = latencyMethod(s)
+	var lat []float64
+	if res.LatencyMethod == LatencyPgbench {
+		lat = txlog.Reported()
+	} else if lat = txlog.Intervals(); len(lat) < MinLatencyPairs {
+		// Never another method's numbers: the percentiles are missing,
+		// and the analysis calls the cell incomplete.
+		res.Warnings = append(res.Warnings, fmt.Sprintf("latency percentiles left out: %d back-to-back pairs among %d logged transactions (sampling rate %.4g), %d needed; give ExpectedTPS or run longer",
+			len(lat), txlog.Count(), res.SamplingRate, MinLatencyPairs))
+		lat = nil
 	}
 	if s.Rate > 0 || sum.TPS <= 0 {
 		m["latency_avg_ms"] = sum.LatencyAvgMS
@@ -575,7 +643,7 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	}
 	if p50, p95, p99, mx, ok := Percentiles(lat); ok {
 		m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"] = p50, p95, p99, mx
-		res.LatencyMethod = fmt.Sprintf("%s, %d of %d logged transactions (sampling rate %.4g)", method, len(lat), txlog.Count(), res.SamplingRate)
+		res.LatencyDetail = fmt.Sprintf("%s, %d values from %d logged transactions (sampling rate %.4g)", res.LatencyMethod, len(lat), txlog.Count(), res.SamplingRate)
 	}
 	m["failed_tx"] = float64(sum.Failed)
 	m["pgss_entries"] = float64(res.Final.Entries)
@@ -656,7 +724,7 @@ func (r *Runner) report(w io.Writer, res *Result) {
 	m := res.Metrics
 	if _, ok := m["latency_p50_ms"]; ok {
 		fmt.Fprintf(w, "  latency: avg=%.3f p50=%.3f p95=%.3f p99=%.3f max=%.3f ms (%s)\n",
-			m["latency_avg_ms"], m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"], res.LatencyMethod)
+			m["latency_avg_ms"], m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"], res.LatencyDetail)
 	}
 	f := res.Final
 	if f.HasClass {

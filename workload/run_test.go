@@ -199,3 +199,40 @@ func TestServerErrors(t *testing.T) {
 		t.Errorf("too many clients: %v", err)
 	}
 }
+
+// TestLatencyMethodAtC64: at 64 clients, without a throughput estimate,
+// every cell of select1 and churn measures latency the same way
+// (completion intervals) with enough back-to-back pairs; before issue
+// 13 item 9 such cells fell back to pgbench's latencies.
+func TestLatencyMethodAtC64(t *testing.T) {
+	install := testenv.PGInstall(t)
+	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
+	if name := testenv.ServerUser(t); name != "" {
+		u, err := proc.LookupUser(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.User = u
+	}
+	t.Cleanup(func() { m.Stop(context.Background(), "c64") })
+	st, err := m.Start(context.Background(), "c64", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"select1", "churn", "select1", "churn"} {
+		w, _ := Builtin(name)
+		s := spec(st, install, w)
+		s.Clients, s.Duration = 64, 5*time.Second
+		res, err := runner().Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %.0f tps, %s", name, res.Metrics["tps"], res.LatencyDetail)
+		if res.LatencyMethod != LatencyIntervals {
+			t.Errorf("%s: latency method %q, want %q", name, res.LatencyMethod, LatencyIntervals)
+		}
+		if _, ok := res.Metrics["latency_p99_ms"]; !ok {
+			t.Errorf("%s: no latency percentiles: %v", name, res.Warnings)
+		}
+	}
+}

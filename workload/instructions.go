@@ -1,0 +1,611 @@
+package workload
+
+// Instructions per transaction: the CPU cost of a workload measured as a
+// count, not a time, so that a laptop, a cloud VM or a CI runner can call
+// a change of a fraction of a percent (issue 15: on this 2-core VM TPS
+// varies 5.5–7.6 % between cells, so wall-clock runs cannot see a 5 %
+// slow-down; instruction counts repeat to a few parts per million).
+//
+// The measurement runs on the real client/server path. The postmaster
+// is started under valgrind's cachegrind (cache simulation off: only
+// instructions are counted); valgrind follows fork(), so every backend
+// is counted, each into its own file (cachegrind.out.PID). pgbench runs
+// one client for a fixed number of transactions with a fixed
+// --random-seed, so that churn's random queries repeat exactly. Which
+// backends served pgbench is read from the server log (log_connections,
+// application_name=pgbench): its setup connection and its client.
+//
+// Connection start-up and shutdown cost more than thousands of
+// transactions (measured on Debian's PostgreSQL 15: 43 M instructions
+// for pgbench's setup connection alone, against about 37 k per SELECT 1),
+// so they are taken out by difference: the server is started afresh for
+// a run of N and for a run of 2N transactions, from the same stopped data
+// directory, and
+//
+//	instructions_per_tx = (I(2N) − I(N)) / N
+//
+// where I is the instructions of pgbench's backends. A fresh server per
+// run, rather than both runs against one server, makes both runs start
+// from the same state: the postmaster removes the relcache init file at
+// start, so each run's first backend rebuilds it; pg_stat_statements
+// starts empty (pg_stat_statements.save=off); so what the two runs do
+// differently is exactly transactions N+1 … 2N. Valgrind client requests
+// (toggling instrumentation around the window) would need a patched
+// pgbench or server; the difference needs neither.
+//
+// Not every instruction of a transaction repeats: some paths run as
+// often as the clock or the scheduler decide. When the backend looks for
+// the next query before pgbench has sent it, recv fails with EAGAIN and
+// the backend waits (WaitEventSetWait, epoll_wait) and reads again; and
+// pgstat_report_stat reads the clock after every transaction and flushes
+// pending statistics at most once a second. Measured on Debian's
+// PostgreSQL 15, N = 2 000, 5 runs each: the whole count per transaction
+// of select1 spread 0.36 % (38 639 to 38 780), almost all of it in those
+// functions (WaitEventSetWait alone moved by 130 000 instructions
+// between two windows); without their own instructions (TimingDependent)
+// select1 spread 0.0008 % (38 500.59 to 38 500.91) and churn 0.0003 %
+// (67 817.18 to 67 817.38). One measurement (two server starts under
+// valgrind, 2 000 + 4 000 transactions) took 4.6 s for select1 and
+// 5.2 s for churn on this 2-core VM. Those functions are
+// left out of instructions_per_tx and of the profile: a patch that
+// changes them is not seen by this metric. Callgrind could leave out
+// their callees too, at the price of a slower simulation and a call
+// graph to parse.
+//
+// Where the host has a PMU (not in most VMs), perf stat -e
+// instructions:u counts the same thing about fifty times faster; it
+// counts the whole server (perf stat follows forks, but cannot tell
+// backends apart), so background processes add a little noise. Results
+// record the method, and cells measured differently must not be
+// compared.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/perf"
+)
+
+// InstrMethod is how instructions were counted. Values measured by
+// different methods are not comparable.
+type InstrMethod string
+
+// The instruction-counting methods.
+const (
+	// InstrValgrind simulates the CPU with valgrind's cachegrind (cache
+	// simulation off): exact and the same on any x86-64 host, about 50×
+	// slower than native.
+	InstrValgrind InstrMethod = "valgrind-cachegrind"
+	// InstrPerfStat counts instructions:u with the CPU's own counter.
+	InstrPerfStat InstrMethod = "perf-stat"
+)
+
+// The metrics an instruction measurement yields.
+const (
+	// MetricInstructionsPerTx is (I(2N) − I(N)) / N.
+	MetricInstructionsPerTx = "instructions_per_tx"
+	// MetricInstructions is I(2N) − I(N): the instructions of the N
+	// transactions of the measured window.
+	MetricInstructions = "instructions"
+)
+
+// DefaultInstrTransactions is N. Under valgrind, Debian's PostgreSQL 15
+// runs SELECT 1 from one client at about 3 000 transactions per second
+// on this 2-core VM, so 2 000 + 4 000 transactions take a few seconds
+// beside the two server starts.
+const DefaultInstrTransactions = 2000
+
+// DefaultInstrSeed is pgbench's --random-seed when none is given.
+const DefaultInstrSeed = 1
+
+// TimingDependent lists the functions whose own instructions are left
+// out of the count, because how often they run depends on timing, not
+// on the transactions: the socket read's EAGAIN-and-wait path and the
+// clock checks of the statistics flush (see the package comment for the
+// figures).
+var TimingDependent = map[string]bool{
+	"secure_read": true, "secure_raw_read": true, "recv": true, "__errno_location": true,
+	"WaitEventSetWait": true, "WaitEventSetWaitBlock": true, "ModifyWaitEvent": true, "epoll_wait": true,
+	"pgstat_report_stat": true, "pgstat_have_pending_wal": true, "GetCurrentTimestamp": true,
+	"GetCurrentTransactionStopTimestamp": true, "TimestampDifferenceExceeds": true,
+	"__gettimeofday_syscall": true, "clock_gettime": true, "__clock_gettime": true,
+}
+
+// ErrNoInstrMethod: neither perf stat nor valgrind can count instructions
+// on this host.
+var ErrNoInstrMethod = errors.New("workload: no way to count instructions")
+
+// ErrDataDirInUse: the data directory has a postmaster.pid, so a server
+// runs on it (or crashed without removing it).
+var ErrDataDirInUse = errors.New("workload: data directory in use")
+
+// InstrSpec is one instruction measurement. The server is started (twice)
+// on DataDir, which must be initialized, stopped, and hold Database
+// (with pg_stat_statements where the workload wants it: a data directory
+// abtest's cluster package made and started once has both).
+type InstrSpec struct {
+	// Install is the PostgreSQL installation: bin/postgres and
+	// bin/pgbench are used.
+	Install string
+	// Env is added to the server's and pgbench's environment, e.g.
+	// LD_LIBRARY_PATH for an install outside the linker's path.
+	Env []string
+	// DataDir, SocketDir and Port say where the server runs; they
+	// override the data directory's own settings.
+	DataDir   string
+	SocketDir string
+	Port      int
+	// RunAs runs the server as this account (when abtest is root); nil
+	// runs it as the caller.
+	RunAs *proc.User
+	// User and Database are pgbench's -U (empty: libpq's default) and
+	// database (empty: DefaultDatabase).
+	User     string
+	Database string
+	Workload Workload
+	// Protocol is pgbench's -M (simple when empty).
+	Protocol string
+	// Transactions is N (DefaultInstrTransactions when zero).
+	Transactions int
+	// Seed is pgbench's --random-seed (DefaultInstrSeed when zero).
+	Seed int64
+	// Method; empty picks perf stat where it works, else valgrind.
+	Method InstrMethod
+	// OutDir receives the server logs, the per-process counts and the
+	// profile; required.
+	OutDir string
+	// StartTimeout bounds each server start (default 2 minutes: valgrind
+	// starts Debian's PostgreSQL 15 in about 1.5 s here).
+	StartTimeout time.Duration
+}
+
+// InstrRun is one of the two runs.
+type InstrRun struct {
+	Transactions int `json:"transactions"`
+	// Instructions of pgbench's backends without the TimingDependent
+	// functions (valgrind), or of the whole server (perf stat).
+	Instructions int64 `json:"instructions"`
+	// AllInstructions of pgbench's backends, TimingDependent included
+	// (valgrind only).
+	AllInstructions int64 `json:"all_instructions,omitempty"`
+	// Backends are the pids of pgbench's backends (valgrind only).
+	Backends []int `json:"backends,omitempty"`
+	// Files are the per-process counts read (cachegrind.out.PID), or
+	// perf stat's report.
+	Files []string `json:"files"`
+	// ServerLog is the server's log of this run.
+	ServerLog string  `json:"server_log"`
+	WallS     float64 `json:"wall_s"`
+}
+
+// InstrResult is what an instruction measurement found.
+type InstrResult struct {
+	Method       InstrMethod `json:"method"`
+	Workload     string      `json:"workload"`
+	Protocol     string      `json:"protocol"`
+	Transactions int         `json:"transactions"`
+	Seed         int64       `json:"seed"`
+	// PerTx is (I(2N) − I(N)) / N; Window is I(2N) − I(N).
+	PerTx  float64 `json:"instructions_per_tx"`
+	Window int64   `json:"instructions"`
+	// Runs are the N and the 2N run.
+	Runs [2]InstrRun `json:"runs"`
+	// Profile holds the instructions of the window per function
+	// (sample type instructions/count, comment transactions=N); nil
+	// for perf stat, which has no per-function counts.
+	Profile *profile.Profile `json:"-"`
+	// ProfilePath is where Profile was written (OutDir/instructions.pb.gz).
+	ProfilePath string  `json:"profile,omitempty"`
+	WallS       float64 `json:"wall_s"`
+}
+
+// Metrics returns the result as flat metrics for a cell.
+func (r *InstrResult) Metrics() map[string]float64 {
+	return map[string]float64{MetricInstructionsPerTx: r.PerTx, MetricInstructions: float64(r.Window)}
+}
+
+// DetectInstrMethod returns the method this host can use: perf stat
+// where the CPU's counter works, else valgrind when installed, else
+// ErrNoInstrMethod with the reason (for a one-line skip).
+func DetectInstrMethod(ctx context.Context, run *proc.Runner) (InstrMethod, error) {
+	perr := perf.CheckInstructions(ctx, run)
+	if perr == nil {
+		return InstrPerfStat, nil
+	}
+	if _, err := exec.LookPath("valgrind"); err == nil {
+		return InstrValgrind, nil
+	}
+	return "", exitcode.Failure(fmt.Errorf("%w: %v, and valgrind is not installed (apt-get install valgrind)", ErrNoInstrMethod, perr))
+}
+
+func (s *InstrSpec) check() error {
+	switch {
+	case s.Install == "":
+		return exitcode.BadInputf("instructions: no PostgreSQL install given")
+	case s.DataDir == "" || s.SocketDir == "" || s.OutDir == "":
+		return exitcode.BadInputf("instructions: data directory, socket directory and output directory are required")
+	case s.Port <= 0 || s.Port > 65535:
+		return exitcode.BadInputf("instructions: port %d out of range", s.Port)
+	case s.Workload.Script == "":
+		return exitcode.BadInputf("instructions: workload %q has no script", s.Workload.Name)
+	case s.Transactions < 0:
+		return exitcode.BadInputf("instructions: -t %d: want a positive number of transactions", s.Transactions)
+	}
+	switch s.Protocol {
+	case "":
+		s.Protocol = "simple"
+	case "simple", "extended", "prepared":
+	default:
+		return exitcode.BadInputf("-M %q: use simple, extended or prepared", s.Protocol)
+	}
+	if s.Workload.SimpleOnly && s.Protocol != "simple" {
+		return exitcode.BadInputf("workload %s needs -M simple", s.Workload.Name)
+	}
+	switch s.Method {
+	case "", InstrValgrind, InstrPerfStat:
+	default:
+		return exitcode.BadInputf("instructions: unknown method %q (want %s or %s)", s.Method, InstrValgrind, InstrPerfStat)
+	}
+	if s.Transactions == 0 {
+		s.Transactions = DefaultInstrTransactions
+	}
+	if s.Seed == 0 {
+		s.Seed = DefaultInstrSeed
+	}
+	if s.Database == "" {
+		s.Database = DefaultDatabase
+	}
+	if s.StartTimeout <= 0 {
+		s.StartTimeout = 2 * time.Minute
+	}
+	return nil
+}
+
+// Instructions measures the instructions per transaction of s.Workload:
+// two runs (N and 2N transactions, one client), each on a server started
+// afresh under valgrind or perf stat on s.DataDir and stopped (fast
+// shutdown) before Instructions returns, on every path. In dry-run mode
+// it prints the commands of both runs and returns nil.
+func Instructions(ctx context.Context, run *proc.Runner, s InstrSpec) (*InstrResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if s.Method == "" {
+		m, err := DetectInstrMethod(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		s.Method = m
+	}
+	if _, err := os.Stat(filepath.Join(s.DataDir, "postmaster.pid")); err == nil {
+		return nil, exitcode.BadInputf("%w: %s has a postmaster.pid: stop its server first (instructions are counted on a server abtest starts itself)", ErrDataDirInUse, s.DataDir)
+	}
+	start := time.Now()
+	res := &InstrResult{Method: s.Method, Workload: s.Workload.Name, Protocol: s.Protocol, Transactions: s.Transactions, Seed: s.Seed}
+	var counts [2]*perf.Cachegrind
+	for i, n := range []int{s.Transactions, 2 * s.Transactions} {
+		dir := filepath.Join(s.OutDir, fmt.Sprintf("run-%d", n))
+		r, c, err := instrRun(ctx, run, s, n, dir)
+		if err != nil {
+			return nil, err
+		}
+		res.Runs[i], counts[i] = r, c
+	}
+	if run.DryRun {
+		return nil, nil
+	}
+	res.Window = res.Runs[1].Instructions - res.Runs[0].Instructions
+	res.PerTx = float64(res.Window) / float64(s.Transactions)
+	if res.Window <= 0 {
+		return nil, exitcode.Failure(fmt.Errorf("instructions: the %d-transaction run counted %d instructions, the %d-transaction run %d: no positive difference (logs: %s, %s)",
+			res.Runs[1].Transactions, res.Runs[1].Instructions, res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[0].ServerLog, res.Runs[1].ServerLog))
+	}
+	if counts[0] != nil && counts[1] != nil {
+		res.Profile = perf.InstructionProfile(counts[1].Sub(counts[0]), int64(s.Transactions))
+		res.Profile.Comments = append(res.Profile.Comments, "method="+string(s.Method), "workload="+s.Workload.Name)
+		res.ProfilePath = filepath.Join(s.OutDir, "instructions.pb.gz")
+		if err := perf.Write(res.Profile, res.ProfilePath); err != nil {
+			return nil, exitcode.Failure(fmt.Errorf("instructions: writing the profile: %w", err))
+		}
+	}
+	res.WallS = time.Since(start).Seconds()
+	return res, nil
+}
+
+// serverArgs are the postgres options of a measured server: its own
+// socket and port, no TCP, connections logged with the pid first (to
+// find pgbench's backends), untranslated messages, and
+// pg_stat_statements starting empty.
+func serverArgs(s InstrSpec) []string {
+	return []string{
+		"-D", s.DataDir, "-p", strconv.Itoa(s.Port), "-k", s.SocketDir,
+		"-c", "listen_addresses=",
+		"-c", "logging_collector=off",
+		"-c", "log_connections=on",
+		"-c", "log_line_prefix=%p ",
+		"-c", "lc_messages=C",
+		"-c", "pg_stat_statements.save=off",
+	}
+}
+
+// instrRun starts the server, runs n transactions, stops the server and
+// reads its counts. The Cachegrind is nil for perf stat.
+func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir string) (InstrRun, *perf.Cachegrind, error) {
+	r := InstrRun{Transactions: n, ServerLog: filepath.Join(dir, "server.log")}
+	if err := run.RemoveAll(dir); err != nil {
+		return r, nil, exitcode.Failure(err)
+	}
+	if err := run.MkdirAll(dir, 0o755); err != nil {
+		return r, nil, exitcode.Failure(err)
+	}
+	if s.RunAs != nil && !run.DryRun {
+		// The server writes its counts here.
+		if err := os.Chown(dir, int(s.RunAs.UID), int(s.RunAs.GID)); err != nil {
+			return r, nil, exitcode.Failure(err)
+		}
+	}
+	postgres := filepath.Join(s.Install, "bin", "postgres")
+	var cmd proc.Cmd
+	statFile := filepath.Join(dir, "perf-stat.csv")
+	switch s.Method {
+	case InstrValgrind:
+		args := []string{"--tool=cachegrind", "--cache-sim=no",
+			"--cachegrind-out-file=" + filepath.Join(dir, "cachegrind.out.%p"),
+			"--log-file=" + filepath.Join(dir, "valgrind.%p.log"),
+			postgres}
+		cmd = proc.Cmd{Path: "valgrind", Args: append(args, serverArgs(s)...)}
+	case InstrPerfStat:
+		cmd = proc.Cmd{Path: "perf", Args: append(append(perf.StatArgs(perf.InstructionsEvent, statFile), postgres), serverArgs(s)...)}
+	}
+	cmd.User, cmd.Env, cmd.Log = s.RunAs, s.Env, r.ServerLog
+	// The server account may not be able to enter the caller's cwd.
+	cmd.Dir = "/"
+
+	script := filepath.Join(dir, s.Workload.Name+".sql")
+	pgb := proc.Cmd{
+		Path: filepath.Join(s.Install, "bin", "pgbench"),
+		Args: []string{"-n", "-c", "1", "-j", "1", "-t", strconv.Itoa(n), "--random-seed=" + strconv.FormatInt(s.Seed, 10),
+			"-M", s.Protocol, "-f", script, "-h", s.SocketDir, "-p", strconv.Itoa(s.Port)},
+		Env: s.Env, Dir: dir, Log: filepath.Join(dir, "pgbench.log"),
+	}
+	if s.User != "" {
+		pgb.Args = append(pgb.Args, "-U", s.User)
+	}
+	pgb.Args = append(pgb.Args, s.Database)
+	if run.DryRun {
+		if err := run.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
+			return r, nil, err
+		}
+		if _, err := run.Start(ctx, cmd); err != nil {
+			return r, nil, err
+		}
+		run.Note("wait until %s accepts connections", s.SocketDir)
+		if err := run.Run(ctx, pgb); err != nil {
+			return r, nil, err
+		}
+		run.Note("stop the server (SIGINT: fast shutdown) and read pgbench's backends' counts in %s", dir)
+		return r, nil, nil
+	}
+	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
+		return r, nil, exitcode.Failure(err)
+	}
+
+	began := time.Now()
+	p, err := run.Start(ctx, cmd)
+	if err != nil {
+		return r, nil, exitcode.Failure(fmt.Errorf("instructions: starting the server: %w", err))
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return stopServer(p, s.DataDir)
+	}
+	defer stop()
+	if err := waitServer(ctx, p, s); err != nil {
+		return r, nil, err
+	}
+	var stdout strings.Builder
+	pgb.Stdout = &stdout
+	if err := run.Run(ctx, pgb); err != nil {
+		if ctx.Err() != nil {
+			return r, nil, ctx.Err()
+		}
+		return r, nil, exitcode.Failure(fmt.Errorf("instructions: %s: %w", s.Workload.Name, err))
+	}
+	sum := ParseSummary(strings.NewReader(stdout.String()))
+	if sum.Processed != int64(n) || sum.Failed != 0 {
+		return r, nil, exitcode.Failure(fmt.Errorf("instructions: %s: pgbench processed %d of %d transactions, %d failed (log: %s)", s.Workload.Name, sum.Processed, n, sum.Failed, pgb.Log))
+	}
+	if err := stop(); err != nil {
+		return r, nil, exitcode.Failure(fmt.Errorf("instructions: stopping the server: %w (log: %s)", err, r.ServerLog))
+	}
+	r.WallS = time.Since(began).Seconds()
+
+	if s.Method == InstrPerfStat {
+		f, err := os.Open(statFile)
+		if err != nil {
+			return r, nil, exitcode.Failure(fmt.Errorf("instructions: perf stat wrote no report: %w", err))
+		}
+		defer f.Close()
+		if r.Instructions, err = perf.ParseStat(f, perf.InstructionsEvent); err != nil {
+			return r, nil, exitcode.Failure(fmt.Errorf("instructions: %w", err))
+		}
+		r.Files = []string{statFile}
+		return r, nil, nil
+	}
+	pids, err := pgbenchBackends(r.ServerLog)
+	if err != nil {
+		return r, nil, exitcode.Failure(err)
+	}
+	total := &perf.Cachegrind{Funcs: map[perf.Func]int64{}}
+	for _, pid := range pids {
+		path := filepath.Join(dir, fmt.Sprintf("cachegrind.out.%d", pid))
+		c, err := readCachegrind(path)
+		if err != nil {
+			return r, nil, exitcode.Failure(fmt.Errorf("instructions: backend %d: %w", pid, err))
+		}
+		total.Add(c)
+		r.Files = append(r.Files, path)
+	}
+	kept := &perf.Cachegrind{Cmd: total.Cmd, Funcs: map[perf.Func]int64{}}
+	for f, v := range total.Funcs {
+		if !TimingDependent[f.Name] {
+			kept.Funcs[f] = v
+			kept.Total += v
+		}
+	}
+	r.Backends, r.Instructions, r.AllInstructions = pids, kept.Total, total.Total
+	return r, kept, nil
+}
+
+func readCachegrind(path string) (*perf.Cachegrind, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c, err := perf.ParseCachegrind(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// waitServer waits until the server accepts connections to the database,
+// or exits, or StartTimeout passes.
+func waitServer(ctx context.Context, p *proc.Process, s InstrSpec) error {
+	c := Conn{Host: s.SocketDir, Port: s.Port, User: s.User, Database: s.Database}
+	deadline := time.Now().Add(s.StartTimeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		conn, err := pgx.Connect(cctx, c.connString(s.Database))
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return nil
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+			return exitcode.BadInputf("instructions: %v: the data directory %s has no database %s (a cluster abtest started once has it)", err, s.DataDir, s.Database)
+		}
+		select {
+		case <-p.Done():
+			// p's error carries the log's last line and path.
+			return exitcode.Failure(fmt.Errorf("instructions: the server exited: %w", p.Wait()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return exitcode.Failure(fmt.Errorf("instructions: no connection to %s after %s: %v", c.where(), s.StartTimeout, err))
+		}
+	}
+}
+
+// stopServer asks the postmaster for a fast shutdown (SIGINT), so that
+// every backend exits and valgrind writes its counts, and waits for the
+// process abtest started to exit; then SIGQUIT (immediate), then SIGKILL
+// to the group. The postmaster is p itself under valgrind, its child
+// under perf stat (which does not forward signals): its pid is read from
+// postmaster.pid and checked to be p or p's child before it is signalled.
+func stopServer(p *proc.Process, dataDir string) error {
+	target := p.Pid()
+	if pm, ok := postmasterPID(dataDir); ok && pm != target && parentPID(pm) == target {
+		target = pm
+	}
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGINT, 5 * time.Minute}, {syscall.SIGQUIT, 30 * time.Second}} {
+		_ = syscall.Kill(target, step.sig)
+		select {
+		case <-p.Done():
+			return p.Wait()
+		case <-time.After(step.wait):
+		}
+	}
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.Done()
+	return fmt.Errorf("the server did not stop on SIGINT nor SIGQUIT and was killed")
+}
+
+// postmasterPID reads the first line of dataDir/postmaster.pid.
+func postmasterPID(dataDir string) (int, bool) {
+	data, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	return pid, err == nil && pid > 0
+}
+
+// parentPID returns pid's parent, or 0.
+func parentPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := statFields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// authorizedRE matches log_connections' line for a pgbench backend
+// (log_line_prefix "%p ", lc_messages C).
+var authorizedRE = regexp.MustCompile(`^([0-9]+) LOG:  connection authorized: .*\bapplication_name=pgbench\b`)
+
+// pgbenchBackends returns the pids of the backends that served pgbench:
+// its setup connection and its client.
+func pgbenchBackends(serverLog string) ([]int, error) {
+	f, err := os.Open(serverLog)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pids := ParseBackends(f)
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("instructions: no pgbench connection in the server log %s", serverLog)
+	}
+	return pids, nil
+}
+
+// ParseBackends returns the pids of pgbench's backends from a server log
+// written with log_connections=on and log_line_prefix='%p ', sorted.
+func ParseBackends(r io.Reader) []int {
+	var pids []int
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if m := authorizedRE.FindStringSubmatch(sc.Text()); m != nil {
+			if pid, err := strconv.Atoi(m[1]); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	sort.Ints(pids)
+	return pids
+}

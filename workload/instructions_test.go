@@ -1,0 +1,178 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+var instrRepeats = flag.Int("instr.repeats", 3, "instruction measurements per workload in TestInstructionsRepeat")
+
+// stoppedCluster makes a data directory the way the matrix does (the
+// cluster package's initdb and first start create database benchmark and
+// pg_stat_statements), stops it, and returns its state and the server
+// account (nil when not root).
+func stoppedCluster(t *testing.T, install string) (*cluster.State, *proc.User) {
+	t.Helper()
+	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
+	if name := testenv.ServerUser(t); name != "" {
+		u, err := proc.LookupUser(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.User = u
+	}
+	// Stops the server Instructions started if a test dies before
+	// Instructions could (pg_ctl stop reads postmaster.pid).
+	t.Cleanup(func() { m.Stop(context.Background(), "i") })
+	st, err := m.Start(context.Background(), "i", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Stop(context.Background(), "i"); err != nil {
+		t.Fatal(err)
+	}
+	return st, m.User
+}
+
+func instrSpec(t *testing.T, st *cluster.State, u *proc.User, install, wl string) InstrSpec {
+	t.Helper()
+	w, ok := Builtin(wl)
+	if !ok {
+		t.Fatalf("no workload %s", wl)
+	}
+	return InstrSpec{
+		Install: install, Env: []string{"LD_LIBRARY_PATH=" + cluster.LibDir(install)},
+		DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port, RunAs: u,
+		User: cluster.SuperUser, Database: cluster.Database, Workload: w,
+		Method: InstrValgrind, OutDir: filepath.Join(testenv.SharedTempDir(t), wl),
+	}
+}
+
+func requireValgrind(t *testing.T) {
+	t.Helper()
+	testenv.RequireTools(t, "valgrind")
+}
+
+// spreadPct is (max − min) / min in percent.
+func spreadPct(xs []float64) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return 100 * (hi - lo) / lo
+}
+
+// TestInstructionsRepeat: instructions_per_tx of select1 and churn on
+// Debian's PostgreSQL 15 repeats within 0.01 % (issue 15's exact tier).
+func TestInstructionsRepeat(t *testing.T) {
+	requireValgrind(t)
+	install := testenv.PGInstall(t)
+	st, u := stoppedCluster(t, install)
+	for _, wl := range []string{"select1", "churn"} {
+		var per []float64
+		for i := 0; i < *instrRepeats; i++ {
+			s := instrSpec(t, st, u, install, wl)
+			res, err := Instructions(context.Background(), &proc.Runner{}, s)
+			if err != nil {
+				t.Fatalf("%s: %v", wl, err)
+			}
+			if res.Method != InstrValgrind || res.Transactions != DefaultInstrTransactions || res.Window <= 0 {
+				t.Fatalf("%s: %+v", wl, res)
+			}
+			for _, r := range res.Runs {
+				// pgbench's setup connection and its one client.
+				if len(r.Backends) != 2 || len(r.Files) != 2 {
+					t.Errorf("%s: run of %d: backends %v files %v, want 2", wl, r.Transactions, r.Backends, r.Files)
+				}
+			}
+			if _, err := os.Stat(res.ProfilePath); err != nil || res.Profile == nil {
+				t.Errorf("%s: profile %s: %v", wl, res.ProfilePath, err)
+			}
+			if m := res.Metrics(); m[MetricInstructionsPerTx] != res.PerTx || m[MetricInstructions] != float64(res.Window) {
+				t.Errorf("%s: metrics %v", wl, m)
+			}
+			if _, err := os.Stat(filepath.Join(st.DataDir, "postmaster.pid")); err == nil {
+				t.Fatalf("%s: the server still runs after Instructions returned", wl)
+			}
+			t.Logf("%s: %.2f instructions/tx (I(%d)=%d, I(%d)=%d), wall %.1f s (runs %.1f s + %.1f s)", wl, res.PerTx,
+				res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[1].Transactions, res.Runs[1].Instructions, res.WallS, res.Runs[0].WallS, res.Runs[1].WallS)
+			per = append(per, res.PerTx)
+		}
+		sp := spreadPct(per)
+		t.Logf("%s: %d runs, spread %.5f %%: %v", wl, len(per), sp, per)
+		if sp > 0.01 {
+			t.Errorf("%s: instructions_per_tx spread %.5f %% > 0.01 %%: %v", wl, sp, per)
+		}
+	}
+}
+
+func TestInstructionsBadInput(t *testing.T) {
+	w, _ := Builtin("select1")
+	dir := t.TempDir()
+	ok := InstrSpec{Install: "/x", DataDir: dir, SocketDir: dir, Port: 5999, Workload: w, OutDir: dir, Method: InstrValgrind}
+	for name, mut := range map[string]func(*InstrSpec){
+		"no install":   func(s *InstrSpec) { s.Install = "" },
+		"no data dir":  func(s *InstrSpec) { s.DataDir = "" },
+		"bad port":     func(s *InstrSpec) { s.Port = 0 },
+		"negative -t":  func(s *InstrSpec) { s.Transactions = -1 },
+		"bad method":   func(s *InstrSpec) { s.Method = "rdtsc" },
+		"bad protocol": func(s *InstrSpec) { s.Protocol = "x" },
+		"no script":    func(s *InstrSpec) { s.Workload = Workload{Name: "empty"} },
+	} {
+		s := ok
+		mut(&s)
+		if _, err := Instructions(context.Background(), &proc.Runner{}, s); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%s: %v, want exit 2", name, err)
+		}
+	}
+	// A running (or crashed) server's data directory is refused before
+	// anything starts.
+	os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte("1\n"), 0o644)
+	if _, err := Instructions(context.Background(), &proc.Runner{}, ok); !errors.Is(err, ErrDataDirInUse) || exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("data dir in use: %v", err)
+	}
+}
+
+// TestInstructionsDryRun: -n prints both runs' commands and runs nothing.
+func TestInstructionsDryRun(t *testing.T) {
+	w, _ := Builtin("select1")
+	var trace strings.Builder
+	run := &proc.Runner{DryRun: true, Trace: &trace}
+	out := filepath.Join(t.TempDir(), "out")
+	s := InstrSpec{Install: "/pg", DataDir: "/data", SocketDir: "/sock", Port: 5999, User: "postgres", Workload: w, OutDir: out, Method: InstrValgrind, Transactions: 100}
+	if res, err := Instructions(context.Background(), run, s); err != nil || res != nil {
+		t.Fatalf("dry run: %v %v", res, err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("dry run created the output directory")
+	}
+	got := strings.ReplaceAll(trace.String(), out, "OUT")
+	testenv.Golden(t, "instructions-dry-run.txt", got)
+}
+
+func TestParseBackends(t *testing.T) {
+	log := `# 2026-11-30T13:48:44Z $ valgrind …
+13345 LOG:  starting PostgreSQL 15.18
+13561 LOG:  connection received: host=[local]
+13561 FATAL:  the database system is starting up
+13588 LOG:  connection authorized: user=postgres database=benchmark application_name=abtest
+13899 LOG:  connection authorized: user=postgres database=benchmark application_name=pgbench
+13851 LOG:  connection authorized: user=postgres database=benchmark application_name=pgbench
+13900 LOG:  connection authorized: user=postgres database=benchmark application_name=pgbench2
+`
+	got := ParseBackends(strings.NewReader(log))
+	if len(got) != 2 || got[0] != 13851 || got[1] != 13899 {
+		t.Errorf("backends %v, want [13851 13899]", got)
+	}
+}
