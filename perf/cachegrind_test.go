@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/google/pprof/profile"
 )
 
@@ -96,14 +98,14 @@ func TestInstructionProfileCompare(t *testing.T) {
 			t.Fatalf("round trip: %v %v", back, err)
 		}
 	}
-	d := Compare(pb, ps, n, n)
+	d := profiles.Compare(pb, ps, n, n)
 	if d[0].Name != "exec_simple_query" || d[0].Diff != 0.5 || d[0].Z != 0 {
 		t.Errorf("first delta %+v, want exec_simple_query +0.5/tx with Z 0", d[0])
 	}
 	if last := d[len(d)-1]; last.Name != "palloc" || math.Abs(last.Diff+0.1) > 1e-12 {
 		t.Errorf("last delta %+v, want palloc -0.1/tx", last)
 	}
-	if _, err := Diff(pb, ps, n, n); err != nil {
+	if _, err := profiles.Diff(pb, ps, n, n); err != nil {
 		t.Fatal(err)
 	}
 	// A function only the base has still shows, negated.

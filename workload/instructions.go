@@ -75,6 +75,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/perf/profiles"
+
 	"github.com/google/pprof/profile"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -322,7 +325,7 @@ func Instructions(ctx context.Context, run *proc.Runner, s InstrSpec) (*InstrRes
 		res.Profile = perf.InstructionProfile(counts[1].Sub(counts[0]), int64(s.Transactions))
 		res.Profile.Comments = append(res.Profile.Comments, "method="+string(s.Method), "workload="+s.Workload.Name)
 		res.ProfilePath = filepath.Join(s.OutDir, "instructions.pb.gz")
-		if err := perf.Write(res.Profile, res.ProfilePath); err != nil {
+		if err := profiles.Write(res.Profile, res.ProfilePath); err != nil {
 			return nil, exitcode.Failure(fmt.Errorf("instructions: writing the profile: %w", err))
 		}
 	}
@@ -563,16 +566,11 @@ func postmasterPID(dataDir string) (int, bool) {
 
 // parentPID returns pid's parent, or 0.
 func parentPID(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return 0
 	}
-	f := statFields(string(data))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	return st.PPID
 }
 
 // authorizedRE matches log_connections' line for a pgbench backend

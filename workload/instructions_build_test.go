@@ -9,7 +9,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/perf"
+	"github.com/pgabtest/abtest/perf/profiles"
 )
 
 // TestInstructionsSlowedBuild: on PostgreSQL 15 built from source, a
@@ -51,13 +51,13 @@ func TestInstructionsSlowedBuild(t *testing.T) {
 	if delta < 1000 {
 		t.Errorf("slowed build costs %+.2f instructions/tx, want at least +1 000", delta)
 	}
-	d := perf.Compare(a1.Profile, b.Profile, float64(a1.Transactions), float64(b.Transactions))
+	d := profiles.Compare(a1.Profile, b.Profile, float64(a1.Transactions), float64(b.Transactions))
 	if len(d) == 0 || d[0].Name != "exec_simple_query" {
 		t.Fatalf("per-function diff does not put exec_simple_query first: %+v", d[:min(5, len(d))])
 	}
 	t.Logf("top delta: %s %+.2f instructions/tx", d[0].Name, d[0].Diff)
-	aaDiff := perf.Compare(a1.Profile, a2.Profile, float64(a1.Transactions), float64(a2.Transactions))
-	perf.SortByMagnitude(aaDiff)
+	aaDiff := profiles.Compare(a1.Profile, a2.Profile, float64(a1.Transactions), float64(a2.Transactions))
+	profiles.SortByMagnitude(aaDiff)
 	for _, d := range aaDiff[:min(5, len(aaDiff))] {
 		t.Logf("A/A: %s %+.2f instructions/tx", d.Name, d.Diff)
 	}

@@ -99,7 +99,8 @@ type Delta struct {
 	Base float64 `json:"base"`
 	New  float64 `json:"new"`
 	Diff float64 `json:"diff"`
-	// Unit is "ns/tx" or "%".
+	// Unit is the profile's unit per transaction ("ns/tx" for CPU
+	// time, "instructions/tx" for instruction counts) or "%".
 	Unit string `json:"unit"`
 	// Z is the change in standard errors: sample counts are Poisson, so
 	// a function's count n has variance n. A large |Z| is a change the
@@ -143,7 +144,7 @@ func Compare(base, cur *profile.Profile, txBase, txNew float64) []Delta {
 	}
 	unit := "%"
 	if perTx {
-		unit = "ns/tx"
+		unit = perTxUnit(base)
 	}
 	get := func(name string) *Delta {
 		d := vals[name]
@@ -242,4 +243,14 @@ func Read(path string) (*profile.Profile, error) {
 		return nil, exitcode.BadInputf("%s: not a pprof profile: %v", path, err)
 	}
 	return p, nil
+}
+
+// perTxUnit is the unit of a profile's last sample type per transaction:
+// nanoseconds for perf's CPU profiles, the count's own name otherwise
+// (instruction profiles from cachegrind).
+func perTxUnit(p *profile.Profile) string {
+	if n := len(p.SampleType); n > 0 && p.SampleType[n-1].Type == "instructions" {
+		return "instructions/tx"
+	}
+	return "ns/tx"
 }
