@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,13 +10,6 @@ import (
 
 	"github.com/pgabtest/abtest/results"
 )
-
-// WriteJSON writes the report model.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
 
 // WriteMarkdown writes the report for humans: provenance, summary,
 // per-workload tables, tiers, cells that failed, warnings, plots.
