@@ -3,8 +3,11 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/pgabtest/abtest/internal/testenv"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pgabtest/abtest/matrix"
 )
@@ -61,5 +64,36 @@ func TestJSONShape(t *testing.T) {
 	ch := doc["changes"].([]any)[0].(map[string]any)
 	if _, ok := ch["configuration"].(map[string]any); !ok {
 		t.Errorf("change without configuration: %v", ch)
+	}
+}
+
+// TestTextGolden: the plain-text report, and no line wider than 80
+// columns in it.
+func TestTextGolden(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	fixture(t, dir, matrix.Shard{I: 1, N: 1})
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Dirs = []string{"run"}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Golden(t, "report.txt", buf.String())
+	for i, line := range strings.Split(buf.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("line %d is %d columns: %q", i+1, n, line)
+		}
+		for _, md := range []string{"**", "| ", "##", "`"} {
+			if strings.Contains(line, md) {
+				t.Errorf("line %d has markdown %q: %q", i+1, md, line)
+			}
+		}
 	}
 }
