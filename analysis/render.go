@@ -220,10 +220,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "- %s\n", s)
 		}
 	}
-	if len(r.Plots) > 0 {
+	if len(r.Plots)+len(r.PlotNotes) > 0 {
 		fmt.Fprintf(w, "\n## Plots\n\n")
 		for _, pl := range r.Plots {
 			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(pl), ".svg"), pl)
+		}
+		for _, n := range r.PlotNotes {
+			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
 	return nil
