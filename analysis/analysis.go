@@ -425,6 +425,8 @@ type Report struct {
 	TimeWent []TimeWent `json:"time_went,omitempty"`
 	Warnings []string   `json:"warnings"`
 	Plots    []string   `json:"plots,omitempty"`
+	// PlotNotes say which plots WritePlots did not draw, and why.
+	PlotNotes []string `json:"plot_notes,omitempty"`
 
 	records   []results.Record
 	undecided []string

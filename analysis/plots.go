@@ -3,15 +3,21 @@ package analysis
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 var fileSafe = regexp.MustCompile(`[^A-Za-z0-9._=-]+`)
@@ -22,14 +28,28 @@ var palette = []color.Color{
 	color.RGBA{148, 103, 189, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{140, 86, 75, 255},
 }
 
+// faded is c at a third of its opacity: one repeat among many.
+func faded(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 110}
+}
+
+const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
+
 // WritePlots writes SVG plots (and, with profiles, the diff profiles of
 // "Where the time went") into dir and records their paths, relative to
-// relTo (where the markdown is), in r.Plots:
+// relTo (where the markdown is), in r.Plots, and the plots it did not
+// draw, with why, in r.PlotNotes:
 //
-//   - tps-vs-clients-<group>.svg: median TPS by client count, a line per
-//     commit, for each workload × CPUs × settings;
-//   - tps-time-<config>.svg: TPS over time (pgbench's progress reports)
-//     of every cell of a configuration, a line per cell.
+//   - tps-vs-clients-<group>.svg: TPS by client count for each workload ×
+//     CPUs × settings: every repeat a point, the median per commit a line
+//     with its 95 % interval as error bars;
+//   - tps-time-<config>.svg: TPS over time from pgbench's progress
+//     reports, every cell of a configuration a line, drawn when a cell
+//     has at least two reports.
+//
+// Both y axes start at 0, so a difference looks as large as it is; the
+// legend sits beside the data, never on it.
 func (r *Report) WritePlots(dir, relTo string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -48,58 +68,111 @@ func (r *Report) WritePlots(dir, relTo string) error {
 		}
 		r.Plots = append(r.Plots, rel)
 	}
+	cfgs := map[string]results.Config{}
+	for _, c := range r.Plan.Configs {
+		cfgs[c.ID()] = c
+	}
 
-	// TPS vs clients.
-	groups := map[string]map[string]plotter.XYs{}
-	var order []string
+	// TPS vs clients, per workload × CPUs × settings.
+	type group struct {
+		name    string
+		clients []int
+		rows    []Row
+	}
+	var groups []*group
+	byName := map[string]*group{}
 	for _, row := range r.Rows {
-		if row.Metric != "tps" {
+		c, ok := cfgs[row.Config]
+		if row.Metric != "tps" || !ok {
 			continue
 		}
-		parts := strings.Split(row.Config, "/")
-		if len(parts) < 3 {
-			continue
+		k := c
+		k.Clients = 0
+		name := strings.Replace(k.ID(), "/c0/", "/", 1)
+		g := byName[name]
+		if g == nil {
+			g = &group{name: name}
+			byName[name] = g
+			groups = append(groups, g)
 		}
-		var clients int
-		fmt.Sscanf(parts[1], "c%d", &clients)
-		group := parts[0] + "/" + strings.Join(parts[2:], "/")
-		if groups[group] == nil {
-			groups[group] = map[string]plotter.XYs{}
-			order = append(order, group)
-		}
-		for _, st := range row.Stats {
-			if st.N > 0 {
-				groups[group][st.Commit] = append(groups[group][st.Commit], plotter.XY{X: float64(clients), Y: st.Median})
-			}
+		g.rows = append(g.rows, row)
+		if !slices.Contains(g.clients, c.Clients) {
+			g.clients = append(g.clients, c.Clients)
 		}
 	}
-	for _, g := range order {
+	for _, g := range groups {
+		path := filepath.Join(dir, "tps-vs-clients-"+fileSafe.ReplaceAllString(g.name, "_")+".svg")
+		slices.Sort(g.clients)
+		if len(g.clients) < 2 {
+			r.PlotNotes = append(r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
+			continue
+		}
 		p := plot.New()
-		p.Title.Text = "median TPS by clients: " + g
+		p.Title.Text = "TPS by clients: " + g.name
 		p.X.Label.Text = "clients"
-		p.Y.Label.Text = "TPS"
-		lines := 0
-		for _, c := range r.Commits {
-			xys := groups[g][c]
-			if len(xys) == 0 {
+		p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
+		var ticks []plot.Tick
+		for _, c := range g.clients {
+			ticks = append(ticks, plot.Tick{Value: float64(c), Label: strconv.Itoa(c)})
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		span := float64(g.clients[len(g.clients)-1] - g.clients[0])
+		for i, commit := range r.Commits {
+			// Each commit's points a little to the side, so that they do
+			// not hide each other.
+			off := span * 0.012 * (float64(i) - float64(len(r.Commits)-1)/2)
+			var reps, meds plotter.XYs
+			var errs plotter.YErrors
+			var bars plotter.XYs
+			for _, row := range g.rows {
+				clients := float64(cfgs[row.Config].Clients)
+				for _, st := range row.Stats {
+					if st.Commit != commit || st.N == 0 {
+						continue
+					}
+					for _, v := range st.Values {
+						reps = append(reps, plotter.XY{X: clients + off, Y: v})
+					}
+					meds = append(meds, plotter.XY{X: clients + off, Y: st.Median})
+					if isFinite(st.Lo) && isFinite(st.Hi) {
+						bars = append(bars, plotter.XY{X: clients + off, Y: st.Median})
+						errs = append(errs, struct{ Low, High float64 }{st.Median - st.Lo, st.Hi - st.Median})
+					}
+				}
+			}
+			if len(meds) == 0 {
 				continue
 			}
-			sort.Slice(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
-			l, pts, err := plotter.NewLinePoints(xys)
+			slices.SortFunc(meds, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+			sc, err := plotter.NewScatter(reps)
 			if err != nil {
 				return err
 			}
-			l.Color, pts.Color = colour[c], colour[c]
-			p.Add(l, pts)
-			p.Legend.Add(c, l)
-			lines++
+			sc.GlyphStyle.Color = faded(colour[commit])
+			sc.GlyphStyle.Radius = vg.Points(2)
+			l, err := plotter.NewLine(meds)
+			if err != nil {
+				return err
+			}
+			l.Color = colour[commit]
+			l.Width = vg.Points(1.5)
+			p.Add(sc, l)
+			if len(bars) > 0 {
+				eb, err := plotter.NewYErrorBars(struct {
+					plotter.XYs
+					plotter.YErrors
+				}{bars, errs})
+				if err != nil {
+					return err
+				}
+				eb.Color = colour[commit]
+				eb.Width = vg.Points(1.5)
+				p.Add(eb)
+			}
+			p.Legend.Add(commit, l, sc)
 		}
-		if lines == 0 {
-			continue
-		}
-		p.Legend.Top = true
-		path := filepath.Join(dir, "tps-vs-clients-"+fileSafe.ReplaceAllString(g, "_")+".svg")
-		if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+		fromZero(p)
+		if err := save(p, path); err != nil {
 			return err
 		}
 		add(path)
@@ -109,7 +182,7 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	byConfig := map[string][]int{}
 	var configs []string
 	for i, rec := range r.records {
-		if rec.Status != "ok" || len(rec.Progress) == 0 {
+		if rec.Status != results.StatusOK {
 			continue
 		}
 		id := rec.Config().ID()
@@ -119,13 +192,19 @@ func (r *Report) WritePlots(dir, relTo string) error {
 		byConfig[id] = append(byConfig[id], i)
 	}
 	for _, id := range configs {
+		path := filepath.Join(dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
 		p := plot.New()
 		p.Title.Text = "TPS over time: " + id
 		p.X.Label.Text = "seconds"
-		p.Y.Label.Text = "TPS"
-		legend := map[string]bool{}
+		p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
+		legend := map[string]*plotter.Line{}
+		drawn, most := 0, 0
 		for _, i := range byConfig[id] {
 			rec := r.records[i]
+			most = max(most, len(rec.Progress))
+			if len(rec.Progress) < 2 {
+				continue
+			}
 			xys := make(plotter.XYs, len(rec.Progress))
 			for j, pr := range rec.Progress {
 				xys[j] = plotter.XY{X: pr.T, Y: pr.TPS}
@@ -134,19 +213,65 @@ func (r *Report) WritePlots(dir, relTo string) error {
 			if err != nil {
 				return err
 			}
-			l.Color = colour[rec.Commit]
+			l.Color = faded(colour[rec.Commit])
 			p.Add(l)
-			if !legend[rec.Commit] {
-				p.Legend.Add(rec.Commit, l)
-				legend[rec.Commit] = true
+			drawn++
+			if legend[rec.Commit] == nil {
+				legend[rec.Commit] = l
 			}
 		}
-		p.Legend.Top = true
-		path := filepath.Join(dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-		if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+		for _, c := range r.Commits {
+			if l := legend[c]; l != nil {
+				p.Legend.Add(c, l)
+			}
+		}
+		if drawn == 0 {
+			r.PlotNotes = append(r.PlotNotes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
+			continue
+		}
+		fromZero(p)
+		if err := save(p, path); err != nil {
 			return err
 		}
 		add(path)
 	}
 	return nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fromZero starts the y axis at 0 with a little room above the data.
+func fromZero(p *plot.Plot) {
+	p.Y.Min = 0
+	p.Y.Max = math.Max(p.Y.Max*1.05, 1)
+}
+
+// save writes p as SVG with its legend in a column right of the plot,
+// where it covers no data and leaves room for the last x tick label.
+func save(p *plot.Plot, path string) error {
+	c := vgsvg.New(plotW, plotH)
+	dc := draw.New(c)
+	legend := p.Legend
+	legend.Top, legend.Left = true, true
+	width := legend.Rectangle(dc).Size().X + vg.Points(16)
+	p.Legend = plot.NewLegend()
+	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
+	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,58 +10,6 @@ import (
 
 	"github.com/pgabtest/abtest/results"
 )
-
-// WriteJSON writes the report model.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// WriteBench writes the cells in the Go benchmark format, with unit
-// metadata, so that benchstat compares commits:
-//
-//	benchstat -col commit results.bench
-func (r *Report) WriteBench(w io.Writer) error {
-	fmt.Fprintf(w, "goos: linux\npkg: abtest\n")
-	for _, m := range r.Plan.Metrics {
-		better := "lower"
-		if m.Direction == results.HigherIsBetter {
-			better = "higher"
-		}
-		assume := "nothing"
-		for _, t := range r.Tiers {
-			if t.Metric == m.Name && t.Tier == results.TierExact {
-				assume = "exact"
-			}
-		}
-		fmt.Fprintf(w, "Unit %s better=%s assume=%s\n", m.Name, better, assume)
-	}
-	byCommit := map[string][]results.Record{}
-	for _, rec := range r.records {
-		if rec.Status == "ok" && !rec.Saturated {
-			byCommit[rec.Commit] = append(byCommit[rec.Commit], rec)
-		}
-	}
-	for _, c := range r.Commits {
-		fmt.Fprintf(w, "\ncommit: %s\n", c)
-		for _, rec := range byCommit[c] {
-			name := "Benchmark" + rec.Config().ID()
-			name = strings.ReplaceAll(name, " ", "_")
-			fmt.Fprintf(w, "%s 1", name)
-			keys := make([]string, 0, len(rec.Metrics))
-			for k := range rec.Metrics {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(w, " %g %s", rec.Metrics[k], k)
-			}
-			fmt.Fprintln(w)
-		}
-	}
-	return nil
-}
 
 // WriteMarkdown writes the report for humans: provenance, summary,
 // per-workload tables, tiers, cells that failed, warnings, plots.
@@ -273,10 +220,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "- %s\n", s)
 		}
 	}
-	if len(r.Plots) > 0 {
+	if len(r.Plots)+len(r.PlotNotes) > 0 {
 		fmt.Fprintf(w, "\n## Plots\n\n")
 		for _, pl := range r.Plots {
 			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(pl), ".svg"), pl)
+		}
+		for _, n := range r.PlotNotes {
+			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
 	return nil

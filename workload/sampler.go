@@ -49,6 +49,8 @@ type sampler struct {
 	hasSince  bool // pg_stat_statements.stats_since (PostgreSQL ≥ 17)
 	hasInfo   bool // pg_stat_statements_info (PostgreSQL ≥ 14)
 	out       io.Writer
+	// tps is the fallback when pg_stat_statements was not read at the
+	// start: pgbench's last -P report (0 until its first).
 	tps       func() float64
 	start     time.Time
 	firstSeen map[int64]time.Time
@@ -64,6 +66,12 @@ type sampler struct {
 	// deallocBase is pg_stat_statements_info.dealloc when the run began:
 	// deallocs are counted over the run, not since the last reset.
 	deallocBase int64
+	// calls is each entry's calls at the last reading, at callsAt; a
+	// sample's TPS is the statements run since over the time between,
+	// divided by perRun, the statements one script execution runs.
+	calls   map[int64]int64
+	callsAt time.Time
+	perRun  int
 }
 
 // run samples until stop is closed. Queries run under ctx, not under stop:
@@ -75,6 +83,12 @@ func (s *sampler) run(ctx context.Context, stop <-chan struct{}) {
 	s.sinceLast = map[string]int{}
 	if s.foreign == nil {
 		s.foreign = map[int32]string{}
+	}
+	// The first reading is the baseline: every sample's TPS, the first
+	// included, is counted from the one before.
+	s.perRun = statementsPerRun(s.w.Script)
+	if es, err := s.entries(ctx); err == nil {
+		s.calls, s.callsAt = callsOf(es), time.Now()
 	}
 	wt := time.NewTicker(s.waitEvery)
 	st := time.NewTicker(s.every)
@@ -220,6 +234,109 @@ func (s *sampler) dealloc(ctx context.Context) (int64, error) {
 	return n - s.deallocBase, err
 }
 
+func callsOf(es []entry) map[int64]int64 {
+	m := make(map[int64]int64, len(es))
+	for _, e := range es {
+		m[e.id] = e.calls
+	}
+	return m
+}
+
+// sampleTPS is the script executions per second since the last
+// reading, from pg_stat_statements' calls, which a backend adds at the
+// end of each statement (pgbench's -P lines come every few seconds,
+// none at all in a 5 s cell with -P 5; pg_stat_database's xact_commit is
+// flushed by busy backends in lumps, seconds apart, on PostgreSQL ≥ 15).
+// An entry evicted between two readings takes the calls it had since
+// the first with it: under constant eviction (churn) the rate reads
+// somewhat low; pgbench's own TPS is the metric.
+func (s *sampler) sampleTPS(es []entry, now time.Time) float64 {
+	if s.calls == nil {
+		if s.tps != nil {
+			return s.tps()
+		}
+		return 0
+	}
+	var stmts int64
+	for _, e := range es {
+		prev, ok := s.calls[e.id]
+		if !ok || e.calls < prev {
+			prev = 0
+		}
+		stmts += e.calls - prev
+	}
+	dt := now.Sub(s.callsAt).Seconds()
+	s.calls, s.callsAt = callsOf(es), now
+	if dt <= 0 {
+		return 0
+	}
+	return float64(stmts) / float64(max(s.perRun, 1)) / dt
+}
+
+// statementsPerRun counts the SQL statements one execution of a
+// pgbench script runs: the statements outside \if blocks and those of
+// an \if's first branch (the built-in scripts' branches run one each).
+func statementsPerRun(script string) int {
+	n, depth, skip := 0, 0, 0 // skip: the depth whose other branches are skipped
+	pending := false
+	for _, line := range strings.Split(script, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		if strings.HasPrefix(t, `\`) {
+			switch f := strings.Fields(t); f[0] {
+			case `\if`:
+				depth++
+			case `\elif`, `\else`:
+				if skip == 0 {
+					skip = depth
+				}
+			case `\endif`:
+				if skip == depth {
+					skip = 0
+				}
+				depth--
+			}
+			continue
+		}
+		if skip != 0 {
+			continue
+		}
+		k := semicolons(t)
+		n += k
+		pending = !strings.HasSuffix(t, ";")
+	}
+	if pending {
+		n++
+	}
+	return max(n, 1)
+}
+
+// semicolons counts the statement terminators of a line of SQL, outside
+// quotes and comments.
+func semicolons(line string) int {
+	n := 0
+	var quote rune
+	prev := rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '-' && prev == '-':
+			return n
+		case r == ';':
+			n++
+		}
+		prev = r
+	}
+	return n
+}
+
 func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 	es, err := s.entries(ctx)
 	if err != nil {
@@ -231,9 +348,7 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 	}
 	now := time.Now()
 	smp := Sample{T: math.Round(now.Sub(s.start).Seconds()), Entries: len(es), Dealloc: d, HasClass: s.w.HotPrefix != ""}
-	if s.tps != nil {
-		smp.TPS = s.tps()
-	}
+	smp.TPS = s.sampleTPS(es, now)
 	ages := make([]float64, 0, len(es))
 	calls := make([]float64, 0, len(es))
 	seen := make(map[int64]time.Time, len(es))

@@ -1,0 +1,87 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/matrix"
+)
+
+// svgLines counts the drawn line segments of an SVG from gonum/plot: a
+// path's "L" commands.
+func svgLines(svg string) (paths, longest int) {
+	for _, d := range regexp.MustCompile(`<path d="([^"]*)"`).FindAllStringSubmatch(svg, -1) {
+		paths++
+		longest = max(longest, strings.Count(d[1], "L"))
+	}
+	return paths, longest
+}
+
+// TestPlotsShowData: the plots have lines through the data, every
+// repeat's point and the medians' error bars; a configuration whose
+// cells have one progress report each gets no plot and a note why.
+// ABTEST_PLOTS=DIR keeps the SVGs to look at.
+func TestPlotsShowData(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	fixture(t, dir, matrix.Shard{I: 1, N: 1})
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// select1 at 2 clients: one progress report per cell, as a 5 s cell
+	// at -P 5 has.
+	for i := range in.Records {
+		if rec := &in.Records[i]; rec.Workload == "select1" && rec.Clients == 2 {
+			rec.Progress = rec.Progress[:1]
+		}
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plots")
+	if keep := os.Getenv("ABTEST_PLOTS"); keep != "" {
+		out = keep
+	}
+	if err := r.WritePlots(out, dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Plots) != 2+3 || len(r.PlotNotes) != 1 || !strings.Contains(r.PlotNotes[0], "tps-time-select1_c2_cpuall_pgss.max=1000.svg: not drawn: no cell has 2 progress reports") {
+		t.Fatalf("plots %v, notes %v", r.Plots, r.PlotNotes)
+	}
+	for _, p := range r.Plots {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if filepath.IsAbs(p) || os.Getenv("ABTEST_PLOTS") != "" {
+			data, err = os.ReadFile(filepath.Join(out, filepath.Base(p)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		svg := string(data)
+		paths, longest := svgLines(svg)
+		switch {
+		case strings.Contains(p, "tps-time-"):
+			// 20 cells, each a line through its 3 progress reports.
+			if longest < 2 || paths < 20 {
+				t.Errorf("%s: %d paths, the longest with %d segments", p, paths, longest)
+			}
+		case strings.Contains(p, "tps-vs-clients-"):
+			// A line per commit through the medians at 2 and 8 clients,
+			// 2 × 2 × 10 repeat points, error bars.
+			if longest < 1 || paths < 40 {
+				t.Errorf("%s: %d paths, the longest with %d segments", p, paths, longest)
+			}
+		}
+		if !strings.Contains(svg, ">0<") && !strings.Contains(svg, ">0 <") {
+			t.Errorf("%s: the y axis does not start at 0", p)
+		}
+	}
+	var md strings.Builder
+	r.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), "- tps-time-select1_c2_cpuall_pgss.max=1000.svg: not drawn") {
+		t.Errorf("the report does not say which plot was not drawn")
+	}
+}
