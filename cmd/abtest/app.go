@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -19,14 +26,17 @@ import (
 var version = "dev"
 
 // Env is the process-level state a command may touch: its output streams,
-// the environment, the working directory and the home directory. Tests run
-// whole commands with buffers and a map for the environment.
+// the environment, the working directory, the home directory, the clock
+// and the effective uid. Tests run whole commands with buffers and a map
+// for the environment.
 type Env struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
-	Getwd  func() (string, error)
-	Home   string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Getenv  func(string) string
+	Getwd   func() (string, error)
+	Home    string
+	Now     func() time.Time
+	Geteuid func() int
 }
 
 // Main runs abtest with args (args[0] is the program name) and returns the
@@ -127,6 +137,30 @@ var procRunner = proc.Runner{}
 // runner returns the runner for cmd: dry-run under -n, tracing to stdout.
 func runner(cmd *cli.Command, env *Env) *proc.Runner {
 	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout}
+}
+
+// newDeps is what a matrix run (and nightly, bisect and the demo, which
+// build on it) uses, from the configuration.
+func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
+	cm, err := clusters(cfg, run, env)
+	if err != nil {
+		return nil, err
+	}
+	cm.Log = nil
+	return &matrix.Deps{
+		Proc:         run,
+		Worktrees:    worktrees(cfg, run),
+		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run},
+		Clusters:     cm,
+		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
+		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
+		Out:          env.Stdout,
+		Now:          env.Now,
+		Host: func() (host.Host, []results.Finding) {
+			return host.Read("/"), doctor.Check(doctor.Live(cfg.RunAs))
+		},
+		Version: version,
+	}, nil
 }
 
 func worktrees(cfg *config.Loaded, run *proc.Runner) *worktree.Manager {

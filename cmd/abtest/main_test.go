@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/testenv"
 )
@@ -20,11 +21,13 @@ func abtest(t *testing.T, env map[string]string, args ...string) (int, string, s
 	var stdout, stderr strings.Builder
 	wd := t.TempDir()
 	code := Main(context.Background(), append([]string{"abtest"}, args...), &Env{
-		Stdout: &stdout,
-		Stderr: &stderr,
-		Getenv: func(k string) string { return env[k] },
-		Getwd:  func() (string, error) { return wd, nil },
-		Home:   "/nonexistent-home",
+		Stdout:  &stdout,
+		Stderr:  &stderr,
+		Getenv:  func(k string) string { return env[k] },
+		Getwd:   func() (string, error) { return wd, nil },
+		Home:    "/nonexistent-home",
+		Now:     time.Now,
+		Geteuid: os.Geteuid,
 	})
 	return code, stdout.String(), stderr.String()
 }
