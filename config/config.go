@@ -22,9 +22,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
