@@ -30,9 +30,6 @@ func opts() Request {
 // NewPlan is Prepare without a git repository: every ref resolves to
 // sha aaaa, patch files hash to ff.
 func NewPlan(req Request) (*results.Plan, error) {
-	if err := req.Check(); err != nil {
-		return nil, err
-	}
 	var commits []results.Commit
 	for _, c := range req.Commits {
 		rc := results.Commit{Label: c.Label, Ref: c.Ref, SHA: "aaaa", Build: c.Label}
@@ -41,7 +38,7 @@ func NewPlan(req Request) (*results.Plan, error) {
 		}
 		commits = append(commits, rc)
 	}
-	return newPlan(req, commits), nil
+	return PlanFor(req, commits)
 }
 
 func cellList(p *results.Plan) string {

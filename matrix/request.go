@@ -286,7 +286,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		return nil, err
 	}
 	p := newPlan(req, commits)
-	p.Created = deps.now().UTC()
+	p.Created = deps.Clock().UTC()
 	if deps.Host != nil {
 		p.Host, p.Doctor = deps.Host()
 	}
@@ -342,4 +342,18 @@ func Short(sha string) string {
 		return sha[:8]
 	}
 	return sha
+}
+
+// PlanFor is the plan of a request whose commits are already resolved
+// (shas, patch hashes and build names given): for synthetic result
+// directories and tests, which have no git repository to resolve refs in.
+func PlanFor(req Request, commits []results.Commit) (*results.Plan, error) {
+	req.Commits = make([]Commit, len(commits))
+	for i, c := range commits {
+		req.Commits[i] = Commit{Label: c.Label, Ref: c.Ref, Install: c.Install}
+	}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	return newPlan(req, commits), nil
 }

@@ -69,7 +69,8 @@ type Deps struct {
 	Version string
 }
 
-func (d *Deps) now() time.Time {
+// Clock is the time by Now, or by time.Now when Now is nil.
+func (d *Deps) Clock() time.Time {
 	if d.Now != nil {
 		return d.Now()
 	}
@@ -331,12 +332,12 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 			eta = " ETA " + (spent / time.Duration(i) * time.Duration(len(todo)-i)).Round(time.Second).String()
 		}
 		r.deps.printf("[%d/%d] %s%s\n", first+i+1, total, cell.ID, eta)
-		t0 := r.deps.now()
+		t0 := r.deps.Clock()
 		rec := r.cell(ctx, cell)
 		if ctx.Err() != nil {
 			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, first+i, total, filepath.Join(r.dir, results.CellsFile)))
 		}
-		took := r.deps.now().Sub(t0)
+		took := r.deps.Clock().Sub(t0)
 		rec.WallS = took.Seconds()
 		spent += took
 		if err := results.AppendRecord(r.dir, rec); err != nil {
@@ -403,7 +404,7 @@ func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options
 func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	rec := &results.Record{
 		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
-		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: r.deps.now().UTC(),
+		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
 		DurationS: r.plan.Options.DurationS,
 	}
 	commit, _ := r.plan.Commit(cell.Commit)
@@ -501,8 +502,8 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	}
 	info := &results.PerfInfo{WindowS: window.Seconds()}
 	// pgbench starts after the runner's checks: poll for its backends.
-	deadline := r.deps.now().Add(30 * time.Second)
-	for len(cluster.Processes(st.DataDir)) <= r.auxProcesses(st) && r.deps.now().Before(deadline) {
+	deadline := r.deps.Clock().Add(30 * time.Second)
+	for len(cluster.Processes(st.DataDir)) <= r.auxProcesses(st) && r.deps.Clock().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil

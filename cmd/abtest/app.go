@@ -106,6 +106,11 @@ func sourceFlag() cli.Flag {
 
 // loadConfig reads the configuration with the flags' overrides.
 func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
+	return loadConfigWith(cmd, env, nil)
+}
+
+// loadConfigWith is loadConfig over a use case's own defaults.
+func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*config.Loaded, error) {
 	dir := env.Getenv("ABTEST_CONFIG_DIR")
 	if dir == "" {
 		wd, err := env.Getwd()
@@ -114,6 +119,19 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 		}
 		dir = wd
 	}
+	l, err := config.Load(config.Options{
+		File:      cmd.String("config"),
+		Dir:       dir,
+		Home:      env.Home,
+		Getenv:    env.Getenv,
+		Overrides: flagOverrides(cmd),
+		Defaults:  defaults,
+	})
+	return l, exitcode.BadInput(err)
+}
+
+// flagOverrides are the flags that override config keys.
+func flagOverrides(cmd *cli.Command) []config.Override {
 	var ov []config.Override
 	if cmd.IsSet("source") {
 		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
@@ -121,14 +139,7 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 	if cmd.IsSet("run-as") {
 		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
 	}
-	l, err := config.Load(config.Options{
-		File:      cmd.String("config"),
-		Dir:       dir,
-		Home:      env.Home,
-		Getenv:    env.Getenv,
-		Overrides: ov,
-	})
-	return l, exitcode.BadInput(err)
+	return ov
 }
 
 // procRunner runs for real, for work that has no dry-run of its own.

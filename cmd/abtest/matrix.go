@@ -282,6 +282,11 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		matrix.PrintPlan(env.Stdout, plan, dir)
 		return nil
 	}
+	return runAndReport(ctx, env, deps, plan, dir)
+}
+
+// runAndReport runs a plan, then writes and summarises its report.
+func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *results.Plan, dir string) error {
 	fmt.Fprintf(env.Stdout, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
 		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
 	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
