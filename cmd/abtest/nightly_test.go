@@ -95,4 +95,3 @@ warmup = 0
 		t.Errorf("concurrent nightly: %d %q", code, stderr)
 	}
 }
-
