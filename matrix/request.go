@@ -174,6 +174,9 @@ func checkAxes(r *Request) error {
 		if len(s.Values) == 0 {
 			return exitcode.BadInputf("--set %s: no value", s.Name)
 		}
+		if slices.Contains(s.Values, "") {
+			return exitcode.BadInputf("--set %s: an empty value; quote a value with commas: --set '%s=\"a, b\",c'", s.Name, s.Name)
+		}
 		if d := firstDup(s.Values); d != "" {
 			return exitcode.BadInputf("--set %s: value %s given twice", s.Name, d)
 		}

@@ -67,7 +67,7 @@ func usageError(_ context.Context, _ *cli.Command, err error, _ bool) error {
 }
 
 func newApp(env *Env) *cli.Command {
-	return &cli.Command{
+	app := &cli.Command{
 		Name:    "abtest",
 		Usage:   "build PostgreSQL commits and A/B-benchmark them",
 		Version: version,
@@ -95,6 +95,19 @@ func newApp(env *Env) *cli.Command {
 			nightlyCommand(env),
 			bisectCommand(env),
 		},
+	}
+	noSliceSeparator(app)
+	return app
+}
+
+// noSliceSeparator turns off the flag library's splitting of slice flags
+// on commas in every command (the root's setting does not reach the
+// subcommands): --set GUC=V1,V2 is one axis of two values, and
+// --set search_path=a,b one setting.
+func noSliceSeparator(cmd *cli.Command) {
+	cmd.DisableSliceFlagSeparator = true
+	for _, sub := range cmd.Commands {
+		noSliceSeparator(sub)
 	}
 }
 

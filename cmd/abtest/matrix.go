@@ -238,9 +238,30 @@ func settingsAxes(pgss string, sets []string) ([]results.Setting, error) {
 		if st.Name == ax.Name {
 			return nil, exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", st.Name)
 		}
-		axes = append(axes, results.Setting{Name: st.Name, Values: strings.Split(st.Value, ",")})
+		axes = append(axes, results.Setting{Name: st.Name, Values: splitValues(st.Value)})
 	}
 	return axes, nil
+}
+
+// splitValues splits a --set value list on commas outside double quotes;
+// a value in double quotes keeps its commas and loses the quotes:
+// --set 'search_path="a, b",c' is two values, "a, b" and "c".
+func splitValues(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case r == ',' && !quoted:
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(out, strings.TrimSpace(cur.String()))
 }
 
 // workloadNames checks a -w list and returns its items as typed (file:
