@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -328,7 +329,7 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 			c.Build = name // an A/A arm: same binaries
 		} else {
 			c.Build = strings.NewReplacer("%c", c.Label, "%s", Short(c.SHA)).Replace(tmpl)
-			if _, err := deps.Worktrees.Dir(c.Build); err != nil {
+			if err := safepath.CheckName(c.Build); err != nil {
 				return nil, exitcode.BadInputf("-W %q gives %q: %v", tmpl, c.Build, err)
 			}
 			builds[id] = c.Build
