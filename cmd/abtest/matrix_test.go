@@ -316,4 +316,3 @@ func TestMatrixPerf(t *testing.T) {
 		t.Errorf("report lacks the profile section: %v\n%.3000s", err, report)
 	}
 }
-
