@@ -536,6 +536,15 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		}
 	}
 	d := design{alpha: o.Alpha, r0: p.Options.Repeats}
+	if o.Sequential == (Sequential{}) && p.Options.UntilDecided {
+		// The plan says how the run looked: one extra block per look
+		// (matrix --until-decided), so a re-analysis spends α as the run
+		// did.
+		o.Sequential = Sequential{Step: 1, MaxRepeats: p.Options.MaxRepeats}
+		if o.Sequential.MaxRepeats == 0 {
+			o.Sequential.MaxRepeats = 2 * p.Options.Repeats
+		}
+	}
 	if s := o.Sequential; s.Step != 0 || s.MaxRepeats != 0 {
 		if s.Step < 1 || s.MaxRepeats < p.Options.Repeats || p.Options.Repeats < 1 {
 			return nil, exitcode.BadInputf("--until-decided: step %d, max repeats %d: want a step ≥ 1 and max repeats ≥ the plan's %d", s.Step, s.MaxRepeats, p.Options.Repeats)

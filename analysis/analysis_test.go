@@ -171,17 +171,17 @@ func TestExactTier(t *testing.T) {
 // to a quarter and costs 5 % TPS on churn.
 func fixture(t testing.TB, dir string, shard matrix.Shard) {
 	t.Helper()
-	o := matrix.Options{
-		Commits: []results.Commit{
-			{Label: "base", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "base", BuildType: "release", Fingerprint: "aaaaaaaaaaaaaaaa", Version: "postgres (PostgreSQL) 15.18"},
-			{Label: "patch", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "patch", BuildType: "release", Fingerprint: "bbbbbbbbbbbbbbbb", Version: "postgres (PostgreSQL) 15.18",
-				Patches: []results.Patch{{File: "/x/usage_dealloc_percent.patch", SHA256: "cccccccccccccccccccc"}}},
-		},
+	commits := []results.Commit{
+		{Label: "base", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "base", BuildType: "release", Fingerprint: "aaaaaaaaaaaaaaaa", Version: "postgres (PostgreSQL) 15.18"},
+		{Label: "patch", Ref: "master", SHA: "1111111111111111111111111111111111111111", Build: "patch", BuildType: "release", Fingerprint: "bbbbbbbbbbbbbbbb", Version: "postgres (PostgreSQL) 15.18",
+			Patches: []results.Patch{{File: "/x/usage_dealloc_percent.patch", SHA256: "cccccccccccccccccccc"}}},
+	}
+	o := matrix.Request{
 		Workloads: []string{"select1", "churn"}, Clients: []int{2, 8},
 		Settings: []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
-		Repeats:  10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", BuildType: "release", Order: "abba", Seed: 7, Shard: shard,
+		Repeats:  10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 7, Shard: shard,
 	}
-	p, err := matrix.NewPlan(o)
+	p, err := matrix.PlanFor(o, commits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestBenchstatReadsBench(t *testing.T) {
 	if !regexp.MustCompile(`workload=churn/clients=8/cpus=all/pgss.max=1000 .*-\d\.\d+% \(p=0\.000`).MatchString(plain) {
 		t.Errorf("no churn TPS change in:\n%s", plain)
 	}
-	if !strings.Contains(plain, "61.91µ") {
+	if !strings.Contains(plain, "61.99µ") {
 		t.Errorf("latency not in seconds, scaled to µ: %s", plain)
 	}
 

@@ -22,10 +22,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,6 +131,9 @@ type Options struct {
 	Getenv func(string) string
 	// Overrides are flag values, applied last.
 	Overrides []Override
+	// Defaults, when set, replaces Default(Home) as the lowest layer: a
+	// use case's own defaults (the demo keeps its directories apart).
+	Defaults *Config
 }
 
 // Loaded is a configuration and where each key's value came from.
@@ -157,6 +161,9 @@ func (l *Loaded) SourceOf(key string) Source {
 // Load builds the configuration by the precedence in the package doc.
 func Load(o Options) (*Loaded, error) {
 	l := &Loaded{Config: Default(o.Home), sources: map[string]Source{}}
+	if o.Defaults != nil {
+		l.Config = *o.Defaults
+	}
 	main := o.File
 	if main == "" {
 		main = filepath.Join(o.Dir, "bench_config.toml")
@@ -188,29 +195,33 @@ func Load(o Options) (*Loaded, error) {
 		}
 		l.Files = append(l.Files, f)
 	}
-	if o.Getenv != nil {
-		envs := make([]string, 0, len(EnvVars))
-		for e := range EnvVars {
-			envs = append(envs, e)
-		}
-		sort.Strings(envs)
-		for _, e := range envs {
-			if v := o.Getenv(e); v != "" {
+	if err := l.layerEnvAndFlags(o.Getenv, o.Overrides); err != nil {
+		return nil, err
+	}
+	l.expandHome(o.Home)
+	return l, nil
+}
+
+// layerEnvAndFlags applies the two top layers: the environment, then
+// the flags.
+func (l *Loaded) layerEnvAndFlags(getenv func(string) string, ov []Override) error {
+	if getenv != nil {
+		for _, e := range slices.Sorted(maps.Keys(EnvVars)) {
+			if v := getenv(e); v != "" {
 				if err := l.set(EnvVars[e], v); err != nil {
-					return nil, fmt.Errorf("environment variable %s: %w", e, err)
+					return fmt.Errorf("environment variable %s: %w", e, err)
 				}
 				l.sources[EnvVars[e]] = Source{Kind: "env", Name: e}
 			}
 		}
 	}
-	for _, ov := range o.Overrides {
-		if err := l.set(ov.Key, ov.Value); err != nil {
-			return nil, fmt.Errorf("flag %s: %w", ov.Flag, err)
+	for _, o := range ov {
+		if err := l.set(o.Key, o.Value); err != nil {
+			return fmt.Errorf("flag %s: %w", o.Flag, err)
 		}
-		l.sources[ov.Key] = Source{Kind: "flag", Name: ov.Flag}
+		l.sources[o.Key] = Source{Kind: "flag", Name: o.Flag}
 	}
-	l.expandHome(o.Home)
-	return l, nil
+	return nil
 }
 
 // decodeFile decodes path into c, strictly, and returns the keys it set.
@@ -239,11 +250,7 @@ func decodeFile(path string, c *Config) ([]string, error) {
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	var keys []string
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	return keys, nil
+	return slices.Collect(maps.Keys(raw)), nil
 }
 
 // Keys returns every TOML key of Config.

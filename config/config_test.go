@@ -196,6 +196,7 @@ func TestNightlyExample(t *testing.T) {
 	}
 	want := DefaultNightly("/h")
 	want.WorktreesDir, want.InstallDir, want.DataDir = "/h/pg/nightly/worktrees", "/h/pg/nightly/install", "/h/pg/nightly/data"
+	want.path = filepath.Join("..", "nightly.example.toml")
 	if !reflect.DeepEqual(*n, want) {
 		t.Errorf("example = %+v\nwant %+v", *n, want)
 	}
@@ -204,5 +205,42 @@ func TestNightlyExample(t *testing.T) {
 	write(t, f, "branch = \"main\"\n\n[matrix]\nrepeats = 7\nworkload = [\"x\"]\n")
 	if _, err := LoadNightly(f, "/h"); err == nil || !strings.Contains(err.Error(), f+":5: unknown key \"matrix.workload\"") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestNightlyPrecedence: a night's abtest configuration takes nightly.toml
+// as its config file: over the defaults, under the environment and flags.
+func TestNightlyPrecedence(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "n.toml")
+	write(t, f, "source_dir = \"~/src\"\nroot = \"/n\"\ndata_dir = \"/n/d\"\n")
+	n, err := LoadNightly(f, "/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PG_DATA_DIR": "/env/data"}
+	l, err := n.Loaded(func(k string) string { return env[k] }, []Override{{Key: "run_as", Flag: "--run-as", Value: "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.SourceDir != "/h/src" || l.WorktreesDir != "/n/worktrees" || l.ResultsDir != "/n/runs" || l.DataDir != "/env/data" || l.RunAs != "bob" {
+		t.Errorf("loaded = %+v", l.Config)
+	}
+	if l.SourceOf("source_dir").Kind != "file" || l.SourceOf("data_dir").Kind != "env" || l.SourceOf("run_as").Kind != "flag" {
+		t.Errorf("sources: %v %v %v", l.SourceOf("source_dir"), l.SourceOf("data_dir"), l.SourceOf("run_as"))
+	}
+}
+
+// TestUseCaseDefaults: a use case's defaults (the demo's directories) are
+// the lowest layer: the environment still wins over them.
+func TestUseCaseDefaults(t *testing.T) {
+	d := Default("/h")
+	d.DataDir, d.ResultsDir = "/demo/data", "/demo/results"
+	env := map[string]string{"BENCH_RESULTS_DIR": "/mine"}
+	l, err := Load(Options{Dir: t.TempDir(), Home: "/h", Defaults: &d, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.DataDir != "/demo/data" || l.ResultsDir != "/mine" {
+		t.Errorf("loaded = %+v", l.Config)
 	}
 }

@@ -34,6 +34,8 @@ type Nightly struct {
 	RunAs  string        `toml:"run_as"`
 	Matrix NightlyMatrix `toml:"matrix"`
 	Gate   NightlyGate   `toml:"gate"`
+
+	path, home string
 }
 
 // NightlyMatrix is the matrix run every night.
@@ -62,6 +64,7 @@ func DefaultNightly(home string) Nightly {
 		Matrix: NightlyMatrix{Workloads: []string{"select1", "churn"}, Clients: []int{16, 64}, CPUs: []int{}, PgssMax: []int{5000},
 			Repeats: 5, Duration: 30, Warmup: 5, Build: "release"},
 		Gate: NightlyGate{Alpha: 0.01, Thresholds: map[string]float64{}},
+		home: home,
 	}
 }
 
@@ -103,5 +106,34 @@ func LoadNightly(path, home string) (*Nightly, error) {
 	if n.Keep < 1 {
 		return nil, fmt.Errorf("nightly config %s: keep = %d: keep at least 1 result directory", path, n.Keep)
 	}
+	n.path = path
 	return &n, nil
+}
+
+// Loaded is the abtest configuration a night runs with, by the package's
+// precedence with nightly.toml as the config file: the defaults, then
+// its source, directories and run_as, then the environment, then flags.
+// Results go under root/runs.
+func (n *Nightly) Loaded(getenv func(string) string, ov []Override) (*Loaded, error) {
+	l := &Loaded{Config: Default(n.home), sources: map[string]Source{}}
+	if n.path != "" {
+		l.Files = []string{n.path}
+	}
+	file := Source{Kind: "file", Name: n.path}
+	for key, v := range map[string]string{
+		"source_dir": n.SourceDir, "worktrees_dir": n.WorktreesDir, "install_dir": n.InstallDir,
+		"data_dir": n.DataDir, "results_dir": filepath.Join(n.Root, "runs"), "run_as": n.RunAs,
+	} {
+		if v != "" {
+			if err := l.set(key, v); err != nil {
+				return nil, err
+			}
+			l.sources[key] = file
+		}
+	}
+	if err := l.layerEnvAndFlags(getenv, ov); err != nil {
+		return nil, err
+	}
+	l.expandHome(n.home)
+	return l, nil
 }

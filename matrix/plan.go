@@ -8,11 +8,20 @@
 //	for each settings × CPU combination (a cluster restart when it changes)
 //	  for each repeat
 //	    for each workload × client count
-//	      every commit, back to back — in ABBA order (reversed in every
-//	      other block) or shuffled with a recorded seed
+//	      every commit, back to back — in ABBA order (per configuration,
+//	      reversed in every other repeat) or shuffled with a recorded
+//	      seed, balanced per configuration
+//
+// With --until-decided (Adaptive), the caller's Decider is asked after the
+// planned repeats which configurations are still undecided; they get
+// more blocks (new repeats, appended to plan.json) until decided, out of
+// repeats or out of budget.
 //
 // Never all of A then all of B: slow drift (thermal, background load,
 // page cache) then lands on one commit and looks like a regression.
+//
+// Prepare turns a Request into the plan (checked and bounded before it is
+// built); Run executes it with the Deps the caller names.
 //
 // Results: plan.json before the first cell, then one fsynced line per
 // finished cell in cells.jsonl, raw artefacts under cells/<cell-id>/. A
@@ -24,10 +33,12 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,28 +49,6 @@ import (
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/workload"
 )
-
-// Options are what the user asked for.
-type Options struct {
-	Commits   []results.Commit
-	Workloads []string
-	Clients   []int
-	CPUs      []int
-	Settings  []results.Setting
-	Repeats   int
-	Duration  time.Duration
-	Warmup    time.Duration
-	Protocol  string
-	SleepMS   int
-	BuildType string
-	Order     string // abba or random
-	Seed      int64
-	Shard     Shard
-	Perf      bool
-	// PerfWindow is how long --perf records, in the middle of the
-	// measured period.
-	PerfWindow time.Duration
-}
 
 // Shard is I of N.
 type Shard struct {
@@ -82,130 +71,132 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{i, n}, nil
 }
 
-// NewPlan builds the plan for o. Commits must be resolved (SHA, Build).
-func NewPlan(o Options) (*results.Plan, error) {
-	if len(o.Commits) == 0 {
-		return nil, exitcode.BadInputf("-k: no commit given")
+// newPlan builds the plan of a checked request with resolved commits.
+func newPlan(req Request, commits []results.Commit) *results.Plan {
+	if req.Order == "" {
+		req.Order = ABBA
 	}
-	if len(o.Commits) == 1 && o.Repeats < 2 {
-		return nil, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or repeat it (-r 5) for a noise run", o.Commits[0].Label)
-	}
-	if o.Repeats < 1 {
-		return nil, exitcode.BadInputf("-r %d: want at least 1 repeat", o.Repeats)
-	}
-	for _, c := range o.Clients {
-		if c < 1 {
-			return nil, exitcode.BadInputf("-c %d: want client counts of at least 1", c)
-		}
-	}
-	for _, c := range o.CPUs {
-		if c < 0 {
-			return nil, exitcode.BadInputf("-C %d: want CPU counts of at least 1", c)
-		}
-	}
-	if len(o.Workloads) == 0 || len(o.Clients) == 0 {
-		return nil, exitcode.BadInputf("matrix: need at least one workload (-w) and client count (-c)")
-	}
-	if o.Order == "" {
-		o.Order = "abba"
-	}
-	if o.Order != "abba" && o.Order != "random" {
-		return nil, exitcode.BadInputf("--order %q: use abba or random", o.Order)
-	}
-	if o.Shard.N == 0 {
-		o.Shard = Shard{1, 1}
-	}
-	seen := map[string]bool{}
-	for _, c := range o.Commits {
-		if seen[c.Label] {
-			return nil, exitcode.BadInputf("-k: label %q given twice", c.Label)
-		}
-		seen[c.Label] = true
-	}
-	cpus := o.CPUs
-	if len(cpus) == 0 {
-		cpus = []int{0}
+	if req.Shard.N == 0 {
+		req.Shard = Shard{1, 1}
 	}
 	p := &results.Plan{
 		Version:  results.Version,
-		Commits:  o.Commits,
-		Baseline: o.Commits[0].Label,
+		Commits:  commits,
+		Baseline: commits[0].Label,
 		Options: results.PlanOpts{
-			Workloads: o.Workloads, Clients: o.Clients, CPUs: o.CPUs, Settings: o.Settings, Repeats: o.Repeats,
-			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Protocol: o.Protocol, SleepMS: o.SleepMS,
-			BuildType: o.BuildType, Order: o.Order, Seed: o.Seed, Perf: o.Perf, PerfWindowS: o.PerfWindow.Seconds(),
+			Workloads: req.Workloads, Clients: req.Clients, CPUs: req.CPUs, Settings: req.Settings, Repeats: req.Repeats,
+			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), Protocol: req.Protocol, SleepMS: req.SleepMS,
+			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 		},
-		Shard:   o.Shard.String(),
+		Shard:   req.Shard.String(),
 		Metrics: workload.Metrics,
 	}
-
-	// Outer groups: settings × CPUs, each needs a cluster (re)start.
-	type group struct {
-		settings map[string]string
-		cpus     int
+	if req.Adaptive.UntilDecided {
+		p.Options.UntilDecided = true
+		p.Options.MaxRepeats = req.maxRepeats()
+		p.Options.BudgetS = req.Adaptive.Budget.Seconds()
 	}
-	var groups []group
-	for _, s := range settingsProduct(o.Settings) {
-		for _, c := range cpus {
-			groups = append(groups, group{s, c})
-		}
-	}
-	// The canonical configuration list decides shard membership.
-	var all []results.Config
+	groups := canonical(p.Options)
 	for _, g := range groups {
-		for _, w := range o.Workloads {
-			for _, c := range o.Clients {
-				all = append(all, results.Config{Workload: w, Clients: c, CPUs: g.cpus, Settings: g.settings})
+		for _, c := range g {
+			if c.index%req.Shard.N == req.Shard.I-1 {
+				p.Configs = append(p.Configs, c.Config)
 			}
 		}
 	}
-	mine := map[string]bool{}
-	for i, c := range all {
-		if i%o.Shard.N == o.Shard.I-1 {
-			mine[c.ID()] = true
-			p.Configs = append(p.Configs, c)
-		}
-	}
-	rng := rand.New(rand.NewSource(o.Seed))
-	block := 0
 	for _, g := range groups {
-		for r := 1; r <= o.Repeats; r++ {
-			for _, w := range o.Workloads {
-				for _, cl := range o.Clients {
-					cfg := results.Config{Workload: w, Clients: cl, CPUs: g.cpus, Settings: g.settings}
-					order := commitOrder(o.Commits, o.Order, block, rng)
-					block++
-					if !mine[cfg.ID()] {
-						continue
-					}
-					for _, c := range order {
-						p.Cells = append(p.Cells, results.Cell{
-							ID:     fmt.Sprintf("%s/r%d/%s", cfg.ID(), r, c.Label),
-							Seq:    len(p.Cells) + 1,
-							Commit: c.Label, Repeat: r, Config: cfg,
-						})
-					}
+		for r := 1; r <= req.Repeats; r++ {
+			for _, c := range g {
+				if c.index%req.Shard.N == req.Shard.I-1 {
+					appendBlock(p, c, r)
 				}
 			}
 		}
 	}
-	return p, nil
+	return p
 }
 
-// commitOrder is the commits' order in block number block: forward and
-// backward by turns (ABBA), or shuffled.
-func commitOrder(cs []results.Commit, order string, block int, rng *rand.Rand) []results.Commit {
-	out := append([]results.Commit(nil), cs...)
-	if order == "random" {
-		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-		return out
+// indexed is a configuration and its index in the canonical list, which
+// decides its shard and its blocks' orders (the same on every host).
+type indexed struct {
+	results.Config
+	index int
+}
+
+// canonical lists the configurations grouped by settings × CPUs (each
+// group needs a cluster restart), then workloads × clients.
+func canonical(o results.PlanOpts) [][]indexed {
+	cpus := o.CPUs
+	if len(cpus) == 0 {
+		cpus = []int{0}
 	}
-	if block%2 == 1 {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
+	var groups [][]indexed
+	n := 0
+	for _, s := range settingsProduct(o.Settings) {
+		for _, cpu := range cpus {
+			var g []indexed
+			for _, w := range o.Workloads {
+				for _, cl := range o.Clients {
+					g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s}, n})
+					n++
+				}
+			}
+			groups = append(groups, g)
 		}
 	}
+	return groups
+}
+
+// appendBlock appends configuration c's block of repeat r: every commit
+// once, back to back.
+func appendBlock(p *results.Plan, c indexed, r int) {
+	for _, cm := range blockOrder(p.Commits, Order(p.Options.Order), p.Options.Seed, c.index, r) {
+		p.Cells = append(p.Cells, results.Cell{
+			ID:     fmt.Sprintf("%s/r%d/%s", c.ID(), r, cm.Label),
+			Seq:    len(p.Cells) + 1,
+			Commit: cm.Label, Repeat: r, Config: c.Config,
+		})
+	}
+}
+
+// blockOrder is the commits' order in the block of repeat r of the
+// configuration with canonical index ci. Per configuration, repeats come
+// in pairs whose second block is the first reversed, so every
+// configuration has as many baseline-first as baseline-last blocks
+// whatever the number of configurations (a global block counter gave
+// each configuration the same order in every repeat when a repeat had an
+// even number of them). ABBA starts forward or backward by the
+// configuration's parity, which balances an odd number of repeats over
+// the configurations; random shuffles the first block of each pair with
+// a generator seeded by (seed, configuration, pair), so an order never
+// depends on which other cells a shard or an extra block has.
+func blockOrder(cs []results.Commit, order Order, seed int64, ci, r int) []results.Commit {
+	out := slices.Clone(cs)
+	pair, second := (r-1)/2, (r-1)%2 == 1
+	reverse := second
+	if order == Random {
+		rng := rand.New(rand.NewSource(mix(seed, int64(ci), int64(pair))))
+		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	} else if ci%2 == 1 {
+		reverse = !reverse
+	}
+	if reverse {
+		slices.Reverse(out)
+	}
 	return out
+}
+
+// mix combines the seed with a block's coordinates (splitmix64 steps).
+func mix(xs ...int64) int64 {
+	var h uint64 = 0x9e3779b97f4a7c15
+	for _, x := range xs {
+		h ^= uint64(x)
+		h += 0x9e3779b97f4a7c15
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
+		h = (h ^ (h >> 27)) * 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return int64(h >> 1)
 }
 
 // settingsProduct is the cross product of the settings axes, in order.
@@ -215,10 +206,7 @@ func settingsProduct(axes []results.Setting) []map[string]string {
 		var next []map[string]string
 		for _, m := range out {
 			for _, v := range a.Values {
-				n := map[string]string{}
-				for k, x := range m {
-					n[k] = x
-				}
+				n := maps.Clone(m)
 				n[a.Name] = v
 				next = append(next, n)
 			}
@@ -229,46 +217,67 @@ func settingsProduct(axes []results.Setting) []map[string]string {
 }
 
 // Estimate is the plan's expected wall time: measured and warm-up time
-// plus an overhead per cell and per build.
-func Estimate(p *results.Plan, perCell time.Duration) time.Duration {
-	per := time.Duration((p.Options.DurationS+p.Options.WarmupS)*float64(time.Second)) + perCell
-	return time.Duration(len(p.Cells)) * per
+// plus an overhead per cell (builds not counted).
+func Estimate(p *results.Plan) time.Duration {
+	return time.Duration(len(p.Cells)) * cellTime(p)
+}
+
+func cellTime(p *results.Plan) time.Duration {
+	return time.Duration((p.Options.DurationS+p.Options.WarmupS)*float64(time.Second)) + Overhead
+}
+
+// WorstCase is how many cells and how long the plan can take at most:
+// with --until-decided, every configuration undecided up to the maximum
+// repeats or the budget.
+func WorstCase(p *results.Plan) (int, time.Duration) {
+	cells, d := len(p.Cells), Estimate(p)
+	if !p.Options.UntilDecided {
+		return cells, d
+	}
+	extra := len(p.Configs) * len(p.Commits) * max(0, p.Options.MaxRepeats-p.Options.Repeats)
+	extraD := time.Duration(extra) * cellTime(p)
+	if b := time.Duration(p.Options.BudgetS * float64(time.Second)); b > 0 && extraD > b {
+		per := time.Duration(len(p.Commits)) * cellTime(p)
+		extraD = b / per * per
+		extra = int(b/per) * len(p.Commits)
+	}
+	return cells + extra, d + extraD
 }
 
 var labelRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // ParseSpec parses one -k item: REF, LABEL=REF, LABEL=REF+PATCH[+PATCH…]
 // or LABEL=install:DIR (a prebuilt installation).
-func ParseSpec(s string) (results.Commit, error) {
+func ParseSpec(s string) (Commit, error) {
 	label, rest, hasLabel := strings.Cut(s, "=")
 	if !hasLabel {
 		rest, label = s, s
 	}
 	if rest == "" {
-		return results.Commit{}, exitcode.BadInputf("-k %q: empty ref", s)
+		return Commit{}, exitcode.BadInputf("-k %q: empty ref", s)
 	}
 	if dir, ok := strings.CutPrefix(rest, "install:"); ok {
 		if !hasLabel {
-			return results.Commit{}, exitcode.BadInputf("-k %q: name a prebuilt installation: LABEL=install:DIR", s)
+			return Commit{}, exitcode.BadInputf("-k %q: name a prebuilt installation: LABEL=install:DIR", s)
 		}
 		abs, _ := filepath.Abs(dir)
-		c := results.Commit{Label: label, Install: abs, Build: label}
+		c := Commit{Label: label, Install: abs}
 		return c, checkLabel(c.Label, s)
 	}
 	parts := strings.Split(rest, "+")
-	c := results.Commit{Label: label, Ref: parts[0]}
+	c := Commit{Label: label, Ref: parts[0]}
 	if !hasLabel && len(parts) > 1 {
-		return results.Commit{}, exitcode.BadInputf("-k %q: name a patched commit: LABEL=REF+PATCH", s)
+		return Commit{}, exitcode.BadInputf("-k %q: name a patched commit: LABEL=REF+PATCH", s)
 	}
 	for _, f := range parts[1:] {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return results.Commit{}, exitcode.BadInput(err)
+			return Commit{}, exitcode.BadInput(err)
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return results.Commit{}, exitcode.BadInputf("-k %q: patch %s: %v", s, f, err)
+			return Commit{}, exitcode.BadInputf("-k %q: patch %s: %v", s, f, err)
 		}
-		c.Patches = append(c.Patches, results.Patch{File: abs})
+		c.Patches = append(c.Patches, abs)
 	}
 	return c, checkLabel(c.Label, s)
 }

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +14,31 @@ import (
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
-func opts() Options {
-	return Options{
-		Commits:   []results.Commit{{Label: "base", Ref: "master", SHA: "aaaa", Build: "base"}, {Label: "patch", Ref: "master", SHA: "aaaa", Build: "patch", Patches: []results.Patch{{File: "/p", SHA256: "ff"}}}},
+func opts() Request {
+	return Request{
+		Commits:   []Commit{{Label: "base", Ref: "master"}, {Label: "patch", Ref: "master", Patches: []string{"/p"}}},
 		Workloads: []string{"select1", "churn"},
 		Clients:   []int{2, 4},
 		CPUs:      []int{1, 2},
 		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
 		Repeats:   2,
 		Duration:  3 * time.Second,
-		Order:     "abba",
+		Order:     ABBA,
 	}
+}
+
+// NewPlan is Prepare without a git repository: every ref resolves to
+// sha aaaa, patch files hash to ff.
+func NewPlan(req Request) (*results.Plan, error) {
+	var commits []results.Commit
+	for _, c := range req.Commits {
+		rc := results.Commit{Label: c.Label, Ref: c.Ref, SHA: "aaaa", Build: c.Label}
+		for _, f := range c.Patches {
+			rc.Patches = append(rc.Patches, results.Patch{File: f, SHA256: "ff"})
+		}
+		commits = append(commits, rc)
+	}
+	return PlanFor(req, commits)
 }
 
 func cellList(p *results.Plan) string {
@@ -38,7 +53,7 @@ func cellList(p *results.Plan) string {
 func TestPlanOrdersGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		order string
+		order Order
 		seed  int64
 	}{{"abba", "abba", 0}, {"random-seed42", "random", 42}, {"random-seed7", "random", 7}} {
 		o := opts()
@@ -59,23 +74,135 @@ func TestPlanOrdersGolden(t *testing.T) {
 }
 
 // TestInterleaving: every block runs all commits back to back, and ABBA
-// alternates the order from one block to the next.
+// alternates the order of each configuration from one repeat to the next.
 func TestInterleaving(t *testing.T) {
 	p, err := NewPlan(opts())
 	if err != nil {
 		t.Fatal(err)
 	}
+	last := map[string]string{} // configuration → first commit of its last block
 	for i := 0; i < len(p.Cells); i += 2 {
 		a, b := p.Cells[i], p.Cells[i+1]
 		if a.Config.ID() != b.Config.ID() || a.Repeat != b.Repeat || a.Commit == b.Commit {
 			t.Fatalf("cells %d and %d are not one block: %s, %s", i+1, i+2, a.ID, b.ID)
 		}
-		wantFirst := "base"
-		if (i/2)%2 == 1 {
-			wantFirst = "patch"
+		id := a.Config.ID()
+		if prev, ok := last[id]; ok && prev == a.Commit {
+			t.Errorf("%s: repeat %d starts with %s like the repeat before (ABBA)", id, a.Repeat, a.Commit)
 		}
-		if a.Commit != wantFirst {
-			t.Errorf("block %d starts with %s, want %s (ABBA)", i/2, a.Commit, wantFirst)
+		last[id] = a.Commit
+	}
+}
+
+// withConfigs is a request with n configurations per repeat.
+func withConfigs(n, commits, repeats int, order Order) Request {
+	o := opts()
+	o.CPUs, o.Settings, o.Repeats, o.Order, o.Seed = nil, nil, repeats, order, 11
+	o.Workloads, o.Clients = []string{"select1"}, []int{1, 2, 3, 4}[:n]
+	if n == 4 {
+		o.Workloads, o.Clients = []string{"select1", "churn"}, []int{1, 2}
+	}
+	for len(o.Commits) < commits {
+		o.Commits = append(o.Commits, Commit{Label: fmt.Sprintf("c%d", len(o.Commits)), Ref: "master", Patches: []string{fmt.Sprintf("/p%d", len(o.Commits))}})
+	}
+	return o
+}
+
+// firsts counts, per configuration, the blocks that start with the
+// baseline and those that start with another commit.
+func firsts(p *results.Plan) (base, other map[string]int) {
+	base, other = map[string]int{}, map[string]int{}
+	for i, c := range p.Cells {
+		if i > 0 && p.Cells[i-1].Config.ID() == c.Config.ID() && p.Cells[i-1].Repeat == c.Repeat {
+			continue
+		}
+		if c.Commit == p.Baseline {
+			base[c.Config.ID()]++
+		} else {
+			other[c.Config.ID()]++
+		}
+	}
+	return base, other
+}
+
+// TestOrderBalancedPerConfiguration: for 1 to 4 configurations per
+// repeat and 2 or 3 commits, every configuration has as many
+// baseline-first blocks as candidate-first ones over an even number of
+// repeats, in ABBA and in random order; over an odd number the whole run
+// is within one block per configuration pair.
+func TestOrderBalancedPerConfiguration(t *testing.T) {
+	for _, order := range []Order{ABBA, Random} {
+		for n := 1; n <= 4; n++ {
+			for commits := 2; commits <= 3; commits++ {
+				p, err := NewPlan(withConfigs(n, commits, 4, order))
+				if err != nil {
+					t.Fatal(err)
+				}
+				base, other := firsts(p)
+				for _, c := range p.Configs {
+					if commits == 2 && base[c.ID()] != other[c.ID()] {
+						t.Errorf("%s, %d configs, %d commits: %s has %d baseline-first and %d candidate-first blocks", order, n, commits, c.ID(), base[c.ID()], other[c.ID()])
+					}
+					if order == ABBA && base[c.ID()] != other[c.ID()] {
+						t.Errorf("%s, %d configs, %d commits: %s has %d baseline-first and %d candidate-first blocks", order, n, commits, c.ID(), base[c.ID()], other[c.ID()])
+					}
+				}
+			}
+		}
+		p, _ := NewPlan(withConfigs(4, 2, 3, order))
+		base, other := firsts(p)
+		var b, o int
+		for _, c := range p.Configs {
+			b, o = b+base[c.ID()], o+other[c.ID()]
+		}
+		if order == ABBA && b != o {
+			t.Errorf("%s, 4 configs × 3 repeats: %d baseline-first, %d candidate-first blocks", order, b, o)
+		}
+	}
+}
+
+// TestOrderGoldenPerConfigurations snapshots ABBA and random plans with
+// 1, 2, 3 and 4 configurations per repeat.
+func TestOrderGoldenPerConfigurations(t *testing.T) {
+	for _, order := range []Order{ABBA, Random} {
+		for n := 1; n <= 4; n++ {
+			p, err := NewPlan(withConfigs(n, 2, 4, order))
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Golden(t, fmt.Sprintf("plan-%s-%dconfigs.txt", order, n), cellList(p))
+		}
+	}
+}
+
+// TestExtraBlockSameAsPlanned: a block appended by --until-decided has
+// the order the same repeat would have had in the plan.
+func TestExtraBlockSameAsPlanned(t *testing.T) {
+	for _, order := range []Order{ABBA, Random} {
+		o := withConfigs(3, 3, 3, order)
+		planned, _ := NewPlan(o)
+		o.Repeats = 2
+		short, _ := NewPlan(o)
+		for _, g := range canonical(short.Options) {
+			for _, c := range g {
+				appendBlock(short, c, 3)
+			}
+		}
+		want := map[string]bool{}
+		for _, c := range planned.Cells {
+			want[c.ID] = true
+		}
+		var got, exp []string
+		for _, c := range short.Cells[len(short.Cells)-9:] {
+			got = append(got, c.ID)
+		}
+		for _, c := range planned.Cells {
+			if c.Repeat == 3 {
+				exp = append(exp, c.ID)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(exp, " ") {
+			t.Errorf("%s: extra repeat\n%v\nplanned\n%v", order, got, exp)
 		}
 	}
 }
@@ -118,12 +245,12 @@ func TestShardsCoverThePlanOnce(t *testing.T) {
 }
 
 func TestBadPlans(t *testing.T) {
-	for name, mutate := range map[string]func(*Options){
-		"one commit, no repeats": func(o *Options) { o.Commits = o.Commits[:1]; o.Repeats = 1 },
-		"zero clients":           func(o *Options) { o.Clients = []int{0} },
-		"zero repeats":           func(o *Options) { o.Repeats = 0 },
-		"bad order":              func(o *Options) { o.Order = "zigzag" },
-		"duplicate label":        func(o *Options) { o.Commits[1].Label = "base" },
+	for name, mutate := range map[string]func(*Request){
+		"one commit, no repeats": func(o *Request) { o.Commits = o.Commits[:1]; o.Repeats = 1 },
+		"zero clients":           func(o *Request) { o.Clients = []int{0} },
+		"zero repeats":           func(o *Request) { o.Repeats = 0 },
+		"bad order":              func(o *Request) { o.Order = "zigzag" },
+		"duplicate label":        func(o *Request) { o.Commits[1].Label = "base" },
 	} {
 		o := opts()
 		mutate(&o)
@@ -147,11 +274,11 @@ func TestBadPlans(t *testing.T) {
 func TestParseSpec(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), "fix.patch")
 	os.WriteFile(patch, []byte("x"), 0o644)
-	for in, want := range map[string]results.Commit{
+	for in, want := range map[string]Commit{
 		"master":                          {Label: "master", Ref: "master"},
 		"base=REL_17_0":                   {Label: "base", Ref: "REL_17_0"},
-		"p=HEAD~1+" + patch:               {Label: "p", Ref: "HEAD~1", Patches: []results.Patch{{File: patch}}},
-		"deb=install:/usr/lib/postgresql": {Label: "deb", Install: "/usr/lib/postgresql", Build: "deb"},
+		"p=HEAD~1+" + patch:               {Label: "p", Ref: "HEAD~1", Patches: []string{patch}},
+		"deb=install:/usr/lib/postgresql": {Label: "deb", Install: "/usr/lib/postgresql"},
 	} {
 		got, err := ParseSpec(in)
 		if err != nil || got.Label != want.Label || got.Ref != want.Ref || got.Install != want.Install || len(got.Patches) != len(want.Patches) {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
@@ -32,85 +32,212 @@ import (
 // kept and --resume runs the rest.
 var ErrInterrupted = errors.New("matrix: interrupted")
 
-// Executor runs a plan into a results directory.
-type Executor struct {
-	Plan *results.Plan
-	// Dir is the results directory.
-	Dir string
-	WT  *worktree.Manager
-	B   *build.Builder
-	CM  *cluster.Manager
-	WR  *workload.Runner
-	// Build are the options for every build.
-	Build build.Options
+// Decider is the caller's decision rule for --until-decided: after look
+// number look (1 after the planned repeats), the IDs (results.Config.ID)
+// of the configurations that are still undecided. The matrix computes no
+// statistics; the CLI and nightly pass one built on analysis.
+type Decider func(dir string, look int) (undecided []string, err error)
+
+// Deps are what Prepare and Run use: the one process runner and the
+// managers built on it, where progress goes, and the caller's decision
+// rule. Every process-level fact (time, CPUs, host) comes from here.
+type Deps struct {
+	Proc      *proc.Runner
+	Worktrees *worktree.Manager
+	Builder   *build.Builder
+	Clusters  *cluster.Manager
+	Workload  *workload.Runner
+	// BuildOptions are every build's options; the type comes from the
+	// plan.
+	BuildOptions build.Options
+	// SampleEvery is the live sampler's interval; zero means 5 s.
+	SampleEvery time.Duration
 	// Out receives progress lines; Quiet keeps only errors and the end.
 	Out   io.Writer
 	Quiet bool
-	// SampleEvery is the live sampler's interval; zero means 5 s.
-	SampleEvery time.Duration
+	// Decide is --until-decided's rule; required when the plan has it.
+	Decide Decider
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// OnlineCPUs lists the CPUs cells may pin to; nil means
+	// cluster.OnlineCPUs.
+	OnlineCPUs func() ([]int, error)
+	// Host describes the host and what doctor finds on it, for plan.json;
+	// nil records nothing.
+	Host func() (host.Host, []results.Finding)
+	// Version is abtest's version, for plan.json.
+	Version string
+}
 
-	installs map[string]string // build name → install prefix
-	started  map[string]bool   // clusters this run started
-	online   []int
+// Clock is the time by Now, or by time.Now when Now is nil.
+func (d *Deps) Clock() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Deps) onlineCPUs() ([]int, error) {
+	if d.OnlineCPUs != nil {
+		return d.OnlineCPUs()
+	}
+	return cluster.OnlineCPUs()
+}
+
+func (d *Deps) printf(format string, args ...any) {
+	if d.Out != nil && !d.Quiet {
+		fmt.Fprintf(d.Out, format, args...)
+	}
+}
+
+// run is one execution of a plan into a results directory.
+type run struct {
+	deps *Deps
+	plan *results.Plan
+	dir  string
+
+	installs   map[string]string // build name → install prefix
+	started    map[string]bool   // clusters this run started
+	online     []int
+	maxClients int
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	aux    map[string]int
 }
 
-func (e *Executor) printf(format string, args ...any) {
-	if e.Out != nil && !e.Quiet {
-		fmt.Fprintf(e.Out, format, args...)
+// Run executes plan into dir: it locks dir for the whole run, builds
+// every commit first, then runs every cell not yet in cells.jsonl, then
+// (with --until-decided) the extra blocks. dir may hold this plan already
+// (a resume: a torn last line is repaired first, records of cells the
+// plan does not have are ignored with a note); another plan there is
+// refused. On cancellation it stops pgbench and every cluster this run
+// started, keeps the finished cells and returns ErrInterrupted.
+func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return exitcode.Failure(err)
 	}
+	release, err := results.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := adopt(deps, plan, dir); err != nil {
+		return err
+	}
+	r := &run{deps: deps, plan: plan, dir: dir, started: map[string]bool{}}
+	if err := r.builds(ctx); err != nil {
+		return err
+	}
+	if err := results.WritePlan(dir, plan); err != nil {
+		return exitcode.Failure(err)
+	}
+	defer r.stopClusters()
+	if err := r.prepareCells(); err != nil {
+		return err
+	}
+	todo, err := r.todo()
+	if err != nil {
+		return err
+	}
+	if err := r.cells(ctx, todo); err != nil {
+		return err
+	}
+	return r.adaptive(ctx)
 }
 
-// Builds builds every commit of the plan (cached by fingerprint), before
+// Resume runs the rest of the plan stored in dir.
+func Resume(ctx context.Context, deps *Deps, dir string) error {
+	plan, err := results.ReadPlan(dir)
+	if err != nil {
+		return err
+	}
+	return Run(ctx, deps, plan, dir)
+}
+
+// adopt checks what dir holds already and repairs it for appending.
+func adopt(deps *Deps, plan *results.Plan, dir string) error {
+	stored, err := results.ReadPlan(dir)
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, results.PlanFile)); serr == nil {
+			return err
+		}
+		return nil // a fresh directory
+	}
+	if d := results.Diff(stored, plan); len(d) > 0 {
+		return exitcode.BadInputf("-o %s already holds the results of another plan (%s); use --resume %s, or another -o", dir, strings.Join(d, "; "), dir)
+	}
+	note, err := results.Repair(dir)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	if note != "" && deps.Out != nil {
+		fmt.Fprintf(deps.Out, "resume: %s\n", note)
+	}
+	return nil
+}
+
+// builds builds every commit of the plan (cached by fingerprint), before
 // any cell runs: a failed build stops everything with nothing measured.
 // The plan's commits gain their fingerprints and versions.
-func (e *Executor) Builds(ctx context.Context) error {
-	e.installs = map[string]string{}
+func (r *run) builds(ctx context.Context) error {
+	r.installs = map[string]string{}
 	done := map[string]*results.Commit{}
-	for i := range e.Plan.Commits {
-		c := &e.Plan.Commits[i]
+	for i := range r.plan.Commits {
+		c := &r.plan.Commits[i]
 		if prev, ok := done[c.Build]; ok {
 			c.Fingerprint, c.Version, c.BuildType = prev.Fingerprint, prev.Version, prev.BuildType
 			continue
 		}
 		done[c.Build] = c
-		if c.Install != "" {
-			e.installs[c.Build] = c.Install
-			c.BuildType = "prebuilt"
-			out, err := e.WT.Run.Output(ctx, proc.Cmd{Path: filepath.Join(c.Install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true})
-			if err != nil {
-				return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
-			}
-			c.Version = strings.TrimSpace(out)
-			continue
-		}
-		if err := e.worktree(ctx, c); err != nil {
+		if err := r.build(ctx, c); err != nil {
 			return err
 		}
-		prov, err := e.WT.Info(ctx, c.Build)
-		if err != nil {
-			return err
-		}
-		dir, _ := e.WT.Dir(c.Build)
-		e.printf("build %s (%s %s)\n", c.Build, c.Ref, short(c.SHA))
-		res, err := e.B.Build(ctx, prov, dir, e.Build)
-		if err != nil {
-			return fmt.Errorf("building %s: %w", c.Label, err)
-		}
-		if res.Skipped {
-			e.printf("build %s: unchanged, skipped\n", c.Build)
-		}
-		c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
-		e.installs[c.Build] = res.Info.Install
 	}
 	return nil
 }
 
+func (r *run) build(ctx context.Context, c *results.Commit) error {
+	if c.Install != "" {
+		r.installs[c.Build] = c.Install
+		c.BuildType = "prebuilt"
+		out, err := r.deps.Proc.Output(ctx, proc.Cmd{Path: filepath.Join(c.Install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true})
+		if err != nil {
+			return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
+		}
+		c.Version = strings.TrimSpace(out)
+		return nil
+	}
+	if err := r.worktree(ctx, c); err != nil {
+		return err
+	}
+	wt := r.deps.Worktrees
+	prov, err := wt.Info(ctx, c.Build)
+	if err != nil {
+		return err
+	}
+	dir, _ := wt.Dir(c.Build)
+	r.deps.printf("build %s (%s %s)\n", c.Build, c.Ref, Short(c.SHA))
+	bo := r.deps.BuildOptions
+	bo.Type = build.Type(r.plan.Options.BuildType)
+	if bo.Type == "" {
+		bo.Type = build.Release
+	}
+	res, err := r.deps.Builder.Build(ctx, prov, dir, bo)
+	if err != nil {
+		return fmt.Errorf("building %s: %w", c.Label, err)
+	}
+	if res.Skipped {
+		r.deps.printf("build %s: unchanged, skipped\n", c.Build)
+	}
+	c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
+	r.installs[c.Build] = res.Info.Install
+	return nil
+}
+
 // worktree puts worktree c.Build at c.SHA with exactly c's patches.
-func (e *Executor) worktree(ctx context.Context, c *results.Commit) error {
-	if prov, err := e.WT.Info(ctx, c.Build); err == nil {
+func (r *run) worktree(ctx context.Context, c *results.Commit) error {
+	wt := r.deps.Worktrees
+	if prov, err := wt.Info(ctx, c.Build); err == nil {
 		same := prov.SHA == c.SHA && len(prov.Patches) == len(c.Patches) && !prov.Dirty
 		for i := 0; same && i < len(c.Patches); i++ {
 			same = prov.Patches[i].SHA256 == c.Patches[i].SHA256
@@ -120,11 +247,11 @@ func (e *Executor) worktree(ctx context.Context, c *results.Commit) error {
 		}
 		// Another commit or other patches: a fresh worktree (ccache
 		// keeps the rebuild cheap).
-		if err := e.WT.Remove(ctx, c.Build); err != nil {
+		if err := wt.Remove(ctx, c.Build); err != nil {
 			return err
 		}
 	}
-	if _, err := e.WT.Switch(ctx, c.Build, c.SHA); err != nil {
+	if _, err := wt.Switch(ctx, c.Build, c.SHA); err != nil {
 		return err
 	}
 	if len(c.Patches) > 0 {
@@ -132,7 +259,7 @@ func (e *Executor) worktree(ctx context.Context, c *results.Commit) error {
 		for i, p := range c.Patches {
 			files[i] = p.File
 		}
-		if _, err := e.WT.Apply(ctx, c.Build, files); err != nil {
+		if _, err := wt.Apply(ctx, c.Build, files); err != nil {
 			return err
 		}
 	}
@@ -152,108 +279,112 @@ func Done(dir string) (map[string]bool, error) {
 	return done, nil
 }
 
-// Run runs every cell of the plan not yet in cells.jsonl. On
-// cancellation it stops pgbench and every cluster this run started, keeps
-// the finished cells and returns ErrInterrupted.
-func (e *Executor) Run(ctx context.Context) error {
-	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+// prepareCells reads what every cell needs once.
+func (r *run) prepareCells() error {
+	var err error
+	if r.online, err = r.deps.onlineCPUs(); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := results.WritePlan(e.Dir, e.Plan); err != nil {
-		return exitcode.Failure(err)
-	}
-	done, err := Done(e.Dir)
-	if err != nil {
-		return exitcode.Failure(err)
-	}
-	e.started = map[string]bool{}
-	defer e.stopClusters()
-	if e.online, err = cluster.OnlineCPUs(); err != nil {
-		return exitcode.Failure(err)
-	}
-	if e.Plan.Options.Perf {
+	if r.plan.Options.Perf {
 		if err := perf.Check(); err != nil {
-			e.noPerf = err.Error()
-			if e.Out != nil {
-				fmt.Fprintf(e.Out, "--perf: %v; going on without profiles\n", err)
+			r.noPerf = err.Error()
+			if r.deps.Out != nil {
+				fmt.Fprintf(r.deps.Out, "--perf: %v; going on without profiles\n", err)
 			}
 		}
 	}
-	maxClients := 1
-	for _, c := range e.Plan.Options.Clients {
-		maxClients = max(maxClients, c)
+	r.maxClients = max(1, slices.Max(r.plan.Options.Clients))
+	return nil
+}
+
+// todo lists the plan's cells not yet recorded, and notes records of
+// cells the plan does not have (they are ignored).
+func (r *run) todo() ([]results.Cell, error) {
+	done, err := Done(r.dir)
+	if err != nil {
+		return nil, exitcode.Failure(err)
 	}
 	var todo []results.Cell
-	for _, c := range e.Plan.Cells {
+	known := map[string]bool{}
+	for _, c := range r.plan.Cells {
+		known[c.ID] = true
 		if !done[c.ID] {
 			todo = append(todo, c)
 		}
 	}
-	if len(todo) < len(e.Plan.Cells) {
-		e.printf("resuming: %d of %d cells done, %d to run\n", len(e.Plan.Cells)-len(todo), len(e.Plan.Cells), len(todo))
+	if unknown := len(done) - (len(r.plan.Cells) - len(todo)); unknown > 0 && r.deps.Out != nil {
+		fmt.Fprintf(r.deps.Out, "resume: %d record(s) in %s are for cells this plan does not have; ignored\n", unknown, results.CellsFile)
 	}
+	if len(todo) < len(r.plan.Cells) {
+		r.deps.printf("resuming: %d of %d cells done, %d to run\n", len(r.plan.Cells)-len(todo), len(r.plan.Cells), len(todo))
+	}
+	return todo, nil
+}
+
+// cells runs todo, the last cells of the plan, appending one record each.
+func (r *run) cells(ctx context.Context, todo []results.Cell) error {
+	total := len(r.plan.Cells)
+	first := total - len(todo)
 	var spent time.Duration
 	for i, cell := range todo {
 		eta := ""
 		if i > 0 {
 			eta = " ETA " + (spent / time.Duration(i) * time.Duration(len(todo)-i)).Round(time.Second).String()
 		}
-		e.printf("[%d/%d] %s%s\n", len(e.Plan.Cells)-len(todo)+i+1, len(e.Plan.Cells), cell.ID, eta)
-		t0 := time.Now()
-		rec := e.cell(ctx, cell, maxClients)
+		r.deps.printf("[%d/%d] %s%s\n", first+i+1, total, cell.ID, eta)
+		t0 := r.deps.Clock()
+		rec := r.cell(ctx, cell)
 		if ctx.Err() != nil {
-			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, len(e.Plan.Cells)-len(todo)+i, len(e.Plan.Cells), filepath.Join(e.Dir, results.CellsFile)))
+			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, first+i, total, filepath.Join(r.dir, results.CellsFile)))
 		}
-		rec.WallS = time.Since(t0).Seconds()
-		spent += time.Since(t0)
-		if err := results.AppendRecord(e.Dir, rec); err != nil {
+		took := r.deps.Clock().Sub(t0)
+		rec.WallS = took.Seconds()
+		spent += took
+		if err := results.AppendRecord(r.dir, rec); err != nil {
 			return exitcode.Failure(err)
 		}
-		if rec.Status == "ok" {
-			sat := ""
-			if rec.Saturated {
-				sat = " SATURATED"
-			}
-			e.printf("    tps=%.0f p99=%.3fms deallocs=%.0f%s (%.1fs)\n", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat, rec.WallS)
-		} else if e.Out != nil {
-			fmt.Fprintf(e.Out, "    FAILED: %s\n", rec.Error)
-		}
+		r.report(rec)
 	}
 	return nil
 }
 
-// cell runs one cell and returns its record; a failure is recorded, not
-// returned, so that the matrix goes on.
-func (e *Executor) cell(ctx context.Context, cell results.Cell, maxClients int) *results.Record {
-	rec := &results.Record{
-		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
-		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: time.Now().UTC(),
-		DurationS: e.Plan.Options.DurationS,
-	}
-	commit := e.commit(cell.Commit)
-	serverLog := filepath.Join(e.CM.Root, commit.Build, "server.log")
-	// fail records a failed cell with the tail of the failing tool's
-	// output, or of the server log when the tool said nothing.
-	fail := func(err error) *results.Record {
-		rec.Status = "failed"
-		rec.Error = err.Error()
-		var pe *proc.Error
-		if errors.As(err, &pe) {
-			rec.LogTail = pe.Tail
+func (r *run) report(rec *results.Record) {
+	if rec.Status == results.StatusOK {
+		sat := ""
+		if rec.Saturated {
+			sat = " SATURATED"
 		}
-		if len(rec.LogTail) == 0 {
-			rec.LogTail = proc.TailFile(serverLog, 20)
-		}
-		return rec
+		r.deps.printf("    tps=%.0f p99=%.3fms deallocs=%.0f%s (%.1fs)\n", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat, rec.WallS)
+	} else if r.deps.Out != nil {
+		fmt.Fprintf(r.deps.Out, "    FAILED: %s\n", rec.Error)
 	}
-	install := e.installs[commit.Build]
-	opts := cluster.Options{Install: install, MaxClients: maxClients}
+}
+
+// failed records a failed cell with the tail of the failing tool's
+// output, or of the server log when the tool said nothing.
+func failed(rec *results.Record, err error, serverLog string) *results.Record {
+	rec.Status = results.StatusFailed
+	rec.Error = err.Error()
+	var pe *proc.Error
+	if errors.As(err, &pe) {
+		rec.LogTail = pe.Tail
+	}
+	if len(rec.LogTail) == 0 {
+		rec.LogTail = proc.TailFile(serverLog, 20)
+	}
+	return rec
+}
+
+// clusterOptions are the cluster options of a cell, and the CPUs left
+// to pgbench.
+func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options, []int, error) {
+	opts := cluster.Options{Install: install, MaxClients: r.maxClients}
 	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
 		v := cell.Settings[k]
 		if k == "pg_stat_statements.max" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return fail(fmt.Errorf("pg_stat_statements.max=%q: %v", v, err))
+				return opts, nil, fmt.Errorf("pg_stat_statements.max=%q: %v", v, err)
 			}
 			opts.PgssMax = n
 			continue
@@ -262,54 +393,83 @@ func (e *Executor) cell(ctx context.Context, cell results.Cell, maxClients int) 
 	}
 	var clientCPUs []int
 	if cell.CPUs > 0 {
-		opts.CPUs = e.online[:cell.CPUs]
-		clientCPUs = cluster.Others(opts.CPUs, e.online)
+		opts.CPUs = r.online[:cell.CPUs]
+		clientCPUs = cluster.Others(opts.CPUs, r.online)
 	}
-	if dir, err := e.CM.DataDir(commit.Build); err == nil {
+	return opts, clientCPUs, nil
+}
+
+// cell runs one cell and returns its record; a failure is recorded, not
+// returned, so that the matrix goes on.
+func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
+	rec := &results.Record{
+		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
+		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
+		DurationS: r.plan.Options.DurationS,
+	}
+	commit, _ := r.plan.Commit(cell.Commit)
+	cm := r.deps.Clusters
+	serverLog := filepath.Join(cm.Root, commit.Build, "server.log")
+	install := r.installs[commit.Build]
+	opts, clientCPUs, err := r.clusterOptions(cell, install)
+	if err != nil {
+		return failed(rec, err, serverLog)
+	}
+	if dir, err := cm.DataDir(commit.Build); err == nil {
 		if _, running := cluster.PID(dir); !running {
-			e.started[commit.Build] = true
+			r.started[commit.Build] = true
 		}
 	}
-	st, err := e.CM.Start(ctx, commit.Build, opts)
+	st, err := cm.Start(ctx, commit.Build, opts)
 	if err != nil {
-		return fail(err)
+		return failed(rec, err, serverLog)
 	}
 	w, err := workload.Resolve(cell.Workload)
 	if err != nil {
-		return fail(err)
+		return failed(rec, err, serverLog)
 	}
 	spec := workload.Spec{
 		Workload: w,
 		Conn:     workload.Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
 		Clients:  cell.Clients,
-		Protocol: e.Plan.Options.Protocol,
-		SleepMS:  e.Plan.Options.SleepMS,
+		Protocol: r.plan.Options.Protocol,
+		SleepMS:  r.plan.Options.SleepMS,
 		CPUs:     clientCPUs,
 		Pgbench:  filepath.Join(install, "bin", "pgbench"),
 	}
-	if e.SampleEvery > 0 {
-		spec.SampleEvery = e.SampleEvery
+	if r.deps.SampleEvery > 0 {
+		spec.SampleEvery = r.deps.SampleEvery
 	}
-	if e.Plan.Options.WarmupS > 0 {
+	if err := r.measure(ctx, st, spec, cell, rec); err != nil {
+		return failed(rec, err, serverLog)
+	}
+	return rec
+}
+
+// measure warms up, measures (and profiles, with --perf) one cell into
+// rec.
+func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec, cell results.Cell, rec *results.Record) error {
+	o := r.plan.Options
+	if o.WarmupS > 0 {
 		warm := spec
-		warm.Duration = time.Duration(e.Plan.Options.WarmupS * float64(time.Second))
-		quiet := *e.WR
+		warm.Duration = time.Duration(o.WarmupS * float64(time.Second))
+		quiet := *r.deps.Workload
 		quiet.Out = nil
 		if _, err := quiet.Run(ctx, warm); err != nil {
-			return fail(fmt.Errorf("warm-up: %w", err))
+			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	// Stats are reset when the warm-up starts, so the measurement starts
 	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
-	spec.NoReset = e.Plan.Options.WarmupS > 0
-	spec.Duration = time.Duration(e.Plan.Options.DurationS * float64(time.Second))
-	spec.OutDir = results.CellDir(e.Dir, cell.ID)
+	spec.NoReset = o.WarmupS > 0
+	spec.Duration = time.Duration(o.DurationS * float64(time.Second))
+	spec.OutDir = results.CellDir(r.dir, cell.ID)
 	var prof chan *results.PerfInfo
-	if e.Plan.Options.Perf && e.noPerf == "" {
+	if o.Perf && r.noPerf == "" {
 		prof = make(chan *results.PerfInfo, 1)
-		go func() { prof <- e.profile(ctx, st, spec) }()
+		go func() { prof <- r.profile(ctx, st, spec) }()
 	}
-	res, err := e.WR.Run(ctx, spec)
+	res, err := r.deps.Workload.Run(ctx, spec)
 	if prof != nil {
 		rec.Perf = <-prof
 		if rec.Perf != nil && res != nil {
@@ -317,39 +477,33 @@ func (e *Executor) cell(ctx context.Context, cell results.Cell, maxClients int) 
 		}
 	}
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	rec.Status = "ok"
-	rec.Metrics = res.Metrics
-	rec.Saturated = res.Saturated
-	rec.Samples = res.Samples
-	rec.Progress = res.Progress
-	rec.Waits = &res.Waits
-	rec.Final = &res.Final
-	rec.Probe = res.Probe
-	rec.Warnings = res.Warnings
+	rec.Status = results.StatusOK
+	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = res.Metrics, res.Saturated, res.Samples, res.Progress
+	rec.Waits, rec.Final, rec.Probe, rec.Warnings = &res.Waits, &res.Final, res.Probe, res.Warnings
 	rec.Artifacts = map[string]string{}
 	for k, v := range res.Artifacts {
-		if rel, err := filepath.Rel(e.Dir, v); err == nil {
+		if rel, err := filepath.Rel(r.dir, v); err == nil {
 			rec.Artifacts[k] = rel
 		}
 	}
-	return rec
+	return nil
 }
 
 // profile records the middle of a cell's measured period. It runs
 // beside the workload: it waits for pgbench's first progress report (the
 // measurement has begun), then for half of what the window leaves of the
 // duration, and records the window.
-func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload.Spec) *results.PerfInfo {
-	window := time.Duration(e.Plan.Options.PerfWindowS * float64(time.Second))
+func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec) *results.PerfInfo {
+	window := time.Duration(r.plan.Options.PerfWindowS * float64(time.Second))
 	if window <= 0 || window > spec.Duration {
 		window = spec.Duration
 	}
 	info := &results.PerfInfo{WindowS: window.Seconds()}
 	// pgbench starts after the runner's checks: poll for its backends.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(cluster.Processes(st.DataDir)) <= e.auxProcesses(st) && time.Now().Before(deadline) {
+	deadline := r.deps.Clock().Add(30 * time.Second)
+	for len(cluster.Processes(st.DataDir)) <= r.auxProcesses(st) && r.deps.Clock().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -362,7 +516,7 @@ func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload
 	case <-time.After((spec.Duration - window) / 2):
 	}
 	path := filepath.Join(spec.OutDir, "profile.pb.gz")
-	res, err := perf.Record(ctx, &proc.Runner{}, perf.Options{
+	res, err := perf.Record(ctx, r.deps.Proc, perf.Options{
 		Processes: func() []int { return cluster.Processes(st.DataDir) }, Duration: window,
 		Raw: filepath.Join(spec.OutDir, "perf.data"), Log: filepath.Join(spec.OutDir, "perf.log"),
 	})
@@ -374,22 +528,22 @@ func (e *Executor) profile(ctx context.Context, st *cluster.State, spec workload
 		info.Error = err.Error()
 		return info
 	}
-	rel, _ := filepath.Rel(e.Dir, path)
+	rel, _ := filepath.Rel(r.dir, path)
 	info.Profile, info.Samples, info.Event, info.CallGraphs = rel, res.Samples, res.Event, res.CallGraphs
 	return info
 }
 
 // auxProcesses is how many processes the cluster has without clients:
 // the postmaster and its auxiliary processes, counted once.
-func (e *Executor) auxProcesses(st *cluster.State) int {
-	if n, ok := e.aux[st.DataDir]; ok {
+func (r *run) auxProcesses(st *cluster.State) int {
+	if n, ok := r.aux[st.DataDir]; ok {
 		return n
 	}
-	if e.aux == nil {
-		e.aux = map[string]int{}
+	if r.aux == nil {
+		r.aux = map[string]int{}
 	}
 	n := len(cluster.Processes(st.DataDir))
-	e.aux[st.DataDir] = n
+	r.aux[st.DataDir] = n
 	return n
 }
 
@@ -413,35 +567,14 @@ func txInWindow(res *workload.Result, info *results.PerfInfo) float64 {
 	return tx
 }
 
-func (e *Executor) commit(label string) *results.Commit {
-	for i := range e.Plan.Commits {
-		if e.Plan.Commits[i].Label == label {
-			return &e.Plan.Commits[i]
-		}
-	}
-	panic("matrix: cell of unknown commit " + label)
-}
-
 // stopClusters stops the clusters this run started, even after an
 // interrupt: a matrix leaves the machine as it found it.
-func (e *Executor) stopClusters() {
+func (r *run) stopClusters() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	names := make([]string, 0, len(e.started))
-	for n := range e.started {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if _, err := e.CM.Stop(ctx, n); err != nil && e.Out != nil {
-			fmt.Fprintf(e.Out, "stopping cluster %s: %v\n", n, err)
+	for _, n := range slices.Sorted(maps.Keys(r.started)) {
+		if _, err := r.deps.Clusters.Stop(ctx, n); err != nil && r.deps.Out != nil {
+			fmt.Fprintf(r.deps.Out, "stopping cluster %s: %v\n", n, err)
 		}
 	}
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

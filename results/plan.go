@@ -145,6 +145,12 @@ type PlanOpts struct {
 	Seed        int64     `json:"seed"`
 	Perf        bool      `json:"perf,omitempty"`
 	PerfWindowS float64   `json:"perf_window_s,omitempty"`
+	// UntilDecided, MaxRepeats and BudgetS are matrix --until-decided:
+	// extra blocks for undecided configurations, up to MaxRepeats repeats
+	// and BudgetS seconds of extra blocks (0: no time bound).
+	UntilDecided bool    `json:"until_decided,omitempty"`
+	MaxRepeats   int     `json:"max_repeats,omitempty"`
+	BudgetS      float64 `json:"budget_s,omitempty"`
 }
 
 // Commit returns the plan's commit labelled label.

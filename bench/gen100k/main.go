@@ -24,14 +24,14 @@ func main() {
 		os.Exit(2)
 	}
 	dir := os.Args[1]
-	o := matrix.Options{
-		Commits:   []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
+	commits := []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}}
+	o := matrix.Request{
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
 		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
 		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
-		Repeats:   250, Duration: 30 * time.Second, Order: "abba",
+		Repeats:   250, Duration: 30 * time.Second, Order: matrix.ABBA,
 	}
-	p, err := matrix.NewPlan(o)
+	p, err := matrix.PlanFor(o, commits)
 	if err != nil {
 		panic(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
 )
 
 func analyzeCommand(env *Env) *cli.Command {
@@ -57,9 +58,14 @@ func analyzeCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			out := cmd.String("output")
+			if out != "" {
+				if err := checkOutput(out); err != nil {
+					return err
+				}
+			}
 			var w io.Writer = env.Stdout
 			var buf bytes.Buffer
-			out := cmd.String("output")
 			if out != "" {
 				w = &buf
 				if format == "md" {
@@ -115,50 +121,32 @@ func gate(rep *analysis.Report, fail bool) error {
 	return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics: %s", len(names), strings.Join(names, "; "))}
 }
 
-// writeReport writes report.md, report.json and plots into a results
-// directory, as the matrix does at the end of every run, and returns the
-// report.
-func writeReport(dir string, o analysis.Options) (*analysis.Report, error) {
-	in, err := analysis.Load(dir)
+// checkOutput refuses an -o that would overwrite a results file
+// (plan.json, cells.jsonl, anything under cells/ of a results directory)
+// or whose directory does not exist: analyze creates no directories
+// besides plots/.
+func checkOutput(out string) error {
+	abs, err := filepath.Abs(out)
 	if err != nil {
-		return nil, err
+		return exitcode.BadInput(err)
 	}
-	rep, err := analysis.Analyze(in, o)
-	if err != nil {
-		return nil, err
+	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
+		return exitcode.BadInputf("-o %s: directory %s does not exist; create it first", out, filepath.Dir(abs))
 	}
-	if err := rep.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
-		return nil, exitcode.Failure(err)
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return exitcode.BadInputf("-o %s: is a directory; give a file name", out)
 	}
-	var md, js bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		return nil, exitcode.Failure(err)
+	switch filepath.Base(abs) {
+	case results.PlanFile, results.CellsFile, results.LockFile:
+		return exitcode.BadInputf("-o %s: would overwrite a results file; give another name, e.g. report.md", out)
 	}
-	if err := rep.WriteJSON(&js); err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	return rep, nil
-}
-
-// printSummary prints the report's summary section.
-func printSummary(w io.Writer, dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return
-	}
-	text := string(data)
-	if i := strings.Index(text, "## Summary"); i >= 0 {
-		text = text[i:]
-		if j := strings.Index(text[3:], "\n## "); j >= 0 {
-			text = text[:j+3]
+	for dir := filepath.Dir(abs); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if filepath.Base(dir) != results.CellsDir {
+			continue
 		}
-		fmt.Fprintln(w, strings.TrimSpace(text))
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), results.PlanFile)); err == nil {
+			return exitcode.BadInputf("-o %s: is inside the cells of results directory %s; write the report elsewhere", out, filepath.Dir(dir))
+		}
 	}
-	fmt.Fprintf(w, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	return nil
 }

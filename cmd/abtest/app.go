@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -19,14 +26,17 @@ import (
 var version = "dev"
 
 // Env is the process-level state a command may touch: its output streams,
-// the environment, the working directory and the home directory. Tests run
-// whole commands with buffers and a map for the environment.
+// the environment, the working directory, the home directory, the clock
+// and the effective uid. Tests run whole commands with buffers and a map
+// for the environment.
 type Env struct {
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
-	Getwd  func() (string, error)
-	Home   string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Getenv  func(string) string
+	Getwd   func() (string, error)
+	Home    string
+	Now     func() time.Time
+	Geteuid func() int
 }
 
 // Main runs abtest with args (args[0] is the program name) and returns the
@@ -57,7 +67,7 @@ func usageError(_ context.Context, _ *cli.Command, err error, _ bool) error {
 }
 
 func newApp(env *Env) *cli.Command {
-	return &cli.Command{
+	app := &cli.Command{
 		Name:    "abtest",
 		Usage:   "build PostgreSQL commits and A/B-benchmark them",
 		Version: version,
@@ -87,6 +97,19 @@ func newApp(env *Env) *cli.Command {
 			storeCommand(env), historyCommand(env), annotateCommand(env), dashboardCommand(env), serveCommand(env),
 		},
 	}
+	noSliceSeparator(app)
+	return app
+}
+
+// noSliceSeparator turns off the flag library's splitting of slice flags
+// on commas in every command (the root's setting does not reach the
+// subcommands): --set GUC=V1,V2 is one axis of two values, and
+// --set search_path=a,b one setting.
+func noSliceSeparator(cmd *cli.Command) {
+	cmd.DisableSliceFlagSeparator = true
+	for _, sub := range cmd.Commands {
+		noSliceSeparator(sub)
+	}
 }
 
 // sourceFlag is --source, the override of PG_SOURCE_DIR. Flags keep parse
@@ -97,6 +120,11 @@ func sourceFlag() cli.Flag {
 
 // loadConfig reads the configuration with the flags' overrides.
 func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
+	return loadConfigWith(cmd, env, nil)
+}
+
+// loadConfigWith is loadConfig over a use case's own defaults.
+func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*config.Loaded, error) {
 	dir := env.Getenv("ABTEST_CONFIG_DIR")
 	if dir == "" {
 		wd, err := env.Getwd()
@@ -105,6 +133,19 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 		}
 		dir = wd
 	}
+	l, err := config.Load(config.Options{
+		File:      cmd.String("config"),
+		Dir:       dir,
+		Home:      env.Home,
+		Getenv:    env.Getenv,
+		Overrides: flagOverrides(cmd),
+		Defaults:  defaults,
+	})
+	return l, exitcode.BadInput(err)
+}
+
+// flagOverrides are the flags that override config keys.
+func flagOverrides(cmd *cli.Command) []config.Override {
 	var ov []config.Override
 	if cmd.IsSet("source") {
 		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
@@ -112,14 +153,7 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 	if cmd.IsSet("run-as") {
 		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
 	}
-	l, err := config.Load(config.Options{
-		File:      cmd.String("config"),
-		Dir:       dir,
-		Home:      env.Home,
-		Getenv:    env.Getenv,
-		Overrides: ov,
-	})
-	return l, exitcode.BadInput(err)
+	return ov
 }
 
 // procRunner runs for real, for work that has no dry-run of its own.
@@ -128,6 +162,30 @@ var procRunner = proc.Runner{}
 // runner returns the runner for cmd: dry-run under -n, tracing to stdout.
 func runner(cmd *cli.Command, env *Env) *proc.Runner {
 	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout}
+}
+
+// newDeps is what a matrix run (and nightly, bisect and the demo, which
+// build on it) uses, from the configuration.
+func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
+	cm, err := clusters(cfg, run, env)
+	if err != nil {
+		return nil, err
+	}
+	cm.Log = nil
+	return &matrix.Deps{
+		Proc:         run,
+		Worktrees:    worktrees(cfg, run),
+		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run},
+		Clusters:     cm,
+		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
+		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
+		Out:          env.Stdout,
+		Now:          env.Now,
+		Host: func() (host.Host, []results.Finding) {
+			return host.Read("/"), doctor.Check(doctor.Live(cfg.RunAs))
+		},
+		Version: version,
+	}, nil
 }
 
 func worktrees(cfg *config.Loaded, run *proc.Runner) *worktree.Manager {

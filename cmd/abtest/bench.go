@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -51,7 +54,48 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 	}
 }
 
+// checkBenchFlags refuses, before anything runs, every value pgbench or
+// the samplers cannot take.
+func checkBenchFlags(cmd *cli.Command) error {
+	most := int(matrix.MaxDuration / time.Second)
+	if t := cmd.Int("transactions"); t < 0 || t > 1_000_000_000 {
+		return exitcode.BadInputf("-t %d: want 1 to 1000000000 transactions per client", t)
+	}
+	if d := cmd.Int("duration"); cmd.Int("transactions") == 0 && (d < 1 || d > most) {
+		return exitcode.BadInputf("-d %d: want 1 to %d seconds", d, most)
+	}
+	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
+		return exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
+	}
+	for _, f := range []string{"sample-every", "wait-every"} {
+		if d := cmd.Duration(f); d <= 0 || d > time.Hour {
+			return exitcode.BadInputf("--%s %s: want an interval above 0 and at most 1h", f, d)
+		}
+	}
+	for _, f := range []string{"jobs", "sleep"} {
+		if n := cmd.Int(f); n < 0 {
+			return exitcode.BadInputf("--%s %d: want 0 or more", f, n)
+		}
+	}
+	if r := cmd.Float("rate"); r < 0 || r > 1e9 {
+		return exitcode.BadInputf("-R %g: want a rate from 0 to 1e9 TPS", r)
+	}
+	var names []string
+	for _, w := range strings.Split(cmd.String("workloads"), ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			if slices.Contains(names, w) {
+				return exitcode.BadInputf("-w: workload %s given twice", w)
+			}
+			names = append(names, w)
+		}
+	}
+	return nil
+}
+
 func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
+	if err := checkBenchFlags(cmd); err != nil {
+		return err
+	}
 	ws, err := workload.ResolveList(cmd.String("workloads"))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/bisect"
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
@@ -57,7 +58,7 @@ func TestBisectDemoPatch(t *testing.T) {
 	if !strings.Contains(stdout, "first bad commit: "+want) {
 		t.Errorf("bisect did not name %s:\n%s", want, stdout)
 	}
-	var st bisectState
+	var st bisect.State
 	data, _ := os.ReadFile(filepath.Join(out, "bisect.json"))
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)

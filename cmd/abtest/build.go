@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -91,7 +92,7 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 	}
 	i := res.Info
 	if res.Skipped {
-		fmt.Fprintf(env.Stdout, "build %s: unchanged (fingerprint %s, %s %s); skipped, --force rebuilds\n", name, i.Fingerprint[:12], i.Type, i.Version)
+		fmt.Fprintf(env.Stdout, "build %s: unchanged (fingerprint %s, %s %s); skipped, --force rebuilds\n", name, matrix.Short(i.Fingerprint), i.Type, i.Version)
 	} else {
 		cc := "ccache off"
 		if i.CCache != nil {

@@ -51,8 +51,8 @@ func wantsCluster(cmd *cli.Command) bool {
 
 // serverUser is the account that runs PostgreSQL: nil when abtest is not
 // root, else --run-as / run_as / postgres.
-func serverUser(cfg *config.Loaded) (*proc.User, error) {
-	if os.Geteuid() != 0 {
+func serverUser(cfg *config.Loaded, env *Env) (*proc.User, error) {
+	if env.Geteuid() != 0 {
 		return nil, nil
 	}
 	name := cfg.RunAs
@@ -70,7 +70,7 @@ func serverUser(cfg *config.Loaded) (*proc.User, error) {
 }
 
 func clusters(cfg *config.Loaded, run *proc.Runner, env *Env) (*cluster.Manager, error) {
-	u, err := serverUser(cfg)
+	u, err := serverUser(cfg, env)
 	if err != nil {
 		return nil, err
 	}

@@ -10,20 +10,8 @@ import (
 
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/matrix"
 )
-
-// demoRoot is where the demo keeps worktrees, installs, clusters and
-// results unless the environment says otherwise: outside root's private
-// home when root, so that the postgres account can reach the installs.
-func demoRoot(env *Env) string {
-	if d := env.Getenv("ABTEST_DEMO_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/var/tmp/abtest-demo"
-	}
-	return filepath.Join(env.Home, ".cache", "abtest-demo")
-}
 
 func demoCommand(env *Env) *cli.Command {
 	return &cli.Command{
@@ -34,7 +22,9 @@ func demoCommand(env *Env) *cli.Command {
 Builds the source's HEAD twice (as is, and with the patch shipped inside
 abtest), then runs select1 and churn with pg_stat_statements.max = 1000 at
 2 and 8 clients, 5 repeats, and prints the report. make demo prepares a
-source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.`,
+source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.
+Its directories are under $ABTEST_DEMO_DIR (default ~/.cache/abtest-demo)
+unless the config file or the environment names them.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			sourceFlag(),
@@ -43,59 +33,58 @@ source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.`,
 			// cell would read "too few samples".
 			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 5, Usage: "`N` repeats"},
 		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			source := cmd.String("source")
-			if source == "" {
-				source = env.Getenv("PG_SOURCE_DIR")
-			}
-			if source == "" {
-				return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
-			}
-			root := demoRoot(env)
-			// The patch must exist for -k to read it; under -n it goes to
-			// a temporary directory, so that a dry run changes nothing.
-			patchDir := root
-			if cmd.Bool("dry-run") {
-				tmp, err := os.MkdirTemp("", "abtest-demo-")
-				if err != nil {
-					return exitcode.Failure(err)
-				}
-				defer os.RemoveAll(tmp)
-				patchDir = tmp
-			} else if err := os.MkdirAll(root, 0o755); err != nil {
-				return exitcode.Failure(err)
-			}
-			patch := filepath.Join(patchDir, demo.PatchName)
-			if err := os.WriteFile(patch, demo.Patch, 0o644); err != nil {
-				return exitcode.Failure(err)
-			}
-			// The demo's own directories, unless the user's environment
-			// names them.
-			vars := map[string]string{
-				"PG_WORKTREES_DIR":  filepath.Join(root, "worktrees"),
-				"PG_INSTALL_DIR":    filepath.Join(root, "install"),
-				"PG_DATA_DIR":       filepath.Join(root, "data"),
-				"BENCH_RESULTS_DIR": filepath.Join(root, "results"),
-			}
-			denv := *env
-			denv.Getenv = func(k string) string {
-				if v := env.Getenv(k); v != "" {
-					return v
-				}
-				return vars[k]
-			}
-			fmt.Fprintf(env.Stdout, "abtest demo: %s HEAD against HEAD + %s, in %s\n", source, demo.PatchName, root)
-			args := []string{"abtest", "matrix",
-				"--source", source,
-				"-k", "base=HEAD,patch=HEAD+" + patch,
-				"-W", "demo-%c",
-				"-w", "select1,churn", "-c", "2,8", "-m", "1000",
-				"-d", fmt.Sprint(cmd.Int("duration")), "-r", fmt.Sprint(cmd.Int("repeats")), "--warmup", "2",
-			}
-			if cmd.Bool("dry-run") {
-				args = append([]string{"abtest", "-n"}, args[1:]...)
-			}
-			return newApp(&denv).Run(ctx, args)
-		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runDemo(ctx, cmd, env) },
 	}
+}
+
+func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
+	root := env.Getenv("ABTEST_DEMO_DIR")
+	if root == "" {
+		root = demo.Root(env.Geteuid() == 0, env.Home)
+	}
+	defaults := demo.Defaults(env.Home, root)
+	cfg, err := loadConfigWith(cmd, env, &defaults)
+	if err != nil {
+		return err
+	}
+	if cfg.SourceOf("source_dir").Kind == "default" {
+		return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
+	}
+	d, err := seconds(cmd, "duration", "-d")
+	if err != nil {
+		return err
+	}
+	// The patch must exist for Prepare to hash it; under -n it goes to a
+	// temporary directory, so that a dry run changes nothing.
+	run := runner(cmd, env)
+	patchDir := root
+	if run.DryRun {
+		tmp, err := os.MkdirTemp("", "abtest-demo-")
+		if err != nil {
+			return exitcode.Failure(err)
+		}
+		defer os.RemoveAll(tmp)
+		patchDir = tmp
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
+		return exitcode.Failure(err)
+	}
+	patch := filepath.Join(patchDir, demo.PatchName)
+	if err := os.WriteFile(patch, demo.Patch, 0o644); err != nil {
+		return exitcode.Failure(err)
+	}
+	deps, err := newDeps(env, cfg, run)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "abtest demo: %s HEAD against HEAD + %s, in %s\n", cfg.SourceDir, demo.PatchName, root)
+	plan, err := matrix.Prepare(ctx, deps, demo.Request(patch, d, int(cmd.Int("repeats")), env.Now().UnixNano()%1_000_000_007))
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+	if run.DryRun {
+		matrix.PrintPlan(env.Stdout, plan, dir)
+		return nil
+	}
+	return runAndReport(ctx, env, deps, plan, dir)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -26,10 +27,12 @@ func processMain() int {
 	}()
 	home, _ := os.UserHomeDir()
 	return Main(ctx, os.Args, &Env{
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		Getenv: os.Getenv,
-		Getwd:  os.Getwd,
-		Home:   home,
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+		Getenv:  os.Getenv,
+		Getwd:   os.Getwd,
+		Home:    home,
+		Now:     time.Now,
+		Geteuid: os.Geteuid,
 	})
 }

@@ -9,27 +9,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
 // abtest runs the CLI in-process with env as its whole environment and
 // returns its exit code, stdout and stderr.
-func abtest(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+func abtest(t testing.TB, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr strings.Builder
 	wd := t.TempDir()
 	code := Main(context.Background(), append([]string{"abtest"}, args...), &Env{
-		Stdout: &stdout,
-		Stderr: &stderr,
-		Getenv: func(k string) string { return env[k] },
-		Getwd:  func() (string, error) { return wd, nil },
-		Home:   "/nonexistent-home",
+		Stdout:  &stdout,
+		Stderr:  &stderr,
+		Getenv:  func(k string) string { return env[k] },
+		Getwd:   func() (string, error) { return wd, nil },
+		Home:    "/nonexistent-home",
+		Now:     time.Now,
+		Geteuid: os.Geteuid,
 	})
 	return code, stdout.String(), stderr.String()
 }
 
-func setup(t *testing.T) (map[string]string, string) {
+func setup(t testing.TB) (map[string]string, string) {
 	repo := testenv.NewRepo(t, map[string]string{"a.c": "int a;\n"})
 	testenv.Commit(t, repo, "second", map[string]string{"a.c": "int a = 2;\n"})
 	root := filepath.Join(t.TempDir(), "wt")

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 
 	"github.com/urfave/cli/v3"
@@ -24,9 +19,8 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/report"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -63,6 +57,9 @@ func matrixFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
+		&cli.BoolFlag{Name: "until-decided", Usage: "after the planned repeats, run more blocks of the undecided configurations"},
+		&cli.IntFlag{Name: "max-repeats", Usage: "with --until-decided: at most `N` repeats per configuration (default: twice -r)"},
+		&cli.DurationFlag{Name: "budget", Usage: "with --until-decided: wall time `DURATION` for the extra blocks"},
 		sourceFlag(),
 		runAsFlag(),
 	}
@@ -74,7 +71,7 @@ func matrixCommand(env *Env) *cli.Command {
 		Usage: "A/B benchmark: commits × workloads × clients × CPUs × settings, interleaved and resumable",
 		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [--set GUC=V1,V2]…
               [-b TYPE] [-M PROTO] [-S MS] [--warmup S] [--order abba|random] [--seed N] [-o DIR]
-              [--resume DIR] [--shard I/N] [--preset full] [-n]
+              [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
 		OnUsageError: usageError,
@@ -85,6 +82,12 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 	}
 }
 
+// planFlags are the flags that decide a plan: --resume takes the plan
+// from its directory and refuses them.
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
+	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget"}
+
+// splitInts parses a comma-separated list of positive numbers.
 func splitInts(flag, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -101,147 +104,164 @@ func splitInts(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-// matrixOptions turns the flags into plan options with resolved commits.
-func matrixOptions(cmd *cli.Command, cfg *config.Loaded, run *proc.Runner, env *Env) (matrix.Options, error) {
-	var o matrix.Options
-	get := func(name, preset string) string {
-		if cmd.String("preset") == "full" && !cmd.IsSet(name) {
-			return preset
+// seconds is an integer flag of seconds as a duration, bounded so that
+// no product overflows.
+func seconds(cmd *cli.Command, name, flag string) (time.Duration, error) {
+	n, most := cmd.Int(name), int(matrix.MaxDuration/time.Second)
+	if n < 0 || n > most {
+		return 0, exitcode.BadInputf("%s %d: want 0 to %d seconds", flag, n, most)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// matrixRequest turns the flags into a matrix.Request; everything the
+// flags cannot say wrong is checked by matrix.Prepare.
+func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
+	preset := cmd.String("preset")
+	if preset != "" && preset != "full" {
+		return matrix.Request{}, exitcode.BadInputf("--preset %q: the preset is full", preset)
+	}
+	get := func(name, value string) string {
+		if preset == "full" && !cmd.IsSet(name) {
+			return value
 		}
 		return cmd.String(name)
 	}
-	switch cmd.String("preset") {
-	case "", "full":
-	default:
-		return o, exitcode.BadInputf("--preset %q: the preset is full", cmd.String("preset"))
+	r := matrix.Request{
+		NameTemplate: cmd.String("name-template"), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
+		Order: matrix.Order(cmd.String("order")), Seed: int64(cmd.Int("seed")), Perf: cmd.Bool("perf"), Repeats: int(cmd.Int("repeats")),
+	}
+	if !cmd.IsSet("seed") {
+		r.Seed = env.Now().UnixNano() % 1_000_000_007
 	}
 	var err error
-	if o.Workloads, err = workloadNames(get("workloads", presetFull.workloads)); err != nil {
-		return o, err
+	if r.Commits, err = parseSpecs(cmd.String("commits")); err != nil {
+		return r, err
 	}
-	if o.Clients, err = splitInts("-c", get("clients", presetFull.clients)); err != nil {
-		return o, err
+	if r.Workloads, err = workloadNames(get("workloads", presetFull.workloads)); err != nil {
+		return r, err
 	}
-	online, _ := cluster.OnlineCPUs()
-	if cpus := get("cpus", presetFull.cpus); cpus != "" {
-		list, err := splitInts("-C", cpus)
-		if err != nil {
-			return o, err
-		}
-		for _, n := range list {
-			if n > len(online) {
-				if cmd.String("preset") == "full" && !cmd.IsSet("cpus") {
-					continue // the preset's larger counts, on a smaller host
-				}
-				return o, exitcode.BadInputf("-C %d: this host has %d CPUs online", n, len(online))
-			}
-			o.CPUs = append(o.CPUs, n)
-		}
+	if r.Clients, err = splitInts("-c", get("clients", presetFull.clients)); err != nil {
+		return r, err
 	}
-	o.Repeats = int(cmd.Int("repeats"))
-	o.Duration = time.Duration(cmd.Int("duration")) * time.Second
-	if cmd.String("preset") == "full" {
+	if r.CPUs, err = cpuCounts(cmd, get("cpus", presetFull.cpus)); err != nil {
+		return r, err
+	}
+	if r.Duration, err = seconds(cmd, "duration", "-d"); err != nil {
+		return r, err
+	}
+	if r.Warmup, err = seconds(cmd, "warmup", "--warmup"); err != nil {
+		return r, err
+	}
+	if preset == "full" {
 		if !cmd.IsSet("repeats") {
-			o.Repeats = presetFull.repeats
+			r.Repeats = presetFull.repeats
 		}
 		if !cmd.IsSet("duration") {
-			o.Duration = time.Duration(presetFull.duration) * time.Second
+			r.Duration = time.Duration(presetFull.duration) * time.Second
 		}
 	}
-	if o.Duration < time.Second {
-		return o, exitcode.BadInputf("-d %d: want at least 1 second", cmd.Int("duration"))
-	}
-	o.Warmup = time.Duration(cmd.Int("warmup")) * time.Second
-	o.Perf = cmd.Bool("perf")
-	if o.Perf {
-		o.PerfWindow = min(time.Duration(cmd.Int("perf-window"))*time.Second, o.Duration)
-	}
-	o.Protocol, o.SleepMS, o.Order = cmd.String("protocol"), int(cmd.Int("sleep")), cmd.String("order")
-	o.Seed = int64(cmd.Int("seed"))
-	if !cmd.IsSet("seed") {
-		o.Seed = time.Now().UnixNano() % 1_000_000_007
-	}
-	bt, err := build.ParseType(cmd.String("build"))
-	if err != nil {
-		return o, err
-	}
-	o.BuildType = string(bt)
-	if o.Shard, err = matrix.ParseShard(cmd.String("shard")); err != nil {
-		return o, err
-	}
-	pgss, err := splitInts("-m", get("pgss-max", presetFull.pgssMax))
-	if err != nil {
-		return o, err
-	}
-	ax := results.Setting{Name: "pg_stat_statements.max"}
-	for _, n := range pgss {
-		if n < 100 {
-			return o, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", n)
+	if r.Perf {
+		pw, err := seconds(cmd, "perf-window", "--perf-window")
+		if err != nil {
+			return r, err
 		}
-		ax.Values = append(ax.Values, strconv.Itoa(n))
+		r.PerfWindow = min(pw, r.Duration)
 	}
-	o.Settings = append(o.Settings, ax)
-	for _, s := range cmd.StringSlice("set") {
-		name, vals, ok := strings.Cut(s, "=")
-		if _, err := cluster.ParseSetting(s); !ok || err != nil || vals == "" {
-			return o, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
-		}
-		st, _ := cluster.ParseSetting(name + "=x")
-		o.Settings = append(o.Settings, results.Setting{Name: st.Name, Values: strings.Split(vals, ",")})
+	if r.Build, err = build.ParseType(cmd.String("build")); err != nil {
+		return r, err
 	}
-	// Check every workload against the protocol before anything runs.
-	for _, w := range o.Workloads {
-		wl, _ := workload.Resolve(w)
-		s := workload.Spec{Workload: wl, Protocol: o.Protocol, Clients: 1}
-		if err := s.Check(); err != nil {
-			return o, err
-		}
+	if r.Shard, err = matrix.ParseShard(cmd.String("shard")); err != nil {
+		return r, err
 	}
+	if r.Settings, err = settingsAxes(get("pgss-max", presetFull.pgssMax), cmd.StringSlice("set")); err != nil {
+		return r, err
+	}
+	r.Adaptive = matrix.Adaptive{UntilDecided: cmd.Bool("until-decided"), MaxRepeats: int(cmd.Int("max-repeats")), Budget: cmd.Duration("budget")}
+	if len(r.Commits) == 1 && !cmd.IsSet("repeats") {
+		return r, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or pass -r N for a noise run of it alone", r.Commits[0].Label)
+	}
+	return r, nil
+}
 
-	specs := cmd.String("commits")
+func parseSpecs(specs string) ([]matrix.Commit, error) {
 	if specs == "" {
-		return o, exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
+		return nil, exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
 	}
-	wt := worktrees(cfg, run)
-	tmpl := cmd.String("name-template")
-	builds := map[string]string{} // identity → build name
+	var out []matrix.Commit
 	for _, s := range strings.Split(specs, ",") {
 		c, err := matrix.ParseSpec(strings.TrimSpace(s))
 		if err != nil {
-			return o, err
+			return nil, err
 		}
-		if c.Install == "" {
-			rc, err := wt.Resolve(c.Ref)
-			if err != nil {
-				return o, err
-			}
-			c.SHA = rc.SHA
-		}
-		id := c.SHA + "|" + c.Install
-		for i, p := range c.Patches {
-			data, err := os.ReadFile(p.File)
-			if err != nil {
-				return o, exitcode.BadInputf("-k %s: %v", s, err)
-			}
-			sum := sha256.Sum256(data)
-			c.Patches[i].SHA256 = hex.EncodeToString(sum[:])
-			id += "|" + c.Patches[i].SHA256
-		}
-		if name, ok := builds[id]; ok {
-			c.Build = name // an A/A arm: same binaries
-		} else {
-			c.Build = strings.NewReplacer("%c", c.Label, "%s", shortSHA(c.SHA)).Replace(tmpl)
-			if _, err := wt.Dir(c.Build); err != nil {
-				return o, exitcode.BadInputf("-W %q gives %q: %v", tmpl, c.Build, err)
-			}
-			builds[id] = c.Build
-		}
-		o.Commits = append(o.Commits, c)
+		out = append(out, c)
 	}
-	if len(o.Commits) == 1 && !cmd.IsSet("repeats") {
-		return o, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or pass -r N for a noise run of it alone", o.Commits[0].Label)
+	return out, nil
+}
+
+// cpuCounts parses -C; the full preset's larger counts are dropped on a
+// smaller host.
+func cpuCounts(cmd *cli.Command, list string) ([]int, error) {
+	if list == "" {
+		return nil, nil
 	}
-	return o, nil
+	counts, err := splitInts("-C", list)
+	if err != nil || cmd.IsSet("cpus") {
+		return counts, err
+	}
+	online, err := cluster.OnlineCPUs()
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return slices.DeleteFunc(counts, func(n int) bool { return n > len(online) }), nil
+}
+
+// settingsAxes are -m and every --set GUC=V1,V2 (one axis each).
+func settingsAxes(pgss string, sets []string) ([]results.Setting, error) {
+	counts, err := splitInts("-m", pgss)
+	if err != nil {
+		return nil, err
+	}
+	ax := results.Setting{Name: "pg_stat_statements.max"}
+	for _, n := range counts {
+		if n < 100 {
+			return nil, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", n)
+		}
+		ax.Values = append(ax.Values, strconv.Itoa(n))
+	}
+	axes := []results.Setting{ax}
+	for _, s := range sets {
+		st, err := cluster.ParseSetting(s)
+		if err != nil || st.Value == "" {
+			return nil, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
+		}
+		if st.Name == ax.Name {
+			return nil, exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", st.Name)
+		}
+		axes = append(axes, results.Setting{Name: st.Name, Values: splitValues(st.Value)})
+	}
+	return axes, nil
+}
+
+// splitValues splits a --set value list on commas outside double quotes;
+// a value in double quotes keeps its commas and loses the quotes:
+// --set 'search_path="a, b",c' is two values, "a, b" and "c".
+func splitValues(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case r == ',' && !quoted:
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(out, strings.TrimSpace(cur.String()))
 }
 
 // workloadNames checks a -w list and returns its items as typed (file:
@@ -259,173 +279,81 @@ func workloadNames(list string) ([]string, error) {
 	return names, nil
 }
 
-func shortSHA(s string) string {
-	if len(s) > 8 {
-		return s[:8]
-	}
-	return s
-}
-
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return err
 	}
 	run := runner(cmd, env)
-	var plan *results.Plan
-	dir := cmd.String("output")
-	if resume := cmd.String("resume"); resume != "" {
-		stored, err := results.ReadPlan(resume)
-		if err != nil {
-			return err
-		}
-		plan, dir = stored, resume
-		if cmd.IsSet("commits") {
-			o, err := matrixOptions(cmd, cfg, run, env)
-			if err != nil {
-				return err
-			}
-			o.Seed = stored.Options.Seed
-			fresh, err := matrix.NewPlan(o)
-			if err != nil {
-				return err
-			}
-			if d := results.Diff(stored, fresh); len(d) > 0 {
-				return exitcode.BadInputf("--resume %s: the plan changed (%s); run without the other flags to resume it as it was, or use a new -o", resume, strings.Join(d, "; "))
-			}
-		}
-	} else {
-		o, err := matrixOptions(cmd, cfg, run, env)
-		if err != nil {
-			return err
-		}
-		if plan, err = matrix.NewPlan(o); err != nil {
-			return err
-		}
-		plan.Host = host.Read("/")
-		plan.Doctor = doctor.Check(doctor.Live(cfg.RunAs))
-		plan.AbtestVersion = version
-		plan.Created = time.Now().UTC()
-		if dir == "" {
-			dir = filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-		}
-		if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
-			return exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
-		}
-	}
-	if run.DryRun {
-		printPlan(env.Stdout, plan, dir)
-		return nil
-	}
-	cm, err := clusters(cfg, run, env)
+	deps, err := newDeps(env, cfg, run)
 	if err != nil {
 		return err
 	}
-	cm.Log = nil
-	bo := build.Options{Type: build.Type(plan.Options.BuildType), NoCCache: cmd.Bool("no-ccache") || !cfg.CCache, Contrib: cfg.Contrib}
-	if bo.Type == "" {
-		bo.Type = build.Release
+	deps.BuildOptions.NoCCache = deps.BuildOptions.NoCCache || cmd.Bool("no-ccache")
+	deps.SampleEvery, deps.Quiet = cmd.Duration("sample-every"), cmd.Bool("quiet")
+	if deps.SampleEvery <= 0 {
+		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	out := env.Stdout
-	ex := &matrix.Executor{
-		Plan: plan, Dir: dir,
-		WT:          worktrees(cfg, run),
-		B:           &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run},
-		CM:          cm,
-		WR:          &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
-		Build:       bo,
-		Out:         out,
-		Quiet:       cmd.Bool("quiet"),
-		SampleEvery: cmd.Duration("sample-every"),
-	}
-	fmt.Fprintf(out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
-		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
-	if err := ex.Builds(ctx); err != nil {
+	deps.Decide = report.Undecided(analysis.Options{})
+	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
+	if err != nil {
 		return err
 	}
-	if err := ex.Run(ctx); err != nil {
+	if run.DryRun {
+		matrix.PrintPlan(env.Stdout, plan, dir)
+		return nil
+	}
+	return runAndReport(ctx, env, deps, plan, dir)
+}
+
+// runAndReport runs a plan, then writes and summarises its report.
+func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *results.Plan, dir string) error {
+	fmt.Fprintf(env.Stdout, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
+		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
+	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
 		if errors.Is(err, matrix.ErrInterrupted) {
 			fmt.Fprintf(env.Stderr, "resume with: abtest matrix --resume %s\n", dir)
 		}
 		return err
 	}
-	if _, err := writeReport(dir, analysis.Options{}); err != nil {
+	if _, err := report.Write(dir, analysis.Options{}); err != nil {
 		fmt.Fprintf(env.Stderr, "abtest: report: %v\n", err)
-		return printMedians(out, dir, plan)
+		return report.Medians(env.Stdout, dir, plan)
 	}
-	printSummary(out, dir)
+	report.Summary(env.Stdout, dir)
 	return nil
 }
 
-// printPlan is -n: the plan, cell by cell, and how long it will take.
-func printPlan(w io.Writer, p *results.Plan, dir string) {
-	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
-	for _, c := range p.Commits {
-		what := c.Ref + " " + shortSHA(c.SHA)
-		if c.Install != "" {
-			what = "install " + c.Install
+// matrixPlan is the plan stored in --resume DIR, or a new one from the
+// flags, and its directory.
+func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loaded, deps *matrix.Deps) (*results.Plan, string, error) {
+	if dir := cmd.String("resume"); dir != "" {
+		var given []string
+		for _, f := range planFlags {
+			if cmd.IsSet(f) {
+				given = append(given, "--"+f)
+			}
 		}
-		for _, pa := range c.Patches {
-			what += " + " + filepath.Base(pa.File)
+		if len(given) > 0 {
+			return nil, "", exitcode.BadInputf("--resume %s runs the plan stored there; drop %s (or start a new run with -o)", dir, strings.Join(given, ", "))
 		}
-		fmt.Fprintf(w, "# commit %s: %s (build %s)\n", c.Label, what, c.Build)
+		plan, err := results.ReadPlan(dir)
+		return plan, dir, err
 	}
-	for _, c := range p.Cells {
-		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
-	}
-	fmt.Fprintf(w, "# estimate: %s (%.0f s measured + %.0f s warm-up per cell, plus about 3 s of orchestration; builds not counted)\n",
-		matrix.Estimate(p, 3*time.Second).Round(time.Second), p.Options.DurationS, p.Options.WarmupS)
-}
-
-// printMedians prints the median TPS per configuration and commit.
-func printMedians(w io.Writer, dir string, p *results.Plan) error {
-	recs, _, err := results.ReadRecords(dir)
+	req, err := matrixRequest(cmd, env)
 	if err != nil {
-		return exitcode.Failure(err)
+		return nil, "", err
 	}
-	tps := map[string]map[string][]float64{}
-	failed := 0
-	for _, r := range recs {
-		if r.Status != "ok" || r.Saturated {
-			failed++
-			continue
-		}
-		id := r.Config().ID()
-		if tps[id] == nil {
-			tps[id] = map[string][]float64{}
-		}
-		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics["tps"])
+	plan, err := matrix.Prepare(ctx, deps, req)
+	if err != nil {
+		return nil, "", err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "configuration\t")
-	for _, c := range p.Commits {
-		fmt.Fprintf(tw, "%s\t", c.Label)
+	dir := cmd.String("output")
+	if dir == "" {
+		dir = filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
 	}
-	fmt.Fprintln(tw)
-	for _, cfg := range p.Configs {
-		fmt.Fprintf(tw, "%s\t", cfg.ID())
-		for _, c := range p.Commits {
-			fmt.Fprintf(tw, "%.0f\t", median(tps[cfg.ID()][c.Label]))
-		}
-		fmt.Fprintln(tw)
+	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
+		return nil, "", exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
 	}
-	fmt.Fprintln(w, "\nmedian TPS:")
-	tw.Flush()
-	if failed > 0 {
-		fmt.Fprintf(w, "%d cells failed or saturated (not in the medians)\n", failed)
-	}
-	fmt.Fprintf(w, "results: %s\n", dir)
-	return nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return plan, dir, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/nightly"
 )
 
 // TestNightlyTwoNights simulates two nights on a local bare "remote" of
@@ -84,7 +85,7 @@ warmup = 0
 		t.Errorf("worktrees kept: %d, want 2", len(ents))
 	}
 
-	unlock, err := lockNightly(root)
+	unlock, err := nightly.Lock(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,19 +93,5 @@ warmup = 0
 	code, _, stderr = abtest(t, env, "nightly", "--config", cfg, "--force")
 	if code != 3 || !strings.Contains(stderr, "already running") {
 		t.Errorf("concurrent nightly: %d %q", code, stderr)
-	}
-}
-
-func TestRetain(t *testing.T) {
-	runs := t.TempDir()
-	for _, d := range []string{"20260101T000000Z-a", "20260102T000000Z-b", "20260103T000000Z-c", "20260104T000000Z-d"} {
-		os.MkdirAll(filepath.Join(runs, d), 0o755)
-	}
-	if err := retain(runs, 2); err != nil {
-		t.Fatal(err)
-	}
-	ents, _ := os.ReadDir(runs)
-	if len(ents) != 2 || ents[0].Name() != "20260103T000000Z-c" {
-		t.Errorf("kept %v", ents)
 	}
 }

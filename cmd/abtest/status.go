@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -88,7 +89,7 @@ func statusCommand(env *Env) *cli.Command {
 					for _, pa := range p.Patches {
 						names = append(names, filepath.Base(pa.File))
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.SHA[:12], p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, matrix.Short(p.SHA), p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
 				}
 				tw.Flush()
 			}
@@ -105,7 +106,7 @@ func statusCommand(env *Env) *cli.Command {
 					if b.Profiling {
 						typ += "+profiling"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, b.Fingerprint[:12], strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, matrix.Short(b.Fingerprint), strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
 				}
 				tw.Flush()
 				fmt.Fprintln(env.Stdout)

@@ -8,7 +8,11 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/worktree"
 )
 
 func switchCommand(env *Env) *cli.Command {
@@ -80,68 +84,11 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 		}
 	}
 
-	if remove {
-		cm, err := clusters(cfg, run, env)
-		if err != nil {
-			return err
-		}
-		if err := cm.Remove(ctx, name); err != nil {
-			return err
-		}
-		if err := removeInstall(cfg, run, name); err != nil {
-			return err
-		}
-		if err := wt.Remove(ctx, name); err != nil {
-			return err
-		}
-		if !run.DryRun {
-			fmt.Fprintf(env.Stdout, "%s: removed cluster, install and worktree\n", name)
-		}
-		return nil
+	if remove || stop {
+		return removeOrStop(ctx, env, cfg, run, wt, name, remove)
 	}
-	if stop {
-		cm, err := clusters(cfg, run, env)
-		if err != nil {
-			return err
-		}
-		stopped, err := cm.Stop(ctx, name)
-		if err != nil {
-			return err
-		}
-		if !run.DryRun {
-			if stopped {
-				fmt.Fprintf(env.Stdout, "cluster %s: stopped\n", name)
-			} else {
-				fmt.Fprintf(env.Stdout, "cluster %s: not running\n", name)
-			}
-		}
-		return nil
-	}
-
-	if commit != "" {
-		res, err := wt.Switch(ctx, name, commit)
-		if err != nil {
-			return err
-		}
-		if !run.DryRun {
-			switch res.Action {
-			case "moved":
-				fmt.Fprintf(env.Stdout, "worktree %s: moved %s -> %s %s (%s)\n", name, res.From[:12], res.Commit.SHA[:12], res.Commit.Subject, res.Dir)
-			default:
-				fmt.Fprintf(env.Stdout, "worktree %s: %s at %s %s (%s)\n", name, res.Action, res.Commit.SHA[:12], res.Commit.Subject, res.Dir)
-			}
-		}
-	}
-	if len(patches) > 0 {
-		applied, err := wt.Apply(ctx, name, patches)
-		if err != nil {
-			return err
-		}
-		for _, p := range applied {
-			if !run.DryRun {
-				fmt.Fprintf(env.Stdout, "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), p.SHA256[:12], p.Subject)
-			}
-		}
+	if err := moveAndPatch(ctx, env, run, wt, name, commit, patches); err != nil {
+		return err
 	}
 	if buildType != "" {
 		if _, err := runBuild(ctx, env, cfg, run, wt, name, bopts); err != nil {
@@ -159,6 +106,72 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 		}
 		if !run.DryRun {
 			fmt.Fprintf(env.Stdout, "source %s\n", st.EnvFile)
+		}
+	}
+	return nil
+}
+
+// removeOrStop is switch --remove (cluster, install and worktree) or
+// --stop.
+func removeOrStop(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runner, wt *worktree.Manager, name string, remove bool) error {
+	cm, err := clusters(cfg, run, env)
+	if err != nil {
+		return err
+	}
+	if remove {
+		if err := cm.Remove(ctx, name); err != nil {
+			return err
+		}
+		if err := removeInstall(cfg, run, name); err != nil {
+			return err
+		}
+		if err := wt.Remove(ctx, name); err != nil {
+			return err
+		}
+		if !run.DryRun {
+			fmt.Fprintf(env.Stdout, "%s: removed cluster, install and worktree\n", name)
+		}
+		return nil
+	}
+	stopped, err := cm.Stop(ctx, name)
+	if err != nil || run.DryRun {
+		return err
+	}
+	if stopped {
+		fmt.Fprintf(env.Stdout, "cluster %s: stopped\n", name)
+	} else {
+		fmt.Fprintf(env.Stdout, "cluster %s: not running\n", name)
+	}
+	return nil
+}
+
+// moveAndPatch puts worktree name at commit (when given) and applies
+// patches.
+func moveAndPatch(ctx context.Context, env *Env, run *proc.Runner, wt *worktree.Manager, name, commit string, patches []string) error {
+	if commit != "" {
+		res, err := wt.Switch(ctx, name, commit)
+		if err != nil {
+			return err
+		}
+		if !run.DryRun {
+			switch res.Action {
+			case "moved":
+				fmt.Fprintf(env.Stdout, "worktree %s: moved %s -> %s %s (%s)\n", name, matrix.Short(res.From), matrix.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+			default:
+				fmt.Fprintf(env.Stdout, "worktree %s: %s at %s %s (%s)\n", name, res.Action, matrix.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+			}
+		}
+	}
+	if len(patches) == 0 {
+		return nil
+	}
+	applied, err := wt.Apply(ctx, name, patches)
+	if err != nil {
+		return err
+	}
+	for _, p := range applied {
+		if !run.DryRun {
+			fmt.Fprintf(env.Stdout, "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), matrix.Short(p.SHA256), p.Subject)
 		}
 	}
 	return nil

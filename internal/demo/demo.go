@@ -1,8 +1,18 @@
-// Package demo holds what `abtest demo` ships inside the binary: the patch
-// it benchmarks against its base commit.
+// Package demo is `abtest demo` as a library: the patch it ships inside
+// the binary, the directories it keeps apart from the user's, and the
+// matrix it runs (the source's HEAD against HEAD + the patch).
 package demo
 
-import _ "embed"
+import (
+	_ "embed"
+	"path/filepath"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
 
 // PatchName is the file name the demo patch is written under.
 const PatchName = "usage_dealloc_percent.patch"
@@ -12,3 +22,40 @@ const PatchName = "usage_dealloc_percent.patch"
 //
 //go:embed usage_dealloc_percent.patch
 var Patch []byte
+
+// Root is where the demo keeps worktrees, installs, clusters and results:
+// outside root's private home when root, so that the postgres account can
+// reach the installs.
+func Root(asRoot bool, home string) string {
+	if asRoot {
+		return "/var/tmp/abtest-demo"
+	}
+	return filepath.Join(home, ".cache", "abtest-demo")
+}
+
+// Defaults are the demo's configuration defaults: the user's defaults
+// with the demo's own directories under root. The config file, the
+// environment and flags still override them (config's precedence).
+func Defaults(home, root string) config.Config {
+	c := config.Default(home)
+	c.WorktreesDir = filepath.Join(root, "worktrees")
+	c.InstallDir = filepath.Join(root, "install")
+	c.DataDir = filepath.Join(root, "data")
+	c.ResultsDir = filepath.Join(root, "results")
+	return c
+}
+
+// Request is the demo's matrix: select1 and churn with
+// pg_stat_statements.max = 1000 at 2 and 8 clients, HEAD against HEAD +
+// the patch written at patch.
+func Request(patch string, duration time.Duration, repeats int, seed int64) matrix.Request {
+	return matrix.Request{
+		Commits:      []matrix.Commit{{Label: "base", Ref: "HEAD"}, {Label: "patch", Ref: "HEAD", Patches: []string{patch}}},
+		NameTemplate: "demo-%c",
+		Workloads:    []string{"select1", "churn"},
+		Clients:      []int{2, 8},
+		Settings:     []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+		Repeats:      repeats, Duration: duration, Warmup: 2 * time.Second,
+		Protocol: "simple", Build: build.Release, Order: matrix.ABBA, Seed: seed,
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestFlagGapsExit2: every bad value is refused up front with one line
+// and exit 2, and nothing is created.
+func TestFlagGapsExit2(t *testing.T) {
+	env, _ := setup(t)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
+	aa := "a=install:/nonexistent,b=install:/nonexistent"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--sample-every", "-1s"}, "--sample-every"},
+		{[]string{"bench", "-d", "0"}, "-d 0"},
+		{[]string{"bench", "-t", "-1"}, "-t -1"},
+		{[]string{"bench", "-d", "99999999999"}, "-d 99999999999"},
+		{[]string{"bench", "-p", "70000"}, "-p 70000"},
+		{[]string{"bench", "-w", "select1,select1"}, "select1 given twice"},
+		{[]string{"matrix", "-k", aa, "-c", "2,2"}, "client count 2 given twice"},
+		{[]string{"matrix", "-k", aa, "-w", "select1,select1"}, "select1 given twice"},
+		{[]string{"matrix", "-k", aa, "--warmup", "-1"}, "--warmup -1"},
+		{[]string{"matrix", "-k", aa, "-d", "99999999999"}, "-d 99999999999"},
+		{[]string{"matrix", "-k", aa, "--set", "work_mem=1MB,4MB", "--set", "work_mem=8MB"}, "work_mem given twice"},
+		{[]string{"matrix", "-k", aa, "--set", "port=5433"}, "abtest sets port"},
+		{[]string{"matrix", "-k", aa, "--set", "unix_socket_directories=/tmp"}, "abtest sets unix_socket_directories"},
+		{[]string{"matrix", "-k", aa, "--set", "work_mem=1MB,1MB"}, "1MB given twice"},
+		{[]string{"matrix", "-k", aa, "-r", "100000000"}, "400000000 cells"},
+		{[]string{"-n", "matrix", "-k", aa, "-r", "100000000"}, "above the limit of 100000 cells"},
+		{[]string{"matrix", "-k", aa, "--until-decided", "-r", "3", "--max-repeats", "2"}, "--max-repeats 2: below -r 3"},
+		{[]string{"matrix", "-k", aa, "--until-decided", "--budget", "10s"}, "--budget 10s"},
+		{[]string{"matrix", "-k", aa, "--max-repeats", "4"}, "go with --until-decided"},
+		{[]string{"matrix", "-k", aa, "--sample-every", "0s"}, "--sample-every"},
+	} {
+		code, _, stderr := abtest(t, env, tc.args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2, one line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if _, err := os.Stat(env["BENCH_RESULTS_DIR"]); err == nil {
+		t.Error("bad input created the results directory")
+	}
+}
+
+// TestSettingsAxisOneFlag: --set GUC=V1,V2 is one axis with two values
+// (the flag library does not split it), shown by -n.
+func TestSettingsAxisOneFlag(t *testing.T) {
+	env, _ := setup(t)
+	code, out, stderr := abtest(t, env, "-n", "matrix", "-k", "a=install:/x,b=install:/x", "-w", "select1", "-r", "1",
+		"--set", "work_mem=1MB,4MB", "--set", `search_path="a, b",c`, "--until-decided", "--max-repeats", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"search_path=a, b/work_mem=1MB/r1/a", "search_path=c/work_mem=4MB/r1/", "# plan: 8 cells", "# until decided: at most 24 cells"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-n output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestAnalyzeOutputNeverOverwritesResults: -o may not name plan.json,
+// cells.jsonl or anything under cells/, nor a directory that does not
+// exist; none of those is created or changed.
+func TestAnalyzeOutputNeverOverwritesResults(t *testing.T) {
+	dir := t.TempDir()
+	plan := []byte(`{"version":2,"commits":[{"label":"a","build":"a"},{"label":"b","build":"b"}],"baseline":"a"}`)
+	os.WriteFile(filepath.Join(dir, results.PlanFile), plan, 0o644)
+	os.MkdirAll(filepath.Join(dir, "cells", "x"), 0o755)
+	for _, out := range []string{
+		filepath.Join(dir, results.PlanFile), filepath.Join(dir, results.CellsFile), filepath.Join(dir, "cells", "x", "r.md"),
+		filepath.Join(dir, "nonexistent", "dir", "r.md"), dir,
+	} {
+		code, _, stderr := abtest(t, nil, "analyze", dir, "-o", out)
+		if code != 2 || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("-o %s: exit %d, %q; want 2 and one line", out, code, stderr)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, results.PlanFile)); string(data) != string(plan) {
+		t.Error("plan.json changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nonexistent")); err == nil {
+		t.Error("analyze -o created a parent directory")
+	}
+}

@@ -1,0 +1,138 @@
+// Package report writes the report of a results directory after a run
+// (report.md, report.json, plots) and the short summaries the commands
+// print; it is where the matrix's callers meet the analysis.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// Write writes report.md, report.json and plots into a results
+// directory, as every run does at its end, and returns the report.
+func Write(dir string, o analysis.Options) (*analysis.Report, error) {
+	in, err := analysis.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := analysis.Analyze(in, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	var md, js bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return rep, nil
+}
+
+// Summary prints the summary section of dir's report.md.
+func Summary(w io.Writer, dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		return
+	}
+	text := string(data)
+	if i := strings.Index(text, "## Summary"); i >= 0 {
+		text = text[i:]
+		if j := strings.Index(text[3:], "\n## "); j >= 0 {
+			text = text[:j+3]
+		}
+		fmt.Fprintln(w, strings.TrimSpace(text))
+	}
+	fmt.Fprintf(w, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+}
+
+// Medians prints the median TPS per configuration and commit: what a
+// run prints when its report could not be made.
+func Medians(w io.Writer, dir string, p *results.Plan) error {
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	tps := map[string]map[string][]float64{}
+	failed := 0
+	for _, r := range recs {
+		if r.Status != results.StatusOK || r.Saturated {
+			failed++
+			continue
+		}
+		id := r.Config().ID()
+		if tps[id] == nil {
+			tps[id] = map[string][]float64{}
+		}
+		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics["tps"])
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "configuration\t")
+	for _, c := range p.Commits {
+		fmt.Fprintf(tw, "%s\t", c.Label)
+	}
+	fmt.Fprintln(tw)
+	for _, cfg := range p.Configs {
+		fmt.Fprintf(tw, "%s\t", cfg.ID())
+		for _, c := range p.Commits {
+			fmt.Fprintf(tw, "%.0f\t", median(tps[cfg.ID()][c.Label]))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(w, "\nmedian TPS:")
+	tw.Flush()
+	if failed > 0 {
+		fmt.Fprintf(w, "%d cells failed or saturated (not in the medians)\n", failed)
+	}
+	fmt.Fprintf(w, "results: %s\n", dir)
+	return nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Undecided is the decision rule of matrix --until-decided: the
+// configurations where a gated metric of a commit is neither decided
+// (better, worse, same) nor answered, judged as a sequential design (the
+// plan records --until-decided and --max-repeats, and the analysis spends
+// α over the looks).
+func Undecided(o analysis.Options) func(dir string, look int) ([]string, error) {
+	return func(dir string, _ int) ([]string, error) {
+		in, err := analysis.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := analysis.Analyze(in, o)
+		if err != nil {
+			return nil, err
+		}
+		return rep.Undecided(), nil
+	}
+}

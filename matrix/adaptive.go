@@ -1,0 +1,113 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// adaptive runs --until-decided: after the planned repeats (and after
+// every extra repeat) it asks the Decider which configurations are still
+// undecided, and appends one more interleaved block for each of them as a
+// new repeat, written to plan.json before it runs, so that a resume
+// continues where the run stopped. It ends when everything is decided,
+// at the maximum repeats, or when the next blocks would exceed the
+// budget.
+func (r *run) adaptive(ctx context.Context) error {
+	o := r.plan.Options
+	if !o.UntilDecided {
+		return nil
+	}
+	if r.deps.Decide == nil {
+		return exitcode.Failure(fmt.Errorf("matrix: the plan has --until-decided but the caller gave no decision rule"))
+	}
+	for {
+		top := maxRepeat(r.plan)
+		undecided, err := r.deps.Decide(r.dir, top-o.Repeats+1)
+		if err != nil {
+			return err
+		}
+		configs := r.configsOf(undecided)
+		if len(configs) == 0 {
+			r.deps.printf("until-decided: every configuration decided after %d repeats\n", top)
+			return nil
+		}
+		if top >= o.MaxRepeats {
+			r.deps.printf("until-decided: %d configuration(s) still undecided at --max-repeats %d\n", len(configs), o.MaxRepeats)
+			return nil
+		}
+		if configs, err = r.withinBudget(configs); err != nil || len(configs) == 0 {
+			return err
+		}
+		r.deps.printf("until-decided: %d configuration(s) undecided after %d repeats: repeat %d\n", len(configs), top, top+1)
+		first := len(r.plan.Cells)
+		for _, c := range configs {
+			appendBlock(r.plan, c, top+1)
+		}
+		if err := results.WritePlan(r.dir, r.plan); err != nil {
+			return exitcode.Failure(err)
+		}
+		if err := r.cells(ctx, r.plan.Cells[first:]); err != nil {
+			return err
+		}
+	}
+}
+
+// withinBudget keeps as many configurations as the budget left for extra
+// blocks still fits (all of them without a budget).
+func (r *run) withinBudget(configs []indexed) ([]indexed, error) {
+	budget := time.Duration(r.plan.Options.BudgetS * float64(time.Second))
+	if budget <= 0 {
+		return configs, nil
+	}
+	recs, _, err := results.ReadRecords(r.dir)
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	var spent float64
+	for _, rec := range recs {
+		if rec.Repeat > r.plan.Options.Repeats {
+			spent += rec.WallS
+		}
+	}
+	block := time.Duration(len(r.plan.Commits)) * cellTime(r.plan)
+	left := budget - time.Duration(spent*float64(time.Second))
+	n := min(len(configs), int(max(0, left/block)))
+	if n == 0 {
+		r.deps.printf("until-decided: %d configuration(s) still undecided; the budget of %s is spent\n", len(configs), budget)
+	}
+	return configs[:n], nil
+}
+
+// configsOf returns the plan's configurations with the given IDs, in
+// canonical order; IDs the plan does not have are ignored.
+func (r *run) configsOf(ids []string) []indexed {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	mine := map[string]bool{}
+	for _, c := range r.plan.Configs {
+		mine[c.ID()] = true
+	}
+	var out []indexed
+	for _, g := range canonical(r.plan.Options) {
+		for _, c := range g {
+			if id := c.ID(); want[id] && mine[id] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func maxRepeat(p *results.Plan) int {
+	top := 0
+	for _, c := range p.Cells {
+		top = max(top, c.Repeat)
+	}
+	return top
+}

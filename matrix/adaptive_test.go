@@ -1,0 +1,106 @@
+package matrix
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// prebuiltDeps runs cells on Debian's PostgreSQL binaries, in dirs the
+// server account can reach; every cluster is stopped at the end.
+func prebuiltDeps(t *testing.T) (*Deps, string) {
+	install := testenv.PGInstall(t)
+	base := testenv.SharedTempDir(t)
+	run := &proc.Runner{}
+	cm := &cluster.Manager{Root: filepath.Join(base, "data"), Run: run}
+	if u := testenv.ServerUser(t); u != "" {
+		cm.User, _ = proc.LookupUser(u)
+	}
+	t.Cleanup(func() {
+		list, _ := cm.List()
+		for _, c := range list {
+			if c.Running {
+				cm.Stop(context.Background(), c.Name)
+			}
+		}
+	})
+	return &Deps{Proc: run, Clusters: cm, Workload: &workload.Runner{Proc: run, Getenv: func(string) string { return "" }}, SampleEvery: time.Second}, install
+}
+
+// TestRunUntilDecided: the Decider is asked after the planned repeats
+// (look 1) and after each extra one; undecided configurations get a new
+// repeat appended to plan.json and run; a resume in the middle runs the
+// missing cells of the extra repeat first, then asks the next look.
+func TestRunUntilDecided(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1, 2}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 4},
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looks []int
+	undecided := []string{plan.Configs[1].ID()} // c2 needs more, c1 does not
+	deps.Decide = func(dir string, look int) ([]string, error) {
+		looks = append(looks, look)
+		if look >= 3 {
+			return nil, nil
+		}
+		return undecided, nil
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !slices.Equal(looks, []int{1, 2, 3}) {
+		t.Errorf("looks %v, want [1 2 3]", looks)
+	}
+	stored, _ := results.ReadPlan(dir)
+	var extra []string
+	for _, c := range stored.Cells {
+		if c.Repeat > 1 {
+			extra = append(extra, c.ID)
+			if c.Config.ID() != undecided[0] {
+				t.Errorf("extra cell %s of a decided configuration", c.ID)
+			}
+		}
+	}
+	if len(stored.Cells) != 4+4 || len(extra) != 4 {
+		t.Errorf("plan.json: %d cells, extra %v", len(stored.Cells), extra)
+	}
+	recs, _, _ := results.ReadRecords(dir)
+	if len(recs) != 8 {
+		t.Fatalf("%d records, want 8", len(recs))
+	}
+
+	// Resume in the middle of repeat 3: drop its last record.
+	data, _ := os.ReadFile(filepath.Join(dir, results.CellsFile))
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines[:len(lines)-1], "")+"\n"), 0o644)
+	looks = nil
+	out.Reset()
+	if err := Resume(context.Background(), deps, dir); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	if recs, _, _ := results.ReadRecords(dir); len(recs) != 8 || !strings.Contains(out.String(), "7 of 8 cells done") {
+		t.Errorf("resume: %d records\n%s", len(recs), out.String())
+	}
+	if !slices.Equal(looks, []int{3}) {
+		t.Errorf("looks on resume %v, want [3]", looks)
+	}
+}

@@ -1,0 +1,363 @@
+package matrix
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// Commit is one arm of a Request, as the user names it: a ref with
+// patches, or a prebuilt installation.
+type Commit struct {
+	Label string
+	Ref   string
+	// Patches are patch files applied in order on top of Ref.
+	Patches []string
+	// Install is a prebuilt installation's prefix (then Ref is empty).
+	Install string
+}
+
+// Order is how the commits of one block are ordered.
+type Order string
+
+const (
+	// ABBA runs the commits forward and backward by turns, per
+	// configuration.
+	ABBA Order = "abba"
+	// Random shuffles them with a recorded seed, balanced per
+	// configuration.
+	Random Order = "random"
+)
+
+// Adaptive asks for more blocks after the planned repeats, for the
+// configurations the caller's Decider calls undecided.
+type Adaptive struct {
+	// UntilDecided turns adaptive repeats on.
+	UntilDecided bool
+	// MaxRepeats bounds the repeats of a configuration, planned ones
+	// included; zero means twice the planned repeats.
+	MaxRepeats int
+	// Budget bounds the wall time of the extra blocks; zero means no bound
+	// but MaxRepeats.
+	Budget time.Duration
+}
+
+// Request is what a caller (the CLI, nightly, bisect, the demo) asks the
+// matrix to run. Prepare turns it into a plan.
+type Request struct {
+	Commits []Commit
+	// NameTemplate names worktrees, builds and clusters: %c the label, %s
+	// the short sha. Empty means "%c".
+	NameTemplate string
+	Workloads    []string
+	Clients      []int
+	// CPUs are server CPU counts; empty means not pinned.
+	CPUs []int
+	// Settings are axes: one value is a fixed setting.
+	Settings []results.Setting
+	Repeats  int
+	Duration time.Duration
+	Warmup   time.Duration
+	Protocol string
+	SleepMS  int
+	Build    build.Type
+	Order    Order
+	Seed     int64
+	Shard    Shard
+	Perf     bool
+	// PerfWindow is how long --perf records, in the middle of the
+	// measured period.
+	PerfWindow time.Duration
+	Adaptive   Adaptive
+}
+
+// Bounds of a plan: checked before it is built, so that a typo in -r
+// cannot fill the machine's memory.
+const (
+	MaxCells    = 100_000
+	MaxEstimate = 30 * 24 * time.Hour
+	MaxDuration = 24 * time.Hour
+	// Overhead is the orchestration time per cell the estimate assumes
+	// (cluster start, stats reset, probes).
+	Overhead = 3 * time.Second
+)
+
+// ownedSettings are the settings abtest decides itself for each cluster.
+var ownedSettings = []string{"port", "unix_socket_directories", "listen_addresses", "data_directory", "config_file", "hba_file", "ident_file"}
+
+// Check validates the request without touching anything: every error is
+// bad input (exit 2), and the size of the plan is bounded before it is
+// built.
+func (r *Request) Check() error {
+	if len(r.Commits) == 0 {
+		return exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
+	}
+	if len(r.Commits) == 1 && r.Repeats < 2 {
+		return exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or repeat it (-r 5) for a noise run", r.Commits[0].Label)
+	}
+	if r.Repeats < 1 {
+		return exitcode.BadInputf("-r %d: want at least 1 repeat", r.Repeats)
+	}
+	if len(r.Workloads) == 0 || len(r.Clients) == 0 {
+		return exitcode.BadInputf("matrix: need at least one workload (-w) and client count (-c)")
+	}
+	if err := checkAxes(r); err != nil {
+		return err
+	}
+	if r.Duration < time.Second || r.Duration > MaxDuration {
+		return exitcode.BadInputf("-d %s: want 1 s to %s", r.Duration, MaxDuration)
+	}
+	if r.Warmup < 0 || r.Warmup > MaxDuration {
+		return exitcode.BadInputf("--warmup %s: want 0 to %s", r.Warmup, MaxDuration)
+	}
+	if r.SleepMS < 0 {
+		return exitcode.BadInputf("-S %d: want a think time of at least 0 ms", r.SleepMS)
+	}
+	switch r.Order {
+	case "", ABBA, Random:
+	default:
+		return exitcode.BadInputf("--order %q: use abba or random", r.Order)
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Commits {
+		if seen[c.Label] {
+			return exitcode.BadInputf("-k: label %q given twice", c.Label)
+		}
+		seen[c.Label] = true
+	}
+	if err := r.checkAdaptive(); err != nil {
+		return err
+	}
+	return r.checkSize()
+}
+
+// checkAxes refuses duplicates and values no cell could run.
+func checkAxes(r *Request) error {
+	if d := firstDup(r.Workloads); d != "" {
+		return exitcode.BadInputf("-w: workload %s given twice", d)
+	}
+	if d := firstDup(r.Clients); d != "" {
+		return exitcode.BadInputf("-c: client count %s given twice", d)
+	}
+	if d := firstDup(r.CPUs); d != "" {
+		return exitcode.BadInputf("-C: CPU count %s given twice", d)
+	}
+	for _, c := range r.Clients {
+		if c < 1 || c > 100_000 {
+			return exitcode.BadInputf("-c %d: want client counts from 1 to 100000", c)
+		}
+	}
+	for _, c := range r.CPUs {
+		if c < 1 {
+			return exitcode.BadInputf("-C %d: want CPU counts of at least 1", c)
+		}
+	}
+	names := map[string]bool{}
+	for _, s := range r.Settings {
+		if slices.Contains(ownedSettings, s.Name) {
+			return exitcode.BadInputf("--set %s: abtest sets %s itself for every cluster; it cannot be an axis", s.Name, s.Name)
+		}
+		if names[s.Name] {
+			return exitcode.BadInputf("--set %s given twice: give one axis with all its values, --set %s=V1,V2", s.Name, s.Name)
+		}
+		names[s.Name] = true
+		if len(s.Values) == 0 {
+			return exitcode.BadInputf("--set %s: no value", s.Name)
+		}
+		if slices.Contains(s.Values, "") {
+			return exitcode.BadInputf("--set %s: an empty value; quote a value with commas: --set '%s=\"a, b\",c'", s.Name, s.Name)
+		}
+		if d := firstDup(s.Values); d != "" {
+			return exitcode.BadInputf("--set %s: value %s given twice", s.Name, d)
+		}
+	}
+	return nil
+}
+
+func firstDup[T comparable](xs []T) string {
+	seen := map[T]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return fmt.Sprint(x)
+		}
+		seen[x] = true
+	}
+	return ""
+}
+
+func (r *Request) checkAdaptive() error {
+	a := r.Adaptive
+	if !a.UntilDecided {
+		if a.MaxRepeats != 0 || a.Budget != 0 {
+			return exitcode.BadInputf("--max-repeats and --budget go with --until-decided")
+		}
+		return nil
+	}
+	if a.MaxRepeats != 0 && a.MaxRepeats < r.Repeats {
+		return exitcode.BadInputf("--max-repeats %d: below -r %d; want at least the planned repeats", a.MaxRepeats, r.Repeats)
+	}
+	if a.Budget < 0 {
+		return exitcode.BadInputf("--budget %s: want a positive duration", a.Budget)
+	}
+	if block := r.blockTime(); a.Budget > 0 && a.Budget < block {
+		return exitcode.BadInputf("--budget %s: one extra block (%d commits × %s) takes about %s; give at least that", a.Budget, len(r.Commits), r.cellTime(), block)
+	}
+	return nil
+}
+
+func (r *Request) cellTime() time.Duration { return r.Duration + r.Warmup + Overhead }
+
+func (r *Request) blockTime() time.Duration {
+	return time.Duration(len(r.Commits)) * r.cellTime()
+}
+
+// maxRepeats is the most repeats a configuration can get.
+func (r *Request) maxRepeats() int {
+	if !r.Adaptive.UntilDecided {
+		return r.Repeats
+	}
+	if r.Adaptive.MaxRepeats > 0 {
+		return r.Adaptive.MaxRepeats
+	}
+	return 2 * r.Repeats
+}
+
+// Configs is the number of configurations (before sharding).
+func (r *Request) configs() float64 {
+	n := float64(len(r.Workloads) * len(r.Clients) * max(1, len(r.CPUs)))
+	for _, s := range r.Settings {
+		n *= float64(len(s.Values))
+	}
+	return n
+}
+
+// checkSize bounds the worst case (adaptive repeats included) in float64
+// arithmetic, which cannot overflow at these sizes.
+func (r *Request) checkSize() error {
+	cells := r.configs() * float64(len(r.Commits)) * float64(r.maxRepeats())
+	if n := float64(max(1, r.Shard.N)); n > 1 {
+		cells /= n
+	}
+	est := time.Duration(min(cells*r.cellTime().Seconds(), float64(1<<62)/1e9) * 1e9)
+	if cells > MaxCells || est > MaxEstimate {
+		return exitcode.BadInputf("matrix: %.0f cells, about %s: above the limit of %d cells or %s; use fewer repeats, axes or a shard",
+			cells, est.Round(time.Hour), MaxCells, MaxEstimate)
+	}
+	return nil
+}
+
+// Prepare checks req, resolves its refs, hashes its patches, names its
+// builds (arms with the same binaries share one: an A/A run) and returns
+// the plan. It changes nothing on disk.
+func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error) {
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	for _, w := range req.Workloads {
+		wl, err := workload.Resolve(w)
+		if err != nil {
+			return nil, err
+		}
+		spec := workload.Spec{Workload: wl, Protocol: req.Protocol, Clients: 1}
+		if err := spec.Check(); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.CPUs) > 0 {
+		online, err := deps.onlineCPUs()
+		if err != nil {
+			return nil, exitcode.Failure(err)
+		}
+		for _, n := range req.CPUs {
+			if n > len(online) {
+				return nil, exitcode.BadInputf("-C %d: this host has %d CPUs online", n, len(online))
+			}
+		}
+	}
+	commits, err := resolve(deps, req)
+	if err != nil {
+		return nil, err
+	}
+	p := newPlan(req, commits)
+	p.Created = deps.Clock().UTC()
+	if deps.Host != nil {
+		p.Host, p.Doctor = deps.Host()
+	}
+	p.AbtestVersion = deps.Version
+	return p, nil
+}
+
+// resolve turns the request's commits into the plan's: shas, patch
+// hashes, build names.
+func resolve(deps *Deps, req Request) ([]results.Commit, error) {
+	tmpl := req.NameTemplate
+	if tmpl == "" {
+		tmpl = "%c"
+	}
+	var out []results.Commit
+	builds := map[string]string{} // identity → build name
+	for _, rc := range req.Commits {
+		c := results.Commit{Label: rc.Label, Ref: rc.Ref, Install: rc.Install}
+		if c.Install == "" {
+			sha, err := deps.Worktrees.Resolve(rc.Ref)
+			if err != nil {
+				return nil, err
+			}
+			c.SHA = sha.SHA
+		}
+		for _, f := range rc.Patches {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, exitcode.BadInputf("-k %s: %v", rc.Label, err)
+			}
+			sum := sha256.Sum256(data)
+			c.Patches = append(c.Patches, results.Patch{File: f, SHA256: hex.EncodeToString(sum[:])})
+		}
+		id := c.Identity()
+		if name, ok := builds[id]; ok {
+			c.Build = name // an A/A arm: same binaries
+		} else {
+			c.Build = strings.NewReplacer("%c", c.Label, "%s", Short(c.SHA)).Replace(tmpl)
+			if err := safepath.CheckName(c.Build); err != nil {
+				return nil, exitcode.BadInputf("-W %q gives %q: %v", tmpl, c.Build, err)
+			}
+			builds[id] = c.Build
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Short is the short form of a sha that abtest prints and names builds
+// with.
+func Short(sha string) string {
+	if len(sha) > 8 {
+		return sha[:8]
+	}
+	return sha
+}
+
+// PlanFor is the plan of a request whose commits are already resolved
+// (shas, patch hashes and build names given): for synthetic result
+// directories and tests, which have no git repository to resolve refs in.
+func PlanFor(req Request, commits []results.Commit) (*results.Plan, error) {
+	req.Commits = make([]Commit, len(commits))
+	for i, c := range commits {
+		req.Commits[i] = Commit{Label: c.Label, Ref: c.Ref, Install: c.Install}
+	}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	return newPlan(req, commits), nil
+}

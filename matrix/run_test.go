@@ -1,0 +1,108 @@
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestRunRefusesALockedDirectory: a second run on a directory another
+// run holds exits 2 naming the holder's pid, and writes nothing.
+func TestRunRefusesALockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	release, err := results.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	p, _ := NewPlan(opts())
+	err = Run(context.Background(), &Deps{}, p, dir)
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("second run: %v; want exit 2 naming pid %d", err, os.Getpid())
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
+		t.Error("the refused run wrote plan.json")
+	}
+}
+
+// TestAdoptRepairsAndRefuses: resuming repairs a torn last line and says
+// so; another plan in the directory is refused.
+func TestAdoptRepairsAndRefuses(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := NewPlan(opts())
+	if err := results.WritePlan(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	rec := &results.Record{Cell: p.Cells[0].ID, Commit: p.Cells[0].Commit, Status: results.StatusOK}
+	results.AppendRecord(dir, rec)
+	f, _ := os.OpenFile(filepath.Join(dir, results.CellsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"cell":"torn`)
+	f.Close()
+	var out strings.Builder
+	if err := adopt(&Deps{Out: &out}, p, dir); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "torn last line") {
+		t.Errorf("no note of the repair: %q", out.String())
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, results.CellsFile))
+	if !strings.HasSuffix(string(data), "}\n") || strings.Contains(string(data), "torn") {
+		t.Errorf("cells.jsonl after repair: %q", data)
+	}
+	o := opts()
+	o.Clients = []int{8}
+	other, _ := NewPlan(o)
+	if err := adopt(&Deps{}, other, dir); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "another plan") {
+		t.Errorf("another plan: %v", err)
+	}
+}
+
+// TestTodoIgnoresUnknownRecords: records of cells the plan does not have
+// are ignored with a note; recorded cells are not run again.
+func TestTodoIgnoresUnknownRecords(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := NewPlan(opts())
+	results.AppendRecord(dir, &results.Record{Cell: p.Cells[0].ID, Status: results.StatusOK})
+	results.AppendRecord(dir, &results.Record{Cell: "nosuch/c1/cpuall/r1/base", Status: results.StatusOK})
+	var out strings.Builder
+	r := &run{deps: &Deps{Out: &out}, plan: p, dir: dir}
+	todo, err := r.todo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(todo) != len(p.Cells)-1 || todo[0].ID == p.Cells[0].ID {
+		t.Errorf("%d cells to do of %d", len(todo), len(p.Cells))
+	}
+	if !strings.Contains(out.String(), "1 record(s)") || !strings.Contains(out.String(), "ignored") {
+		t.Errorf("no note of the unknown record: %q", out.String())
+	}
+}
+
+// TestCheckBounds: the size is checked before anything is built, also
+// with adaptive repeats (their worst case counts).
+func TestCheckBounds(t *testing.T) {
+	o := opts()
+	o.Repeats = 100_000_000
+	if err := o.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cells") {
+		t.Errorf("huge -r: %v", err)
+	}
+	o = opts()
+	o.Repeats, o.Adaptive = 2, Adaptive{UntilDecided: true, MaxRepeats: 10_000}
+	if err := o.Check(); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("huge --max-repeats: %v", err)
+	}
+	o.Adaptive.MaxRepeats = 6
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cells, _ := WorstCase(p); cells != len(p.Cells)*3 {
+		t.Errorf("worst case %d cells, want %d", cells, len(p.Cells)*3)
+	}
+}

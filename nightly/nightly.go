@@ -1,0 +1,350 @@
+// Package nightly is the unattended regression job: fetch the tracked
+// branch, build its head, compare it with the baseline (the previous
+// night's head, or a fixed ref) in a matrix run, gate the result, and keep
+// a history, a trend and a bounded number of runs and builds.
+//
+// It builds a matrix.Request from the nightly configuration and calls
+// matrix and analysis directly; nothing goes through the CLI.
+package nightly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
+	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+// ErrRunning: another nightly holds the lock.
+var ErrRunning = errors.New("nightly: already running")
+
+// Options are the command's switches.
+type Options struct {
+	// NoFetch uses the remote-tracking branch as it is.
+	NoFetch bool
+	// Force runs even when the head has not changed since the last night.
+	Force bool
+	// DryRun prints the night's plan and changes nothing.
+	DryRun bool
+}
+
+// Deps are what a night uses: the matrix's dependencies (built on the
+// night's configuration) and where the summary goes.
+type Deps struct {
+	Matrix *matrix.Deps
+	Out    io.Writer
+	Err    io.Writer
+}
+
+// BuildPrefix names the nightly builds: n-<short sha>.
+const BuildPrefix = "n-"
+
+// Request is the matrix a night runs: head against baseline ("" on the
+// first night: head alone, a noise run) with the configured axes.
+func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Request {
+	m := nc.Matrix
+	commits := []matrix.Commit{{Label: "head", Ref: head}}
+	if baseline != "" {
+		commits = append([]matrix.Commit{{Label: "base", Ref: baseline}}, commits...)
+	}
+	pgss := results.Setting{Name: "pg_stat_statements.max"}
+	for _, n := range m.PgssMax {
+		pgss.Values = append(pgss.Values, fmt.Sprint(n))
+	}
+	return matrix.Request{
+		Commits: commits, NameTemplate: BuildPrefix + "%s",
+		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: []results.Setting{pgss},
+		Repeats: m.Repeats, Duration: time.Duration(m.Duration) * time.Second, Warmup: time.Duration(m.Warmup) * time.Second,
+		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed,
+	}
+}
+
+// tip is the tracked branch's head.
+type tip struct {
+	sha, subject string
+	repo         *git.Repository
+}
+
+// Run runs one night.
+func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
+	if !o.DryRun {
+		if err := os.MkdirAll(filepath.Join(nc.Root, "runs"), 0o755); err != nil {
+			return exitcode.Failure(err)
+		}
+		unlock, err := Lock(nc.Root)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	head, err := fetch(ctx, deps, nc, o)
+	if err != nil {
+		return err
+	}
+	histPath := filepath.Join(nc.Root, "history.jsonl")
+	history, err := analysis.ReadHistory(histPath)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	last := lastGood(history)
+	now := deps.Matrix.Clock()
+	if last != nil && last.SHA == head.sha && !o.Force {
+		fmt.Fprintf(deps.Out, "abtest nightly %s: %s/%s %s unchanged since %s; nothing to do (--force runs anyway)\n", day(now), nc.Remote, nc.Branch, matrix.Short(head.sha), last.Date)
+		return nil
+	}
+	baseline, err := baselineOf(nc, head, last)
+	if err != nil {
+		return err
+	}
+	n := &night{deps: deps, nc: nc, head: head, baseline: baseline, history: history, histPath: histPath, now: now,
+		dir: filepath.Join(nc.Root, "runs", now.UTC().Format("20060102T150405Z")+"-"+matrix.Short(head.sha))}
+	return n.run(ctx, o.DryRun)
+}
+
+// Lock takes root/.nightly.lock, so that nights never overlap.
+func Lock(root string) (func(), error) {
+	path := filepath.Join(root, ".nightly.lock")
+	release, holder, err := flock.Try(path)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, exitcode.Failure(fmt.Errorf("%w (pid %s holds %s)", ErrRunning, holder, path))
+	}
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return release, nil
+}
+
+// fetch updates the remote-tracking branch and returns its head.
+func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip, error) {
+	repo, err := git.PlainOpenWithOptions(nc.SourceDir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return tip{}, exitcode.BadInputf("nightly: source_dir %s is not a git repository: %v", nc.SourceDir, err)
+	}
+	if !o.NoFetch {
+		if o.DryRun {
+			fmt.Fprintf(deps.Out, "# fetch %s in %s\n", nc.Remote, nc.SourceDir)
+		} else if err := repo.FetchContext(ctx, &git.FetchOptions{RemoteName: nc.Remote}); err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return tip{}, exitcode.Failure(fmt.Errorf("nightly: fetching %s: %w", nc.Remote, err))
+		}
+	}
+	ref, err := repo.Reference(plumbing.NewRemoteReferenceName(nc.Remote, nc.Branch), true)
+	if err != nil {
+		return tip{}, exitcode.BadInputf("nightly: %s/%s not found in %s: %v", nc.Remote, nc.Branch, nc.SourceDir, err)
+	}
+	t := tip{sha: ref.Hash().String(), repo: repo}
+	if c, err := repo.CommitObject(ref.Hash()); err == nil {
+		t.subject, _, _ = strings.Cut(c.Message, "\n")
+	}
+	return t, nil
+}
+
+// lastGood is the last night that did not fail.
+func lastGood(history []analysis.Night) *analysis.Night {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Status != "failed" {
+			return &history[i]
+		}
+	}
+	return nil
+}
+
+// baselineOf is the sha to compare head with, or "" for none.
+func baselineOf(nc *config.Nightly, head tip, last *analysis.Night) (string, error) {
+	baseline := ""
+	switch {
+	case nc.Baseline == "last" && last != nil:
+		baseline = last.SHA
+	case nc.Baseline != "last":
+		h, err := head.repo.ResolveRevision(plumbing.Revision(nc.Baseline))
+		if err != nil {
+			return "", exitcode.BadInputf("nightly: baseline %q: %v", nc.Baseline, err)
+		}
+		baseline = h.String()
+	}
+	if baseline == head.sha {
+		baseline = ""
+	}
+	return baseline, nil
+}
+
+// night is one night's run.
+type night struct {
+	deps     *Deps
+	nc       *config.Nightly
+	head     tip
+	baseline string
+	history  []analysis.Night
+	histPath string
+	now      time.Time
+	dir      string
+}
+
+func (n *night) run(ctx context.Context, dry bool) error {
+	what := "first night: " + matrix.Short(n.head.sha) + " alone (noise run)"
+	if n.baseline != "" {
+		what = fmt.Sprintf("%s vs %s", matrix.Short(n.head.sha), matrix.Short(n.baseline))
+	}
+	fmt.Fprintf(n.deps.Out, "abtest nightly: %s/%s %s (%s)\n", n.nc.Remote, n.nc.Branch, what, n.head.subject)
+	plan, err := matrix.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007))
+	if err == nil && dry {
+		matrix.PrintPlan(n.deps.Out, plan, n.dir)
+		return nil
+	}
+	if err == nil {
+		err = matrix.Run(ctx, n.deps.Matrix, plan, n.dir)
+	}
+	if err != nil {
+		if !dry {
+			_ = analysis.AppendHistory(n.histPath, n.entry("failed"))
+			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), matrix.Short(n.head.sha), err)
+		}
+		if exitcode.Code(err) == exitcode.Usage {
+			return err
+		}
+		return exitcode.Failure(err)
+	}
+	return n.judge(ctx)
+}
+
+func (n *night) entry(status string) analysis.Night {
+	return analysis.Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
+}
+
+// judge gates the run, appends the history line and the trend, and
+// applies the retention.
+func (n *night) judge(ctx context.Context) error {
+	rep, err := report.Write(n.dir, analysis.Options{Alpha: n.nc.Gate.Alpha, Thresholds: n.nc.Gate.Thresholds})
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	nt := n.entry("ok")
+	nt.Medians = rep.NightFrom("head")
+	for _, c := range rep.Regressions {
+		nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
+	}
+	if len(nt.Regressions) > 0 {
+		nt.Status = "regression"
+	}
+	if err := analysis.AppendHistory(n.histPath, nt); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := n.trend(append(n.history, nt)); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := Retain(filepath.Join(n.nc.Root, "runs"), n.nc.Keep); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
+		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
+	}
+	return n.summary(nt)
+}
+
+func (n *night) trend(history []analysis.Night) error {
+	f, err := os.OpenFile(filepath.Join(n.dir, "report.md"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	terr := analysis.WriteTrend(f, history, n.nc.TrendNights, filepath.Join(n.dir, "plots"), n.dir)
+	if err := f.Close(); terr == nil {
+		terr = err
+	}
+	return terr
+}
+
+// summary prints the one line for mail or chat, and turns regressions
+// into exit 1.
+func (n *night) summary(nt analysis.Night) error {
+	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, matrix.Short(n.head.sha), n.head.subject)
+	if n.baseline != "" {
+		s += " vs " + matrix.Short(n.baseline)
+	}
+	if len(nt.Regressions) > 0 {
+		s += fmt.Sprintf(": %d REGRESSION(S): %s", len(nt.Regressions), strings.Join(nt.Regressions, "; "))
+	} else {
+		s += ": ok"
+	}
+	rep := filepath.Join(n.dir, "report.md")
+	fmt.Fprintln(n.deps.Out, s+" | report: "+rep)
+	if len(nt.Regressions) > 0 {
+		return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics (report: %s)", len(nt.Regressions), rep)}
+	}
+	return nil
+}
+
+// Retain keeps the newest keep result directories (names sort by time).
+func Retain(runs string, keep int) error {
+	ents, err := os.ReadDir(runs)
+	if err != nil {
+		return err
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	slices.Sort(dirs)
+	for len(dirs) > keep {
+		p := filepath.Join(runs, dirs[0])
+		if err := safepath.CheckRemovable(runs, p); err == nil {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+		dirs = dirs[1:]
+	}
+	return nil
+}
+
+// DropOldBuilds removes the n-<sha> worktrees, installs and clusters of
+// shas other than keep: every night adds one, and only the last is the
+// next baseline.
+func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error {
+	want := map[string]bool{}
+	for _, s := range keep {
+		if s != "" {
+			want[BuildPrefix+matrix.Short(s)] = true
+		}
+	}
+	ents, _ := os.ReadDir(deps.Worktrees.Root)
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, BuildPrefix) || want[name] {
+			continue
+		}
+		if err := deps.Clusters.Remove(ctx, name); err != nil {
+			return err
+		}
+		dir := filepath.Join(deps.Builder.InstallRoot, name)
+		if err := safepath.CheckRemovable(deps.Builder.InstallRoot, dir); err != nil {
+			return exitcode.BadInput(fmt.Errorf("removing install %s: %w", name, err))
+		}
+		if err := deps.Proc.RemoveAll(dir); err != nil {
+			return exitcode.Failure(err)
+		}
+		if err := deps.Worktrees.Remove(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
