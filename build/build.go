@@ -239,75 +239,122 @@ func (b *Builder) phase(name string) {
 // into $PG_INSTALL_DIR/NAME, or skips it when the fingerprint is
 // unchanged.
 func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (*Result, error) {
-	name := prov.Name
-	install, err := b.InstallDir(name)
+	j, err := b.plan(ctx, prov, wtDir, o)
+	if err != nil {
+		return nil, err
+	}
+	if prev, err := ReadInfo(j.install); err == nil && prev.Fingerprint == j.info.Fingerprint && !o.Force && exists(filepath.Join(j.install, "bin", "postgres")) {
+		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, j.info.Fingerprint[:12])
+		return &Result{Info: prev, Skipped: true}, nil
+	}
+	if err := b.prepare(j); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	stopped, err := b.runSteps(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	if b.Run.DryRun {
+		b.Run.Note("write %s", filepath.Join(j.install, InfoFile))
+		return &Result{Info: j.info}, nil
+	}
+	if err := b.record(ctx, j, start); err != nil {
+		return nil, err
+	}
+	return &Result{Info: j.info, Stopped: stopped}, nil
+}
+
+// job is one build under way.
+type job struct {
+	name, wt, install string
+	meson             bool
+	o                 Options
+	ccache            bool
+	// opts are the configure (or meson setup) options.
+	opts          []string
+	log, statsLog string
+	env           []string
+	// info is the record written once the build succeeded.
+	info *Info
+}
+
+// plan decides how to build: the build system, the options and the
+// fingerprint, checking the tools first.
+func (b *Builder) plan(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (*job, error) {
+	install, err := b.InstallDir(prov.Name)
 	if err != nil {
 		return nil, exitcode.BadInput(err)
 	}
 	if o.Type == "" {
 		o.Type = Release
 	}
-	meson := exists(filepath.Join(wtDir, "meson.build"))
+	j := &job{name: prov.Name, wt: wtDir, install: install, o: o, log: b.LogPath(prov.Name)}
+	j.meson = exists(filepath.Join(wtDir, "meson.build"))
 	system := "autotools"
-	if meson {
+	if j.meson {
 		system = "meson"
 	}
-	if err := b.checkTools(wtDir, meson); err != nil {
+	if err := b.checkTools(wtDir, j.meson); err != nil {
 		return nil, err
 	}
-	useCCache := !o.NoCCache && lookPath("ccache")
-
+	j.ccache = !o.NoCCache && lookPath("ccache")
 	inputs, err := b.inputs(ctx, prov, wtDir)
 	if err != nil {
 		return nil, err
 	}
-	opts := b.options(o, meson, install, useCCache)
-	fp := fingerprint(system, o, opts, inputs)
-	log := b.LogPath(name)
-	if prev, err := ReadInfo(install); err == nil && prev.Fingerprint == fp && !o.Force && exists(filepath.Join(install, "bin", "postgres")) {
-		b.Run.Note("build %s: fingerprint %s unchanged, skipping", name, fp[:12])
-		return &Result{Info: prev, Skipped: true}, nil
+	j.opts = b.options(o, j.meson, install, j.ccache)
+	j.info = &Info{
+		Name: j.name, Worktree: wtDir, Install: install, System: system, Type: o.Type,
+		Options: j.opts, Profiling: o.Profiling, Fingerprint: fingerprint(system, o, j.opts, inputs), Inputs: inputs, Log: j.log,
+		CatalogVersion: catalogVersion(wtDir),
 	}
+	return j, nil
+}
 
-	info := &Info{
-		Name: name, Worktree: wtDir, Install: install, System: system, Type: o.Type,
-		Options: opts, Profiling: o.Profiling, Fingerprint: fp, Inputs: inputs, Log: log,
-	}
-	info.CatalogVersion = catalogVersion(wtDir)
+// prepare makes the install root, a fresh log, the build's environment
+// and hands the build's directories to User.
+func (b *Builder) prepare(j *job) error {
 	if err := b.Run.MkdirAll(b.InstallRoot, 0o755); err != nil {
-		return nil, exitcode.Failure(err)
+		return exitcode.Failure(err)
 	}
 	if !b.Run.DryRun {
 		// One log per build: the previous one is replaced.
-		if err := os.WriteFile(log, nil, 0o644); err != nil {
-			return nil, exitcode.Failure(err)
+		if err := os.WriteFile(j.log, nil, 0o644); err != nil {
+			return exitcode.Failure(err)
 		}
 	}
-	statsLog := filepath.Join(b.InstallRoot, "."+name+".ccache-stats")
-	_ = os.Remove(statsLog)
-	env := b.env(useCCache, statsLog)
-	if b.User != nil && useCCache {
+	j.statsLog = filepath.Join(b.InstallRoot, "."+j.name+".ccache-stats")
+	_ = os.Remove(j.statsLog)
+	j.env = b.env(j.ccache, j.statsLog)
+	if b.User != nil && j.ccache {
 		// The caller's cache (root's home) is not the build user's to
 		// write: a cache of its own beside the installs.
-		env = append(env, "CCACHE_DIR="+b.ccacheDir())
+		j.env = append(j.env, "CCACHE_DIR="+b.ccacheDir())
 	}
-	if err := b.handOver(wtDir, install, statsLog, useCCache); err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("building %s: %w", name, err))
+	if err := b.handOver(j.wt, j.install, j.statsLog, j.ccache); err != nil {
+		return exitcode.Failure(fmt.Errorf("building %s: %w", j.name, err))
 	}
+	return nil
+}
 
-	start := time.Now()
+// runSteps runs the build's steps, stopping the servers that run the
+// prefix's binaries before the first install step, and returns their
+// names.
+func (b *Builder) runSteps(ctx context.Context, j *job) ([]string, error) {
 	var steps []step
-	if meson {
-		steps = b.mesonSteps(wtDir, install, opts, o, env, log)
+	if j.meson {
+		steps = b.mesonSteps(j.wt, j.install, j.opts, j.o, j.env, j.log)
 	} else {
-		steps = b.autotoolsSteps(wtDir, install, opts, o, env, log)
+		steps = b.autotoolsSteps(j.wt, j.install, j.opts, j.o, j.env, j.log)
 	}
 	var stopped []string
 	installing := false
 	for _, s := range steps {
 		if s.install && !installing && !b.Run.DryRun {
 			installing = true
-			if stopped, err = b.stopServers(ctx, install); err != nil {
+			var err error
+			if stopped, err = b.stopServers(ctx, j.install); err != nil {
 				return nil, err
 			}
 		}
@@ -315,53 +362,65 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		// prefix: a half-installed prefix must not pass the fingerprint
 		// check.
 		if s.install {
-			if err := b.Run.RemoveAll(filepath.Join(install, InfoFile)); err != nil {
+			if err := b.Run.RemoveAll(filepath.Join(j.install, InfoFile)); err != nil {
 				return nil, exitcode.Failure(err)
 			}
 		}
-		b.phase(s.phase)
-		t0 := time.Now()
-		c := s.cmd
-		if s.progress && b.Progress != nil {
-			c.Stdout = &ninjaProgress{p: b.Progress}
-		}
-		if err := b.Run.Run(ctx, c); err != nil {
-			return nil, b.failure(name, s.phase, log, err)
-		}
-		if s.record != "" {
-			if err := b.Run.WriteFile(s.record, []byte(s.recordData), 0o644); err != nil {
-				return nil, exitcode.Failure(err)
-			}
-		}
-		d := time.Since(t0).Seconds()
-		switch s.phase {
-		case "configure":
-			info.Seconds.Configure += d
-		case "compile":
-			info.Seconds.Compile += d
-		case "install":
-			info.Seconds.Install += d
+		if err := b.runStep(ctx, j, s); err != nil {
+			return nil, err
 		}
 	}
-	if b.Run.DryRun {
-		b.Run.Note("write %s", filepath.Join(install, InfoFile))
-		return &Result{Info: info}, nil
+	return stopped, nil
+}
+
+// runStep runs one step and adds its time to its phase's.
+func (b *Builder) runStep(ctx context.Context, j *job, s step) error {
+	b.phase(s.phase)
+	t0 := time.Now()
+	c := s.cmd
+	if s.progress && b.Progress != nil {
+		c.Stdout = &ninjaProgress{p: b.Progress}
 	}
+	if err := b.Run.Run(ctx, c); err != nil {
+		return b.failure(j.name, s.phase, j.log, err)
+	}
+	if s.record != "" {
+		if err := b.Run.WriteFile(s.record, []byte(s.recordData), 0o644); err != nil {
+			return exitcode.Failure(err)
+		}
+	}
+	d := time.Since(t0).Seconds()
+	switch s.phase {
+	case "configure":
+		j.info.Seconds.Configure += d
+	case "compile":
+		j.info.Seconds.Compile += d
+	case "install":
+		j.info.Seconds.Install += d
+	}
+	return nil
+}
+
+// record completes the build's record (time, ccache outcome, version)
+// and writes it into the prefix: last, so that only a successful
+// install has one.
+func (b *Builder) record(ctx context.Context, j *job, start time.Time) error {
+	info := j.info
 	info.Seconds.Total = time.Since(start).Seconds()
 	info.BuiltAt = time.Now().UTC()
-	if useCCache {
-		info.CCache = readStatsLog(statsLog)
-		_ = os.Remove(statsLog)
+	if j.ccache {
+		info.CCache = readStatsLog(j.statsLog)
+		_ = os.Remove(j.statsLog)
 	}
-	vc := proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true, User: b.User, Dir: "/"}
+	vc := proc.Cmd{Path: filepath.Join(j.install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true, User: b.User, Dir: "/"}
 	if out, err := b.Run.Output(ctx, vc); err == nil {
 		info.Version = strings.TrimSpace(out)
 	}
 	data, _ := json.MarshalIndent(info, "", "  ")
-	if err := b.Run.WriteFile(filepath.Join(install, InfoFile), append(data, '\n'), 0o644); err != nil {
-		return nil, exitcode.Failure(err)
+	if err := b.Run.WriteFile(filepath.Join(j.install, InfoFile), append(data, '\n'), 0o644); err != nil {
+		return exitcode.Failure(err)
 	}
-	return &Result{Info: info, Stopped: stopped}, nil
+	return nil
 }
 
 // stopServers makes sure nothing runs the binaries of install before a
