@@ -253,6 +253,8 @@ for a; do case $a in --cache-file=*) cache=${a#--cache-file=};; esac; done
 if grep -q bad "$cache" 2>/dev/null; then echo "changes in the environment can compromise the build" >&2; exit 1; fi
 if grep -q ac_cv_seen=yes "$cache" 2>/dev/null; then echo cached >>../runs; else echo fresh >>../runs; fi
 printf 'ac_cv_seen=yes\nac_cv_path_here=%s\n' "$PWD" >"$cache"
+args=; for a; do args="$args '$a'"; done
+mkdir -p src/include && printf '#define A 1\n#define CONFIGURE_ARGS "%s"\n' "$args" >src/include/pg_config.h
 `
 
 // TestConfigureCacheShared: configure's results are shared between the
@@ -283,6 +285,12 @@ func TestConfigureCacheShared(t *testing.T) {
 		}
 		if exists(filepath.Join(wt, "build", configCache)) {
 			t.Errorf("%s: config.cache left in the build directory", name)
+		}
+		// The prefix (one per worktree) out of pg_config.h, which every
+		// file includes: ccache's direct mode then hits across worktrees.
+		h := readString(filepath.Join(wt, "build", "src", "include", "pg_config.h"))
+		if want := "#define A 1\n#define CONFIGURE_ARGS \" '--quiet' " + strings.Join(quoteAll(opts), " ") + "\"\n"; h != want {
+			t.Errorf("%s: pg_config.h =\n%s\nwant\n%s", name, h, want)
 		}
 		return strings.TrimSpace(readString(filepath.Join(wt, "runs")))
 	}
@@ -318,4 +326,12 @@ func TestConfigureCacheShared(t *testing.T) {
 	if got := configure("f", fakeConfigure, "CFLAGS=-O2"); got != "cached" {
 		t.Errorf("after a refused cache was replaced: %s, want cached", got)
 	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = "'" + s + "'"
+	}
+	return out
 }
