@@ -663,7 +663,11 @@ func (b *Builder) options(o Options, meson bool, install string, ccache bool) []
 		}
 		return append(opts, o.MesonOpts...)
 	}
-	opts := []string{"--prefix=" + install, "--without-icu"}
+	// --enable-depend: without it make does not know which objects
+	// include which headers, and a worktree moved to another commit (or
+	// given a patch to a header) would keep stale objects — a build of
+	// neither commit, measured as one of them.
+	opts := []string{"--prefix=" + install, "--without-icu", "--enable-depend"}
 	cflags := "-O2"
 	switch o.Type {
 	case Debug:
