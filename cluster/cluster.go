@@ -35,6 +35,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
 )
 
@@ -439,8 +440,38 @@ func (m *Manager) running(name, dir string) (int, bool, error) {
 		if err := m.Run.RemoveAll(filepath.Join(dir, pidFileName)); err != nil {
 			return 0, false, exitcode.Failure(err)
 		}
+		m.removeStaleSocketLocks(name, stale.pid)
 	}
 	return 0, false, nil
+}
+
+// removeStaleSocketLocks removes the socket lock files a dead postmaster
+// left in the cluster's socket directory. Postgres takes such a file over
+// itself only when its pid is gone; a killed postmaster whose parent does
+// not reap it (a container's init) stays a zombie, kill(pid, 0) succeeds,
+// and every later start fails with "lock file … already exists".
+func (m *Manager) removeStaleSocketLocks(name string, pid int) {
+	st, err := m.ReadState(name)
+	if err != nil || st.SocketDir == "" || m.Run.DryRun {
+		return
+	}
+	if ps, err := procfs.ReadStat(pid); err == nil && ps.Alive() {
+		return
+	}
+	locks, _ := filepath.Glob(filepath.Join(st.SocketDir, ".s.PGSQL.*.lock"))
+	for _, lock := range locks {
+		data, err := os.ReadFile(lock)
+		if err != nil {
+			continue
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if strings.TrimSpace(first) != strconv.Itoa(pid) {
+			continue
+		}
+		m.logf("cluster %s: removing %s of dead postmaster %d", name, lock, pid)
+		os.Remove(strings.TrimSuffix(lock, ".lock"))
+		os.Remove(lock)
+	}
 }
 
 // start launches the postmaster and waits for a connection; on failure or
