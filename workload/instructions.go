@@ -116,10 +116,12 @@ type InstrMethod string
 
 // The instruction-counting methods.
 const (
-	// InstrValgrind simulates the CPU with valgrind's cachegrind (cache
-	// simulation off): exact and the same on any x86-64 host, about 50×
-	// slower than native.
-	InstrValgrind InstrMethod = "valgrind-cachegrind"
+	// InstrValgrind simulates the CPU with valgrind's callgrind: exact
+	// and the same on any x86-64 host, about 50× slower than native.
+	// (Its counts before callgrind, "valgrind-cachegrind", included the
+	// process title and the callees of the timing-dependent paths: a
+	// different method, never compared with this one.)
+	InstrValgrind InstrMethod = "valgrind-callgrind"
 	// InstrPerfStat counts instructions:u with the CPU's own counter.
 	InstrPerfStat InstrMethod = "perf-stat"
 )
