@@ -512,54 +512,11 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 			return nil, err
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.run_id, c.commit_label, m.value FROM cells c
-		JOIN metrics m ON m.cell_id = c.id AND m.metric = ?
-		WHERE c.config = ? AND c.status = 'ok' AND c.saturated = 0`), q.Metric, cfg)
+	values, err := s.historyValues(ctx, q.Metric, cfg)
 	if err != nil {
-		return nil, s.fail("reading history", err)
+		return nil, err
 	}
-	values := map[[2]string][]float64{}
-	for rows.Next() {
-		var run, label string
-		var v float64
-		if err := rows.Scan(&run, &label, &v); err != nil {
-			rows.Close()
-			return nil, s.fail("reading history", err)
-		}
-		values[[2]string{run, label}] = append(values[[2]string{run, label}], v)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, s.fail("reading history", err)
-	}
-	ser := &Series{Metric: q.Metric, Config: cfg, Points: []Point{}, ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
-	runs := make([]string, 0, len(ri.created))
-	for id := range ri.created {
-		runs = append(runs, id)
-	}
-	sort.Slice(runs, func(i, j int) bool {
-		a, b := ri.created[runs[i]], ri.created[runs[j]]
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return runs[i] < runs[j]
-	})
-	for _, run := range runs {
-		if ri.created[run].Before(q.Since) {
-			continue
-		}
-		cs := ri.commits[run]
-		for _, c := range cs {
-			if len(cs) > 1 && c.Label == ri.baseline[run] {
-				continue
-			}
-			vs := values[[2]string{run, c.Label}]
-			if len(vs) == 0 {
-				continue
-			}
-			ser.Points = append(ser.Points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)})
-		}
-	}
+	ser := &Series{Metric: q.Metric, Config: cfg, Points: ri.points(values, q.Since), ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
 	anns, err := s.Annotations(ctx)
 	if err != nil {
 		return nil, err
@@ -588,6 +545,67 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 		ser.ChangePoints = append(ser.ChangePoints, c)
 	}
 	return ser, nil
+}
+
+// historyValues returns the values of metric in the usable cells of a
+// configuration, by run and commit label.
+func (s *Store) historyValues(ctx context.Context, metric, cfg string) (map[[2]string][]float64, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.run_id, c.commit_label, m.value FROM cells c
+		JOIN metrics m ON m.cell_id = c.id AND m.metric = ?
+		WHERE c.config = ? AND c.status = 'ok' AND c.saturated = 0`), metric, cfg)
+	if err != nil {
+		return nil, s.fail("reading history", err)
+	}
+	defer rows.Close()
+	values := map[[2]string][]float64{}
+	for rows.Next() {
+		var run, label string
+		var v float64
+		if err := rows.Scan(&run, &label, &v); err != nil {
+			return nil, s.fail("reading history", err)
+		}
+		values[[2]string{run, label}] = append(values[[2]string{run, label}], v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("reading history", err)
+	}
+	return values, nil
+}
+
+// points makes the series' points from the values by run and commit:
+// runs in order of creation from since on, in each run the commits in
+// plan order but the baseline when there are others, a point the median
+// of a commit's values.
+func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) []Point {
+	points := []Point{}
+	runs := make([]string, 0, len(ri.created))
+	for id := range ri.created {
+		runs = append(runs, id)
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		a, b := ri.created[runs[i]], ri.created[runs[j]]
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return runs[i] < runs[j]
+	})
+	for _, run := range runs {
+		if ri.created[run].Before(since) {
+			continue
+		}
+		cs := ri.commits[run]
+		for _, c := range cs {
+			if len(cs) > 1 && c.Label == ri.baseline[run] {
+				continue
+			}
+			vs := values[[2]string{run, c.Label}]
+			if len(vs) == 0 {
+				continue
+			}
+			points = append(points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)})
+		}
+	}
+	return points
 }
 
 // AllHistory returns the series of every key, reading the runs once.
