@@ -27,9 +27,9 @@ func analyzeCommand(env *Env) *cli.Command {
                [--threshold METRIC=PCT]… [--fail-on-regression]`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (default: stdout; plots go beside it)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, json, or bench (for benchstat -col commit)"},
-			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against (default: the first of -k)"},
+			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
 			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
 			&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses"},
