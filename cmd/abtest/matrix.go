@@ -49,7 +49,7 @@ func matrixFlags() []cli.Flag {
 		&cli.IntFlag{Name: "seed", Usage: "`N` for --order random", DefaultText: "from the clock, recorded in plan.json"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "results `DIR`", DefaultText: "$BENCH_RESULTS_DIR/abtest_<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "run the missing cells of the results `DIR`"},
-		&cli.StringFlag{Name: "shard", Usage: "run shard `I/N` of the configurations"},
+		&cli.StringFlag{Name: "shard", Usage: "run shard `I/N` of the configurations, or auto from a Kubernetes Indexed Job or Slurm array (with the same --seed on every shard)"},
 		&cli.StringFlag{Name: "preset", Usage: "`NAME` of a preset suite: full (the bash harness's full suite)"},
 		&cli.StringFlag{Name: "name-template", Aliases: []string{"W"}, Value: "%c", Usage: "worktree/build/cluster name `TEMPLATE`: %c the label, %s the short sha"},
 		&cli.BoolFlag{Name: "perf", Usage: "record a CPU profile in the middle of every cell (perf → pprof)"},
@@ -171,8 +171,10 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	if r.Build, err = build.ParseType(cmd.String("build")); err != nil {
 		return r, err
 	}
-	if r.Shard, err = matrix.ParseShard(cmd.String("shard")); err != nil {
+	if r.Shard, err = matrix.ParseShardEnv(cmd.String("shard"), env.Getenv); err != nil {
 		return r, err
+	} else if r.Shard.N > 1 && !cmd.IsSet("seed") {
+		return r, exitcode.BadInputf("--shard %s: give --seed N, the same on every shard, so that the shards make one run", cmd.String("shard"))
 	}
 	if r.Settings, err = settingsAxes(get("pgss-max", presetFull.pgssMax), cmd.StringSlice("set")); err != nil {
 		return r, err
