@@ -318,11 +318,12 @@ func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *result
 		}
 		return err
 	}
-	if _, err := report.Write(dir, analysis.Options{}); err != nil {
+	rep, err := report.Write(dir, analysis.Options{})
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "abtest: report: %v\n", err)
 		return report.Medians(env.Stdout, dir, plan)
 	}
-	report.Summary(env.Stdout, dir)
+	report.Summary(env.Stdout, dir, rep)
 	return nil
 }
 
