@@ -206,7 +206,7 @@ func runPerfView(ctx context.Context, cmd *cli.Command, env *Env, serve func(*dr
 	if cmd.Args().Len() != 1 {
 		return exitcode.BadInputf("perf view: give one profile FILE")
 	}
-	return profiles.View(ctx, profiles.ViewOptions{
+	return perf.View(ctx, perf.ViewOptions{
 		File: cmd.Args().First(), DiffBase: cmd.String("diff-base"), Addr: cmd.String("http"),
 		Out: env.Stdout, Err: env.Stderr, Serve: serve,
 	})

@@ -1,4 +1,4 @@
-package profiles
+package perf
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/driver"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/perf/profiles"
 )
 
 // ViewOptions is what View serves.
@@ -31,12 +32,12 @@ func View(ctx context.Context, o ViewOptions) error {
 	if err != nil || (host != "127.0.0.1" && host != "localhost" && host != "::1") {
 		return exitcode.BadInputf("--http %q: serve on loopback only, e.g. 127.0.0.1:8080", o.Addr)
 	}
-	if _, err := Read(o.File); err != nil {
+	if _, err := profiles.Read(o.File); err != nil {
 		return err
 	}
 	args := []string{"-http=" + o.Addr, "-no_browser"}
 	if o.DiffBase != "" {
-		if _, err := Read(o.DiffBase); err != nil {
+		if _, err := profiles.Read(o.DiffBase); err != nil {
 			return err
 		}
 		args = append(args, "-diff_base="+o.DiffBase)
