@@ -95,17 +95,7 @@ func WriteTrend(w io.Writer, nights []Night, n int, plotsDir, relTo string) erro
 		fmt.Fprintf(w, "Not enough history yet: the trend starts with the second night.\n")
 		return nil
 	}
-	configs := map[string]bool{}
-	for _, nt := range nights {
-		for c := range nt.Medians {
-			configs[c] = true
-		}
-	}
-	ids := make([]string, 0, len(configs))
-	for c := range configs {
-		ids = append(ids, c)
-	}
-	sort.Strings(ids)
+	ids := trendConfigs(nights)
 	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly TPS median.\n\n")
 	fmt.Fprintf(w, "| configuration | nights | first TPS | last TPS | change points |\n|---|---|---|---|---|\n")
 	if err := os.MkdirAll(plotsDir, 0o755); err != nil {
@@ -137,30 +127,8 @@ func WriteTrend(w io.Writer, nights []Night, n int, plotsDir, relTo string) erro
 		}
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %s |\n", id, len(xs), xs[0], xs[len(xs)-1], desc)
 
-		p := plot.New()
-		p.Title.Text = "nightly TPS: " + id
-		p.X.Label.Text = "night"
-		p.Y.Label.Text = "median TPS"
-		xys := make(plotter.XYs, len(xs))
-		for i, x := range xs {
-			xys[i] = plotter.XY{X: float64(i + 1), Y: x}
-		}
-		l, pts, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
-		l.Color, pts.Color = palette[0], palette[0]
-		p.Add(l, pts)
-		for _, cp := range cps {
-			vl, err := plotter.NewLine(plotter.XYs{{X: float64(cp.Index) + 0.5, Y: minOf(xs)}, {X: float64(cp.Index) + 0.5, Y: maxOf(xs)}})
-			if err == nil {
-				vl.Color = color.RGBA{214, 39, 40, 255}
-				vl.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-				p.Add(vl)
-			}
-		}
 		path := filepath.Join(plotsDir, "trend-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-		if err := p.Save(6*vg.Inch, 3.5*vg.Inch, path); err != nil {
+		if err := trendPlot(id, xs, cps, path); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(relTo, path)
@@ -170,6 +138,51 @@ func WriteTrend(w io.Writer, nights []Night, n int, plotsDir, relTo string) erro
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	return nil
+}
+
+// trendConfigs are the configurations with a median in any of nights,
+// sorted.
+func trendConfigs(nights []Night) []string {
+	configs := map[string]bool{}
+	for _, nt := range nights {
+		for c := range nt.Medians {
+			configs[c] = true
+		}
+	}
+	ids := make([]string, 0, len(configs))
+	for c := range configs {
+		ids = append(ids, c)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// trendPlot saves to path the SVG plot of one configuration's nightly
+// TPS, a dashed line at each change point.
+func trendPlot(id string, xs []float64, cps []ChangePoint, path string) error {
+	p := plot.New()
+	p.Title.Text = "nightly TPS: " + id
+	p.X.Label.Text = "night"
+	p.Y.Label.Text = "median TPS"
+	xys := make(plotter.XYs, len(xs))
+	for i, x := range xs {
+		xys[i] = plotter.XY{X: float64(i + 1), Y: x}
+	}
+	l, pts, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	l.Color, pts.Color = palette[0], palette[0]
+	p.Add(l, pts)
+	for _, cp := range cps {
+		vl, err := plotter.NewLine(plotter.XYs{{X: float64(cp.Index) + 0.5, Y: minOf(xs)}, {X: float64(cp.Index) + 0.5, Y: maxOf(xs)}})
+		if err == nil {
+			vl.Color = color.RGBA{214, 39, 40, 255}
+			vl.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			p.Add(vl)
+		}
+	}
+	return p.Save(6*vg.Inch, 3.5*vg.Inch, path)
 }
 
 func minOf(xs []float64) float64 {

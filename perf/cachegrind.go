@@ -46,121 +46,143 @@ var ErrCachegrind = errors.New("perf: cachegrind output")
 // ParseCachegrind reads one cachegrind or callgrind output file, with or
 // without callgrind's name compression ("fn=(12) name", then "fn=(12)").
 func ParseCachegrind(r io.Reader) (*Cachegrind, error) {
-	c := &Cachegrind{Funcs: map[Func]int64{}}
+	p := &cgParser{
+		c:   &Cachegrind{Funcs: map[Func]int64{}},
+		col: -1, npos: 1, summary: -1, totals: -1,
+		files: map[string]string{}, fns: map[string]string{},
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	col := -1
-	// npos is the number of position columns before the counts
-	// (cachegrind: the line; callgrind: "positions:", line by default).
-	npos := 1
-	var cur Func
-	var sum, summary, totals int64 = 0, -1, -1
-	// Compressed names: callgrind's files and functions by id.
-	files, fns := map[string]string{}, map[string]string{}
-	skipCall := false
-	n := 0
-	total := func(line, prefix string) (int64, error) {
-		f := strings.Fields(strings.TrimPrefix(line, prefix))
-		if col < 0 || len(f) <= col {
-			return 0, fmt.Errorf("%w: line %d: bad %s %q", ErrCachegrind, n, prefix, line)
-		}
-		v, err := strconv.ParseInt(f[col], 10, 64)
-		if err != nil || v < 0 {
-			return 0, fmt.Errorf("%w: line %d: bad %s %q", ErrCachegrind, n, prefix, line)
-		}
-		return v, nil
-	}
 	for sc.Scan() {
-		n++
-		line := sc.Text()
-		switch {
-		case line == "" || line[0] == '#':
-		case strings.HasPrefix(line, "events:"):
-			for i, e := range strings.Fields(strings.TrimPrefix(line, "events:")) {
-				if e == "Ir" {
-					col = i
-				}
-			}
-			if col < 0 {
-				return nil, fmt.Errorf("%w: line %d: no Ir event in %q", ErrCachegrind, n, line)
-			}
-		case strings.HasPrefix(line, "positions:"):
-			npos = len(strings.Fields(strings.TrimPrefix(line, "positions:")))
-		case strings.HasPrefix(line, "cmd:"):
-			c.Cmd = strings.TrimSpace(strings.TrimPrefix(line, "cmd:"))
-		case strings.HasPrefix(line, "fl="):
-			cur = Func{File: compressed(files, line[3:])}
-		case strings.HasPrefix(line, "fn="):
-			cur.Name = compressed(fns, line[3:])
-		case strings.HasPrefix(line, "fi="), strings.HasPrefix(line, "fe="),
-			strings.HasPrefix(line, "cfi="), strings.HasPrefix(line, "cfl="):
-			// Inlined code's or a callee's file: define its id, keep
-			// counting for the function of fl=.
-			_, name, _ := strings.Cut(line, "=")
-			compressed(files, name)
-		case strings.HasPrefix(line, "cfn="):
-			compressed(fns, line[4:])
-		case strings.HasPrefix(line, "calls="):
-			// The next cost line is the call's inclusive cost, which
-			// the callee's own lines count already.
-			skipCall = true
-		case strings.HasPrefix(line, "summary:"):
-			v, err := total(line, "summary:")
-			if err != nil {
-				return nil, err
-			}
-			summary = v
-		case strings.HasPrefix(line, "totals:"):
-			v, err := total(line, "totals:")
-			if err != nil {
-				return nil, err
-			}
-			totals = v
-		case strings.Contains(line, ":") && !strings.ContainsAny(line[:1], "0123456789+-*"):
-			// Other header lines (version:, creator:, pid:, desc:, …).
-		case strings.Contains(line, "="):
-			// ob=, cob=, jump=, jcnd=: objects and jumps carry no
-			// instruction counts of their own.
-		default:
-			// "POSITION… COUNT…": counts of one source line (or
-			// instruction); trailing zero counts may be left out.
-			if col < 0 || cur.Name == "" {
-				return nil, fmt.Errorf("%w: line %d: counts before events:/fn=: %q", ErrCachegrind, n, line)
-			}
-			if skipCall {
-				skipCall = false
-				continue
-			}
-			f := strings.Fields(line)
-			if len(f) <= col+npos {
-				continue
-			}
-			v, err := strconv.ParseInt(f[col+npos], 10, 64)
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%w: line %d: bad count %q", ErrCachegrind, n, line)
-			}
-			c.Funcs[cur] += v
-			sum += v
+		p.n++
+		if err := p.line(sc.Text()); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if col < 0 {
+	return p.result()
+}
+
+// cgParser is ParseCachegrind's state between lines.
+type cgParser struct {
+	c   *Cachegrind
+	col int
+	// npos is the number of position columns before the counts
+	// (cachegrind: the line; callgrind: "positions:", line by default).
+	npos                 int
+	cur                  Func
+	sum, summary, totals int64
+	// Compressed names: callgrind's files and functions by id.
+	files, fns map[string]string
+	skipCall   bool
+	n          int
+}
+
+// line reads the file's next line.
+func (p *cgParser) line(line string) error {
+	var err error
+	switch {
+	case line == "" || line[0] == '#':
+	case strings.HasPrefix(line, "events:"):
+		for i, e := range strings.Fields(strings.TrimPrefix(line, "events:")) {
+			if e == "Ir" {
+				p.col = i
+			}
+		}
+		if p.col < 0 {
+			return fmt.Errorf("%w: line %d: no Ir event in %q", ErrCachegrind, p.n, line)
+		}
+	case strings.HasPrefix(line, "positions:"):
+		p.npos = len(strings.Fields(strings.TrimPrefix(line, "positions:")))
+	case strings.HasPrefix(line, "cmd:"):
+		p.c.Cmd = strings.TrimSpace(strings.TrimPrefix(line, "cmd:"))
+	case strings.HasPrefix(line, "fl="):
+		p.cur = Func{File: compressed(p.files, line[3:])}
+	case strings.HasPrefix(line, "fn="):
+		p.cur.Name = compressed(p.fns, line[3:])
+	case strings.HasPrefix(line, "fi="), strings.HasPrefix(line, "fe="),
+		strings.HasPrefix(line, "cfi="), strings.HasPrefix(line, "cfl="):
+		// Inlined code's or a callee's file: define its id, keep
+		// counting for the function of fl=.
+		_, name, _ := strings.Cut(line, "=")
+		compressed(p.files, name)
+	case strings.HasPrefix(line, "cfn="):
+		compressed(p.fns, line[4:])
+	case strings.HasPrefix(line, "calls="):
+		// The next cost line is the call's inclusive cost, which
+		// the callee's own lines count already.
+		p.skipCall = true
+	case strings.HasPrefix(line, "summary:"):
+		p.summary, err = p.total(line, "summary:")
+	case strings.HasPrefix(line, "totals:"):
+		p.totals, err = p.total(line, "totals:")
+	case strings.Contains(line, ":") && !strings.ContainsAny(line[:1], "0123456789+-*"):
+		// Other header lines (version:, creator:, pid:, desc:, …).
+	case strings.Contains(line, "="):
+		// ob=, cob=, jump=, jcnd=: objects and jumps carry no
+		// instruction counts of their own.
+	default:
+		err = p.counts(line)
+	}
+	return err
+}
+
+// total reads the Ir column of a summary: or totals: line.
+func (p *cgParser) total(line, prefix string) (int64, error) {
+	f := strings.Fields(strings.TrimPrefix(line, prefix))
+	if p.col < 0 || len(f) <= p.col {
+		return 0, fmt.Errorf("%w: line %d: bad %s %q", ErrCachegrind, p.n, prefix, line)
+	}
+	v, err := strconv.ParseInt(f[p.col], 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%w: line %d: bad %s %q", ErrCachegrind, p.n, prefix, line)
+	}
+	return v, nil
+}
+
+// counts reads a "POSITION… COUNT…" line: the counts of one source line
+// (or instruction); trailing zero counts may be left out.
+func (p *cgParser) counts(line string) error {
+	if p.col < 0 || p.cur.Name == "" {
+		return fmt.Errorf("%w: line %d: counts before events:/fn=: %q", ErrCachegrind, p.n, line)
+	}
+	if p.skipCall {
+		p.skipCall = false
+		return nil
+	}
+	f := strings.Fields(line)
+	if len(f) <= p.col+p.npos {
+		return nil
+	}
+	v, err := strconv.ParseInt(f[p.col+p.npos], 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%w: line %d: bad count %q", ErrCachegrind, p.n, line)
+	}
+	p.c.Funcs[p.cur] += v
+	p.sum += v
+	return nil
+}
+
+// result checks the counts against the file's own total.
+func (p *cgParser) result() (*Cachegrind, error) {
+	c := p.c
+	if p.col < 0 {
 		return nil, fmt.Errorf("%w: no events: line", ErrCachegrind)
 	}
 	// Callgrind's summary: can be taken before the last counts; its
 	// totals: is what the counts add up to.
 	switch {
-	case totals >= 0:
-		c.Total = totals
-	case summary >= 0:
-		c.Total = summary
+	case p.totals >= 0:
+		c.Total = p.totals
+	case p.summary >= 0:
+		c.Total = p.summary
 	default:
 		return nil, fmt.Errorf("%w: no summary: line (file cut short?)", ErrCachegrind)
 	}
-	if sum != c.Total {
-		return nil, fmt.Errorf("%w: functions add up to %d instructions, summary says %d", ErrCachegrind, sum, c.Total)
+	if p.sum != c.Total {
+		return nil, fmt.Errorf("%w: functions add up to %d instructions, summary says %d", ErrCachegrind, p.sum, c.Total)
 	}
 	return c, nil
 }

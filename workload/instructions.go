@@ -400,67 +400,15 @@ func serverArgs(s InstrSpec) []string {
 // reads its counts. The Cachegrind is nil for perf stat.
 func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir string) (InstrRun, *perf.Cachegrind, error) {
 	r := InstrRun{Transactions: n, ServerLog: filepath.Join(dir, "server.log")}
-	if err := run.RemoveAll(dir); err != nil {
-		return r, nil, exitcode.Failure(err)
+	if err := instrRunDir(run, s, dir); err != nil {
+		return r, nil, err
 	}
-	if err := run.MkdirAll(dir, 0o755); err != nil {
-		return r, nil, exitcode.Failure(err)
-	}
-	if s.RunAs != nil && !run.DryRun {
-		// The server writes its counts here.
-		if err := os.Chown(dir, int(s.RunAs.UID), int(s.RunAs.GID)); err != nil {
-			return r, nil, exitcode.Failure(err)
-		}
-	}
-	postgres := filepath.Join(s.Install, "bin", "postgres")
-	var cmd proc.Cmd
 	statFile := filepath.Join(dir, "perf-stat.csv")
-	switch s.Method {
-	case InstrValgrind:
-		args := []string{"--tool=callgrind", "--collect-atstart=no", "--toggle-collect=" + measuredEntry}
-		for _, f := range TimingDependent {
-			args = append(args, "--toggle-collect="+f)
-		}
-		args = append(args,
-			"--callgrind-out-file="+filepath.Join(dir, "callgrind.out.%p"),
-			"--log-file="+filepath.Join(dir, "valgrind.%p.log"),
-			postgres)
-		cmd = proc.Cmd{Path: "valgrind", Args: append(args, serverArgs(s)...)}
-	case InstrPerfStat:
-		cmd = proc.Cmd{Path: "perf", Args: append(append(perf.StatArgs(perf.InstructionsEvent, statFile), postgres), serverArgs(s)...)}
-	}
-	// LD_BIND_NOW: the dynamic loader resolves every symbol when the
-	// postmaster starts, not at a function's first call, which may fall
-	// in a backend's timing-dependent path in one run and not in the
-	// next (_dl_fixup, do_lookup_x).
-	cmd.User, cmd.Env, cmd.Log = s.RunAs, append(slices.Clip(s.Env), "LD_BIND_NOW=1"), r.ServerLog
-	// The server account may not be able to enter the caller's cwd.
-	cmd.Dir = "/"
-
+	cmd := instrServerCmd(s, dir, statFile, r.ServerLog)
 	script := filepath.Join(dir, s.Workload.Name+".sql")
-	pgb := proc.Cmd{
-		Path: filepath.Join(s.Install, "bin", "pgbench"),
-		Args: []string{"-n", "-c", "1", "-j", "1", "-t", strconv.Itoa(n), "--random-seed=" + strconv.FormatInt(s.Seed, 10),
-			"-M", s.Protocol, "-f", script, "-h", s.SocketDir, "-p", strconv.Itoa(s.Port)},
-		Env: s.Env, Dir: dir, Log: filepath.Join(dir, "pgbench.log"),
-	}
-	if s.User != "" {
-		pgb.Args = append(pgb.Args, "-U", s.User)
-	}
-	pgb.Args = append(pgb.Args, s.Database)
+	pgb := instrPgbenchCmd(s, n, dir, script)
 	if run.DryRun {
-		if err := run.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
-			return r, nil, err
-		}
-		if _, err := run.Start(ctx, cmd); err != nil {
-			return r, nil, err
-		}
-		run.Note("wait until %s accepts connections", s.SocketDir)
-		if err := run.Run(ctx, pgb); err != nil {
-			return r, nil, err
-		}
-		run.Note("wait until pgbench's backends exit, stop the server (SIGINT: fast shutdown) and read their counts in %s", dir)
-		return r, nil, nil
+		return r, nil, instrDryRun(ctx, run, s, cmd, pgb, script, dir)
 	}
 	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
 		return r, nil, exitcode.Failure(err)
@@ -483,17 +431,8 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 	if err := waitServer(ctx, p, s); err != nil {
 		return r, nil, err
 	}
-	var stdout strings.Builder
-	pgb.Stdout = &stdout
-	if err := run.Run(ctx, pgb); err != nil {
-		if ctx.Err() != nil {
-			return r, nil, ctx.Err()
-		}
-		return r, nil, exitcode.Failure(fmt.Errorf("instructions: %s: %w", s.Workload.Name, err))
-	}
-	sum := ParseSummary(strings.NewReader(stdout.String()))
-	if sum.Processed != int64(n) || sum.Failed != 0 {
-		return r, nil, exitcode.Failure(fmt.Errorf("instructions: %s: pgbench processed %d of %d transactions, %d failed (log: %s)", s.Workload.Name, sum.Processed, n, sum.Failed, pgb.Log))
+	if err := instrPgbench(ctx, run, s, n, pgb); err != nil {
+		return r, nil, err
 	}
 	var pids []int
 	if s.Method == InstrValgrind {
@@ -508,31 +447,131 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 		return r, nil, exitcode.Failure(fmt.Errorf("instructions: stopping the server: %w (log: %s)", err, r.ServerLog))
 	}
 	r.WallS = time.Since(began).Seconds()
+	total, err := instrCounts(&r, s, dir, statFile, pids)
+	return r, total, err
+}
 
+// instrRunDir makes dir afresh, writable by the server's account.
+func instrRunDir(run *proc.Runner, s InstrSpec, dir string) error {
+	if err := run.RemoveAll(dir); err != nil {
+		return exitcode.Failure(err)
+	}
+	if err := run.MkdirAll(dir, 0o755); err != nil {
+		return exitcode.Failure(err)
+	}
+	if s.RunAs != nil && !run.DryRun {
+		// The server writes its counts here.
+		if err := os.Chown(dir, int(s.RunAs.UID), int(s.RunAs.GID)); err != nil {
+			return exitcode.Failure(err)
+		}
+	}
+	return nil
+}
+
+// instrServerCmd is the measured server: postgres under callgrind,
+// counting from measuredEntry on, or under perf stat writing statFile.
+func instrServerCmd(s InstrSpec, dir, statFile, serverLog string) proc.Cmd {
+	postgres := filepath.Join(s.Install, "bin", "postgres")
+	var cmd proc.Cmd
+	switch s.Method {
+	case InstrValgrind:
+		args := []string{"--tool=callgrind", "--collect-atstart=no", "--toggle-collect=" + measuredEntry}
+		for _, f := range TimingDependent {
+			args = append(args, "--toggle-collect="+f)
+		}
+		args = append(args,
+			"--callgrind-out-file="+filepath.Join(dir, "callgrind.out.%p"),
+			"--log-file="+filepath.Join(dir, "valgrind.%p.log"),
+			postgres)
+		cmd = proc.Cmd{Path: "valgrind", Args: append(args, serverArgs(s)...)}
+	case InstrPerfStat:
+		cmd = proc.Cmd{Path: "perf", Args: append(append(perf.StatArgs(perf.InstructionsEvent, statFile), postgres), serverArgs(s)...)}
+	}
+	// LD_BIND_NOW: the dynamic loader resolves every symbol when the
+	// postmaster starts, not at a function's first call, which may fall
+	// in a backend's timing-dependent path in one run and not in the
+	// next (_dl_fixup, do_lookup_x).
+	cmd.User, cmd.Env, cmd.Log = s.RunAs, append(slices.Clip(s.Env), "LD_BIND_NOW=1"), serverLog
+	// The server account may not be able to enter the caller's cwd.
+	cmd.Dir = "/"
+	return cmd
+}
+
+// instrPgbenchCmd runs n transactions of script on one connection.
+func instrPgbenchCmd(s InstrSpec, n int, dir, script string) proc.Cmd {
+	pgb := proc.Cmd{
+		Path: filepath.Join(s.Install, "bin", "pgbench"),
+		Args: []string{"-n", "-c", "1", "-j", "1", "-t", strconv.Itoa(n), "--random-seed=" + strconv.FormatInt(s.Seed, 10),
+			"-M", s.Protocol, "-f", script, "-h", s.SocketDir, "-p", strconv.Itoa(s.Port)},
+		Env: s.Env, Dir: dir, Log: filepath.Join(dir, "pgbench.log"),
+	}
+	if s.User != "" {
+		pgb.Args = append(pgb.Args, "-U", s.User)
+	}
+	pgb.Args = append(pgb.Args, s.Database)
+	return pgb
+}
+
+// instrDryRun prints one run's commands and the steps between them.
+func instrDryRun(ctx context.Context, run *proc.Runner, s InstrSpec, cmd, pgb proc.Cmd, script, dir string) error {
+	if err := run.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
+		return err
+	}
+	if _, err := run.Start(ctx, cmd); err != nil {
+		return err
+	}
+	run.Note("wait until %s accepts connections", s.SocketDir)
+	if err := run.Run(ctx, pgb); err != nil {
+		return err
+	}
+	run.Note("wait until pgbench's backends exit, stop the server (SIGINT: fast shutdown) and read their counts in %s", dir)
+	return nil
+}
+
+// instrPgbench runs pgb and checks that all n transactions went through.
+func instrPgbench(ctx context.Context, run *proc.Runner, s InstrSpec, n int, pgb proc.Cmd) error {
+	var stdout strings.Builder
+	pgb.Stdout = &stdout
+	if err := run.Run(ctx, pgb); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return exitcode.Failure(fmt.Errorf("instructions: %s: %w", s.Workload.Name, err))
+	}
+	sum := ParseSummary(strings.NewReader(stdout.String()))
+	if sum.Processed != int64(n) || sum.Failed != 0 {
+		return exitcode.Failure(fmt.Errorf("instructions: %s: pgbench processed %d of %d transactions, %d failed (log: %s)", s.Workload.Name, sum.Processed, n, sum.Failed, pgb.Log))
+	}
+	return nil
+}
+
+// instrCounts reads a stopped server's counts into r: perf stat's
+// report, or the callgrind files of the backends pids, summed.
+func instrCounts(r *InstrRun, s InstrSpec, dir, statFile string, pids []int) (*perf.Cachegrind, error) {
 	if s.Method == InstrPerfStat {
 		f, err := os.Open(statFile)
 		if err != nil {
-			return r, nil, exitcode.Failure(fmt.Errorf("instructions: perf stat wrote no report: %w", err))
+			return nil, exitcode.Failure(fmt.Errorf("instructions: perf stat wrote no report: %w", err))
 		}
 		defer f.Close()
 		if r.Instructions, err = perf.ParseStat(f, perf.InstructionsEvent); err != nil {
-			return r, nil, exitcode.Failure(fmt.Errorf("instructions: %w", err))
+			return nil, exitcode.Failure(fmt.Errorf("instructions: %w", err))
 		}
 		r.Files = []string{statFile}
-		return r, nil, nil
+		return nil, nil
 	}
 	total := &perf.Cachegrind{Funcs: map[perf.Func]int64{}}
 	for _, pid := range pids {
 		path := filepath.Join(dir, fmt.Sprintf("callgrind.out.%d", pid))
 		c, err := readCachegrind(path)
 		if err != nil {
-			return r, nil, exitcode.Failure(fmt.Errorf("instructions: backend %d: %w", pid, err))
+			return nil, exitcode.Failure(fmt.Errorf("instructions: backend %d: %w", pid, err))
 		}
 		total.Add(c)
 		r.Files = append(r.Files, path)
 	}
 	r.Backends, r.Instructions = pids, total.Total
-	return r, total, nil
+	return total, nil
 }
 
 // waitExited waits until the backends have exited (or are zombies),

@@ -347,17 +347,11 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	dir := s.OutDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "abtest-bench-")
-		if err != nil {
-			return nil, exitcode.Failure(err)
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := r.Proc.MkdirAll(dir, 0o755); err != nil {
-		return nil, exitcode.Failure(err)
+	dir, cleanup, err := r.outDir(s)
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 	script := filepath.Join(dir, s.Workload.Name+".sql")
 	text := WithThinkTime(s.Workload.Script, s.SleepMS)
 	sampling := samplingRate(s)
@@ -393,22 +387,66 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 
 	sm := &sampler{conn: conn, w: s.Workload, every: s.SampleEvery, waitEvery: s.WaitEvery, out: out, dbName: c.Database,
 		hasSince: sv.versionNum >= 170000, hasInfo: sv.versionNum >= 140000, foreign: map[int32]string{}}
-	if err := r.foreignBackends(ctx, conn, c.Database, sm.foreign); err != nil {
-		return nil, exitcode.Failure(err)
+	before, err := r.beforeRun(ctx, conn, sv, sm, c.Database, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.runPgbench(ctx, cmd, sm, res, s); err != nil {
+		return nil, err
+	}
+	if err := r.afterRun(ctx, conn, sv, sm, c.Database, before, res); err != nil {
+		return nil, err
+	}
+	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
+	res.LoggedTx = txlog.Count()
+	r.metrics(res, txlog, s)
+	keepArtifacts(res, s, sv, dir, logPrefix, logs)
+	r.report(out, res)
+	return res, nil
+}
+
+// outDir is where a run writes: s.OutDir, made if missing, or a
+// temporary directory cleanup removes.
+func (r *Runner) outDir(s Spec) (dir string, cleanup func(), err error) {
+	if s.OutDir == "" {
+		tmp, err := os.MkdirTemp("", "abtest-bench-")
+		if err != nil {
+			return "", nil, exitcode.Failure(err)
+		}
+		return tmp, func() { os.RemoveAll(tmp) }, nil
+	}
+	if err := r.Proc.MkdirAll(s.OutDir, 0o755); err != nil {
+		return "", nil, exitcode.Failure(err)
+	}
+	return s.OutDir, func() {}, nil
+}
+
+// beforeRun notes the backends already on db, resets
+// pg_stat_statements (unless s.NoReset) and takes the sampler's and the
+// probe's first readings.
+func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, s Spec) (Counters, error) {
+	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
+		return Counters{}, exitcode.Failure(err)
 	}
 	if !s.NoReset {
 		if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_statements_reset()"); err != nil {
-			return nil, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_reset(): %v", ErrServer, err))
+			return Counters{}, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_reset(): %v", ErrServer, err))
 		}
 	}
+	var err error
 	if sm.deallocBase, err = sm.dealloc(ctx); err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_info: %v", ErrServer, err))
+		return Counters{}, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements_info: %v", ErrServer, err))
 	}
 	before, err := readCounters(ctx, conn, sv)
 	if err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
+		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
+	return before, nil
+}
 
+// runPgbench runs pgbench with the sampler beside it and reads into res
+// its progress lines, its summary and the sampler's readings.
+func (r *Runner) runPgbench(ctx context.Context, cmd proc.Cmd, sm *sampler, res *Result, s Spec) error {
 	var mu sync.Mutex
 	var lastTPS float64
 	cmd.Stderr = &lineWriter{fn: func(line string) {
@@ -424,7 +462,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	res.StartedAt = time.Now().UTC()
 	p, err := r.Proc.Start(ctx, cmd)
 	if err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("pgbench: %w", err))
+		return exitcode.Failure(fmt.Errorf("pgbench: %w", err))
 	}
 	stop := make(chan struct{})
 	sm.start = time.Now()
@@ -437,31 +475,36 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	wg.Wait()
 	if werr != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, exitcode.Failure(fmt.Errorf("workload %s: %w", s.Workload.Name, werr))
+		return exitcode.Failure(fmt.Errorf("workload %s: %w", s.Workload.Name, werr))
 	}
 	if sm.err != nil {
 		res.Warnings = append(res.Warnings, "sampler: "+sm.err.Error())
 	}
 	res.Summary = ParseSummary(&stdout)
 	if !res.Summary.Complete {
-		return nil, exitcode.Failure(fmt.Errorf("workload %s: pgbench printed no final tps (log: %s)", s.Workload.Name, cmd.Log))
+		return exitcode.Failure(fmt.Errorf("workload %s: pgbench printed no final tps (log: %s)", s.Workload.Name, cmd.Log))
 	}
 	res.Samples, res.Waits = sm.samples, sm.waits
+	return nil
+}
 
+// afterRun takes the probe's and pg_stat_statements' second readings
+// into res; the probe is left out if other backends used db meanwhile.
+func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, before Counters, res *Result) error {
 	// The probe's second reading: after pgbench's backends are gone, so
 	// their statistics are flushed.
-	r.waitBackendsGone(ctx, conn, c.Database)
+	r.waitBackendsGone(ctx, conn, db)
 	after, err := readCounters(ctx, conn, sv)
 	if err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
+		return exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
-	if err := r.foreignBackends(ctx, conn, c.Database, sm.foreign); err != nil {
-		return nil, exitcode.Failure(err)
+	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
+		return exitcode.Failure(err)
 	}
 	if res.Final, err = sm.final(ctx); err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
+		return exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
 	res.Statements, _ = topStatements(ctx, conn, 10)
 	if len(sm.foreign) == 0 {
@@ -472,8 +515,14 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		for pid, app := range sm.foreign {
 			who = append(who, fmt.Sprintf("pid %d (%q)", pid, app))
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("foreign backends used database %s during the run: %s; probe counters left out, they would count its work too", c.Database, strings.Join(who, ", ")))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("foreign backends used database %s during the run: %s; probe counters left out, they would count its work too", db, strings.Join(who, ", ")))
 	}
+	return nil
+}
+
+// readTxLogs reads pgbench's transaction logs (logPrefix.*) and removes
+// them unless keep.
+func readTxLogs(logPrefix string, keep bool) (*TxLog, []string) {
 	var txlog TxLog
 	logs, _ := filepath.Glob(logPrefix + ".*")
 	for _, f := range logs {
@@ -482,30 +531,33 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 			fh.Close()
 		}
 	}
-	res.LoggedTx = txlog.Count()
-	if !s.KeepTxLog {
+	if !keep {
 		for _, f := range logs {
 			os.Remove(f)
 		}
 	}
-	r.metrics(res, &txlog, s)
-	if s.OutDir != "" {
-		if err := writeJSON(filepath.Join(dir, "samples.json"), res.Samples); err == nil {
-			res.Artifacts["samples"] = filepath.Join(dir, "samples.json")
-		}
-		if len(logs) > 0 && s.KeepTxLog {
-			res.Artifacts["txlog"] = logPrefix + ".*"
-		}
-		if sv.dataDir != "" {
-			if n := copyLogTail(filepath.Join(sv.dataDir, "server.log"), filepath.Join(dir, "server.log"), res.StartedAt); n {
-				res.Artifacts["server_log"] = filepath.Join(dir, "server.log")
-			}
-		}
-	} else {
+	return &txlog, logs
+}
+
+// keepArtifacts lists in res the files a run with an OutDir leaves
+// (samples, kept transaction logs, the server log's tail); without one
+// there are none.
+func keepArtifacts(res *Result, s Spec, sv *server, dir, logPrefix string, logs []string) {
+	if s.OutDir == "" {
 		res.Artifacts = nil
+		return
 	}
-	r.report(out, res)
-	return res, nil
+	if err := writeJSON(filepath.Join(dir, "samples.json"), res.Samples); err == nil {
+		res.Artifacts["samples"] = filepath.Join(dir, "samples.json")
+	}
+	if len(logs) > 0 && s.KeepTxLog {
+		res.Artifacts["txlog"] = logPrefix + ".*"
+	}
+	if sv.dataDir != "" {
+		if n := copyLogTail(filepath.Join(sv.dataDir, "server.log"), filepath.Join(dir, "server.log"), res.StartedAt); n {
+			res.Artifacts["server_log"] = filepath.Join(dir, "server.log")
+		}
+	}
 }
 
 func durationLabel(s Spec) string {
