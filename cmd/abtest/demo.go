@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -28,10 +29,10 @@ unless the config file or the environment names them.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			sourceFlag(),
-			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 5, Usage: "measured `SECONDS` per cell"},
+			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: int(demo.Duration / time.Second), Usage: "measured `SECONDS` per cell"},
 			// Five: with fewer, the U-test cannot reach p < 0.01 and every
 			// cell would read "too few samples".
-			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 5, Usage: "`N` repeats"},
+			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: demo.Repeats, Usage: "`N` repeats"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error { return runDemo(ctx, cmd, env) },
 	}
