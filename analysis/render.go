@@ -118,7 +118,7 @@ func (r *Report) writeSummary(w io.Writer) {
 			line += fmt.Sprintf("; descriptive: %d higher, %d lower", sm.Higher, sm.Lower)
 		}
 		fmt.Fprintln(w, line)
-		if sm.GatedUnknown > 0 {
+		if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
 			fmt.Fprintf(w, "  - unknown: this run could not have detected changes smaller than %s in the gated metrics (α after Holm, 80%% power)\n", pctAbs(sm.DetectablePct))
 		}
 		if sm.Unreachable > 0 {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -68,7 +69,7 @@ func (r *Report) writeTextSummary(w io.Writer) {
 			}
 			wrap(w, "    ", "      ", fmt.Sprintf("TPS geometric mean x%.4f (%s, 95%% CI %s .. %s) over %d configurations: %s", g.Ratio, pctText(g.Ratio), pctText(g.Lo), pctText(g.Hi), g.Configs, verdict))
 		}
-		if sm.GatedUnknown > 0 {
+		if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
 			wrap(w, "    ", "      ", fmt.Sprintf("unknown: changes smaller than %s in the gated metrics could not have been detected", pctAbs(sm.DetectablePct)))
 		}
 		if sm.Unreachable > 0 {
