@@ -428,6 +428,9 @@ type Report struct {
 	// PlotNotes say which plots WritePlots did not draw, and why.
 	PlotNotes []string `json:"plot_notes,omitempty"`
 
+	// Instructions compares the instruction cells (matrix --instructions).
+	Instructions []InstrWent `json:"instructions,omitempty"`
+
 	records   []results.Record
 	undecided []string
 }
@@ -938,6 +941,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	if p.Options.Perf {
 		r.profiles(r.Baseline)
 	}
+	r.instructions()
 	return r, nil
 }
 

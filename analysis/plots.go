@@ -57,6 +57,9 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	if err := r.writeDiffs(dir, relTo); err != nil {
 		return err
 	}
+	if err := r.writeInstrDiffs(dir, relTo); err != nil {
+		return err
+	}
 	colour := map[string]color.Color{}
 	for i, c := range r.Commits {
 		colour[c] = palette[i%len(palette)]

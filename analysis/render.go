@@ -194,6 +194,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	r.writeTimeWent(w)
+	r.writeInstructions(w)
 	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there); only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, noiseK)
 	for _, t := range r.Tiers {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g%% | %s |\n", t.Metric, t.Tier, yes(t.Gated), pctAbs(t.SpreadPct), t.ThresholdPct, t.Why)

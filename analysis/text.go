@@ -168,6 +168,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			wrap(w, "  ", "    ", fmt.Sprintf("doctor: %s %s: %s (%s)", f.Status, f.Check, f.Value, f.Why))
 		}
 	}
+	r.writeInstrText(w)
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\nCells not in the statistics\n\n")
 		for _, c := range r.Saturated {

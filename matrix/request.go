@@ -80,6 +80,11 @@ type Request struct {
 	// measured period.
 	PerfWindow time.Duration
 	Adaptive   Adaptive
+	// Instructions adds one instruction cell per commit, workload and
+	// settings combination (one client, fixed transactions; see
+	// workload.Instructions) to every repeat block. The clients and CPU
+	// axes apply to the timed cells only.
+	Instructions bool
 }
 
 // Bounds of a plan: checked before it is built, so that a typo in -r
@@ -236,6 +241,9 @@ func (r *Request) maxRepeats() int {
 // Configs is the number of configurations (before sharding).
 func (r *Request) configs() float64 {
 	n := float64(len(r.Workloads) * len(r.Clients) * max(1, len(r.CPUs)))
+	if r.Instructions {
+		n += float64(len(r.Workloads))
+	}
 	for _, s := range r.Settings {
 		n *= float64(len(s.Values))
 	}
