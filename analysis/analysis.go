@@ -574,7 +574,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	}
 	ids := map[string]string{} // a configuration's settings key → ID, to spare fmt at 10⁵ cells
 	cfgID := func(c results.Config) string {
-		k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings)
+		k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions)
 		id, ok := ids[k]
 		if !ok {
 			id = c.ID()

@@ -10,13 +10,15 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// instrInput is a run with --instructions and one repeat: base, a
+// instrInput is a run with --instructions and one repeat (one client:
+// the timed and the instruction cells share workload, clients and CPUs
+// and must still be told apart): base, a
 // patch costing +3 607 instructions per transaction (+9.8 %), and an
 // A/A arm 0.01 % off (the measured run-to-run spread is far smaller).
 func instrInput(t *testing.T) *Input {
 	t.Helper()
 	commits := []results.Commit{{Label: "base", Ref: "m", SHA: "1", Build: "base"}, {Label: "patch", Ref: "m", SHA: "2", Build: "patch"}, {Label: "aa", Ref: "m", SHA: "1", Build: "base"}}
-	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: true}, commits)
+	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: true}, commits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,12 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, row := range r.Rows {
+		if row.Metric == "instructions_per_tx" {
+			t.Logf("row %s: %+v", row.Config, row.Stats)
+		}
+	}
+	t.Logf("incomplete: %+v; metrics %v", r.Incomplete, r.Metrics)
 	got := map[string]analysis.InstrWent{}
 	for _, iw := range r.Instructions {
 		got[iw.Commit] = iw
