@@ -3,6 +3,8 @@ package matrix
 import (
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
 // TestPlanInstructions: --instructions adds one instruction cell per
@@ -51,5 +53,28 @@ func TestPlanInstructions(t *testing.T) {
 	}
 	if !p.Options.Instructions {
 		t.Error("plan options do not record --instructions")
+	}
+}
+
+// TestPlanInstructionsOnly: instruction-only plans no timed cells and
+// refuses a clients axis other than one client.
+func TestPlanInstructionsOnly(t *testing.T) {
+	o := opts()
+	o.InstructionsOnly, o.Clients = true, []int{1}
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		if !c.Instructions {
+			t.Errorf("timed cell %s in an instruction-only plan", c.ID)
+		}
+	}
+	if len(p.Cells) != 2*2*2*2 || !p.Options.Instructions {
+		t.Errorf("%d cells, options %+v", len(p.Cells), p.Options)
+	}
+	o.Clients = []int{1, 4}
+	if _, err := NewPlan(o); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "one client") {
+		t.Errorf("-c 1,4 instruction-only: %v", err)
 	}
 }

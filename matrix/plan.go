@@ -87,7 +87,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			Workloads: req.Workloads, Clients: req.Clients, CPUs: req.CPUs, Settings: req.Settings, Repeats: req.Repeats,
 			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), Protocol: req.Protocol, SleepMS: req.SleepMS,
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
-			Instructions: req.Instructions,
+			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 		},
 		Shard:   req.Shard.String(),
 		Metrics: workload.Metrics,
@@ -142,8 +142,10 @@ func canonical(o results.PlanOpts) [][]indexed {
 			var g []indexed
 			for _, w := range o.Workloads {
 				for _, cl := range o.Clients {
-					g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s}, n})
-					n++
+					if !o.InstructionsOnly {
+						g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s}, n})
+						n++
+					}
 				}
 			}
 			if o.Instructions && i == 0 {

@@ -156,12 +156,15 @@ type PlanOpts struct {
 	// UntilDecided, MaxRepeats and BudgetS are matrix --until-decided:
 	// extra blocks for undecided configurations, up to MaxRepeats repeats
 	// and BudgetS seconds of extra blocks (0: no time bound).
-	UntilDecided bool `json:"until_decided,omitempty"`
-	// Instructions adds an instruction cell per commit, workload and
-	// settings (matrix --instructions).
-	Instructions bool    `json:"instructions,omitempty"`
+	UntilDecided bool    `json:"until_decided,omitempty"`
 	MaxRepeats   int     `json:"max_repeats,omitempty"`
 	BudgetS      float64 `json:"budget_s,omitempty"`
+
+	// Instructions adds an instruction cell per commit, workload and
+	// settings (matrix --instructions); InstructionsOnly plans no timed
+	// cells.
+	Instructions     bool `json:"instructions,omitempty"`
+	InstructionsOnly bool `json:"instructions_only,omitempty"`
 }
 
 // Commit returns the plan's commit labelled label.
