@@ -70,6 +70,11 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
+	if dir, err := cm.DataDir(commit.Build); err == nil {
+		if _, running := cluster.PID(dir); !running {
+			r.started[commit.Build] = true // stopped at the end should a step below fail
+		}
+	}
 	st, err := cm.Start(ctx, commit.Build, opts)
 	if err != nil {
 		return failed(rec, err, serverLog)
