@@ -1,10 +1,12 @@
 package matrix
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
 )
 
 // TestPlanInstructions: --instructions adds one instruction cell per
@@ -76,5 +78,28 @@ func TestPlanInstructionsOnly(t *testing.T) {
 	o.Clients = []int{1, 4}
 	if _, err := NewPlan(o); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "one client") {
 		t.Errorf("-c 1,4 instruction-only: %v", err)
+	}
+}
+
+// TestInstrCellSkipsWithoutAMethod: on a host with neither perf nor
+// valgrind, instruction cells are skipped (not recorded) with one line
+// for the whole run.
+func TestInstrCellSkipsWithoutAMethod(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	o := opts()
+	o.InstructionsOnly, o.Clients = true, []int{1}
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r := &run{deps: &Deps{Proc: &proc.Runner{}, Out: &out}, plan: p, dir: t.TempDir(), started: map[string]bool{}}
+	for _, c := range p.Cells[:3] {
+		if rec := r.cell(context.Background(), c); rec != nil {
+			t.Errorf("%s: recorded %+v, want skipped", c.ID, rec)
+		}
+	}
+	if strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), "instruction cells are skipped") {
+		t.Errorf("output %q: want one line", out.String())
 	}
 }
