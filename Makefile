@@ -17,7 +17,7 @@ build:
 # The whole suite. Tests that need PostgreSQL, perf or a source tree skip
 # when it is missing, unless ABTEST_REQUIRE=1 (as in .ci/run).
 test:
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 
 # The built-in A/B run: Debian's PostgreSQL 15 source (or $$PG_SOURCE_DIR),
 # HEAD against HEAD with the demo patch. Installs what it needs as root.

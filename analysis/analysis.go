@@ -510,6 +510,57 @@ type group struct {
 
 // Analyze computes the report.
 func Analyze(in *Input, o Options) (*Report, error) {
+	a, err := newAnalyzer(in, o)
+	if err != nil {
+		return nil, err
+	}
+	a.groupCells()
+	a.chooseMetrics()
+	a.findIncomplete()
+	a.measureTiers()
+	a.planTests()
+	for _, c := range a.r.Commits {
+		a.decideCommit(c)
+	}
+	a.finish()
+	return a.r, nil
+}
+
+// analyzer carries Analyze's state from one step to the next.
+type analyzer struct {
+	in *Input
+	o  Options
+	p  *results.Plan
+	r  *Report
+	d  design
+
+	configs []string
+	groups  map[string]map[string]*group // config → commit
+	ids     map[string]string            // a configuration's settings key → ID, to spare fmt at 10⁵ cells
+	present map[string]bool              // metrics with a finite value in some usable cell
+	cellWhy map[string]map[string]string // config → commit → why
+
+	tiers     map[string]Tier
+	minEffect map[string]map[string]float64 // metric → config → percent
+
+	rowIdx    map[[2]string]int // config, metric → index in r.Rows
+	byCommit  map[string][]*cellTest
+	undecided map[string]bool // configs
+}
+
+// cellTest is one test of a commit × configuration × metric, and the
+// Stat its verdict goes to.
+type cellTest struct {
+	t      *test
+	row    int
+	stat   int
+	exact  bool
+	gated  bool
+	mirror string
+}
+
+// newAnalyzer checks the options against the plan and starts the report.
+func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	p := in.Plan
 	if o.Alpha == 0 {
 		o.Alpha = 0.01
@@ -538,57 +589,77 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			return nil, exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
 		}
 	}
-	d := design{alpha: o.Alpha, r0: p.Options.Repeats}
-	if o.Sequential == (Sequential{}) && p.Options.UntilDecided {
+	a := &analyzer{in: in, o: o, p: p, r: r, d: design{alpha: o.Alpha, r0: p.Options.Repeats}, undecided: map[string]bool{}}
+	if err := a.sequentialDesign(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// sequentialDesign sets the design of --until-decided, from the options
+// or, when they have none, from the plan.
+func (a *analyzer) sequentialDesign() error {
+	p := a.p
+	if a.o.Sequential == (Sequential{}) && p.Options.UntilDecided {
 		// The plan says how the run looked: one extra block per look
 		// (matrix --until-decided), so a re-analysis spends α as the run
 		// did.
-		o.Sequential = Sequential{Step: 1, MaxRepeats: p.Options.MaxRepeats}
-		if o.Sequential.MaxRepeats == 0 {
-			o.Sequential.MaxRepeats = 2 * p.Options.Repeats
+		a.o.Sequential = Sequential{Step: 1, MaxRepeats: p.Options.MaxRepeats}
+		if a.o.Sequential.MaxRepeats == 0 {
+			a.o.Sequential.MaxRepeats = 2 * p.Options.Repeats
 		}
 	}
-	if s := o.Sequential; s.Step != 0 || s.MaxRepeats != 0 {
+	if s := a.o.Sequential; s.Step != 0 || s.MaxRepeats != 0 {
 		if s.Step < 1 || s.MaxRepeats < p.Options.Repeats || p.Options.Repeats < 1 {
-			return nil, exitcode.BadInputf("--until-decided: step %d, max repeats %d: want a step ≥ 1 and max repeats ≥ the plan's %d", s.Step, s.MaxRepeats, p.Options.Repeats)
+			return exitcode.BadInputf("--until-decided: step %d, max repeats %d: want a step ≥ 1 and max repeats ≥ the plan's %d", s.Step, s.MaxRepeats, p.Options.Repeats)
 		}
-		d.step, d.limit = s.Step, s.MaxRepeats
-		r.Sequential = &s
+		a.d.step, a.d.limit = s.Step, s.MaxRepeats
+		a.r.Sequential = &s
 	}
+	return nil
+}
 
-	configs := make([]string, 0, len(p.Configs))
+// group returns a commit's group in a configuration, made on first use.
+func (a *analyzer) group(cfg, commit string) *group {
+	if a.groups[cfg] == nil {
+		a.groups[cfg] = map[string]*group{}
+	}
+	g := a.groups[cfg][commit]
+	if g == nil {
+		g = &group{usable: map[int]*results.Record{}}
+		a.groups[cfg][commit] = g
+	}
+	return g
+}
+
+// configID is c.ID(), remembered by settings.
+func (a *analyzer) configID(c results.Config) string {
+	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions)
+	id, ok := a.ids[k]
+	if !ok {
+		id = c.ID()
+		a.ids[k] = id
+	}
+	return id
+}
+
+// groupCells sorts the planned cells and the records into groups, and
+// notes the failed and saturated cells and the metrics present.
+func (a *analyzer) groupCells() {
+	p, r := a.p, a.r
+	a.configs = make([]string, 0, len(p.Configs))
 	for _, c := range p.Configs {
-		configs = append(configs, c.ID())
+		a.configs = append(a.configs, c.ID())
 	}
-	groups := map[string]map[string]*group{} // config → commit
-	get := func(cfg, commit string) *group {
-		if groups[cfg] == nil {
-			groups[cfg] = map[string]*group{}
-		}
-		g := groups[cfg][commit]
-		if g == nil {
-			g = &group{usable: map[int]*results.Record{}}
-			groups[cfg][commit] = g
-		}
-		return g
-	}
-	ids := map[string]string{} // a configuration's settings key → ID, to spare fmt at 10⁵ cells
-	cfgID := func(c results.Config) string {
-		k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions)
-		id, ok := ids[k]
-		if !ok {
-			id = c.ID()
-			ids[k] = id
-		}
-		return id
-	}
+	a.groups = map[string]map[string]*group{}
+	a.ids = map[string]string{}
 	for i := range p.Cells {
-		get(cfgID(p.Cells[i].Config), p.Cells[i].Commit).planned++
+		a.group(a.configID(p.Cells[i].Config), p.Cells[i].Commit).planned++
 	}
-	present := map[string]bool{}
-	for i := range in.Records {
-		rec := &in.Records[i]
-		g := get(cfgID(rec.Config()), rec.Commit)
+	a.present = map[string]bool{}
+	for i := range a.in.Records {
+		rec := &a.in.Records[i]
+		g := a.group(a.configID(rec.Config()), rec.Commit)
 		switch {
 		case rec.Status != results.StatusOK:
 			r.Failed = append(r.Failed, CellNote{Cell: rec.Cell, Status: rec.Status, Error: rec.Error, Tail: rec.LogTail})
@@ -602,38 +673,51 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		g.usable[rec.Repeat] = rec
 		for m, v := range rec.Metrics {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				present[m] = true
+				a.present[m] = true
 			}
 		}
 	}
 	if len(p.Cells) == 0 {
-		// A plan without its cell list (tests, hand-made plans): the
-		// repeats, or the most any commit has.
-		for _, byCommit := range groups {
-			most := p.Options.Repeats
-			for _, g := range byCommit {
-				most = max(most, len(g.usable)+g.failed+g.saturated)
-			}
-			for _, c := range r.Commits {
-				if byCommit[c] == nil {
-					byCommit[c] = &group{usable: map[int]*results.Record{}}
-				}
-				byCommit[c].planned = most
-			}
-		}
+		a.planFromRecords()
 	}
-	for _, m := range p.Metrics {
-		if present[m.Name] && (len(o.Metrics) == 0 || contains(o.Metrics, m.Name)) {
-			r.Metrics = append(r.Metrics, m.Name)
-		}
-	}
+}
 
-	// Incomplete commit × configuration: the cells themselves.
-	cellWhy := map[string]map[string]string{} // config → commit → why
-	for _, id := range configs {
-		base := groups[id][r.Baseline]
+// planFromRecords plans, for a plan without its cell list (tests,
+// hand-made plans), the repeats, or the most any commit has.
+func (a *analyzer) planFromRecords() {
+	for _, byCommit := range a.groups {
+		most := a.p.Options.Repeats
+		for _, g := range byCommit {
+			most = max(most, len(g.usable)+g.failed+g.saturated)
+		}
+		for _, c := range a.r.Commits {
+			if byCommit[c] == nil {
+				byCommit[c] = &group{usable: map[int]*results.Record{}}
+			}
+			byCommit[c].planned = most
+		}
+	}
+}
+
+// chooseMetrics keeps the plan's metrics that some cell has and the
+// options ask for, in the plan's order.
+func (a *analyzer) chooseMetrics() {
+	for _, m := range a.p.Metrics {
+		if a.present[m.Name] && (len(a.o.Metrics) == 0 || contains(a.o.Metrics, m.Name)) {
+			a.r.Metrics = append(a.r.Metrics, m.Name)
+		}
+	}
+}
+
+// findIncomplete notes each commit × configuration whose cells are fewer
+// than planned, and the saturation where the baseline held the rate.
+func (a *analyzer) findIncomplete() {
+	r := a.r
+	a.cellWhy = map[string]map[string]string{}
+	for _, id := range a.configs {
+		base := a.groups[id][r.Baseline]
 		for _, c := range r.Commits {
-			g := groups[id][c]
+			g := a.groups[id][c]
 			if g == nil {
 				g = &group{usable: map[int]*results.Record{}}
 			}
@@ -650,17 +734,22 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			if why == "" {
 				continue
 			}
-			if cellWhy[id] == nil {
-				cellWhy[id] = map[string]string{}
+			if a.cellWhy[id] == nil {
+				a.cellWhy[id] = map[string]string{}
 			}
-			cellWhy[id][c] = why
+			a.cellWhy[id][c] = why
 			r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Usable: len(g.usable), Planned: g.planned, Why: why, Gated: true})
 		}
 	}
+}
 
-	// Tiers, pooled over the configurations' baseline repeats.
-	tiers := map[string]Tier{}
-	minEffect := map[string]map[string]float64{} // metric → config → percent
+// measureTiers gives each metric its tier, pooled over the
+// configurations' baseline repeats, and its minimum effect in each
+// configuration.
+func (a *analyzer) measureTiers() {
+	p, r, o := a.p, a.r, a.o
+	a.tiers = map[string]Tier{}
+	a.minEffect = map[string]map[string]float64{}
 	for _, m := range r.Metrics {
 		def, _ := p.Metrics.Get(m)
 		th := def.ThresholdPct
@@ -668,281 +757,355 @@ func Analyze(in *Input, o Options) (*Report, error) {
 			th = v
 		}
 		var spreads []float64
-		minEffect[m] = map[string]float64{}
-		for _, id := range configs {
-			vs := values(groups[id][r.Baseline], m)
+		a.minEffect[m] = map[string]float64{}
+		for _, id := range a.configs {
+			vs := values(a.groups[id][r.Baseline], m)
 			if len(vs) < 2 {
-				minEffect[m][id] = th
+				a.minEffect[m][id] = th
 				continue
 			}
 			s := spreadPct(vs)
 			spreads = append(spreads, s)
-			minEffect[m][id] = math.Max(th, noiseK*s)
+			a.minEffect[m][id] = math.Max(th, noiseK*s)
 		}
 		pairs := p.Options.Repeats
 		if pairs == 0 {
 			pairs = 1
-			for _, id := range configs {
-				pairs = max(pairs, len(values(groups[id][r.Baseline], m)))
+			for _, id := range a.configs {
+				pairs = max(pairs, len(values(a.groups[id][r.Baseline], m)))
 			}
 		}
 		t := measureTier(def, contains(o.Gate, m), th, spreads, pairs, o.Alpha)
-		tiers[m] = t
+		a.tiers[m] = t
 		r.Tiers = append(r.Tiers, t)
 	}
+}
 
-	// One test per commit × configuration × metric.
-	type cellTest struct {
-		t      *test
-		row    int
-		stat   int
-		exact  bool
-		gated  bool
-		mirror string
+// planTests makes the rows, one per configuration × metric that has
+// values, and one test per commit × configuration × metric.
+func (a *analyzer) planTests() {
+	a.rowIdx = map[[2]string]int{}
+	a.byCommit = map[string][]*cellTest{}
+	for _, id := range a.configs {
+		for _, m := range a.r.Metrics {
+			a.planRow(id, m)
+		}
 	}
-	rowIdx := map[[2]string]int{}
-	byCommit := map[string][]*cellTest{}
-	for _, id := range configs {
-		for _, m := range r.Metrics {
-			def, _ := p.Metrics.Get(m)
-			tier := tiers[m]
-			row := Row{Config: id, Metric: m}
-			expected := false
-			for _, c := range r.Commits {
-				if len(values(groups[id][c], m)) > 0 {
-					expected = true
-				}
+}
+
+// rowInputs is what the commits of one row share.
+type rowInputs struct {
+	id, m string
+	def   results.Metric
+	tier  Tier
+	bg    *group
+	base  []float64
+}
+
+// planRow makes the row of a configuration and metric, if any commit has
+// values there.
+func (a *analyzer) planRow(id, m string) {
+	expected := false
+	for _, c := range a.r.Commits {
+		if len(values(a.groups[id][c], m)) > 0 {
+			expected = true
+		}
+	}
+	if !expected {
+		return
+	}
+	def, _ := a.p.Metrics.Get(m)
+	bg := a.groups[id][a.r.Baseline]
+	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: values(bg, m)}
+	row := Row{Config: id, Metric: m}
+	for _, c := range a.r.Commits {
+		st, ct := a.planStat(in, c, len(row.Stats))
+		if ct != nil {
+			a.byCommit[c] = append(a.byCommit[c], ct)
+		}
+		row.Stats = append(row.Stats, st)
+	}
+	a.rowIdx[[2]string{id, m}] = len(a.r.Rows)
+	a.r.Rows = append(a.r.Rows, row)
+}
+
+// planStat makes a commit's Stat in a row: the median and its interval,
+// and either the verdict (baseline, incomplete) or the test to decide it.
+func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest) {
+	g := a.groups[in.id][c]
+	vs := values(g, in.m)
+	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
+		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
+	if len(vs) > 0 {
+		s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: a.o.Alpha})
+		sum := benchmath.AssumeNothing.Summary(s, 0.95)
+		st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+	}
+	if c == a.r.Baseline {
+		st.Verdict = results.VerdictBaseline
+		return st, nil
+	}
+	why := a.metricMissing(in, c, g, vs)
+	if len(vs) > 0 && len(in.base) > 0 {
+		bs := append([]float64(nil), in.base...)
+		slices.Sort(bs)
+		st.DeltaPct = deltaPct(median(bs), st.Median)
+	}
+	if why != "" {
+		a.judgeIncomplete(&st, in, vs, why)
+		return st, nil
+	}
+	// Complete: every repeat of both commits is usable, so the blocks
+	// pair.
+	pb, pc := pairs(in.bg, g, in.m)
+	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, exact: in.tier.Tier == results.TierExact}
+	me := a.minEffect[in.m][in.id]
+	if ct.exact {
+		ct.t = newTest(in.def, me, in.base, vs, false)
+	} else {
+		paired := len(pb) == len(in.base) && len(pc) == len(vs)
+		if paired {
+			ct.t = newTest(in.def, me, pb, pc, true)
+		} else {
+			ct.t = newTest(in.def, me, in.base, vs, false)
+		}
+	}
+	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
+		ct.mirror = in.def.SameAs
+	}
+	return st, ct
+}
+
+// metricMissing says why a commit's cells in a configuration cannot be
+// tested for a metric: the cells are incomplete, or complete but some
+// lack the metric (which it adds to the report's incomplete list); ""
+// when they can.
+func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64) string {
+	why := a.cellWhy[in.id][c]
+	if why == "" && g != nil && len(vs) < len(g.usable) {
+		why = fmt.Sprintf("%s missing in %d of %d cells", in.m, len(g.usable)-len(vs), len(g.usable))
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: in.tier.Gated})
+	}
+	if why == "" && in.bg != nil && len(in.base) < len(in.bg.usable) {
+		why = fmt.Sprintf("%s missing in %d of %d baseline cells", in.m, len(in.bg.usable)-len(in.base), len(in.bg.usable))
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: in.tier.Gated})
+	}
+	return why
+}
+
+// judgeIncomplete gives an incomplete Stat its verdict, and the unpaired
+// p-value of what values there are, for information.
+func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why string) {
+	st.Verdict, st.Note = results.Incomplete, why
+	if len(vs) == 0 || len(in.base) == 0 {
+		return
+	}
+	t := newTest(in.def, a.minEffect[in.m][in.id], in.base, vs, false)
+	t.measure(len(vs), a.o.Alpha)
+	st.P, st.Method = t.p, "unpaired"
+	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {
+		st.Note += fmt.Sprintf("; %d + %d repeats can never reach p < %v (smallest U-test p %.2g)", len(in.base), len(vs), a.o.Alpha, mp)
+	}
+}
+
+// decideCommit decides a commit's tests: exact counters, the Holm family
+// of gated tests (look by look under a sequential design), report-only
+// tests alone at α, then the metrics that mirror another; and sums up
+// the commit unless it is the baseline.
+func (a *analyzer) decideCommit(c string) {
+	sum := Summary{Commit: c}
+	a.runTests(c, &sum)
+	for _, ct := range a.byCommit[c] {
+		row := &a.r.Rows[ct.row]
+		st := &row.Stats[ct.stat]
+		if ct.mirror != "" {
+			a.mirrorVerdict(c, ct, row, st)
+		} else {
+			a.testVerdict(ct, row, st, &sum)
+		}
+		a.noteChange(c, ct, row, st)
+	}
+	if c == a.r.Baseline {
+		return
+	}
+	a.countVerdicts(c, &sum)
+	a.boundNoChange(c, &sum)
+	a.r.Summaries = append(a.r.Summaries, sum)
+}
+
+// runTests runs a commit's tests, mirrors aside.
+func (a *analyzer) runTests(c string, sum *Summary) {
+	var family, loose []*test
+	for _, ct := range a.byCommit[c] {
+		switch {
+		case ct.mirror != "":
+			sum.Mirrored++
+		case ct.exact:
+			exactVerdict(ct.t)
+			if ct.gated {
+				sum.Exact++
 			}
-			if !expected {
+		case ct.gated:
+			family = append(family, ct.t)
+		default:
+			loose = append(loose, ct.t)
+		}
+	}
+	decide(family, a.d)
+	sum.Tests = len(family)
+	for _, t := range loose {
+		t.measure(len(t.cand), a.o.Alpha)
+		t.classify(t.p < a.o.Alpha, a.o.Alpha, 1)
+	}
+}
+
+// mirrorVerdict copies to a mirroring metric's Stat the verdict of the
+// metric it mirrors.
+func (a *analyzer) mirrorVerdict(c string, ct *cellTest, row *Row, st *Stat) {
+	j, ok := a.rowIdx[[2]string{row.Config, ct.mirror}]
+	var src *Stat
+	if ok {
+		for k := range a.r.Rows[j].Stats {
+			if a.r.Rows[j].Stats[k].Commit == c {
+				src = &a.r.Rows[j].Stats[k]
+			}
+		}
+	}
+	if src == nil {
+		return
+	}
+	st.Verdict, st.P, st.Look, st.Method = src.Verdict, src.P, src.Look, "as "+ct.mirror
+	st.MinEffectPct, st.DetectablePct = ct.t.minEffect, src.DetectablePct
+	st.Note = "one statistic with " + ct.mirror + ": tested once, as " + ct.mirror
+	if src.Verdict == results.Better || src.Verdict == results.Worse {
+		// Better and worse agree across the pair by
+		// construction (both directions say the same).
+		st.Verdict = src.Verdict
+	}
+}
+
+// testVerdict writes a decided test into its Stat.
+func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
+	t := ct.t
+	st.P, st.DeltaLo, st.DeltaHi, st.Look = t.p, t.lo, t.hi, t.look
+	if !math.IsNaN(t.est) {
+		st.DeltaPct = t.est
+	}
+	st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
+	st.Method = "paired"
+	switch {
+	case ct.exact:
+		st.Method = "exact"
+	case !t.paired:
+		st.Method = "unpaired"
+	}
+	if t.verdict == results.Unknown {
+		st.DetectablePct = t.detectable()
+		if ct.gated && t.paired && minFlipP(t.n) >= t.level/float64(max(t.family, 1)) {
+			sum.Unreachable++
+			st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, t.level/float64(max(t.family, 1)), t.family)
+		}
+		if t.undecided {
+			a.undecided[row.Config] = true
+		}
+	}
+	if t.significant && t.verdict == results.Same && t.paired {
+		st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)
+	}
+}
+
+// noteChange lists a called change, and a gated one for the worse as a
+// regression.
+func (a *analyzer) noteChange(c string, ct *cellTest, row *Row, st *Stat) {
+	switch st.Verdict {
+	case results.Better, results.Worse, results.Higher, results.Lower:
+		ch := Change{Commit: c, Config: row.Config, Metric: row.Metric, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: st.Gated}
+		a.r.Changes = append(a.r.Changes, ch)
+		if ch.Gated && st.Verdict != results.Better && ct.mirror == "" {
+			a.r.Regressions = append(a.r.Regressions, ch)
+		}
+	}
+}
+
+// countVerdicts counts a commit's verdicts into its summary.
+func (a *analyzer) countVerdicts(c string, sum *Summary) {
+	for _, row := range a.r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
+				// A mirrored metric is the same answer again.
 				continue
 			}
-			bg := groups[id][r.Baseline]
-			base := values(bg, m)
-			for _, c := range r.Commits {
-				g := groups[id][c]
-				vs := values(g, m)
-				st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
-					DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), P: math.NaN(), Gated: tier.Gated && c != r.Baseline}
-				if len(vs) > 0 {
-					s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: o.Alpha})
-					sum := benchmath.AssumeNothing.Summary(s, 0.95)
-					st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
-				}
-				if c == r.Baseline {
-					st.Verdict = results.VerdictBaseline
-					row.Stats = append(row.Stats, st)
-					continue
-				}
-				why := cellWhy[id][c]
-				if why == "" && g != nil && len(vs) < len(g.usable) {
-					why = fmt.Sprintf("%s missing in %d of %d cells", m, len(g.usable)-len(vs), len(g.usable))
-					r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Metric: m, Usable: len(vs), Planned: g.planned, Why: why, Gated: tier.Gated})
-				}
-				if why == "" && bg != nil && len(base) < len(bg.usable) {
-					why = fmt.Sprintf("%s missing in %d of %d baseline cells", m, len(bg.usable)-len(base), len(bg.usable))
-					r.Incomplete = append(r.Incomplete, Incomplete{Commit: c, Config: id, Metric: m, Usable: len(vs), Planned: g.planned, Why: why, Gated: tier.Gated})
-				}
-				if len(vs) > 0 && len(base) > 0 {
-					bs := append([]float64(nil), base...)
-					slices.Sort(bs)
-					st.DeltaPct = deltaPct(median(bs), st.Median)
-				}
-				if why != "" {
-					st.Verdict, st.Note = results.Incomplete, why
-					if len(vs) > 0 && len(base) > 0 {
-						t := newTest(def, minEffect[m][id], base, vs, false)
-						t.measure(len(vs), o.Alpha)
-						st.P, st.Method = t.p, "unpaired"
-						if mp := minUP(len(base), len(vs)); mp >= o.Alpha {
-							st.Note += fmt.Sprintf("; %d + %d repeats can never reach p < %v (smallest U-test p %.2g)", len(base), len(vs), o.Alpha, mp)
-						}
-					}
-					row.Stats = append(row.Stats, st)
-					continue
-				}
-				// Complete: every repeat of both commits is usable, so
-				// the blocks pair.
-				pb, pc := pairs(bg, g, m)
-				ct := &cellTest{row: len(r.Rows), stat: len(row.Stats), gated: st.Gated, exact: tier.Tier == results.TierExact}
-				if ct.exact {
-					ct.t = newTest(def, minEffect[m][id], base, vs, false)
-				} else {
-					paired := len(pb) == len(base) && len(pc) == len(vs)
-					if paired {
-						ct.t = newTest(def, minEffect[m][id], pb, pc, true)
-					} else {
-						ct.t = newTest(def, minEffect[m][id], base, vs, false)
-					}
-				}
-				if def.SameAs != "" && contains(r.Metrics, def.SameAs) && tiers[def.SameAs].Gated == tier.Gated {
-					ct.mirror = def.SameAs
-				}
-				byCommit[c] = append(byCommit[c], ct)
-				row.Stats = append(row.Stats, st)
+			switch st.Verdict {
+			case results.Better:
+				sum.Better++
+			case results.Worse:
+				sum.Worse++
+			case results.Higher:
+				sum.Higher++
+			case results.Lower:
+				sum.Lower++
+			case results.Same:
+				sum.Same++
+			case results.Unknown:
+				sum.Unknown++
+			case results.Incomplete:
+				sum.Incomplete++
 			}
-			rowIdx[[2]string{id, m}] = len(r.Rows)
-			r.Rows = append(r.Rows, row)
 		}
 	}
+}
 
-	// Decide per commit: exact counters, the Holm family of gated tests
-	// (look by look under a sequential design), report-only tests alone
-	// at α, then the metrics that mirror another.
-	undecided := map[string]bool{}
-	for _, c := range r.Commits {
-		sum := Summary{Commit: c}
-		var family, loose []*test
-		for _, ct := range byCommit[c] {
-			switch {
-			case ct.mirror != "":
-				sum.Mirrored++
-			case ct.exact:
-				exactVerdict(ct.t)
-				if ct.gated {
-					sum.Exact++
-				}
-			case ct.gated:
-				family = append(family, ct.t)
-			default:
-				loose = append(loose, ct.t)
+// boundNoChange sets the summary's no-change bound when every gated
+// verdict of the commit is same and none is incomplete, and the largest
+// change its gated unknowns could have missed.
+func (a *analyzer) boundNoChange(c string, sum *Summary) {
+	allSame, anyGated := true, false
+	for _, row := range a.r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit != c || !st.Gated || strings.HasPrefix(st.Method, "as ") {
+				continue
 			}
-		}
-		decide(family, d)
-		sum.Tests = len(family)
-		for _, t := range loose {
-			t.measure(len(t.cand), o.Alpha)
-			t.classify(t.p < o.Alpha, o.Alpha, 1)
-		}
-		for _, ct := range byCommit[c] {
-			row := &r.Rows[ct.row]
-			st := &row.Stats[ct.stat]
-			t := ct.t
-			if ct.mirror != "" {
-				j, ok := rowIdx[[2]string{row.Config, ct.mirror}]
-				var src *Stat
-				if ok {
-					for k := range r.Rows[j].Stats {
-						if r.Rows[j].Stats[k].Commit == c {
-							src = &r.Rows[j].Stats[k]
-						}
-					}
-				}
-				if src != nil {
-					st.Verdict, st.P, st.Look, st.Method = src.Verdict, src.P, src.Look, "as "+ct.mirror
-					st.MinEffectPct, st.DetectablePct = t.minEffect, src.DetectablePct
-					st.Note = "one statistic with " + ct.mirror + ": tested once, as " + ct.mirror
-					if src.Verdict == results.Better || src.Verdict == results.Worse {
-						// Better and worse agree across the pair by
-						// construction (both directions say the same).
-						st.Verdict = src.Verdict
-					}
-				}
-			} else {
-				st.P, st.DeltaLo, st.DeltaHi, st.Look = t.p, t.lo, t.hi, t.look
-				if !math.IsNaN(t.est) {
-					st.DeltaPct = t.est
-				}
-				st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
-				st.Method = "paired"
-				switch {
-				case ct.exact:
-					st.Method = "exact"
-				case !t.paired:
-					st.Method = "unpaired"
-				}
-				if t.verdict == results.Unknown {
-					st.DetectablePct = t.detectable()
-					if ct.gated && t.paired && minFlipP(t.n) >= t.level/float64(max(t.family, 1)) {
-						sum.Unreachable++
-						st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, t.level/float64(max(t.family, 1)), t.family)
-					}
-					if t.undecided {
-						undecided[row.Config] = true
-					}
-				}
-				if t.significant && t.verdict == results.Same && t.paired {
-					st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)
-				}
-			}
+			anyGated = true
 			switch st.Verdict {
-			case results.Better, results.Worse, results.Higher, results.Lower:
-				ch := Change{Commit: c, Config: row.Config, Metric: row.Metric, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: st.Gated}
-				r.Changes = append(r.Changes, ch)
-				if ch.Gated && st.Verdict != results.Better && ct.mirror == "" {
-					r.Regressions = append(r.Regressions, ch)
-				}
+			case results.Same:
+				sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)
+			case results.Unknown:
+				allSame = false
+				sum.GatedUnknown++
+				sum.DetectablePct = math.Max(sum.DetectablePct, st.DetectablePct)
+			default:
+				allSame = false
 			}
 		}
-		if c == r.Baseline {
-			continue
-		}
-		for _, row := range r.Rows {
-			for _, st := range row.Stats {
-				if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
-					// A mirrored metric is the same answer again.
-					continue
-				}
-				switch st.Verdict {
-				case results.Better:
-					sum.Better++
-				case results.Worse:
-					sum.Worse++
-				case results.Higher:
-					sum.Higher++
-				case results.Lower:
-					sum.Lower++
-				case results.Same:
-					sum.Same++
-				case results.Unknown:
-					sum.Unknown++
-				case results.Incomplete:
-					sum.Incomplete++
-				}
-			}
-		}
-		allSame, anyGated := true, false
-		for _, row := range r.Rows {
-			for _, st := range row.Stats {
-				if st.Commit != c || !st.Gated || strings.HasPrefix(st.Method, "as ") {
-					continue
-				}
-				anyGated = true
-				switch st.Verdict {
-				case results.Same:
-					sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)
-				case results.Unknown:
-					allSame = false
-					sum.GatedUnknown++
-					sum.DetectablePct = math.Max(sum.DetectablePct, st.DetectablePct)
-				default:
-					allSame = false
-				}
-			}
-		}
-		if !allSame || !anyGated {
+	}
+	if !allSame || !anyGated {
+		sum.NoChangePct = 0
+	}
+	for _, in := range a.r.Incomplete {
+		if in.Commit == c && in.Gated {
 			sum.NoChangePct = 0
 		}
-		for _, in := range r.Incomplete {
-			if in.Commit == c && in.Gated {
-				sum.NoChangePct = 0
-			}
-		}
-		r.Summaries = append(r.Summaries, sum)
 	}
-	for _, id := range configs {
-		if undecided[id] {
+}
+
+// finish lists the undecided configurations, orders the incomplete and
+// the changes, and adds the geometric means, the A/A note and the
+// profiles.
+func (a *analyzer) finish() {
+	r := a.r
+	for _, id := range a.configs {
+		if a.undecided[id] {
 			r.undecided = append(r.undecided, id)
 		}
 	}
 	sort.SliceStable(r.Incomplete, func(i, j int) bool { return r.Incomplete[i].Commit < r.Incomplete[j].Commit })
 	sort.SliceStable(r.Changes, func(i, j int) bool { return math.Abs(r.Changes[i].DeltaPct) > math.Abs(r.Changes[j].DeltaPct) })
-	r.geomeans(groups, configs, cellWhy)
+	r.geomeans(a.groups, a.configs, a.cellWhy)
 	r.aa()
-	if p.Options.Perf {
+	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}
 	r.instructions()
-	return r, nil
 }
 
 // groupWhy says why a commit's cells in a configuration are fewer than

@@ -60,32 +60,58 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	if err := r.writeInstrDiffs(dir, relTo); err != nil {
 		return err
 	}
-	colour := map[string]color.Color{}
+	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{}}
 	for i, c := range r.Commits {
-		colour[c] = palette[i%len(palette)]
+		w.colour[c] = palette[i%len(palette)]
 	}
-	add := func(path string) {
-		rel, err := filepath.Rel(relTo, path)
-		if err != nil {
-			rel = path
-		}
-		r.Plots = append(r.Plots, rel)
-	}
-	cfgs := map[string]results.Config{}
 	for _, c := range r.Plan.Configs {
-		cfgs[c.ID()] = c
+		w.cfgs[c.ID()] = c
 	}
+	for _, g := range w.clientGroups() {
+		if err := w.tpsVsClients(g); err != nil {
+			return err
+		}
+	}
+	byConfig, configs := w.okRecordsByConfig()
+	for _, id := range configs {
+		if err := w.tpsOverTime(id, byConfig[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	// TPS vs clients, per workload × CPUs × settings.
-	type group struct {
-		name    string
-		clients []int
-		rows    []Row
+// plotWriter is what the plots of WritePlots share.
+type plotWriter struct {
+	r          *Report
+	dir, relTo string
+	colour     map[string]color.Color    // by commit
+	cfgs       map[string]results.Config // by ID
+}
+
+// add records a plot's path in the report.
+func (w *plotWriter) add(path string) {
+	rel, err := filepath.Rel(w.relTo, path)
+	if err != nil {
+		rel = path
 	}
-	var groups []*group
-	byName := map[string]*group{}
-	for _, row := range r.Rows {
-		c, ok := cfgs[row.Config]
+	w.r.Plots = append(w.r.Plots, rel)
+}
+
+// clientGroup is the TPS rows of a workload × CPUs × settings.
+type clientGroup struct {
+	name    string
+	clients []int
+	rows    []Row
+}
+
+// clientGroups groups the TPS rows by workload × CPUs × settings, in the
+// rows' order.
+func (w *plotWriter) clientGroups() []*clientGroup {
+	var groups []*clientGroup
+	byName := map[string]*clientGroup{}
+	for _, row := range w.r.Rows {
+		c, ok := w.cfgs[row.Config]
 		if row.Metric != "tps" || !ok {
 			continue
 		}
@@ -94,7 +120,7 @@ func (r *Report) WritePlots(dir, relTo string) error {
 		name := strings.Replace(k.ID(), "/c0/", "/", 1)
 		g := byName[name]
 		if g == nil {
-			g = &group{name: name}
+			g = &clientGroup{name: name}
 			byName[name] = g
 			groups = append(groups, g)
 		}
@@ -103,88 +129,105 @@ func (r *Report) WritePlots(dir, relTo string) error {
 			g.clients = append(g.clients, c.Clients)
 		}
 	}
-	for _, g := range groups {
-		path := filepath.Join(dir, "tps-vs-clients-"+fileSafe.ReplaceAllString(g.name, "_")+".svg")
-		slices.Sort(g.clients)
-		if len(g.clients) < 2 {
-			r.PlotNotes = append(r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
-			continue
-		}
-		p := plot.New()
-		p.Title.Text = "TPS by clients: " + g.name
-		p.X.Label.Text = "clients"
-		p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
-		var ticks []plot.Tick
-		for _, c := range g.clients {
-			ticks = append(ticks, plot.Tick{Value: float64(c), Label: strconv.Itoa(c)})
-		}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		span := float64(g.clients[len(g.clients)-1] - g.clients[0])
-		for i, commit := range r.Commits {
-			// Each commit's points a little to the side, so that they do
-			// not hide each other.
-			off := span * 0.012 * (float64(i) - float64(len(r.Commits)-1)/2)
-			var reps, meds plotter.XYs
-			var errs plotter.YErrors
-			var bars plotter.XYs
-			for _, row := range g.rows {
-				clients := float64(cfgs[row.Config].Clients)
-				for _, st := range row.Stats {
-					if st.Commit != commit || st.N == 0 {
-						continue
-					}
-					for _, v := range st.Values {
-						reps = append(reps, plotter.XY{X: clients + off, Y: v})
-					}
-					meds = append(meds, plotter.XY{X: clients + off, Y: st.Median})
-					if isFinite(st.Lo) && isFinite(st.Hi) {
-						bars = append(bars, plotter.XY{X: clients + off, Y: st.Median})
-						errs = append(errs, struct{ Low, High float64 }{st.Median - st.Lo, st.Hi - st.Median})
-					}
-				}
-			}
-			if len(meds) == 0 {
-				continue
-			}
-			slices.SortFunc(meds, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-			sc, err := plotter.NewScatter(reps)
-			if err != nil {
-				return err
-			}
-			sc.GlyphStyle.Color = faded(colour[commit])
-			sc.GlyphStyle.Radius = vg.Points(2)
-			l, err := plotter.NewLine(meds)
-			if err != nil {
-				return err
-			}
-			l.Color = colour[commit]
-			l.Width = vg.Points(1.5)
-			p.Add(sc, l)
-			if len(bars) > 0 {
-				eb, err := plotter.NewYErrorBars(struct {
-					plotter.XYs
-					plotter.YErrors
-				}{bars, errs})
-				if err != nil {
-					return err
-				}
-				eb.Color = colour[commit]
-				eb.Width = vg.Points(1.5)
-				p.Add(eb)
-			}
-			p.Legend.Add(commit, l, sc)
-		}
-		fromZero(p)
-		if err := save(p, path); err != nil {
+	return groups
+}
+
+// tpsVsClients draws tps-vs-clients-<group>.svg, or notes why not.
+func (w *plotWriter) tpsVsClients(g *clientGroup) error {
+	path := filepath.Join(w.dir, "tps-vs-clients-"+fileSafe.ReplaceAllString(g.name, "_")+".svg")
+	slices.Sort(g.clients)
+	if len(g.clients) < 2 {
+		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "TPS by clients: " + g.name
+	p.X.Label.Text = "clients"
+	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
+	var ticks []plot.Tick
+	for _, c := range g.clients {
+		ticks = append(ticks, plot.Tick{Value: float64(c), Label: strconv.Itoa(c)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	span := float64(g.clients[len(g.clients)-1] - g.clients[0])
+	for i, commit := range w.r.Commits {
+		// Each commit's points a little to the side, so that they do
+		// not hide each other.
+		off := span * 0.012 * (float64(i) - float64(len(w.r.Commits)-1)/2)
+		if err := w.addCommitByClients(p, g, commit, off); err != nil {
 			return err
 		}
-		add(path)
 	}
+	fromZero(p)
+	if err := save(p, path); err != nil {
+		return err
+	}
+	w.add(path)
+	return nil
+}
 
-	// TPS over time, per configuration.
+// addCommitByClients adds to p a commit's repeats as points, its medians
+// as a line and their intervals as error bars, shifted by off on x.
+func (w *plotWriter) addCommitByClients(p *plot.Plot, g *clientGroup, commit string, off float64) error {
+	var reps, meds plotter.XYs
+	var errs plotter.YErrors
+	var bars plotter.XYs
+	for _, row := range g.rows {
+		clients := float64(w.cfgs[row.Config].Clients)
+		for _, st := range row.Stats {
+			if st.Commit != commit || st.N == 0 {
+				continue
+			}
+			for _, v := range st.Values {
+				reps = append(reps, plotter.XY{X: clients + off, Y: v})
+			}
+			meds = append(meds, plotter.XY{X: clients + off, Y: st.Median})
+			if isFinite(st.Lo) && isFinite(st.Hi) {
+				bars = append(bars, plotter.XY{X: clients + off, Y: st.Median})
+				errs = append(errs, struct{ Low, High float64 }{st.Median - st.Lo, st.Hi - st.Median})
+			}
+		}
+	}
+	if len(meds) == 0 {
+		return nil
+	}
+	slices.SortFunc(meds, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+	sc, err := plotter.NewScatter(reps)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Color = faded(w.colour[commit])
+	sc.GlyphStyle.Radius = vg.Points(2)
+	l, err := plotter.NewLine(meds)
+	if err != nil {
+		return err
+	}
+	l.Color = w.colour[commit]
+	l.Width = vg.Points(1.5)
+	p.Add(sc, l)
+	if len(bars) > 0 {
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{bars, errs})
+		if err != nil {
+			return err
+		}
+		eb.Color = w.colour[commit]
+		eb.Width = vg.Points(1.5)
+		p.Add(eb)
+	}
+	p.Legend.Add(commit, l, sc)
+	return nil
+}
+
+// okRecordsByConfig returns the indices in r.records of the successful
+// cells by configuration, and the configurations in the order of their
+// first cell.
+func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 	byConfig := map[string][]int{}
 	var configs []string
-	for i, rec := range r.records {
+	for i, rec := range w.r.records {
 		if rec.Status != results.StatusOK {
 			continue
 		}
@@ -194,50 +237,54 @@ func (r *Report) WritePlots(dir, relTo string) error {
 		}
 		byConfig[id] = append(byConfig[id], i)
 	}
-	for _, id := range configs {
-		path := filepath.Join(dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-		p := plot.New()
-		p.Title.Text = "TPS over time: " + id
-		p.X.Label.Text = "seconds"
-		p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
-		legend := map[string]*plotter.Line{}
-		drawn, most := 0, 0
-		for _, i := range byConfig[id] {
-			rec := r.records[i]
-			most = max(most, len(rec.Progress))
-			if len(rec.Progress) < 2 {
-				continue
-			}
-			xys := make(plotter.XYs, len(rec.Progress))
-			for j, pr := range rec.Progress {
-				xys[j] = plotter.XY{X: pr.T, Y: pr.TPS}
-			}
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return err
-			}
-			l.Color = faded(colour[rec.Commit])
-			p.Add(l)
-			drawn++
-			if legend[rec.Commit] == nil {
-				legend[rec.Commit] = l
-			}
-		}
-		for _, c := range r.Commits {
-			if l := legend[c]; l != nil {
-				p.Legend.Add(c, l)
-			}
-		}
-		if drawn == 0 {
-			r.PlotNotes = append(r.PlotNotes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
+	return byConfig, configs
+}
+
+// tpsOverTime draws tps-time-<config>.svg from the progress reports of
+// the given records, a line per cell, or notes why not.
+func (w *plotWriter) tpsOverTime(id string, recs []int) error {
+	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
+	p := plot.New()
+	p.Title.Text = "TPS over time: " + id
+	p.X.Label.Text = "seconds"
+	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
+	legend := map[string]*plotter.Line{}
+	drawn, most := 0, 0
+	for _, i := range recs {
+		rec := w.r.records[i]
+		most = max(most, len(rec.Progress))
+		if len(rec.Progress) < 2 {
 			continue
 		}
-		fromZero(p)
-		if err := save(p, path); err != nil {
+		xys := make(plotter.XYs, len(rec.Progress))
+		for j, pr := range rec.Progress {
+			xys[j] = plotter.XY{X: pr.T, Y: pr.TPS}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
 			return err
 		}
-		add(path)
+		l.Color = faded(w.colour[rec.Commit])
+		p.Add(l)
+		drawn++
+		if legend[rec.Commit] == nil {
+			legend[rec.Commit] = l
+		}
 	}
+	for _, c := range w.r.Commits {
+		if l := legend[c]; l != nil {
+			p.Legend.Add(c, l)
+		}
+	}
+	if drawn == 0 {
+		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
+		return nil
+	}
+	fromZero(p)
+	if err := save(p, path); err != nil {
+		return err
+	}
+	w.add(path)
 	return nil
 }
 

@@ -14,9 +14,27 @@ import (
 // WriteMarkdown writes the report for humans: provenance, summary,
 // per-workload tables, tiers, cells that failed, warnings, plots.
 func (r *Report) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "# abtest report\n\n")
+	r.writeProvenance(w)
+	r.writeSummary(w)
+	r.writeSummaryNotes(w)
+	r.writeChanges(w)
+	for _, wl := range r.Plan.Options.Workloads {
+		r.writeWorkload(w, wl)
+	}
+	r.writeTimeWent(w)
+	r.writeInstructions(w)
+	r.writeTiers(w)
+	r.writeLeftOut(w)
+	r.writeWarnings(w)
+	r.writePlotList(w)
+	return nil
+}
+
+// writeProvenance says what ran where, how, and how it was judged.
+func (r *Report) writeProvenance(w io.Writer) {
 	p := r.Plan
 	o := p.Options
-	fmt.Fprintf(w, "# abtest report\n\n")
 	fmt.Fprintf(w, "## Provenance\n\n")
 	fmt.Fprintf(w, "| commit | ref | sha | patches | build | fingerprint | PostgreSQL |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Commits {
@@ -67,7 +85,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+}
 
+// writeSummary lists where the run could not answer, then each commit's
+// answer.
+func (r *Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "## Summary\n\n")
 	if n := len(r.Incomplete); n > 0 {
 		fmt.Fprintf(w, "- **incomplete: %d** (the run could not answer there; this gates)\n", n)
@@ -115,6 +137,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "  - TPS geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s\n", g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, verdict)
 		}
 	}
+}
+
+// writeSummaryNotes ends the summary: the metrics not gated, the A/A
+// note and the regressions.
+func (r *Report) writeSummaryNotes(w io.Writer) {
 	var ungated []string
 	for _, t := range r.Tiers {
 		if !t.Gated {
@@ -137,6 +164,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "  - %s %s on %s: %s (p=%s)%s\n", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pnum(c.P), note)
 		}
 	}
+}
+
+// writeChanges is the table of the biggest called changes.
+func (r *Report) writeChanges(w io.Writer) {
 	if len(r.Changes) > 0 {
 		fmt.Fprintf(w, "\nBiggest changes:\n\n| commit | configuration | metric | Δ | p | verdict | gated |\n|---|---|---|---|---|---|---|\n")
 		for i, c := range r.Changes {
@@ -149,56 +180,68 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "\nNo change was called.\n")
 	}
+}
 
-	// Per workload: the main metrics as tables by configuration.
+// writeWorkload shows a workload's main metrics as tables by
+// configuration, then its cells' details.
+func (r *Report) writeWorkload(w io.Writer, wl string) {
 	main := []string{"tps", "latency_avg_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
-	for _, wl := range o.Workloads {
-		fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
-		for _, m := range main {
-			rows := r.rowsFor(wl, m)
-			if len(rows) == 0 {
-				continue
-			}
-			def, _ := r.Plan.Metrics.Get(m)
-			fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
-			fmt.Fprintf(w, "| configuration |")
-			for _, c := range r.Commits {
-				if c == r.Baseline {
-					fmt.Fprintf(w, " %s |", c)
-				} else {
-					fmt.Fprintf(w, " %s | Δ | p | verdict |", c)
-				}
-			}
-			fmt.Fprintf(w, "\n|---|")
-			for _, c := range r.Commits {
-				if c == r.Baseline {
-					fmt.Fprintf(w, "---|")
-				} else {
-					fmt.Fprintf(w, "---|---|---|---|")
-				}
-			}
-			fmt.Fprintln(w)
-			for _, row := range rows {
-				fmt.Fprintf(w, "| %s |", strings.TrimPrefix(row.Config, wl+"/"))
-				for _, st := range row.Stats {
-					fmt.Fprintf(w, " %s |", medianCI(st))
-					if st.Commit != r.Baseline {
-						fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st), pval(st), verdictText(st))
-					}
-				}
-				fmt.Fprintln(w)
-			}
-			fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
+	for _, m := range main {
+		if rows := r.rowsFor(wl, m); len(rows) > 0 {
+			r.writeMetricTable(w, wl, m, rows)
 		}
-		r.writeCellDetails(w, wl)
 	}
+	r.writeCellDetails(w, wl)
+}
 
-	r.writeTimeWent(w)
-	r.writeInstructions(w)
+// writeMetricTable is a metric's table in a workload: a line per
+// configuration, each commit's median and, against the baseline, its
+// change and verdict.
+func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
+	def, _ := r.Plan.Metrics.Get(m)
+	fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
+	fmt.Fprintf(w, "| configuration |")
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			fmt.Fprintf(w, " %s |", c)
+		} else {
+			fmt.Fprintf(w, " %s | Δ | p | verdict |", c)
+		}
+	}
+	fmt.Fprintf(w, "\n|---|")
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			fmt.Fprintf(w, "---|")
+		} else {
+			fmt.Fprintf(w, "---|---|---|---|")
+		}
+	}
+	fmt.Fprintln(w)
+	for _, row := range rows {
+		fmt.Fprintf(w, "| %s |", strings.TrimPrefix(row.Config, wl+"/"))
+		for _, st := range row.Stats {
+			fmt.Fprintf(w, " %s |", medianCI(st))
+			if st.Commit != r.Baseline {
+				fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st), pval(st), verdictText(st))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeTiers explains each metric's tier.
+func (r *Report) writeTiers(w io.Writer) {
 	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there); only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, noiseK)
 	for _, t := range r.Tiers {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g%% | %s |\n", t.Metric, t.Tier, yes(t.Gated), pctAbs(t.SpreadPct), t.ThresholdPct, t.Why)
 	}
+}
+
+// writeLeftOut lists the saturated and failed cells, with the failures'
+// log tails.
+func (r *Report) writeLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
 		for _, c := range r.Saturated {
@@ -215,12 +258,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+}
+
+// writeWarnings lists the warnings of the input and of the analysis.
+func (r *Report) writeWarnings(w io.Writer) {
 	if len(r.Warnings) > 0 {
 		fmt.Fprintf(w, "\n## Warnings\n\n")
 		for _, s := range r.Warnings {
 			fmt.Fprintf(w, "- %s\n", s)
 		}
 	}
+}
+
+// writePlotList shows the plots, and says which were not drawn and why.
+func (r *Report) writePlotList(w io.Writer) {
 	if len(r.Plots)+len(r.PlotNotes) > 0 {
 		fmt.Fprintf(w, "\n## Plots\n\n")
 		for _, pl := range r.Plots {
@@ -230,7 +281,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
-	return nil
 }
 
 // writeCellDetails shows pg_stat_statements, wait events and probe

@@ -23,8 +23,6 @@ var textMetrics = []string{"tps", "latency_avg_ms", "latency_p50_ms", "latency_p
 // against the baseline (medians ± their 95 % interval, the change with
 // its interval, the verdict), then how the numbers were obtained.
 func (r *Report) WriteText(w io.Writer) error {
-	p := r.Plan
-	o := p.Options
 	var others []string
 	for _, c := range r.Commits {
 		if c != r.Baseline {
@@ -33,7 +31,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	title := fmt.Sprintf("abtest: %s vs %s", strings.Join(others, ", "), r.Baseline)
 	fmt.Fprintf(w, "%s\n%s\n\n", title, strings.Repeat("=", len([]rune(title))))
+	r.writeTextSummary(w)
+	r.writeTextSummaryNotes(w)
+	for _, wl := range r.Plan.Options.Workloads {
+		for _, m := range textMetrics {
+			if rows := r.rowsFor(wl, m); len(rows) > 0 {
+				r.writeTextTables(w, wl, m, rows, others)
+			}
+		}
+	}
+	r.writeTextSetup(w)
+	r.writeInstrText(w)
+	r.writeTextLeftOut(w)
+	return nil
+}
 
+// writeTextSummary is each commit's answer.
+func (r *Report) writeTextSummary(w io.Writer) {
 	fmt.Fprintf(w, "Summary\n\n")
 	for _, sm := range r.Summaries {
 		line := fmt.Sprintf("%s vs %s: ", sm.Commit, r.Baseline)
@@ -62,6 +76,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			wrap(w, "    ", "      ", fmt.Sprintf("%d gated tests have too few pairs to reach their level: more repeats are needed", sm.Unreachable))
 		}
 	}
+}
+
+// writeTextSummaryNotes ends the summary: regressions, where the run
+// could not answer, the A/A note, the metrics not gated.
+func (r *Report) writeTextSummaryNotes(w io.Writer) {
 	if len(r.Regressions) > 0 {
 		fmt.Fprintf(w, "\n  Regressions in gated metrics: %d\n", len(r.Regressions))
 		for _, c := range r.Regressions {
@@ -100,46 +119,53 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 		wrap(w, "  ", "    ", "Not gated (reported only): "+strings.Join(ungated, ", "))
 	}
+}
 
-	for _, wl := range o.Workloads {
-		for _, m := range textMetrics {
-			rows := r.rowsFor(wl, m)
-			if len(rows) == 0 {
-				continue
-			}
-			labels, common := configLabels(wl, rows)
-			def, _ := p.Metrics.Get(m)
-			head := fmt.Sprintf("%s: %s (%s)", wl, m, def.Unit)
-			if common != "" {
-				head += ", " + common
-			}
-			fmt.Fprintf(w, "\n%s\n\n", head)
-			for _, c := range others {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintf(tw, "  \t%s\t%s\tchange [95%% CI]\tverdict\n", r.Baseline, c)
-				for i, row := range rows {
-					var base, cand *Stat
-					for k := range row.Stats {
-						switch row.Stats[k].Commit {
-						case r.Baseline:
-							base = &row.Stats[k]
-						case c:
-							cand = &row.Stats[k]
-						}
-					}
-					if base == nil || cand == nil {
-						continue
-					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", labels[i], medianCI(*base), medianCI(*cand), deltaText(*cand), verdictText(*cand))
-				}
-				tw.Flush()
-				if len(others) > 1 {
-					fmt.Fprintln(w)
-				}
-			}
+// writeTextTables is a workload's metric: under a heading, a table per
+// commit other than the baseline.
+func (r *Report) writeTextTables(w io.Writer, wl, m string, rows []Row, others []string) {
+	labels, common := configLabels(wl, rows)
+	def, _ := r.Plan.Metrics.Get(m)
+	head := fmt.Sprintf("%s: %s (%s)", wl, m, def.Unit)
+	if common != "" {
+		head += ", " + common
+	}
+	fmt.Fprintf(w, "\n%s\n\n", head)
+	for _, c := range others {
+		r.writeTextTable(w, rows, labels, c)
+		if len(others) > 1 {
+			fmt.Fprintln(w)
 		}
 	}
+}
 
+// writeTextTable is a commit against the baseline, a line per row:
+// medians ± their intervals, the change with its interval, the verdict.
+func (r *Report) writeTextTable(w io.Writer, rows []Row, labels []string, c string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  \t%s\t%s\tchange [95%% CI]\tverdict\n", r.Baseline, c)
+	for i, row := range rows {
+		var base, cand *Stat
+		for k := range row.Stats {
+			switch row.Stats[k].Commit {
+			case r.Baseline:
+				base = &row.Stats[k]
+			case c:
+				cand = &row.Stats[k]
+			}
+		}
+		if base == nil || cand == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", labels[i], medianCI(*base), medianCI(*cand), deltaText(*cand), verdictText(*cand))
+	}
+	tw.Flush()
+}
+
+// writeTextSetup says what ran where, and how it was judged.
+func (r *Report) writeTextSetup(w io.Writer) {
+	p := r.Plan
+	o := p.Options
 	fmt.Fprintf(w, "\nSetup\n\n")
 	for _, c := range p.Commits {
 		what := c.Ref + " " + short(c.SHA)
@@ -168,7 +194,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			wrap(w, "  ", "    ", fmt.Sprintf("doctor: %s %s: %s (%s)", f.Status, f.Check, f.Value, f.Why))
 		}
 	}
-	r.writeInstrText(w)
+}
+
+// writeTextLeftOut lists the cells not in the statistics, and the
+// warnings.
+func (r *Report) writeTextLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\nCells not in the statistics\n\n")
 		for _, c := range r.Saturated {
@@ -184,7 +214,6 @@ func (r *Report) WriteText(w io.Writer) error {
 			wrap(w, "  ", "    ", s)
 		}
 	}
-	return nil
 }
 
 // configLabels names a workload's rows by what differs between them

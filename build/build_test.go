@@ -100,12 +100,17 @@ func TestAutotoolsCommandLines(t *testing.T) {
 	testenv.Golden(t, "autotools.txt", scrub(out.String(), b, dir))
 }
 
-var bytesRE = regexp.MustCompile(`\(\d+ bytes\)`)
+var (
+	bytesRE    = regexp.MustCompile(`\(\d+ bytes\)`)
+	cacheKeyRE = regexp.MustCompile(`\.configure-cache/[0-9a-f]+`)
+)
 
 // scrub replaces the test's temporary paths with stable names, and the
 // sizes of files holding them.
 func scrub(s string, b *Builder, dir string) string {
 	s = bytesRE.ReplaceAllString(s, "(N bytes)")
+	// The key hashes the host, the account and PATH.
+	s = cacheKeyRE.ReplaceAllString(s, ".configure-cache/KEY")
 	s = strings.ReplaceAll(s, dir, "$WORKTREE")
 	s = strings.ReplaceAll(s, b.InstallRoot, "$INSTALL_ROOT")
 	s = strings.ReplaceAll(s, b.WorktreesRoot, "$WORKTREES")
@@ -238,4 +243,95 @@ func (k killer) StopUsing(ctx context.Context, install string) ([]string, error)
 	k.cmd.Process.Kill()
 	k.cmd.Wait()
 	return []string{"sleeper"}, nil
+}
+
+// fakeConfigure notes in ../runs whether it found its cache seeded (a
+// line "ac_cv_seen=yes"), fails on a cache holding "bad", and writes a
+// cache with one line naming its own build directory.
+const fakeConfigure = `#!/bin/sh
+for a; do case $a in --cache-file=*) cache=${a#--cache-file=};; esac; done
+if grep -q bad "$cache" 2>/dev/null; then echo "changes in the environment can compromise the build" >&2; exit 1; fi
+if grep -q ac_cv_seen=yes "$cache" 2>/dev/null; then echo cached >>../runs; else echo fresh >>../runs; fi
+printf 'ac_cv_seen=yes\nac_cv_path_here=%s\n' "$PWD" >"$cache"
+args=; for a; do args="$args '$a'"; done
+mkdir -p src/include && printf '#define A 1\n#define CONFIGURE_ARGS "%s"\n' "$args" >src/include/pg_config.h
+`
+
+// TestConfigureCacheShared: configure's results are shared between the
+// worktrees that configure the same way (another prefix only), never
+// with one whose options or configure script differ; a seeded configure
+// that fails runs again without the cache; lines naming a worktree are
+// not shared.
+func TestConfigureCacheShared(t *testing.T) {
+	root := t.TempDir()
+	b := &Builder{WorktreesRoot: filepath.Join(root, "wt"), InstallRoot: filepath.Join(root, "install"), Run: &proc.Runner{}}
+	os.MkdirAll(b.InstallRoot, 0o755)
+	configure := func(name, script string, opts ...string) string {
+		t.Helper()
+		wt := filepath.Join(b.WorktreesRoot, name)
+		os.MkdirAll(wt, 0o755)
+		os.WriteFile(filepath.Join(wt, "configure"), []byte(script), 0o755)
+		install := filepath.Join(b.InstallRoot, name)
+		j := &job{name: name, wt: wt, install: install, log: filepath.Join(root, name+".log"),
+			opts: append([]string{"--prefix=" + install}, opts...), info: &Info{Inputs: Inputs{Compiler: "cc 1"}}}
+		os.WriteFile(j.log, nil, 0o644)
+		for _, s := range b.autotoolsSteps(j) {
+			if s.phase != "configure" {
+				break
+			}
+			if err := b.runStep(context.Background(), j, s); err != nil {
+				t.Fatalf("configure %s: %v", name, err)
+			}
+		}
+		if exists(filepath.Join(wt, "build", configCache)) {
+			t.Errorf("%s: config.cache left in the build directory", name)
+		}
+		// The prefix (one per worktree) out of pg_config.h, which every
+		// file includes: ccache's direct mode then hits across worktrees.
+		h := readString(filepath.Join(wt, "build", "src", "include", "pg_config.h"))
+		if want := "#define A 1\n#define CONFIGURE_ARGS \" '--quiet' " + strings.Join(quoteAll(opts), " ") + "\"\n"; h != want {
+			t.Errorf("%s: pg_config.h =\n%s\nwant\n%s", name, h, want)
+		}
+		return strings.TrimSpace(readString(filepath.Join(wt, "runs")))
+	}
+	if got := configure("a", fakeConfigure, "CFLAGS=-O2"); got != "fresh" {
+		t.Errorf("first worktree: %s, want fresh", got)
+	}
+	if got := configure("b", fakeConfigure, "CFLAGS=-O2"); got != "cached" {
+		t.Errorf("second worktree, same configure and options: %s, want cached", got)
+	}
+	if got := configure("c", fakeConfigure, "CFLAGS=-O0"); got != "fresh" {
+		t.Errorf("other options: %s, want fresh", got)
+	}
+	if got := configure("d", fakeConfigure+"# changed\n", "CFLAGS=-O2"); got != "fresh" {
+		t.Errorf("other configure script: %s, want fresh", got)
+	}
+	caches, _ := filepath.Glob(filepath.Join(b.InstallRoot, ".configure-cache", "*"))
+	if len(caches) != 3 {
+		t.Fatalf("shared caches = %v, want one per distinct configure", caches)
+	}
+	for _, c := range caches {
+		if data := readString(c); strings.Contains(data, b.WorktreesRoot) || !strings.Contains(data, "ac_cv_seen=yes") {
+			t.Errorf("%s = %q: want the results without the worktree's paths", c, data)
+		}
+		// A cache configure refuses: configure runs again without it.
+		os.WriteFile(c, []byte("bad\n"), 0o644)
+	}
+	if got := configure("e", fakeConfigure, "CFLAGS=-O2"); got != "fresh" {
+		t.Errorf("refused cache: %s, want fresh", got)
+	}
+	if log := readString(filepath.Join(root, "e.log")); !strings.Contains(log, "again without it") {
+		t.Errorf("log of a configure run again without its cache: %q", log)
+	}
+	if got := configure("f", fakeConfigure, "CFLAGS=-O2"); got != "cached" {
+		t.Errorf("after a refused cache was replaced: %s, want cached", got)
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = "'" + s + "'"
+	}
+	return out
 }

@@ -86,6 +86,25 @@ func TestFromSourcePG15(t *testing.T) {
 		t.Errorf("cross-worktree ccache hit rate %.1f%%, want > 80%%", 100*cc.HitRate)
 	}
 
+	// The second worktree's build is of its own source: its patched
+	// pg_stat_statements differs from the base's (no cache answered for
+	// it), and its paths are its own although pg_config.h was shared.
+	pkglib := func(install string) string {
+		out, err := exec.Command(filepath.Join(install, "bin", "pg_config"), "--pkglibdir").Output()
+		if err != nil {
+			t.Fatalf("pg_config: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	baseSO, _ := os.ReadFile(filepath.Join(pkglib(base.Info.Install), "pg_stat_statements.so"))
+	secondSO, _ := os.ReadFile(filepath.Join(pkglib(second.Info.Install), "pg_stat_statements.so"))
+	if len(secondSO) == 0 || string(baseSO) == string(secondSO) {
+		t.Errorf("patched pg_stat_statements.so (%d bytes) is the base's (%d bytes): the patch was not built", len(secondSO), len(baseSO))
+	}
+	bin, _ := os.ReadFile(filepath.Join(second.Info.Install, "bin", "postgres"))
+	if !strings.Contains(string(bin), second.Info.Install+"/") || strings.Contains(string(bin), base.Info.Install+"/") {
+		t.Errorf("%s/bin/postgres does not have its own prefix compiled in", second.Info.Install)
+	}
 	// A compile error: exit 3, the log's tail and path; the install of
 	// the previous build stays as it was.
 	bad := filepath.Join(e.Worktrees, name, "src", "backend", "utils", "adt", "int.c")

@@ -35,6 +35,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
 )
 
@@ -209,17 +210,8 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	if err != nil {
 		return nil, exitcode.BadInput(err)
 	}
-	if err := m.checkUser(); err != nil {
-		return nil, err
-	}
-	if opts.MaxClients == 0 {
-		opts.MaxClients = 64
-	}
-	settings := effectiveSettings(opts)
-	if err := m.checkInstall(ctx, opts.Install); err != nil {
-		return nil, err
-	}
-	if err := m.checkSettings(ctx, opts.Install, settings); err != nil {
+	settings, err := m.precheck(ctx, &opts)
+	if err != nil {
 		return nil, err
 	}
 	unlock, err := m.lock(name)
@@ -232,109 +224,193 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 			return nil, exitcode.BadInput(err)
 		}
 	}
+	s, err := m.survey(ctx, name, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.reinit(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := m.configure(ctx, s, settings); err != nil {
+		return nil, err
+	}
+	if unchanged, err := m.decide(ctx, s); err != nil || unchanged != nil {
+		return unchanged, err
+	}
+	return m.launch(ctx, s)
+}
 
-	prev, _ := m.ReadState(name)
-	pid, running, err := m.running(name, dir)
-	if err != nil {
+// startup is one Start under way: what it found, what it decided, and
+// what undoes a refusal.
+type startup struct {
+	name, dir string
+	opts      Options
+	// prev is the state before this start; nil once initdb made a new
+	// data directory (prevSocket keeps its socket directory).
+	prev, prevSocket *State
+	pid              int
+	running          bool
+	port             int
+	id               installID
+	// fresh: the data directory is (to be) made by initdb.
+	fresh    bool
+	conf     Conf
+	confPath string
+	oldConf  []byte
+	newConf  string
+	action   Action
+	reason   string
+}
+
+// precheck refuses what would fail later, before anything is created or
+// locked: the account, the install and the settings. It fills opts'
+// defaults and returns the effective settings.
+func (m *Manager) precheck(ctx context.Context, opts *Options) ([]Setting, error) {
+	if err := m.checkUser(); err != nil {
 		return nil, err
 	}
-	port, err := m.choosePort(name, dir, prev, opts)
-	if err != nil {
+	if opts.MaxClients == 0 {
+		opts.MaxClients = 64
+	}
+	settings := effectiveSettings(*opts)
+	if err := m.checkInstall(ctx, opts.Install); err != nil {
 		return nil, err
 	}
-	id := m.identify(opts.Install)
-	fresh, err := m.needsInitdb(ctx, name, dir, opts, id)
-	if err != nil {
+	if err := m.checkSettings(ctx, opts.Install, settings); err != nil {
 		return nil, err
 	}
-	if fresh {
-		if running {
-			if err := m.checkUse(name, "recreate", opts.Force); err != nil {
-				return nil, err
-			}
-			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
-				return nil, err
-			}
-			running = false
-		}
-		if err := m.initdb(ctx, name, dir, opts); err != nil {
-			return nil, err
-		}
+	return settings, nil
+}
+
+// survey reads what is there: the previous state, whether the server
+// runs, the port, the install's identity and whether initdb must run.
+func (m *Manager) survey(ctx context.Context, name, dir string, opts Options) (*startup, error) {
+	s := &startup{name: name, dir: dir, opts: opts}
+	s.prev, _ = m.ReadState(name)
+	var err error
+	if s.pid, s.running, err = m.running(name, dir); err != nil {
+		return nil, err
 	}
-	prevSocket := prev
-	if fresh {
-		prev = nil
+	if s.port, err = m.choosePort(name, dir, s.prev, opts); err != nil {
+		return nil, err
 	}
-	sock, err := m.socketDir(name, prevSocket)
+	s.id = m.identify(opts.Install)
+	if s.fresh, err = m.needsInitdb(ctx, name, dir, opts, s.id); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// reinit runs initdb when survey said so, stopping the old server first.
+func (m *Manager) reinit(ctx context.Context, s *startup) error {
+	s.prevSocket = s.prev
+	if !s.fresh {
+		return nil
+	}
+	if s.running {
+		if err := m.checkUse(s.name, "recreate", s.opts.Force); err != nil {
+			return err
+		}
+		if err := m.pgctlStop(ctx, s.dir, s.opts.Install, "fast"); err != nil {
+			return err
+		}
+		s.running = false
+	}
+	if err := m.initdb(ctx, s.name, s.dir, s.opts); err != nil {
+		return err
+	}
+	s.prev = nil
+	return nil
+}
+
+// configure writes the configuration include and has postgres check it.
+func (m *Manager) configure(ctx context.Context, s *startup, settings []Setting) error {
+	sock, err := m.socketDir(s.name, s.prevSocket)
 	if err != nil {
-		if fresh {
-			_ = m.Run.RemoveAll(dir)
+		if s.fresh {
+			_ = m.Run.RemoveAll(s.dir)
 		}
-		return nil, exitcode.Failure(fmt.Errorf("cluster %s: socket directory: %w", name, err))
+		return exitcode.Failure(fmt.Errorf("cluster %s: socket directory: %w", s.name, err))
 	}
-	conf := Conf{
-		Port:        port,
-		Listen:      opts.Listen,
+	s.conf = Conf{
+		Port:        s.port,
+		Listen:      s.opts.Listen,
 		SocketDir:   sock,
-		MaxConns:    MaxConnections(opts.MaxClients),
+		MaxConns:    MaxConnections(s.opts.MaxClients),
 		SharedBufMB: SharedBuffersMB(m.memTotal()),
 		Settings:    settings,
 	}
-	confPath := filepath.Join(dir, ConfFile)
-	oldConf, _ := os.ReadFile(confPath)
-	newConf := conf.Render()
-	// restore puts things back as they were after a refusal: the old
-	// include, or no new cluster.
-	restore := func() {
-		if fresh {
-			_ = m.Run.RemoveAll(dir)
-		} else if oldConf != nil {
-			_ = m.writeOwned(confPath, oldConf, 0o600)
-		}
+	s.confPath = filepath.Join(s.dir, ConfFile)
+	s.oldConf, _ = os.ReadFile(s.confPath)
+	s.newConf = s.conf.Render()
+	if err := m.writeOwned(s.confPath, []byte(s.newConf), 0o600); err != nil {
+		return exitcode.Failure(err)
 	}
-	if err := m.writeOwned(confPath, []byte(newConf), 0o600); err != nil {
-		return nil, exitcode.Failure(err)
+	if err := m.validate(ctx, s.opts.Install, s.dir); err != nil {
+		m.restore(s)
+		return err
 	}
-	if err := m.validate(ctx, opts.Install, dir); err != nil {
-		restore()
+	return nil
+}
+
+// restore puts things back as they were after a refusal: the old
+// include, or no new cluster.
+func (m *Manager) restore(s *startup) {
+	if s.fresh {
+		_ = m.Run.RemoveAll(s.dir)
+	} else if s.oldConf != nil {
+		_ = m.writeOwned(s.confPath, s.oldConf, 0o600)
+	}
+}
+
+// decide sets what the start does and why. A running server that runs
+// what is asked is left alone: decide returns its state (Unchanged).
+// One that does not is stopped, to be started again by launch.
+func (m *Manager) decide(ctx context.Context, s *startup) (*State, error) {
+	s.action, s.reason = Created, "initdb"
+	if s.fresh {
+		return nil, nil
+	}
+	s.action, s.reason = Started, "not running"
+	if !s.running {
+		return nil, nil
+	}
+	s.action = Restarted
+	s.reason = m.restartReason(s.prev, s.pid, s.opts, s.id, string(s.oldConf) != s.newConf)
+	if s.reason == "" {
+		m.logf("cluster %s: already running (pid %d, port %d), as asked", s.name, s.pid, s.port)
+		s.prev.Action, s.prev.Reason = Unchanged, ""
+		return s.prev, nil
+	}
+	if err := m.checkUse(s.name, "restart", s.opts.Force); err != nil {
+		m.restore(s)
 		return nil, err
 	}
+	m.logf("cluster %s: restarting: %s", s.name, s.reason)
+	if err := m.pgctlStop(ctx, s.dir, s.opts.Install, "fast"); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
 
-	action, reason := Created, "initdb"
-	if !fresh {
-		action, reason = Started, "not running"
-		if running {
-			action = Restarted
-			reason = m.restartReason(prev, pid, opts, id, string(oldConf) != newConf)
-			if reason == "" {
-				m.logf("cluster %s: already running (pid %d, port %d), as asked", name, pid, port)
-				prev.Action, prev.Reason = Unchanged, ""
-				return prev, nil
-			}
-			if err := m.checkUse(name, "restart", opts.Force); err != nil {
-				restore()
-				return nil, err
-			}
-			m.logf("cluster %s: restarting: %s", name, reason)
-			if err := m.pgctlStop(ctx, dir, opts.Install, "fast"); err != nil {
-				return nil, err
-			}
-		}
-	}
+// launch starts the server and records its state and env.sh. A setting
+// the server rejects at start restores the old include and, when the
+// server ran before, starts it again as it was.
+func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 	st := &State{
-		Name: name, Install: opts.Install, DataDir: dir, SocketDir: conf.SocketDir,
-		Port: port, Listen: opts.Listen, CPUs: opts.CPUs, MaxClients: opts.MaxClients, Settings: settingsMap(conf),
-		EnvFile: m.EnvFile(name), Fingerprint: id.fingerprint, Binary: id.binary,
-		Action: action, Reason: reason,
+		Name: s.name, Install: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir,
+		Port: s.port, Listen: s.opts.Listen, CPUs: s.opts.CPUs, MaxClients: s.opts.MaxClients, Settings: settingsMap(s.conf),
+		EnvFile: m.EnvFile(s.name), Fingerprint: s.id.fingerprint, Binary: s.id.binary,
+		Action: s.action, Reason: s.reason,
 	}
-	st.Initialized = prev != nil && prev.Initialized
-	st.Version, _ = m.version(ctx, opts.Install)
+	st.Initialized = s.prev != nil && s.prev.Initialized
+	st.Version, _ = m.version(ctx, s.opts.Install)
 	if err := m.start(ctx, st); err != nil {
 		if errors.Is(err, ErrSetting) {
-			restore()
-			if running && prev != nil {
+			m.restore(s)
+			if s.running && s.prev != nil {
 				// The server ran before this start: it runs again as it was.
-				_ = m.start(ctx, prev)
+				_ = m.start(ctx, s.prev)
 			}
 		}
 		return nil, err
@@ -342,7 +418,7 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	if err := m.writeState(st); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	env := Env{Name: name, Path: st.EnvFile, InstallDir: opts.Install, DataDir: dir, SocketDir: conf.SocketDir, Port: port}
+	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
 	if err := m.Run.WriteFile(st.EnvFile, []byte(env.Render()), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
@@ -364,8 +440,38 @@ func (m *Manager) running(name, dir string) (int, bool, error) {
 		if err := m.Run.RemoveAll(filepath.Join(dir, pidFileName)); err != nil {
 			return 0, false, exitcode.Failure(err)
 		}
+		m.removeStaleSocketLocks(name, stale.pid)
 	}
 	return 0, false, nil
+}
+
+// removeStaleSocketLocks removes the socket lock files a dead postmaster
+// left in the cluster's socket directory. Postgres takes such a file over
+// itself only when its pid is gone; a killed postmaster whose parent does
+// not reap it (a container's init) stays a zombie, kill(pid, 0) succeeds,
+// and every later start fails with "lock file … already exists".
+func (m *Manager) removeStaleSocketLocks(name string, pid int) {
+	st, err := m.ReadState(name)
+	if err != nil || st.SocketDir == "" || m.Run.DryRun {
+		return
+	}
+	if ps, err := procfs.ReadStat(pid); err == nil && ps.Alive() {
+		return
+	}
+	locks, _ := filepath.Glob(filepath.Join(st.SocketDir, ".s.PGSQL.*.lock"))
+	for _, lock := range locks {
+		data, err := os.ReadFile(lock)
+		if err != nil {
+			continue
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if strings.TrimSpace(first) != strconv.Itoa(pid) {
+			continue
+		}
+		m.logf("cluster %s: removing %s of dead postmaster %d", name, lock, pid)
+		os.Remove(strings.TrimSuffix(lock, ".lock"))
+		os.Remove(lock)
+	}
 }
 
 // start launches the postmaster and waits for a connection; on failure or

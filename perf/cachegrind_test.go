@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -38,6 +39,47 @@ func TestParseCachegrindReal(t *testing.T) {
 	}
 	if sum != c.Total {
 		t.Errorf("functions sum to %d, total %d", sum, c.Total)
+	}
+}
+
+// testdata/callgrind.true.out is real output of valgrind 3.19:
+// valgrind --tool=callgrind /bin/true (names compressed, calls= records
+// with inclusive costs that must not be counted twice).
+func TestParseCallgrindReal(t *testing.T) {
+	f, err := os.Open("testdata/callgrind.true.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ParseCachegrind(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Total != 128811 || c.Cmd != "/bin/true" {
+		t.Errorf("total %d cmd %q, want 128811 /bin/true", c.Total, c.Cmd)
+	}
+	// Defined compressed as a callee (cfn=(504) …), then referred to as
+	// fn=(504).
+	if v := c.Funcs[Func{File: "./csu/../csu/libc-start.c", Name: "__libc_start_main@@GLIBC_2.34"}]; v <= 0 {
+		t.Errorf("__libc_start_main: %d instructions; functions: %d", v, len(c.Funcs))
+	}
+	for f := range c.Funcs {
+		// Valgrind's own "(below main)" is a name, "(12)" an id.
+		if compressedID.MatchString(f.Name) || compressedID.MatchString(f.File) {
+			t.Errorf("unresolved compressed name %+v", f)
+		}
+	}
+}
+
+var compressedID = regexp.MustCompile(`^\([0-9]+\)`)
+
+// Callgrind's summary: may be taken before the last counts; totals: is
+// what they add up to, and a call's inclusive cost is not self cost.
+func TestParseCallgrindTotals(t *testing.T) {
+	in := "positions: instr line\nevents: Ir\nsummary: 10\nfl=(1) a.c\nfn=(1) f\n0x10 1 3\ncfl=(1)\ncfn=(2) g\ncalls=1 0x20 5\n0x11 1 100\nfn=(2)\n0x20 5 8\ntotals: 11\n"
+	c, err := ParseCachegrind(strings.NewReader(in))
+	if err != nil || c.Total != 11 || c.Funcs[Func{"a.c", "f"}] != 3 || c.Funcs[Func{"a.c", "g"}] != 8 {
+		t.Errorf("callgrind file: %+v, %v", c, err)
 	}
 }
 

@@ -48,6 +48,64 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return ImportStats{}, exitcode.Failure(err)
 	}
 	st := ImportStats{Run: RunID(plan), Warnings: warnings}
+	shard := plan.Shard
+	if shard == "" {
+		shard = "1/1"
+	}
+	// Cells in a fixed order: two processes inserting overlapping cells
+	// take the rows' locks in the same order and cannot deadlock.
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Cell < recs[j].Cell })
+	n, err := s.putRunCells(ctx, dir, abs, st.Run, shard, plan, recs)
+	if err != nil {
+		return st, err
+	}
+	st.Cells, st.Present = n, len(recs)-n
+	var have int
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM verdicts WHERE run_id = ?"), st.Run).Scan(&have); err != nil {
+		return st, s.fail("importing "+dir, err)
+	}
+	if st.Cells > 0 || have == 0 {
+		n, w, err := s.Reanalyze(ctx, st.Run, plan, recs)
+		if err != nil {
+			return st, err
+		}
+		st.Verdicts = n
+		st.Warnings = append(st.Warnings, w...)
+	}
+	return st, nil
+}
+
+// putRunCells stores, in one transaction, the run, its configurations,
+// and those of its cells (with their metrics) that the store lacks, and
+// returns how many cells it stored.
+func (s *Store) putRunCells(ctx context.Context, dir, abs, run, shard string, plan *results.Plan, recs []results.Record) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	defer tx.Rollback()
+	if err := s.putRun(ctx, tx, run, plan, runCreated(plan, dir), shard, abs); err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	configs, cfgIDs := recordConfigs(plan, recs)
+	if err := s.putConfigs(ctx, tx, configs); err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	ids, err := s.putCells(ctx, tx, run, shard, recs, cfgIDs)
+	if err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	if err := s.putMetrics(ctx, tx, recs, ids); err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.fail("importing "+dir, err)
+	}
+	return len(ids), nil
+}
+
+// runCreated is when the run was planned.
+func runCreated(plan *results.Plan, dir string) time.Time {
 	created := plan.Created
 	if created.IsZero() {
 		// Plans of schema version 1 have no creation time: the plan
@@ -56,22 +114,12 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 			created = fi.ModTime()
 		}
 	}
-	shard := plan.Shard
-	if shard == "" {
-		shard = "1/1"
-	}
-	// Cells in a fixed order: two processes inserting overlapping cells
-	// take the rows' locks in the same order and cannot deadlock.
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Cell < recs[j].Cell })
+	return created
+}
 
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	defer tx.Rollback()
-	if err := s.putRun(ctx, tx, st.Run, plan, created, shard, abs); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
+// recordConfigs returns the configurations of the plan and of the
+// records by ID, and each record's configuration ID.
+func recordConfigs(plan *results.Plan, recs []results.Record) (map[string]results.Config, []string) {
 	configs := map[string]results.Config{}
 	for _, c := range plan.Configs {
 		configs[c.ID()] = c
@@ -87,33 +135,7 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		cfgIDs[i] = c.ID()
 		configs[cfgIDs[i]] = c
 	}
-	if err := s.putConfigs(ctx, tx, configs); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	ids, err := s.putCells(ctx, tx, st.Run, shard, recs, cfgIDs)
-	if err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	if err := s.putMetrics(ctx, tx, recs, ids); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	st.Cells, st.Present = len(ids), len(recs)-len(ids)
-	var have int
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM verdicts WHERE run_id = ?"), st.Run).Scan(&have); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	if st.Cells > 0 || have == 0 {
-		n, w, err := s.Reanalyze(ctx, st.Run, plan, recs)
-		if err != nil {
-			return st, err
-		}
-		st.Verdicts = n
-		st.Warnings = append(st.Warnings, w...)
-	}
-	return st, nil
+	return configs, cfgIDs
 }
 
 func (s *Store) putRun(ctx context.Context, tx execer, id string, p *results.Plan, created time.Time, shard, dir string) error {

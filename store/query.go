@@ -95,24 +95,10 @@ func parseTime(s string) time.Time {
 
 // Runs returns every run, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	var runs []Run
-	index := map[string]int{}
-	rows, err := s.db.QueryContext(ctx, "SELECT id, created, baseline, abtest_version FROM runs ORDER BY created, id")
+	runs, index, err := s.runList(ctx)
 	if err != nil {
-		return nil, s.fail("listing runs", err)
+		return nil, err
 	}
-	for rows.Next() {
-		var r Run
-		var created string
-		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion); err != nil {
-			rows.Close()
-			return nil, s.fail("listing runs", err)
-		}
-		r.Created = parseTime(created)
-		index[r.ID] = len(runs)
-		runs = append(runs, r)
-	}
-	rows.Close()
 	commits, err := s.commits(ctx, "")
 	if err != nil {
 		return nil, err
@@ -122,43 +108,13 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 			runs[i].Commits = cs
 		}
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT s.run_id, s.shard, s.dir, s.created, s.doctor, h.fingerprint, h.info
-		FROM run_shards s JOIN hosts h ON h.fingerprint = s.host ORDER BY s.run_id, s.shard`)
-	if err != nil {
-		return nil, s.fail("listing runs", err)
+	if err := s.addShards(ctx, runs, index); err != nil {
+		return nil, err
 	}
-	for rows.Next() {
-		var run, created, doctor, info string
-		var sh Shard
-		if err := rows.Scan(&run, &sh.Shard, &sh.Dir, &created, &doctor, &sh.Host.Fingerprint, &info); err != nil {
-			rows.Close()
-			return nil, s.fail("listing runs", err)
-		}
-		sh.Created = parseTime(created)
-		json.Unmarshal([]byte(doctor), &sh.Doctor)
-		json.Unmarshal([]byte(info), &sh.Host.Host)
-		if i, ok := index[run]; ok {
-			runs[i].Shards = append(runs[i].Shards, sh)
-		}
+	if err := s.addCellCounts(ctx, runs, index); err != nil {
+		return nil, err
 	}
-	rows.Close()
-	rows, err = s.db.QueryContext(ctx, `SELECT run_id, count(*), sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) FROM cells GROUP BY run_id`)
-	if err != nil {
-		return nil, s.fail("listing runs", err)
-	}
-	for rows.Next() {
-		var run string
-		var n, failed int
-		if err := rows.Scan(&run, &n, &failed); err != nil {
-			rows.Close()
-			return nil, s.fail("listing runs", err)
-		}
-		if i, ok := index[run]; ok {
-			runs[i].Cells, runs[i].Failed = n, failed
-		}
-	}
-	rows.Close()
-	rows, err = s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
 	if err != nil {
 		return nil, s.fail("listing runs", err)
 	}
@@ -174,6 +130,74 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 		}
 	}
 	return runs, s.fail("listing runs", rows.Err())
+}
+
+// runList returns the runs without their commits, shards and counts,
+// oldest first, and their index in it by ID.
+func (s *Store) runList(ctx context.Context) ([]Run, map[string]int, error) {
+	var runs []Run
+	index := map[string]int{}
+	rows, err := s.db.QueryContext(ctx, "SELECT id, created, baseline, abtest_version FROM runs ORDER BY created, id")
+	if err != nil {
+		return nil, nil, s.fail("listing runs", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r Run
+		var created string
+		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion); err != nil {
+			return nil, nil, s.fail("listing runs", err)
+		}
+		r.Created = parseTime(created)
+		index[r.ID] = len(runs)
+		runs = append(runs, r)
+	}
+	return runs, index, nil
+}
+
+// addShards adds to the runs their shards, each with its host.
+func (s *Store) addShards(ctx context.Context, runs []Run, index map[string]int) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT s.run_id, s.shard, s.dir, s.created, s.doctor, h.fingerprint, h.info
+		FROM run_shards s JOIN hosts h ON h.fingerprint = s.host ORDER BY s.run_id, s.shard`)
+	if err != nil {
+		return s.fail("listing runs", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run, created, doctor, info string
+		var sh Shard
+		if err := rows.Scan(&run, &sh.Shard, &sh.Dir, &created, &doctor, &sh.Host.Fingerprint, &info); err != nil {
+			return s.fail("listing runs", err)
+		}
+		sh.Created = parseTime(created)
+		json.Unmarshal([]byte(doctor), &sh.Doctor)
+		json.Unmarshal([]byte(info), &sh.Host.Host)
+		if i, ok := index[run]; ok {
+			runs[i].Shards = append(runs[i].Shards, sh)
+		}
+	}
+	return nil
+}
+
+// addCellCounts adds to the runs how many cells they have and how many
+// of them failed.
+func (s *Store) addCellCounts(ctx context.Context, runs []Run, index map[string]int) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, count(*), sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) FROM cells GROUP BY run_id`)
+	if err != nil {
+		return s.fail("listing runs", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run string
+		var n, failed int
+		if err := rows.Scan(&run, &n, &failed); err != nil {
+			return s.fail("listing runs", err)
+		}
+		if i, ok := index[run]; ok {
+			runs[i].Cells, runs[i].Failed = n, failed
+		}
+	}
+	return nil
 }
 
 // commits returns the commits of run ("" for every run) by run, in plan
@@ -488,54 +512,11 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 			return nil, err
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.run_id, c.commit_label, m.value FROM cells c
-		JOIN metrics m ON m.cell_id = c.id AND m.metric = ?
-		WHERE c.config = ? AND c.status = 'ok' AND c.saturated = 0`), q.Metric, cfg)
+	values, err := s.historyValues(ctx, q.Metric, cfg)
 	if err != nil {
-		return nil, s.fail("reading history", err)
+		return nil, err
 	}
-	values := map[[2]string][]float64{}
-	for rows.Next() {
-		var run, label string
-		var v float64
-		if err := rows.Scan(&run, &label, &v); err != nil {
-			rows.Close()
-			return nil, s.fail("reading history", err)
-		}
-		values[[2]string{run, label}] = append(values[[2]string{run, label}], v)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, s.fail("reading history", err)
-	}
-	ser := &Series{Metric: q.Metric, Config: cfg, Points: []Point{}, ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
-	runs := make([]string, 0, len(ri.created))
-	for id := range ri.created {
-		runs = append(runs, id)
-	}
-	sort.Slice(runs, func(i, j int) bool {
-		a, b := ri.created[runs[i]], ri.created[runs[j]]
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return runs[i] < runs[j]
-	})
-	for _, run := range runs {
-		if ri.created[run].Before(q.Since) {
-			continue
-		}
-		cs := ri.commits[run]
-		for _, c := range cs {
-			if len(cs) > 1 && c.Label == ri.baseline[run] {
-				continue
-			}
-			vs := values[[2]string{run, c.Label}]
-			if len(vs) == 0 {
-				continue
-			}
-			ser.Points = append(ser.Points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)})
-		}
-	}
+	ser := &Series{Metric: q.Metric, Config: cfg, Points: ri.points(values, q.Since), ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
 	anns, err := s.Annotations(ctx)
 	if err != nil {
 		return nil, err
@@ -564,6 +545,67 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 		ser.ChangePoints = append(ser.ChangePoints, c)
 	}
 	return ser, nil
+}
+
+// historyValues returns the values of metric in the usable cells of a
+// configuration, by run and commit label.
+func (s *Store) historyValues(ctx context.Context, metric, cfg string) (map[[2]string][]float64, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.run_id, c.commit_label, m.value FROM cells c
+		JOIN metrics m ON m.cell_id = c.id AND m.metric = ?
+		WHERE c.config = ? AND c.status = 'ok' AND c.saturated = 0`), metric, cfg)
+	if err != nil {
+		return nil, s.fail("reading history", err)
+	}
+	defer rows.Close()
+	values := map[[2]string][]float64{}
+	for rows.Next() {
+		var run, label string
+		var v float64
+		if err := rows.Scan(&run, &label, &v); err != nil {
+			return nil, s.fail("reading history", err)
+		}
+		values[[2]string{run, label}] = append(values[[2]string{run, label}], v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("reading history", err)
+	}
+	return values, nil
+}
+
+// points makes the series' points from the values by run and commit:
+// runs in order of creation from since on, in each run the commits in
+// plan order but the baseline when there are others, a point the median
+// of a commit's values.
+func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) []Point {
+	points := []Point{}
+	runs := make([]string, 0, len(ri.created))
+	for id := range ri.created {
+		runs = append(runs, id)
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		a, b := ri.created[runs[i]], ri.created[runs[j]]
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return runs[i] < runs[j]
+	})
+	for _, run := range runs {
+		if ri.created[run].Before(since) {
+			continue
+		}
+		cs := ri.commits[run]
+		for _, c := range cs {
+			if len(cs) > 1 && c.Label == ri.baseline[run] {
+				continue
+			}
+			vs := values[[2]string{run, c.Label}]
+			if len(vs) == 0 {
+				continue
+			}
+			points = append(points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)})
+		}
+	}
+	return points
 }
 
 // AllHistory returns the series of every key, reading the runs once.

@@ -7,20 +7,20 @@ package workload
 // slow-down; instruction counts repeat to a few parts per million).
 //
 // The measurement runs on the real client/server path. The postmaster
-// is started under valgrind's cachegrind (cache simulation off: only
-// instructions are counted); valgrind follows fork(), so every backend
-// is counted, each into its own file (cachegrind.out.PID). pgbench runs
-// one client for a fixed number of transactions with a fixed
-// --random-seed, so that churn's random queries repeat exactly. Which
-// backends served pgbench is read from the server log (log_connections,
+// is started under valgrind's callgrind, which counts instructions
+// (no cache simulation); valgrind follows fork(), so every backend is
+// counted, each into its own file (callgrind.out.PID). pgbench runs one
+// client for a fixed number of transactions with a fixed --random-seed,
+// so that churn's random queries repeat exactly. Which backends served
+// pgbench is read from the server log (log_connections,
 // application_name=pgbench): its setup connection and its client.
 //
 // Connection start-up and shutdown cost more than thousands of
-// transactions (measured on Debian's PostgreSQL 15: 43 M instructions
-// for pgbench's setup connection alone, against about 37 k per SELECT 1),
-// so they are taken out by difference: the server is started afresh for
-// a run of N and for a run of 2N transactions, from the same stopped data
-// directory, and
+// transactions (measured on Debian's PostgreSQL 15: tens of millions of
+// instructions for pgbench's two connections, against about 38 k per
+// SELECT 1), so they are taken out by difference: the server is started
+// afresh for a run of N and for a run of 2N transactions, from the same
+// stopped data directory, and
 //
 //	instructions_per_tx = (I(2N) − I(N)) / N
 //
@@ -33,24 +33,46 @@ package workload
 // (toggling instrumentation around the window) would need a patched
 // pgbench or server; the difference needs neither.
 //
-// Not every instruction of a transaction repeats: some paths run as
-// often as the clock or the scheduler decide. When the backend looks for
-// the next query before pgbench has sent it, recv fails with EAGAIN and
-// the backend waits (WaitEventSetWait, epoll_wait) and reads again; and
-// pgstat_report_stat reads the clock after every transaction and flushes
-// pending statistics at most once a second. Measured on Debian's
-// PostgreSQL 15, N = 2 000, 5 runs each: the whole count per transaction
-// of select1 spread 0.36 % (38 639 to 38 780), almost all of it in those
-// functions (WaitEventSetWait alone moved by 130 000 instructions
-// between two windows); without their own instructions (TimingDependent)
-// select1 spread 0.0008 % (38 500.59 to 38 500.91) and churn 0.0003 %
-// (67 817.18 to 67 817.38). One measurement (two server starts under
-// valgrind, 2 000 + 4 000 transactions) took 4.6 s for select1 and
-// 5.2 s for churn on this 2-core VM. Those functions are
-// left out of instructions_per_tx and of the profile: a patch that
-// changes them is not seen by this metric. Callgrind could leave out
-// their callees too, at the price of a slower simulation and a call
-// graph to parse.
+// Not every instruction repeats: some run as often as the clock or the
+// scheduler decide, and the machine's load changes both. Each source
+// found is shut out where it arises:
+//
+//   - A forked backend's counters start as a copy of the postmaster's,
+//     whose history depends on timing (how often it woke in ServerLoop,
+//     which children it reaped before the fork, symbols bound lazily:
+//     ServerLoop, reaper, LogChildExit, _dl_fixup, do_lookup_x).
+//     Counting starts at PostgresMain (callgrind --collect-atstart=no
+//     --toggle-collect=PostgresMain), so nothing of the postmaster is
+//     counted.
+//   - The wait for the next query and the statistics flush
+//     (TimingDependent) are left out with everything they call: leaving
+//     out only their own instructions, as cachegrind's flat counts
+//     allowed, still counted their callees — the PLT stubs of recv and
+//     epoll_wait, the flush's LWLockAcquire, hash look-ups and
+//     allocations — about proportional to the run's wall time.
+//   - Signal handlers run when the signal comes; callgrind counts a
+//     handler only if collection is on at start, which it is not.
+//   - LD_BIND_NOW=1: symbols are bound when the postmaster starts, not
+//     at a first call that may fall in a timing-dependent path.
+//   - The server runs without autovacuum and without process-title
+//     updates, and is stopped only after pgbench's backends have exited
+//     (see serverArgs and waitExited).
+//
+// Measured on Debian's PostgreSQL 15 on this 2-core VM, N = 2 000, with
+// the load average at 7–9 (two busy loops besides other engineers'
+// builds and tests): 5 runs of select1 spread 0.0010 % (38 458.86 to
+// 38 459.26) and of churn 0.0014 % (67 731.39 to 67 732.32), and select1
+// on two data directories 0.0015 %; what still moves is one malloc
+// taking a longer path in some runs (_int_malloc, about 750
+// instructions per run). The cachegrind method before it spread 0.005 %
+// under the same load, 0.033 % under a heavier one (I(N) moving by
+// 25 000 instructions), and differed by +8 instructions per transaction
+// between two data directories (the process title's strlen). One
+// measurement (two server starts under valgrind, 2 000 + 4 000
+// transactions) took 14.6–15.6 s at load 6.7 against 11.1–12.2 s with
+// cachegrind measured alternately: callgrind tracks calls, which
+// cachegrind does not. A patch that changes only the TimingDependent
+// functions or their callees below them is not seen by this metric.
 //
 // Where the host has a PMU (not in most VMs), perf stat -e
 // instructions:u counts the same thing about fifty times faster; it
@@ -69,6 +91,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,10 +116,12 @@ type InstrMethod string
 
 // The instruction-counting methods.
 const (
-	// InstrValgrind simulates the CPU with valgrind's cachegrind (cache
-	// simulation off): exact and the same on any x86-64 host, about 50×
-	// slower than native.
-	InstrValgrind InstrMethod = "valgrind-cachegrind"
+	// InstrValgrind simulates the CPU with valgrind's callgrind: exact
+	// and the same on any x86-64 host, about 50× slower than native.
+	// (Its counts before callgrind, "valgrind-cachegrind", included the
+	// process title and the callees of the timing-dependent paths: a
+	// different method, never compared with this one.)
+	InstrValgrind InstrMethod = "valgrind-callgrind"
 	// InstrPerfStat counts instructions:u with the CPU's own counter.
 	InstrPerfStat InstrMethod = "perf-stat"
 )
@@ -119,18 +144,32 @@ const DefaultInstrTransactions = 2000
 // DefaultInstrSeed is pgbench's --random-seed when none is given.
 const DefaultInstrSeed = 1
 
-// TimingDependent lists the functions whose own instructions are left
-// out of the count, because how often they run depends on timing, not
-// on the transactions: the socket read's EAGAIN-and-wait path and the
-// clock checks of the statistics flush (see the package comment for the
-// figures).
-var TimingDependent = map[string]bool{
-	"secure_read": true, "secure_raw_read": true, "recv": true, "__errno_location": true,
-	"WaitEventSetWait": true, "WaitEventSetWaitBlock": true, "ModifyWaitEvent": true, "epoll_wait": true,
-	"pgstat_report_stat": true, "pgstat_have_pending_wal": true, "GetCurrentTimestamp": true,
-	"GetCurrentTransactionStopTimestamp": true, "TimestampDifferenceExceeds": true,
-	"__gettimeofday_syscall": true, "clock_gettime": true, "__clock_gettime": true,
-}
+// TimingDependent lists the functions whose instructions, callees
+// included, are left out of the count, because how often they run or
+// how far they get depends on timing, not on the transactions (see the
+// package comment for the figures):
+//
+//   - secure_read: reading the next query; when pgbench has not sent it
+//     yet, recv fails with EAGAIN and the backend waits
+//     (WaitEventSetWait, epoll_wait, ProcessClientReadInterrupt) and
+//     reads again.
+//   - pgstat_report_stat: reads the clock after every transaction and
+//     flushes pending statistics at most once a second (locks, hash
+//     look-ups and allocations of the flush).
+//   - enable_timeout_after, disable_timeout: the idle-statistics timer
+//     is armed after a transaction whose statistics were not flushed and
+//     disarmed after one whose were.
+//
+// They are valgrind --toggle-collect functions, which toggle: none may
+// call another (a nested one would switch counting back on).
+var TimingDependent = []string{"secure_read", "pgstat_report_stat", "enable_timeout_after", "disable_timeout"}
+
+// measuredEntry is where counting starts in a backend: the postmaster
+// and the forked child's start-up before it are not counted (valgrind's
+// counters are copied by fork, so without this each backend would carry
+// the postmaster's own instructions up to its fork). PostgresMain exists
+// under that name in every supported PostgreSQL version.
+const measuredEntry = "PostgresMain"
 
 // ErrNoInstrMethod: neither perf stat nor valgrind can count instructions
 // on this host.
@@ -183,15 +222,13 @@ type InstrSpec struct {
 // InstrRun is one of the two runs.
 type InstrRun struct {
 	Transactions int `json:"transactions"`
-	// Instructions of pgbench's backends without the TimingDependent
-	// functions (valgrind), or of the whole server (perf stat).
+	// Instructions of pgbench's backends from PostgresMain on, without
+	// the TimingDependent functions (valgrind), or of the whole server
+	// (perf stat).
 	Instructions int64 `json:"instructions"`
-	// AllInstructions of pgbench's backends, TimingDependent included
-	// (valgrind only).
-	AllInstructions int64 `json:"all_instructions,omitempty"`
 	// Backends are the pids of pgbench's backends (valgrind only).
 	Backends []int `json:"backends,omitempty"`
-	// Files are the per-process counts read (cachegrind.out.PID), or
+	// Files are the per-process counts read (callgrind.out.PID), or
 	// perf stat's report.
 	Files []string `json:"files"`
 	// ServerLog is the server's log of this run.
@@ -336,7 +373,15 @@ func Instructions(ctx context.Context, run *proc.Runner, s InstrSpec) (*InstrRes
 // serverArgs are the postgres options of a measured server: its own
 // socket and port, no TCP, connections logged with the pid first (to
 // find pgbench's backends), untranslated messages, and
-// pg_stat_statements starting empty.
+// pg_stat_statements starting empty, and no autovacuum: a worker that
+// vacuums or analyzes a catalog while pgbench runs sends invalidations
+// the measured backend must process, at a moment that depends on how
+// long the run takes (a run under load takes longer); and no process
+// title updates: set_ps_display runs strlen over the title, which lives
+// where the kernel put the postmaster's argv, so its cost depends on the
+// length of the install path, the data directory and the environment
+// (+8 instructions per transaction between two data directories of one
+// install), not on the code.
 func serverArgs(s InstrSpec) []string {
 	return []string{
 		"-D", s.DataDir, "-p", strconv.Itoa(s.Port), "-k", s.SocketDir,
@@ -346,6 +391,8 @@ func serverArgs(s InstrSpec) []string {
 		"-c", "log_line_prefix=%p ",
 		"-c", "lc_messages=C",
 		"-c", "pg_stat_statements.save=off",
+		"-c", "autovacuum=off",
+		"-c", "update_process_title=off",
 	}
 }
 
@@ -370,15 +417,23 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 	statFile := filepath.Join(dir, "perf-stat.csv")
 	switch s.Method {
 	case InstrValgrind:
-		args := []string{"--tool=cachegrind", "--cache-sim=no",
-			"--cachegrind-out-file=" + filepath.Join(dir, "cachegrind.out.%p"),
-			"--log-file=" + filepath.Join(dir, "valgrind.%p.log"),
-			postgres}
+		args := []string{"--tool=callgrind", "--collect-atstart=no", "--toggle-collect=" + measuredEntry}
+		for _, f := range TimingDependent {
+			args = append(args, "--toggle-collect="+f)
+		}
+		args = append(args,
+			"--callgrind-out-file="+filepath.Join(dir, "callgrind.out.%p"),
+			"--log-file="+filepath.Join(dir, "valgrind.%p.log"),
+			postgres)
 		cmd = proc.Cmd{Path: "valgrind", Args: append(args, serverArgs(s)...)}
 	case InstrPerfStat:
 		cmd = proc.Cmd{Path: "perf", Args: append(append(perf.StatArgs(perf.InstructionsEvent, statFile), postgres), serverArgs(s)...)}
 	}
-	cmd.User, cmd.Env, cmd.Log = s.RunAs, s.Env, r.ServerLog
+	// LD_BIND_NOW: the dynamic loader resolves every symbol when the
+	// postmaster starts, not at a function's first call, which may fall
+	// in a backend's timing-dependent path in one run and not in the
+	// next (_dl_fixup, do_lookup_x).
+	cmd.User, cmd.Env, cmd.Log = s.RunAs, append(slices.Clip(s.Env), "LD_BIND_NOW=1"), r.ServerLog
 	// The server account may not be able to enter the caller's cwd.
 	cmd.Dir = "/"
 
@@ -404,7 +459,7 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 		if err := run.Run(ctx, pgb); err != nil {
 			return r, nil, err
 		}
-		run.Note("stop the server (SIGINT: fast shutdown) and read pgbench's backends' counts in %s", dir)
+		run.Note("wait until pgbench's backends exit, stop the server (SIGINT: fast shutdown) and read their counts in %s", dir)
 		return r, nil, nil
 	}
 	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
@@ -440,6 +495,15 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 	if sum.Processed != int64(n) || sum.Failed != 0 {
 		return r, nil, exitcode.Failure(fmt.Errorf("instructions: %s: pgbench processed %d of %d transactions, %d failed (log: %s)", s.Workload.Name, sum.Processed, n, sum.Failed, pgb.Log))
 	}
+	var pids []int
+	if s.Method == InstrValgrind {
+		if pids, err = pgbenchBackends(r.ServerLog); err != nil {
+			return r, nil, exitcode.Failure(err)
+		}
+		if err := waitExited(ctx, pids, s.StartTimeout); err != nil {
+			return r, nil, err
+		}
+	}
 	if err := stop(); err != nil {
 		return r, nil, exitcode.Failure(fmt.Errorf("instructions: stopping the server: %w (log: %s)", err, r.ServerLog))
 	}
@@ -457,13 +521,9 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 		r.Files = []string{statFile}
 		return r, nil, nil
 	}
-	pids, err := pgbenchBackends(r.ServerLog)
-	if err != nil {
-		return r, nil, exitcode.Failure(err)
-	}
 	total := &perf.Cachegrind{Funcs: map[perf.Func]int64{}}
 	for _, pid := range pids {
-		path := filepath.Join(dir, fmt.Sprintf("cachegrind.out.%d", pid))
+		path := filepath.Join(dir, fmt.Sprintf("callgrind.out.%d", pid))
 		c, err := readCachegrind(path)
 		if err != nil {
 			return r, nil, exitcode.Failure(fmt.Errorf("instructions: backend %d: %w", pid, err))
@@ -471,15 +531,28 @@ func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir str
 		total.Add(c)
 		r.Files = append(r.Files, path)
 	}
-	kept := &perf.Cachegrind{Cmd: total.Cmd, Funcs: map[perf.Func]int64{}}
-	for f, v := range total.Funcs {
-		if !TimingDependent[f.Name] {
-			kept.Funcs[f] = v
-			kept.Total += v
+	r.Backends, r.Instructions = pids, total.Total
+	return r, total, nil
+}
+
+// waitExited waits until the backends have exited (or are zombies),
+// so that the server's shutdown does not reach a backend still on its
+// way out: a SIGTERM there takes another exit path in some runs only.
+func waitExited(ctx context.Context, pids []int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, pid := range pids {
+		for procfs.Alive(pid) {
+			if time.Now().After(deadline) {
+				return exitcode.Failure(fmt.Errorf("instructions: pgbench's backend %d has not exited %s after pgbench", pid, timeout))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
-	r.Backends, r.Instructions, r.AllInstructions = pids, kept.Total, total.Total
-	return r, kept, nil
+	return nil
 }
 
 func readCachegrind(path string) (*perf.Cachegrind, error) {

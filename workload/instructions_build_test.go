@@ -15,8 +15,9 @@ import (
 // TestInstructionsSlowedBuild: on PostgreSQL 15 built from source, a
 // patch adding a 500-iteration busy loop to exec_simple_query raises
 // instructions_per_tx clearly, the per-function diff puts
-// exec_simple_query first, and base against base (A/A) is within 0.05 %
-// (measured 0.013 %; the slowed build: +2 518 instructions/tx, +7.2 %).
+// exec_simple_query first, and base against base (A/A, two data
+// directories) is within issue 15's 0.01 % (measured 0.00057 % at load
+// average 12; the slowed build: +2 497 instructions/tx, +7.2 %).
 func TestInstructionsSlowedBuild(t *testing.T) {
 	requireValgrind(t)
 	e := testbuild.PG15(t)
@@ -40,12 +41,11 @@ func TestInstructionsSlowedBuild(t *testing.T) {
 	aa := 100 * math.Abs(a2.PerTx-a1.PerTx) / a1.PerTx
 	delta := b.PerTx - a1.PerTx
 	t.Logf("base %.2f and %.2f instructions/tx (A/A %.5f %%), slowed %.2f (%+.2f, %+.2f %%); wall %.1f s", a1.PerTx, a2.PerTx, aa, b.PerTx, delta, 100*delta/a1.PerTx, b.WallS)
-	// Measured: 0.013 % here on the from-source build (two data
-	// directories), against 0.0008 % on Debian's binaries; the residual is
-	// not yet traced (the A/A per-function diff is logged below), so the
-	// bound is 0.05 %, still far below the +7 % of the slowed build.
-	if aa > 0.05 {
-		t.Errorf("A/A differs by %.5f %% > 0.05 %%", aa)
+	// The cachegrind method differed here by 0.013 %: the process
+	// title's strlen costs depend on where argv lies, which differs
+	// between data directories (update_process_title=off since).
+	if aa > 0.01 {
+		t.Errorf("A/A differs by %.5f %% > 0.01 %%", aa)
 	}
 	// 500 iterations of a volatile increment: a few instructions each.
 	if delta < 1000 {

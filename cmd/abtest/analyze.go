@@ -23,13 +23,13 @@ func analyzeCommand(env *Env) *cli.Command {
 		Name:      "analyze",
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
-		UsageText: `abtest analyze DIR… [-o FILE] [--format md|json|bench] [--baseline LABEL] [--alpha 0.01]
+		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
                [--threshold METRIC=PCT]… [--fail-on-regression]`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE` (default: stdout; plots go beside it)"},
-			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, json, or bench (for benchstat -col commit)"},
-			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against (default: the first of -k)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
+			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, text (plain, for a terminal or a mail), json, or bench (benchstat -col commit; with -o DIR/, one file per commit for plain benchstat)"},
+			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
 			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
 			&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses"},
@@ -44,8 +44,8 @@ func analyzeCommand(env *Env) *cli.Command {
 				return err
 			}
 			format := cmd.String("format")
-			if format != "md" && format != "json" && format != "bench" {
-				return exitcode.BadInputf("--format %q: use md, json or bench", format)
+			if format != "md" && format != "text" && format != "json" && format != "bench" {
+				return exitcode.BadInputf("--format %q: use md, text, json or bench", format)
 			}
 			// Big result sets (10⁵ cells) are mostly garbage from JSON
 			// decoding: a soft limit makes the GC keep the peak down.
@@ -59,8 +59,16 @@ func analyzeCommand(env *Env) *cli.Command {
 				return err
 			}
 			out := cmd.String("output")
+			if format == "bench" && isDir(out) {
+				paths, err := rep.WriteBenchFiles(out)
+				if err != nil {
+					return exitcode.Failure(err)
+				}
+				fmt.Fprintf(env.Stderr, "benchstat %s\n", strings.Join(paths, " "))
+				return gate(rep, cmd.Bool("fail-on-regression"))
+			}
 			if out != "" {
-				if err := checkOutput(out); err != nil {
+				if err := results.CheckOutput(out); err != nil {
 					return err
 				}
 			}
@@ -79,6 +87,8 @@ func analyzeCommand(env *Env) *cli.Command {
 				err = rep.WriteJSON(w)
 			case "bench":
 				err = rep.WriteBench(w)
+			case "text":
+				err = rep.WriteText(w)
 			default:
 				err = rep.WriteMarkdown(w)
 			}
@@ -121,32 +131,11 @@ func gate(rep *analysis.Report, fail bool) error {
 	return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics: %s", len(names), strings.Join(names, "; "))}
 }
 
-// checkOutput refuses an -o that would overwrite a results file
-// (plan.json, cells.jsonl, anything under cells/ of a results directory)
-// or whose directory does not exist: analyze creates no directories
-// besides plots/.
-func checkOutput(out string) error {
-	abs, err := filepath.Abs(out)
-	if err != nil {
-		return exitcode.BadInput(err)
+// isDir: -o DIR/ (a trailing slash) or an existing directory.
+func isDir(out string) bool {
+	if out == "" {
+		return false
 	}
-	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
-		return exitcode.BadInputf("-o %s: directory %s does not exist; create it first", out, filepath.Dir(abs))
-	}
-	if st, err := os.Stat(abs); err == nil && st.IsDir() {
-		return exitcode.BadInputf("-o %s: is a directory; give a file name", out)
-	}
-	switch filepath.Base(abs) {
-	case results.PlanFile, results.CellsFile, results.LockFile:
-		return exitcode.BadInputf("-o %s: would overwrite a results file; give another name, e.g. report.md", out)
-	}
-	for dir := filepath.Dir(abs); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if filepath.Base(dir) != results.CellsDir {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), results.PlanFile)); err == nil {
-			return exitcode.BadInputf("-o %s: is inside the cells of results directory %s; write the report elsewhere", out, filepath.Dir(dir))
-		}
-	}
-	return nil
+	st, err := os.Stat(out)
+	return strings.HasSuffix(out, "/") || err == nil && st.IsDir()
 }

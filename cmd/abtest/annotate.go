@@ -19,7 +19,7 @@ func annotateCommand(env *Env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "commit", Usage: "`REF`: a stored sha (or a prefix of one), or a commit label or ref of a stored run"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},
-			&cli.StringFlag{Name: "config", Usage: "only this `CONFIG`uration (default: every one)"},
+			&cli.StringFlag{Name: "config", Usage: "only this `CONFIG`uration", DefaultText: "every one"},
 			&cli.StringFlag{Name: "note", Usage: "the `NOTE`"},
 			storeFlag(),
 		},

@@ -62,24 +62,21 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-func usageError(_ context.Context, _ *cli.Command, err error, _ bool) error {
-	return exitcode.BadInput(err)
-}
-
 func newApp(env *Env) *cli.Command {
 	app := &cli.Command{
-		Name:    "abtest",
+		Name: "abtest",
+		UsageText: `abtest [-n] [--config FILE] COMMAND [flags]
+abtest help [COMMAND]`,
 		Usage:   "build PostgreSQL commits and A/B-benchmark them",
-		Version: version,
+		Version: buildVersion(version),
 		Writer:  env.Stdout,
 		// Errors are printed once, by Main.
-		ErrWriter:                 env.Stderr,
-		ExitErrHandler:            func(context.Context, *cli.Command, error) {},
-		OnUsageError:              usageError,
-		DisableSliceFlagSeparator: true,
-		HideHelpCommand:           true,
+		ErrWriter:       env.Stderr,
+		ExitErrHandler:  func(context.Context, *cli.Command, error) {},
+		HideHelpCommand: true,
+		Action:          groupAction,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "config `FILE` (default: bench_config.toml in the working directory, if any)"},
+			&cli.StringFlag{Name: "config", Usage: "config `FILE`", DefaultText: "bench_config.toml in the working directory, if any"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the commands and files that would run or change, and do nothing"},
 		},
 		Commands: []*cli.Command{
@@ -97,19 +94,8 @@ func newApp(env *Env) *cli.Command {
 			storeCommand(env), historyCommand(env), annotateCommand(env), dashboardCommand(env), serveCommand(env),
 		},
 	}
-	noSliceSeparator(app)
+	configure(app, "")
 	return app
-}
-
-// noSliceSeparator turns off the flag library's splitting of slice flags
-// on commas in every command (the root's setting does not reach the
-// subcommands): --set GUC=V1,V2 is one axis of two values, and
-// --set search_path=a,b one setting.
-func noSliceSeparator(cmd *cli.Command) {
-	cmd.DisableSliceFlagSeparator = true
-	for _, sub := range cmd.Commands {
-		noSliceSeparator(sub)
-	}
 }
 
 // sourceFlag is --source, the override of PG_SOURCE_DIR. Flags keep parse
@@ -184,7 +170,7 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 		Host: func() (host.Host, []results.Finding) {
 			return host.Read("/"), doctor.Check(doctor.Live(cfg.RunAs))
 		},
-		Version: version,
+		Version: buildVersion(version),
 	}, nil
 }
 

@@ -21,7 +21,7 @@ import (
 
 func buildFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "build", Aliases: []string{"b"}, Usage: "build and install: `TYPE` release, debug or debug_noassert"},
+		&cli.StringFlag{Name: "build", Aliases: []string{"b", "build-type"}, Usage: "build and install: `TYPE` release, debug or debug_noassert"},
 		&cli.StringSliceFlag{Name: "meson-opt", Usage: "extra meson `OPTION` such as -Dfoo=bar (repeatable)"},
 		&cli.StringSliceFlag{Name: "configure-opt", Usage: "extra configure `OPTION` for trees without meson.build (repeatable)"},
 		&cli.BoolFlag{Name: "profiling", Usage: "keep frame pointers and symbols, so perf records call graphs"},

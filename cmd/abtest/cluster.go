@@ -21,12 +21,12 @@ import (
 // clusterFlags are switch's flags that start (or restart) a cluster.
 func clusterFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Usage: "pg_stat_statements.max `N`", Value: cluster.DefaultPgssMax},
-		&cli.StringFlag{Name: "port", Aliases: []string{"p"}, Usage: "`PORT` number, or auto for a free one (default: the cluster's previous port, else auto)"},
+		&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Usage: "pg_stat_statements.max `N`", Value: cluster.DefaultPgssMax},
+		&cli.StringFlag{Name: "port", Aliases: []string{"p"}, Usage: "`PORT` number, or auto for a free one", DefaultText: "the cluster's previous port, else auto"},
 		&cli.StringSliceFlag{Name: "set", Usage: "server setting `GUC=VALUE` (repeatable; applied last)"},
 		&cli.StringFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "pin the server to `N` CPUs, or a CPU list such as 0-3,8"},
-		&cli.IntFlag{Name: "max-clients", Usage: "largest pgbench client count to size max_connections for", Value: 64},
-		&cli.StringFlag{Name: "listen", Usage: "listen_addresses `ADDR` (default: Unix socket only)"},
+		&cli.IntFlag{Name: "max-clients", Usage: "largest pgbench client count `N` to size max_connections for", Value: 64},
+		&cli.StringFlag{Name: "listen", Usage: "listen_addresses `ADDR`", DefaultText: "Unix socket only"},
 		&cli.BoolFlag{Name: "data-checksums", Usage: "initdb --data-checksums"},
 		&cli.StringFlag{Name: "install", Usage: "run the prebuilt installation in `DIR` (e.g. /usr/lib/postgresql/15)"},
 		&cli.BoolFlag{Name: "recreate-cluster", Usage: "initdb again (the data directory is replaced) and start"},
@@ -36,7 +36,7 @@ func clusterFlags() []cli.Flag {
 }
 
 func runAsFlag() cli.Flag {
-	return &cli.StringFlag{Name: "run-as", Usage: "unprivileged `USER` for the server when abtest runs as root (default postgres)"}
+	return &cli.StringFlag{Name: "run-as", Usage: "unprivileged `USER` for the server when abtest runs as root", DefaultText: "postgres"}
 }
 
 // wantsCluster reports whether switch was asked to start a cluster.

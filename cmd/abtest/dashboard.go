@@ -49,7 +49,7 @@ func serveCommand(env *Env) *cli.Command {
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "loopback `HOST:PORT`"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR` (default: a temporary directory)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR`", DefaultText: "a temporary directory"},
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

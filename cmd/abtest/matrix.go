@@ -36,20 +36,20 @@ func matrixFlags() []cli.Flag {
 		&cli.StringFlag{Name: "commits", Aliases: []string{"k"}, Usage: "`SPEC`[,SPEC…]: REF, LABEL=REF, LABEL=REF+PATCH[+PATCH…] or LABEL=install:DIR; the first is the baseline"},
 		&cli.StringFlag{Name: "clients", Aliases: []string{"c"}, Value: "64", Usage: "client counts `LIST`"},
 		&cli.StringFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "server CPU counts `LIST` (pgbench gets the other CPUs); default: not pinned"},
-		&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn", Usage: "workloads `LIST`: select1, churn, slow_churn, within_max, file:PATH"},
-		&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 30, Usage: "measured `SECONDS` per cell"},
+		&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn", Usage: "workloads `LIST`: select1, churn, slow_churn, within_max, file:PATH; all", Action: allWorkloads},
+		&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: 30, Usage: "measured `SECONDS` per cell"},
 		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 3, Usage: "`N` repeats of every cell"},
-		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
+		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
 		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
-		&cli.StringFlag{Name: "build", Aliases: []string{"b"}, Value: "release", Usage: "build `TYPE`: release, debug, debug_noassert"},
+		&cli.StringFlag{Name: "build", Aliases: []string{"b", "build-type"}, Value: "release", Usage: "build `TYPE`: release, debug, debug_noassert"},
 		&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`: simple, extended, prepared"},
 		&cli.IntFlag{Name: "sleep", Aliases: []string{"S"}, Usage: "think time `MS` per transaction"},
 		&cli.IntFlag{Name: "warmup", Value: 5, Usage: "warm-up `SECONDS` before each measurement"},
-		&cli.StringFlag{Name: "order", Value: "abba", Usage: "commit order within a block: abba or random"},
-		&cli.IntFlag{Name: "seed", Usage: "`N` for --order random (default: from the clock, recorded in plan.json)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "results `DIR` (default: $BENCH_RESULTS_DIR/abtest_<time>)"},
+		&cli.StringFlag{Name: "order", Value: "abba", Usage: "commit `ORDER` within a block: abba or random"},
+		&cli.IntFlag{Name: "seed", Usage: "`N` for --order random", DefaultText: "from the clock, recorded in plan.json"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "results `DIR`", DefaultText: "$BENCH_RESULTS_DIR/abtest_<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "run the missing cells of the results `DIR`"},
-		&cli.StringFlag{Name: "shard", Usage: "run shard `I/N` of the configurations"},
+		&cli.StringFlag{Name: "shard", Usage: "run shard `I/N` of the configurations, or auto from a Kubernetes Indexed Job or Slurm array (with the same --seed on every shard)"},
 		&cli.StringFlag{Name: "preset", Usage: "`NAME` of a preset suite: full (the bash harness's full suite)"},
 		&cli.StringFlag{Name: "name-template", Aliases: []string{"W"}, Value: "%c", Usage: "worktree/build/cluster name `TEMPLATE`: %c the label, %s the short sha"},
 		&cli.BoolFlag{Name: "perf", Usage: "record a CPU profile in the middle of every cell (perf → pprof)"},
@@ -59,7 +59,7 @@ func matrixFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
 		&cli.BoolFlag{Name: "until-decided", Usage: "after the planned repeats, run more blocks of the undecided configurations"},
-		&cli.IntFlag{Name: "max-repeats", Usage: "with --until-decided: at most `N` repeats per configuration (default: twice -r)"},
+		&cli.IntFlag{Name: "max-repeats", Usage: "with --until-decided: at most `N` repeats per configuration", DefaultText: "twice -r"},
 		&cli.DurationFlag{Name: "budget", Usage: "with --until-decided: wall time `DURATION` for the extra blocks"},
 		sourceFlag(),
 		runAsFlag(),
@@ -173,8 +173,10 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	if r.Build, err = build.ParseType(cmd.String("build")); err != nil {
 		return r, err
 	}
-	if r.Shard, err = matrix.ParseShard(cmd.String("shard")); err != nil {
+	if r.Shard, err = matrix.ParseShardEnv(cmd.String("shard"), env.Getenv); err != nil {
 		return r, err
+	} else if r.Shard.N > 1 && !cmd.IsSet("seed") {
+		return r, exitcode.BadInputf("--shard %s: give --seed N, the same on every shard, so that the shards make one run", cmd.String("shard"))
 	}
 	if r.Settings, err = settingsAxes(get("pgss-max", presetFull.pgssMax), cmd.StringSlice("set")); err != nil {
 		return r, err
@@ -318,11 +320,12 @@ func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *result
 		}
 		return err
 	}
-	if _, err := report.Write(dir, analysis.Options{}); err != nil {
+	rep, err := report.Write(dir, analysis.Options{})
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "abtest: report: %v\n", err)
 		return report.Medians(env.Stdout, dir, plan)
 	}
-	report.Summary(env.Stdout, dir)
+	report.Summary(env.Stdout, dir, rep)
 	return nil
 }
 

@@ -131,7 +131,7 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], "a")); running {
 		t.Error("the matrix left its cluster running")
 	}
-	if !strings.Contains(stdout, "## Summary") || !strings.Contains(stdout, "A/A:") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.md")) {
+	if !strings.Contains(stdout, "\nSummary\n") || strings.Contains(stdout, "## ") || !strings.Contains(stdout, "A/A:") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.md")) {
 		t.Errorf("no report summary:\n%s", stdout)
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {

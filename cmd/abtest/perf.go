@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -209,129 +206,8 @@ func runPerfView(ctx context.Context, cmd *cli.Command, env *Env, serve func(*dr
 	if cmd.Args().Len() != 1 {
 		return exitcode.BadInputf("perf view: give one profile FILE")
 	}
-	addr := cmd.String("http")
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || (host != "127.0.0.1" && host != "localhost" && host != "::1") {
-		return exitcode.BadInputf("--http %q: serve on loopback only, e.g. 127.0.0.1:8080", addr)
-	}
-	file := cmd.Args().First()
-	if _, err := profiles.Read(file); err != nil {
-		return err
-	}
-	args := []string{"-http=" + addr, "-no_browser"}
-	if b := cmd.String("diff-base"); b != "" {
-		if _, err := profiles.Read(b); err != nil {
-			return err
-		}
-		args = append(args, "-diff_base="+b)
-	}
-	args = append(args, file)
-	if serve == nil {
-		serve = func(a *driver.HTTPServerArgs) error {
-			l, err := net.Listen("tcp", net.JoinHostPort(a.Hostport, ""))
-			if err != nil {
-				l, err = net.Listen("tcp", addr)
-				if err != nil {
-					return err
-				}
-			}
-			mux := http.NewServeMux()
-			for path, h := range a.Handlers {
-				mux.Handle(path, h)
-			}
-			fmt.Fprintf(env.Stdout, "pprof UI: http://%s/ (flame graph: /flamegraph); ^C stops it\n", l.Addr())
-			srv := &http.Server{Handler: mux}
-			go func() { <-ctx.Done(); srv.Close() }()
-			if err := srv.Serve(l); err != nil && ctx.Err() == nil {
-				return err
-			}
-			return nil
-		}
-	}
-	return driver.PProf(&driver.Options{
-		Flagset:    newFlagset(args),
-		HTTPServer: serve,
-		UI:         &quietUI{out: env.Stderr},
+	return perf.View(ctx, perf.ViewOptions{
+		File: cmd.Args().First(), DiffBase: cmd.String("diff-base"), Addr: cmd.String("http"),
+		Out: env.Stdout, Err: env.Stderr, Serve: serve,
 	})
 }
-
-// driverFlags implements pprof's driver.FlagSet over a fixed argument
-// list.
-type driverFlags struct {
-	args  []string
-	bools map[string]*bool
-	ints  map[string]*int
-	flts  map[string]*float64
-	strs  map[string]*string
-	lists map[string]*[]*string
-}
-
-func newFlagset(args []string) *driverFlags {
-	return &driverFlags{args: args, bools: map[string]*bool{}, ints: map[string]*int{}, flts: map[string]*float64{}, strs: map[string]*string{}, lists: map[string]*[]*string{}}
-}
-
-func (f *driverFlags) Bool(n string, d bool, _ string) *bool {
-	v := d
-	f.bools[n] = &v
-	return &v
-}
-func (f *driverFlags) Int(n string, d int, _ string) *int {
-	v := d
-	f.ints[n] = &v
-	return &v
-}
-func (f *driverFlags) Float64(n string, d float64, _ string) *float64 {
-	v := d
-	f.flts[n] = &v
-	return &v
-}
-func (f *driverFlags) String(n string, d string, _ string) *string {
-	v := d
-	f.strs[n] = &v
-	return &v
-}
-func (f *driverFlags) StringList(n string, d string, _ string) *[]*string {
-	v := []*string{}
-	f.lists[n] = &v
-	return &v
-}
-func (f *driverFlags) ExtraUsage() string   { return "" }
-func (f *driverFlags) AddExtraUsage(string) {}
-
-// Parse applies "-name=value" and "-name" arguments and returns the rest.
-func (f *driverFlags) Parse(usage func()) []string {
-	var rest []string
-	for _, a := range f.args {
-		if !strings.HasPrefix(a, "-") {
-			rest = append(rest, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case f.bools[name] != nil:
-			*f.bools[name] = !hasVal || val == "true"
-		case f.strs[name] != nil:
-			*f.strs[name] = val
-		case f.ints[name] != nil:
-			*f.ints[name], _ = strconv.Atoi(val)
-		case f.flts[name] != nil:
-			*f.flts[name], _ = strconv.ParseFloat(val, 64)
-		case f.lists[name] != nil:
-			v := val
-			*f.lists[name] = append(*f.lists[name], &v)
-		default:
-			usage()
-		}
-	}
-	return rest
-}
-
-// quietUI sends pprof's messages to stderr.
-type quietUI struct{ out io.Writer }
-
-func (u *quietUI) ReadLine(string) (string, error)     { return "", fmt.Errorf("no terminal") }
-func (u *quietUI) Print(args ...any)                   { fmt.Fprint(u.out, args...) }
-func (u *quietUI) PrintErr(args ...any)                { fmt.Fprintln(u.out, args...) }
-func (u *quietUI) IsTerminal() bool                    { return false }
-func (u *quietUI) WantBrowser() bool                   { return false }
-func (u *quietUI) SetAutoComplete(func(string) string) {}

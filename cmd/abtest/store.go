@@ -14,7 +14,7 @@ import (
 
 // storeFlag is --store, the override of the config's store key.
 func storeFlag() cli.Flag {
-	return &cli.StringFlag{Name: "store", Usage: "results database: postgres://… `URL` or a SQLite file (default: results_dir/abtest.db)"}
+	return &cli.StringFlag{Name: "store", Usage: "results database: postgres://… `URL` or a SQLite file", DefaultText: "results_dir/abtest.db"}
 }
 
 // openStore opens the store that --store, the config's store key, or

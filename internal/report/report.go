@@ -48,21 +48,25 @@ func Write(dir string, o analysis.Options) (*analysis.Report, error) {
 	return rep, nil
 }
 
-// Summary prints the summary section of dir's report.md.
-func Summary(w io.Writer, dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return
-	}
-	text := string(data)
-	if i := strings.Index(text, "## Summary"); i >= 0 {
-		text = text[i:]
-		if j := strings.Index(text[3:], "\n## "); j >= 0 {
-			text = text[:j+3]
+// Summary prints the summary of rep as plain text (what the console
+// shows at the end of a run, fit to paste into a mail) and where dir's
+// report.md is.
+func Summary(w io.Writer, dir string, rep *analysis.Report) {
+	var buf strings.Builder
+	if err := rep.WriteText(&buf); err == nil {
+		in := false
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if line == "Summary" {
+				in = true
+			} else if in && line != "" && !strings.HasPrefix(line, " ") {
+				break
+			}
+			if in {
+				fmt.Fprintln(w, line)
+			}
 		}
-		fmt.Fprintln(w, strings.TrimSpace(text))
 	}
-	fmt.Fprintf(w, "\nreport: %s\n", filepath.Join(dir, "report.md"))
+	fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, "report.md"))
 }
 
 // Medians prints the median TPS per configuration and commit: what a

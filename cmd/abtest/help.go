@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// examples is one runnable example per built-in command, by its full
+// name; helpTest checks that every command has one.
+var examples = map[string]string{
+	"switch":       "abtest switch -c master -w base && abtest switch -w base -b release && abtest switch -w base -m 5000 -p 5433",
+	"status":       "abtest status --json | jq '.clusters[] | select(.running)'",
+	"env":          "eval \"$(abtest env -w base)\"; psql -c 'select version()'",
+	"bench":        "abtest bench -T 30 -c 64 -j 8 -w churn -h /tmp -p 5433",
+	"demo":         "abtest demo -d 5 -r 5",
+	"analyze":      "abtest analyze ~/pg/results/abtest_* --format text --fail-on-regression",
+	"perf":         "abtest perf record -p 5433 -d 10 -o lfu.pb.gz && abtest perf report lfu.pb.gz",
+	"perf record":  "abtest perf record -w lfu -d 10 -o lfu.pb.gz",
+	"perf report":  "abtest perf report lfu.pb.gz --top 30 --cum",
+	"perf compare": "abtest perf compare base.pb.gz lfu.pb.gz --per-tx 1200000,1180000",
+	"perf view":    "abtest perf view lfu.pb.gz --diff-base base.pb.gz",
+	"doctor":       "abtest doctor --json",
+	"nightly":      "abtest nightly --config nightly.toml",
+	"bisect":       "abtest bisect --good REL_16_0 --bad master -w churn -c 64 --metric tps",
+	"store":        "abtest store import ~/pg/results/abtest_*",
+	"store import": "abtest store import --store postgres://bench@db/abtest /shared/results/*",
+	"history":      "abtest history --metric tps --config select1/c16 --since 30d",
+	"annotate":     `abtest annotate --commit 1a2b3c4 --metric tps --config churn/c64 --note "expected: new lock"`,
+	"dashboard":    "abtest dashboard -o site && xdg-open site/index.html",
+	"serve":        "abtest serve --addr 127.0.0.1:8080",
+	"matrix":       "abtest matrix -k master,mine=master+my.patch -w select1,churn -c 1,16 -r 6",
+}
+
+// pgbenchLetters says, in the help of the commands that run pgbench,
+// where a letter means something else than pgbench's.
+const pgbenchLetters = `Letters that differ from pgbench's: -d is the duration (pgbench's -T, also
+accepted), -S the think time in ms (pgbench: select-only), -C the CPU count
+(pgbench: connect per transaction).`
+
+// configure sets, on cmd and every subcommand: no comma splitting of
+// slice flags (the root's setting does not reach the subcommands: --set
+// GUC=V1,V2 is one axis of two values, and --set search_path=a,b one
+// setting), usage errors as exit 2 with a suggestion, an unknown
+// subcommand as exit 2, and the command's example in its help.
+func configure(cmd *cli.Command, path string) {
+	cmd.DisableSliceFlagSeparator = true
+	cmd.OnUsageError = usageError
+	if len(cmd.Commands) > 0 && cmd.Action == nil {
+		cmd.Action = groupAction
+	}
+	if ex, ok := examples[path]; ok && !strings.Contains(cmd.UsageText+cmd.Description, "Example") {
+		cmd.Description = strings.TrimSpace(cmd.Description + "\n\nExample:\n  " + ex)
+	}
+	switch path {
+	case "bench", "matrix", "bisect":
+		cmd.Description += "\n\n" + pgbenchLetters
+	}
+	for _, sub := range cmd.Commands {
+		configure(sub, strings.TrimSpace(path+" "+sub.Name))
+	}
+}
+
+// groupAction is the action of abtest and of every command made of
+// subcommands: help without arguments, `help [COMMAND]`, and exit 2 with
+// a suggestion for anything else.
+func groupAction(ctx context.Context, cmd *cli.Command) error {
+	args := cmd.Args().Slice()
+	if len(args) == 0 && cmd.Root() == cmd {
+		return cli.ShowRootCommandHelp(cmd)
+	}
+	if len(args) == 0 {
+		return cli.ShowSubcommandHelp(cmd)
+	}
+	if args[0] == "help" && cmd.Root() == cmd {
+		if len(args) == 1 {
+			return cli.ShowRootCommandHelp(cmd)
+		}
+		if cmd.Command(args[1]) == nil {
+			return unknownCommand(cmd, args[1])
+		}
+		return cli.ShowCommandHelp(ctx, cmd, args[1])
+	}
+	return unknownCommand(cmd, args[0])
+}
+
+func unknownCommand(cmd *cli.Command, name string) error {
+	var names []string
+	for _, c := range cmd.VisibleCommands() {
+		names = append(names, c.Names()...)
+	}
+	prefix := strings.TrimPrefix(cmd.FullName()+" ", "abtest ")
+	return exitcode.BadInputf("unknown command %q%s; %s --help lists the commands", strings.TrimSpace(prefix+" "+name), didYouMean(name, names, ""), "abtest "+strings.TrimSpace(prefix))
+}
+
+// usageError is every command's OnUsageError: exit 2, and for an unknown
+// flag the nearest flag name.
+func usageError(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+	const undefined = "flag provided but not defined: -"
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, undefined); ok {
+		var names []string
+		for _, f := range cmd.VisibleFlags() {
+			names = append(names, f.Names()...)
+		}
+		dashes := "--"
+		if len(name) == 1 {
+			dashes = "-"
+		}
+		return exitcode.BadInputf("%s: unknown flag %s%s%s; abtest %s --help lists the flags",
+			cmd.Name, dashes, name, didYouMean(name, names, "-"), strings.TrimPrefix(cmd.FullName(), "abtest "))
+	}
+	return exitcode.BadInput(err)
+}
+
+// didYouMean is "; did you mean X?" for the candidate nearest to got by
+// Levenshtein distance, when it is near enough to be a typo; flags get
+// their dashes.
+func didYouMean(got string, candidates []string, dash string) string {
+	best, bestD := "", len(got)/2+1
+	for _, c := range candidates {
+		if d := levenshtein(got, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	if dash != "" && len(best) > 1 {
+		best = "--" + best
+	} else if dash != "" {
+		best = "-" + best
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// levenshtein is the edit distance between a and b in runes, a swap of
+// two neighbours counting as one edit (the commonest typo: --hots).
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// buildVersion is the version make links in, else the VCS revision Go
+// recorded in the binary (go build, go install), else "dev".
+func buildVersion(linked string) string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionOf(linked, bi, ok)
+}
+
+func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
+	if linked != "dev" || !ok {
+		return linked
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+		return linked
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// allWorkloads is the Action of -w flags: the bash harness's -w all is
+// every built-in workload.
+func allWorkloads(_ context.Context, cmd *cli.Command, list string) error {
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		if strings.TrimSpace(item) == "all" {
+			out = append(out, workload.Names...)
+		} else {
+			out = append(out, item)
+		}
+	}
+	return cmd.Set("workloads", strings.Join(out, ","))
+}

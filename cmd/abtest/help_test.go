@@ -1,0 +1,127 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v3"
+)
+
+// commands is every built-in command by its full name, without the
+// program name.
+func commands(t *testing.T) map[string]*cli.Command {
+	t.Helper()
+	out := map[string]*cli.Command{}
+	var walk func(c *cli.Command, path string)
+	walk = func(c *cli.Command, path string) {
+		for _, sub := range c.Commands {
+			if sub.Name == "help" {
+				continue
+			}
+			p := strings.TrimSpace(path + " " + sub.Name)
+			out[p] = sub
+			walk(sub, p)
+		}
+	}
+	walk(newApp(&Env{Getenv: func(string) string { return "" }}), "")
+	return out
+}
+
+// TestHelpEveryCommandHasExample: `abtest CMD --help` exits 0 and shows a
+// runnable example of CMD for every built-in command, and no example is
+// kept for a command that no longer exists.
+func TestHelpEveryCommandHasExample(t *testing.T) {
+	cmds := commands(t)
+	for path := range cmds {
+		code, out, stderr := abtest(t, nil, append(strings.Fields(path), "--help")...)
+		if code != 0 || stderr != "" {
+			t.Errorf("abtest %s --help: exit %d, stderr %q", path, code, stderr)
+		}
+		i := strings.Index(out, "Example")
+		if i < 0 || !strings.Contains(out[i:], "abtest "+path) {
+			t.Errorf("abtest %s --help has no example of abtest %s:\n%s", path, path, out)
+		}
+	}
+	for path := range examples {
+		if cmds[path] == nil {
+			t.Errorf("example for %q, which is not a command", path)
+		}
+	}
+}
+
+// TestHelpFlagUsage: no hand-written "(default: …)" beside the one the
+// flag library prints, and every flag that takes a value names it (a
+// backquoted NAME), so help never shows a bare "string" or "int".
+func TestHelpFlagUsage(t *testing.T) {
+	for path, c := range commands(t) {
+		for _, f := range c.Flags {
+			df, ok := f.(cli.DocGenerationFlag)
+			if !ok {
+				continue
+			}
+			usage := df.GetUsage()
+			if strings.Contains(usage, "(default") {
+				t.Errorf("%s --%s: usage %q writes its own default; use DefaultText", path, f.Names()[0], usage)
+			}
+			if df.TakesValue() && !strings.Contains(usage, "`") {
+				t.Errorf("%s --%s: usage %q names no `VALUE`", path, f.Names()[0], usage)
+			}
+		}
+	}
+}
+
+// TestHelpExitCodes: help is success, and a typo is bad input (exit 2)
+// with the nearest name.
+func TestHelpExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 0, "matrix"},
+		{[]string{"help"}, 0, "matrix"},
+		{[]string{"--help"}, 0, "matrix"},
+		{[]string{"help", "matrix"}, 0, "Example"},
+		{[]string{"matrix", "--help"}, 0, "Example"},
+		{[]string{"perf"}, 0, "record"},
+		{[]string{"bench", "--help"}, 0, "-h HOST"},
+		{[]string{"mtrix"}, 2, "did you mean matrix?"},
+		{[]string{"help", "mtrix"}, 2, "did you mean matrix?"},
+		{[]string{"perf", "recrod"}, 2, "did you mean record?"},
+		{[]string{"matrix", "--comits", "a,b"}, 2, "did you mean --commits?"},
+		{[]string{"bench", "--hots", "/tmp"}, 2, "did you mean --host?"},
+		{[]string{"matrix", "--zzzzzzzz"}, 2, "unknown flag --zzzzzzzz;"},
+	} {
+		code, out, stderr := abtest(t, nil, tc.args...)
+		got := out
+		if tc.code != 0 {
+			got = stderr
+			if strings.Count(stderr, "\n") != 1 {
+				t.Errorf("%v: stderr %q, want one line", tc.args, stderr)
+			}
+		}
+		if code != tc.code || !strings.Contains(got, tc.want) {
+			t.Errorf("%v: exit %d, output %q; want exit %d and %q", tc.args, code, got, tc.code, tc.want)
+		}
+	}
+}
+
+// TestHelpVersionFromBuildInfo: a go build binary says its revision.
+func TestHelpVersionFromBuildInfo(t *testing.T) {
+	bi := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, tc := range []struct {
+		linked string
+		bi     *debug.BuildInfo
+		want   string
+	}{
+		{"v1.2", bi, "v1.2"},
+		{"dev", bi, "0123456789ab-dirty"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, "v0.3.0"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+	} {
+		if got := versionOf(tc.linked, tc.bi, true); got != tc.want {
+			t.Errorf("versionOf(%q, …) = %q, want %q", tc.linked, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// readmeBlock is the first fenced sh block after heading in README.md.
+func readmeBlock(t *testing.T, heading string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	if i := strings.Index(s, heading); i < 0 {
+		t.Fatalf("README has no %q", heading)
+	} else {
+		s = s[i:]
+	}
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no sh block after %q", heading)
+	}
+	return strings.Split(strings.TrimSpace(m[1]), "\n")
+}
+
+// TestReadmeRecipe: the README starts with exactly the two set-up
+// commands, and its "patch against master" recipe is at most six lines
+// whose abtest commands, run verbatim (the real run as -n), plan the A/B
+// run on a clone that has master and no base tag.
+func TestReadmeRecipe(t *testing.T) {
+	top := readmeBlock(t, "# abtest")
+	if len(top) != 2 || !strings.HasPrefix(top[0], "make demo ") || !strings.HasPrefix(top[1], "make test ") {
+		t.Errorf("README's first block: %q, want make demo and make test", top)
+	}
+	recipe := readmeBlock(t, "## A/B your patch against master on your clone")
+	if len(recipe) > 6 {
+		t.Errorf("recipe is %d lines, want at most 6", len(recipe))
+	}
+	env, repo := setup(t)
+	if tags := testenv.Git(t, repo, "tag"); tags != "" {
+		t.Fatalf("repo has tags %q", tags)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "my.patch"), []byte(aPatch), 0o644)
+	t.Chdir(dir)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(dir, "results")
+	ran := 0
+	for _, line := range recipe {
+		args := shellWords(strings.TrimSpace(strings.SplitN(line, "#", 2)[0]), env)
+		if len(args) == 0 || args[0] != "abtest" {
+			continue
+		}
+		if args[1] != "-n" {
+			args = append([]string{"abtest", "-n"}, args[1:]...)
+		}
+		code, out, stderr := abtest(t, env, args[1:]...)
+		if code != 0 || !strings.Contains(out, "# plan: 48 cells") {
+			t.Errorf("%s: exit %d, %s\n%s", line, code, stderr, out)
+		}
+		ran++
+	}
+	if ran == 0 {
+		t.Error("the recipe runs no abtest command")
+	}
+	if _, err := os.Stat(env["BENCH_RESULTS_DIR"]); err == nil {
+		t.Error("the dry run created the results directory")
+	}
+}
