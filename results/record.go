@@ -68,7 +68,7 @@ type Record struct {
 // InstrInfo is how an instruction cell counted: cells counted by
 // different methods are never compared.
 type InstrInfo struct {
-	// Method is workload.InstrMethod: valgrind-cachegrind or perf-stat.
+	// Method is a workload.InstrMethod (valgrind-…, perf-stat).
 	Method       string `json:"method"`
 	Transactions int    `json:"transactions"`
 	Seed         int64  `json:"seed"`
