@@ -428,6 +428,9 @@ type Report struct {
 	// PlotNotes say which plots WritePlots did not draw, and why.
 	PlotNotes []string `json:"plot_notes,omitempty"`
 
+	// Instructions compares the instruction cells (matrix --instructions).
+	Instructions []InstrWent `json:"instructions,omitempty"`
+
 	records   []results.Record
 	undecided []string
 }
@@ -631,7 +634,7 @@ func (a *analyzer) group(cfg, commit string) *group {
 
 // configID is c.ID(), remembered by settings.
 func (a *analyzer) configID(c results.Config) string {
-	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings)
+	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions)
 	id, ok := a.ids[k]
 	if !ok {
 		id = c.ID()
@@ -1102,6 +1105,7 @@ func (a *analyzer) finish() {
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}
+	r.instructions()
 }
 
 // groupWhy says why a commit's cells in a configuration are fewer than

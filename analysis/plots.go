@@ -57,6 +57,9 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	if err := r.writeDiffs(dir, relTo); err != nil {
 		return err
 	}
+	if err := r.writeInstrDiffs(dir, relTo); err != nil {
+		return err
+	}
 	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{}}
 	for i, c := range r.Commits {
 		w.colour[c] = palette[i%len(palette)]

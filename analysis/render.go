@@ -23,6 +23,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		r.writeWorkload(w, wl)
 	}
 	r.writeTimeWent(w)
+	r.writeInstructions(w)
 	r.writeTiers(w)
 	r.writeLeftOut(w)
 	r.writeWarnings(w)

@@ -114,11 +114,19 @@ func (r *Request) Check() error {
 	if r.Good == "" || r.Bad == "" {
 		return exitcode.BadInputf("bisect: --good REF and --bad REF are required")
 	}
-	if _, ok := workload.Metrics.Get(r.Metric); !ok {
+	def, ok := workload.Metrics.Get(r.Metric)
+	if !ok {
 		return exitcode.BadInputf("--metric %q: unknown metric", r.Metric)
 	}
-	if r.Repeats < 2 || r.MaxRepeats < r.Repeats {
-		return exitcode.BadInputf("-r %d --max-repeats %d: want 2 ≤ -r ≤ --max-repeats", r.Repeats, r.MaxRepeats)
+	// An exact metric (instructions_per_tx) repeats to a few parts per
+	// million: one repeat per step calls it; a noisy one needs two at
+	// least for any test.
+	least := 2
+	if def.Tier == results.TierExact {
+		least = 1
+	}
+	if r.Repeats < least || r.MaxRepeats < r.Repeats {
+		return exitcode.BadInputf("-r %d --max-repeats %d: want %d ≤ -r ≤ --max-repeats", r.Repeats, r.MaxRepeats, least)
 	}
 	if len(r.Matrix.Workloads) != 1 || len(r.Matrix.Clients) != 1 || len(r.Matrix.CPUs) > 1 {
 		return exitcode.BadInputf("bisect: give one workload, one client count and at most one CPU count")
@@ -137,7 +145,17 @@ func (r *Request) step(good, sha, bad string, repeats int) matrix.Request {
 	m := r.Matrix
 	m.Commits = []matrix.Commit{{Label: "good", Ref: good}, {Label: "step", Ref: sha}, {Label: "bad", Ref: bad}}
 	m.NameTemplate, m.Repeats, m.Order = "b-%s", repeats, matrix.ABBA
+	if r.instructions() {
+		// Only instruction cells: timing cells would cost time and say
+		// nothing about this metric.
+		m.InstructionsOnly, m.Clients, m.CPUs = true, []int{1}, nil
+	}
 	return m
+}
+
+// instructions says whether the metric is counted by instruction cells.
+func (r *Request) instructions() bool {
+	return r.Metric == workload.MetricInstructionsPerTx || r.Metric == workload.MetricInstructions
 }
 
 // threshold is the request's threshold, or the metric's own.
@@ -159,8 +177,8 @@ func Identify(deps *Deps, r *Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	cfg := results.Config{Workload: r.Matrix.Workloads[0], Clients: r.Matrix.Clients[0], Settings: map[string]string{}}
-	if len(r.Matrix.CPUs) == 1 {
+	cfg := results.Config{Workload: r.Matrix.Workloads[0], Clients: r.Matrix.Clients[0], Settings: map[string]string{}, Instructions: r.instructions()}
+	if len(r.Matrix.CPUs) == 1 && !cfg.Instructions {
 		cfg.CPUs = r.Matrix.CPUs[0]
 	}
 	for _, s := range r.Matrix.Settings {

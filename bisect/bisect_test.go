@@ -122,3 +122,22 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestExactMetricOneRepeat: an exact metric (instructions_per_tx) may be
+// bisected with one repeat per step, in instruction cells only; a noisy
+// one (tps) still needs two.
+func TestExactMetricOneRepeat(t *testing.T) {
+	r := request(t.TempDir())
+	r.Metric, r.Repeats, r.MaxRepeats = "instructions_per_tx", 1, 1
+	if err := r.Check(); err != nil {
+		t.Fatalf("instructions_per_tx -r 1: %v", err)
+	}
+	m := r.step("good", "step", "bad", 1)
+	if !m.InstructionsOnly || len(m.Clients) != 1 || m.Clients[0] != 1 {
+		t.Errorf("step request %+v: want instruction cells only, one client", m)
+	}
+	r.Metric = "tps"
+	if err := r.Check(); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("tps -r 1: %v, want exit 2", err)
+	}
+}

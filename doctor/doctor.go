@@ -54,7 +54,7 @@ func Check(h Host) []Finding {
 	out := append(virtualization(f), frequency(f)...)
 	out = append(out, memory(f)...)
 	out = append(out, load(f))
-	out = append(out, perfCheck(h), buildTools(h), runAs(h))
+	out = append(out, perfCheck(h), instructions(h), buildTools(h), runAs(h))
 	return out
 }
 
@@ -157,6 +157,16 @@ func perfCheck(h Host) Finding {
 		return finding("perf", Warn, "perf_event_paranoid "+v, "profiling the server's processes needs perf_event_paranoid ≤ 1 (or root)", "sysctl kernel.perf_event_paranoid=1")
 	}
 	return finding("perf", OK, "installed, perf_event_paranoid "+v, "", "")
+}
+
+// instructions judges whether matrix/bench --instructions can count:
+// valgrind works on any host; perf stat needs a PMU, which most VMs lack
+// and which only running perf could tell (doctor runs nothing).
+func instructions(h Host) Finding {
+	if _, err := h.LookPath("valgrind"); err != nil {
+		return finding("instructions", Warn, "valgrind not installed", "without valgrind, --instructions (instructions per transaction, the noise-free CPU-cost metric) is skipped unless perf stat can read the CPU's counter", "apt-get install valgrind")
+	}
+	return finding("instructions", OK, "valgrind installed", "", "")
 }
 
 func buildTools(h Host) Finding {

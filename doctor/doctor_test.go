@@ -141,3 +141,21 @@ func TestVirtualHost(t *testing.T) {
 		t.Errorf("virtualization fix: %+v", f)
 	}
 }
+
+// TestInstructionsFinding: without valgrind, doctor warns that
+// --instructions will be skipped and says how to install it.
+func TestInstructionsFinding(t *testing.T) {
+	root := tree(t, map[string]string{"proc/loadavg": "0.10 0.20 0.30 1/300 1234\n"})
+	noValgrind := func(name string) (string, error) {
+		if name == "valgrind" {
+			return "", errors.New("not found")
+		}
+		return "/usr/bin/" + name, nil
+	}
+	if f := find(Check(Host{Facts: host.Read(root), LookPath: noValgrind, Euid: 1000}), "instructions"); f.Status != Warn || !strings.Contains(f.Fix, "valgrind") {
+		t.Errorf("without valgrind: %+v", f)
+	}
+	if f := find(Check(Host{Facts: host.Read(root), LookPath: allTools, Euid: 1000}), "instructions"); f.Status != OK {
+		t.Errorf("with valgrind: %+v", f)
+	}
+}

@@ -25,8 +25,12 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string) {
 	for _, c := range p.Cells {
 		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
 	}
-	fmt.Fprintf(w, "# estimate: %s (%.0f s measured + %.0f s warm-up per cell, plus about %s of orchestration; builds not counted)\n",
-		Estimate(p).Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead)
+	instr := ""
+	if p.Options.Instructions {
+		instr = fmt.Sprintf("; about %s per instruction cell", InstrCellTime)
+	}
+	fmt.Fprintf(w, "# estimate: %s (%.0f s measured + %.0f s warm-up per cell, plus about %s of orchestration%s; builds not counted)\n",
+		Estimate(p).Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead, instr)
 	if p.Options.UntilDecided {
 		cells, d := WorstCase(p)
 		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats", cells, d.Round(time.Second), p.Options.MaxRepeats)

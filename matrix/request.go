@@ -80,6 +80,14 @@ type Request struct {
 	// measured period.
 	PerfWindow time.Duration
 	Adaptive   Adaptive
+	// Instructions adds one instruction cell per commit, workload and
+	// settings combination (one client, fixed transactions; see
+	// workload.Instructions) to every repeat block. The clients and CPU
+	// axes apply to the timed cells only.
+	Instructions bool
+	// InstructionsOnly plans instruction cells only (bisect on
+	// instructions_per_tx); it implies Instructions and wants one client.
+	InstructionsOnly bool
 }
 
 // Bounds of a plan: checked before it is built, so that a typo in -r
@@ -114,6 +122,9 @@ func (r *Request) Check() error {
 	}
 	if err := checkAxes(r); err != nil {
 		return err
+	}
+	if r.InstructionsOnly && (len(r.Clients) != 1 || r.Clients[0] != 1) {
+		return exitcode.BadInputf("-c %v: instruction cells run one client; give -c 1", r.Clients)
 	}
 	if r.Duration < time.Second || r.Duration > MaxDuration {
 		return exitcode.BadInputf("-d %s: want 1 s to %s", r.Duration, MaxDuration)
@@ -236,6 +247,12 @@ func (r *Request) maxRepeats() int {
 // Configs is the number of configurations (before sharding).
 func (r *Request) configs() float64 {
 	n := float64(len(r.Workloads) * len(r.Clients) * max(1, len(r.CPUs)))
+	if r.InstructionsOnly {
+		n = 0
+	}
+	if r.Instructions || r.InstructionsOnly {
+		n += float64(len(r.Workloads))
+	}
 	for _, s := range r.Settings {
 		n *= float64(len(s.Values))
 	}

@@ -103,6 +103,7 @@ type run struct {
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	aux    map[string]int
+	instr  instrState
 }
 
 // Run executes plan into dir: it locks dir for the whole run, builds
@@ -337,6 +338,9 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 		if ctx.Err() != nil {
 			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, first+i, total, filepath.Join(r.dir, results.CellsFile)))
 		}
+		if rec == nil { // an instruction cell this host cannot measure
+			continue
+		}
 		took := r.deps.Clock().Sub(t0)
 		rec.WallS = took.Seconds()
 		spent += took
@@ -349,7 +353,9 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 }
 
 func (r *run) report(rec *results.Record) {
-	if rec.Status == results.StatusOK {
+	if rec.Status == results.StatusOK && rec.Instr != nil {
+		r.reportInstr(rec)
+	} else if rec.Status == results.StatusOK {
 		sat := ""
 		if rec.Saturated {
 			sat = " SATURATED"
@@ -406,6 +412,9 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
 		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
 		DurationS: r.plan.Options.DurationS,
+	}
+	if cell.Instructions {
+		return r.instrCell(ctx, cell, rec)
 	}
 	commit, _ := r.plan.Commit(cell.Commit)
 	cm := r.deps.Clusters

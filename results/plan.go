@@ -62,12 +62,20 @@ type Config struct {
 	// CPUs pins the server to that many CPUs; 0 means not pinned.
 	CPUs     int               `json:"cpus"`
 	Settings map[string]string `json:"settings"`
+	// Instructions marks an instruction cell (matrix --instructions):
+	// instructions per transaction of one client, not a timed run.
+	Instructions bool `json:"instructions,omitempty"`
 }
 
-// ID names the configuration: churn/c64/cpu2/pgss.max=5000.
+// ID names the configuration: churn/c64/cpu2/pgss.max=5000, or
+// churn/instr/cpuall/pgss.max=5000 for an instruction cell.
 func (c Config) ID() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/c%d/cpu", c.Workload, c.Clients)
+	if c.Instructions {
+		fmt.Fprintf(&b, "%s/instr/cpu", c.Workload)
+	} else {
+		fmt.Fprintf(&b, "%s/c%d/cpu", c.Workload, c.Clients)
+	}
 	if c.CPUs == 0 {
 		b.WriteString("all")
 	} else {
@@ -151,6 +159,12 @@ type PlanOpts struct {
 	UntilDecided bool    `json:"until_decided,omitempty"`
 	MaxRepeats   int     `json:"max_repeats,omitempty"`
 	BudgetS      float64 `json:"budget_s,omitempty"`
+
+	// Instructions adds an instruction cell per commit, workload and
+	// settings (matrix --instructions); InstructionsOnly plans no timed
+	// cells.
+	Instructions     bool `json:"instructions,omitempty"`
+	InstructionsOnly bool `json:"instructions_only,omitempty"`
 }
 
 // Commit returns the plan's commit labelled label.

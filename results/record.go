@@ -59,6 +59,23 @@ type Record struct {
 	// Server is what the cell actually measured: the build fingerprint
 	// of the running server, its version() and its binary.
 	Server *Server `json:"server,omitempty"`
+	// Instructions marks an instruction cell (Config.Instructions);
+	// Instr is its measurement.
+	Instructions bool       `json:"instructions,omitempty"`
+	Instr        *InstrInfo `json:"instr,omitempty"`
+}
+
+// InstrInfo is how an instruction cell counted: cells counted by
+// different methods are never compared.
+type InstrInfo struct {
+	// Method is a workload.InstrMethod (valgrind-…, perf-stat).
+	Method       string `json:"method"`
+	Transactions int    `json:"transactions"`
+	Seed         int64  `json:"seed"`
+	// Profile is the per-function instruction profile (pprof, sample
+	// type instructions) relative to the results directory; empty for
+	// perf stat.
+	Profile string `json:"profile,omitempty"`
 }
 
 // Server identifies the server a cell measured, read from the running
@@ -89,7 +106,7 @@ type PerfInfo struct {
 
 // Config returns the record's configuration.
 func (r *Record) Config() Config {
-	return Config{Workload: r.Workload, Clients: r.Clients, CPUs: r.CPUs, Settings: r.Settings}
+	return Config{Workload: r.Workload, Clients: r.Clients, CPUs: r.CPUs, Settings: r.Settings, Instructions: r.Instructions}
 }
 
 // ErrNotResults: a directory without plan.json.

@@ -33,5 +33,7 @@ var Metrics = results.Metrics{
 	{Name: "wal_records_per_tx", Unit: "records/tx", Direction: results.LowerIsBetter, ThresholdPct: 1, Tier: results.TierBand, Doc: "WAL records per transaction"},
 	{Name: "wal_bytes_per_tx", Unit: "B/tx", Direction: results.LowerIsBetter, ThresholdPct: 5, Tier: results.TierReport, Doc: "WAL bytes per transaction (full-page images make it noisy)"},
 	{Name: "wal_fpi_per_tx", Unit: "fpi/tx", Direction: results.LowerIsBetter, ThresholdPct: 10, Tier: results.TierReport, Doc: "full-page images per transaction"},
+	{Name: MetricInstructionsPerTx, Unit: "instr/tx", Direction: results.LowerIsBetter, ThresholdPct: 0.1, Tier: results.TierExact, Doc: "instructions per transaction of the server's backends, by simulation or the CPU's counter (see Instructions; matrix --instructions)"},
+	{Name: MetricInstructions, Unit: "instr", Direction: results.Descriptive, ThresholdPct: 0.1, Tier: results.TierExact, Doc: "instructions of the measured window: instructions_per_tx × its transactions"},
 	{Name: "server_cpu_s_per_tx", Unit: "s/tx", Direction: results.LowerIsBetter, ThresholdPct: 2, Tier: results.TierBand, Doc: "server CPU seconds per transaction (/proc)"},
 }

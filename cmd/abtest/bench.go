@@ -24,11 +24,12 @@ func benchCommand(env *Env) *cli.Command {
 		Usage: "run workloads against any running server and measure them",
 		UsageText: `abtest bench [-d SECONDS] [-c CLIENTS] [-j THREADS] [-w LIST] [-M simple|extended|prepared]
              [-S SLEEP_MS] [-R RATE] [-C CPUS] [-p PORT] [-h HOST] [-U USER] [--db NAME] [-o DIR] [--json] [-n]
+abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] [--json] [-n]
 
 Connection settings not given as flags come from PGHOST, PGPORT, PGUSER and
 PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 		OnUsageError: usageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},
 			&cli.IntFlag{Name: "clients", Aliases: []string{"c"}, Value: workload.DefaultClients, Usage: "pgbench `CLIENTS`"},
@@ -47,7 +48,7 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 			&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "pg_stat_statements sampling `INTERVAL`"},
 			&cli.DurationFlag{Name: "wait-every", Value: time.Second, Usage: "wait-event sampling `INTERVAL`"},
 			&cli.StringFlag{Name: "pgbench", Usage: "the pgbench `PROGRAM` to run", DefaultText: "pgbench on PATH"},
-		},
+		}, benchInstrFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runBench(ctx, cmd, env)
 		},
@@ -95,6 +96,9 @@ func checkBenchFlags(cmd *cli.Command) error {
 func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err := checkBenchFlags(cmd); err != nil {
 		return err
+	}
+	if cmd.Bool("instructions") {
+		return runBenchInstructions(ctx, cmd, env)
 	}
 	ws, err := workload.ResolveList(cmd.String("workloads"))
 	if err != nil {

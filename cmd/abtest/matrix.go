@@ -54,6 +54,7 @@ func matrixFlags() []cli.Flag {
 		&cli.StringFlag{Name: "name-template", Aliases: []string{"W"}, Value: "%c", Usage: "worktree/build/cluster name `TEMPLATE`: %c the label, %s the short sha"},
 		&cli.BoolFlag{Name: "perf", Usage: "record a CPU profile in the middle of every cell (perf → pprof)"},
 		&cli.IntFlag{Name: "perf-window", Value: 10, Usage: "`SECONDS` each --perf profile covers (at most -d)"},
+		&cli.BoolFlag{Name: "instructions", Usage: "add an instruction cell per commit, workload and settings: instructions per transaction of one client under valgrind (or perf stat), with a per-function diff; -c and -C apply to the timed cells only"},
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
@@ -85,7 +86,7 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 // planFlags are the flags that decide a plan: --resume takes the plan
 // from its directory and refuses them.
 var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
-	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget"}
+	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions"}
 
 // splitInts parses a comma-separated list of positive numbers.
 func splitInts(flag, s string) ([]int, error) {
@@ -130,6 +131,7 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	r := matrix.Request{
 		NameTemplate: cmd.String("name-template"), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
 		Order: matrix.Order(cmd.String("order")), Seed: int64(cmd.Int("seed")), Perf: cmd.Bool("perf"), Repeats: int(cmd.Int("repeats")),
+		Instructions: cmd.Bool("instructions"),
 	}
 	if !cmd.IsSet("seed") {
 		r.Seed = env.Now().UnixNano() % 1_000_000_007

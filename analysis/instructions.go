@@ -1,0 +1,228 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/pgabtest/abtest/perf/profiles"
+	"github.com/pgabtest/abtest/results"
+)
+
+// metricInstrPerTx is workload.MetricInstructionsPerTx (analysis reads
+// result files only and does not import workload).
+const metricInstrPerTx = "instructions_per_tx"
+
+// InstrWent is, for one instruction configuration (matrix
+// --instructions) and commit, the instructions per transaction against
+// the baseline, as an absolute and a relative change, and where they
+// went by function. Instruction counts are exact, so the change is a
+// number of instructions, not an interval.
+type InstrWent struct {
+	Config string `json:"config"`
+	Commit string `json:"commit"`
+	Method string `json:"method"`
+	// Base and New are the medians of instructions_per_tx; Diff is
+	// New − Base and DiffPct the same in percent of Base.
+	Base    float64         `json:"base"`
+	New     float64         `json:"new"`
+	Diff    float64         `json:"diff"`
+	DiffPct float64         `json:"diff_pct"`
+	Verdict results.Verdict `json:"verdict"`
+	// Deltas are the functions with the largest |Δ instructions/tx|,
+	// from the cells' per-function profiles (valgrind only).
+	Deltas []profiles.Delta `json:"deltas,omitempty"`
+	// DiffProfile is the diff profile's path once written (WritePlots).
+	DiffProfile string `json:"diff_profile,omitempty"`
+	// Note says why there is no comparison (methods differ).
+	Note string `json:"note,omitempty"`
+
+	diff *profile.Profile
+}
+
+// instrGroup is one configuration × commit of instruction cells.
+type instrGroup struct {
+	values  []float64
+	methods []string
+	prof    *profile.Profile
+	tx      float64
+}
+
+// instructions compares the instruction cells of each commit with the
+// baseline's: medians, verdict (from the rows), per-function deltas.
+func (r *Report) instructions() {
+	type key struct{ config, commit string }
+	groups := map[key]*instrGroup{}
+	var keys []key
+	for _, rec := range r.records {
+		if !rec.Instructions || rec.Status != results.StatusOK || rec.Instr == nil {
+			continue
+		}
+		k := key{rec.Config().ID(), rec.Commit}
+		g := groups[k]
+		if g == nil {
+			g = &instrGroup{}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		g.values = append(g.values, rec.Metrics[metricInstrPerTx])
+		if !slices.Contains(g.methods, rec.Instr.Method) {
+			g.methods = append(g.methods, rec.Instr.Method)
+		}
+		r.addInstrProfile(g, rec)
+	}
+	for _, k := range keys {
+		b := groups[key{k.config, r.Baseline}]
+		if k.commit == r.Baseline || b == nil {
+			continue
+		}
+		r.Instructions = append(r.Instructions, r.instrWent(k.config, k.commit, b, groups[k]))
+	}
+}
+
+// addInstrProfile merges rec's per-function profile into g.
+func (r *Report) addInstrProfile(g *instrGroup, rec results.Record) {
+	if rec.Instr.Profile == "" {
+		return
+	}
+	p, err := readProfile(r.Dirs, rec.Instr.Profile)
+	if err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("instruction profile of %s: %v", rec.Cell, err))
+		return
+	}
+	if g.prof == nil {
+		g.prof = p
+	} else if m, err := profile.Merge([]*profile.Profile{g.prof, p}); err == nil {
+		g.prof = m
+	}
+	g.tx += float64(rec.Instr.Transactions)
+}
+
+func (r *Report) instrWent(config, commit string, b, c *instrGroup) InstrWent {
+	iw := InstrWent{Config: config, Commit: commit, Method: strings.Join(c.methods, ",")}
+	if strings.Join(b.methods, ",") != iw.Method {
+		iw.Note = fmt.Sprintf("counted by %s for %s and by %s for %s: not comparable", strings.Join(b.methods, ","), r.Baseline, iw.Method, commit)
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s %s: instructions %s; its verdict is meaningless", config, commit, iw.Note))
+		return iw
+	}
+	iw.Base, iw.New = medianOf(b.values), medianOf(c.values)
+	iw.Diff = iw.New - iw.Base
+	iw.DiffPct = 100 * iw.Diff / iw.Base
+	for _, row := range r.rowsFor(strings.SplitN(config, "/", 2)[0], metricInstrPerTx) {
+		for _, st := range row.Stats {
+			if row.Config == config && st.Commit == commit {
+				iw.Verdict = st.Verdict
+			}
+		}
+	}
+	if b.prof != nil && c.prof != nil {
+		ds := profiles.Compare(b.prof, c.prof, b.tx, c.tx)
+		profiles.SortByMagnitude(ds)
+		iw.Deltas = ds[:min(10, len(ds))]
+		if d, err := profiles.Diff(b.prof, c.prof, b.tx, c.tx); err == nil {
+			iw.diff = d
+		}
+	}
+	return iw
+}
+
+// writeInstrDiffs writes each instruction diff profile into dir.
+func (r *Report) writeInstrDiffs(dir, relTo string) error {
+	for i := range r.Instructions {
+		iw := &r.Instructions[i]
+		if iw.diff == nil {
+			continue
+		}
+		path := filepath.Join(dir, "instr-diff-"+fileSafe.ReplaceAllString(iw.Config, "_")+"-"+iw.Commit+".pb.gz")
+		if err := profiles.Write(iw.diff, path); err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(relTo, path); err == nil {
+			iw.DiffProfile = rel
+		}
+	}
+	return nil
+}
+
+// writeInstructions is the report's instruction section (markdown).
+func (r *Report) writeInstructions(w io.Writer) {
+	if !r.Plan.Options.Instructions {
+		return
+	}
+	fmt.Fprintf(w, "\n## Instructions per transaction\n\n")
+	if len(r.Instructions) == 0 {
+		fmt.Fprintf(w, "No instruction cells to compare (the host could not count instructions, or the baseline has none).\n")
+		return
+	}
+	fmt.Fprintf(w, "One client, a fixed number of transactions with a fixed seed; connection start-up and shutdown taken out by the difference of two run lengths. Counts repeat to a few parts per million, so any change beyond the bar is real.\n\n")
+	fmt.Fprintf(w, "| configuration | commit | method | %s (instr/tx) | commit (instr/tx) | Δ instructions/tx | Δ | verdict |\n|---|---|---|---|---|---|---|---|\n", r.Baseline)
+	for _, iw := range r.Instructions {
+		if iw.Note != "" {
+			fmt.Fprintf(w, "| %s | %s | %s | - | - | - | - | %s |\n", iw.Config, iw.Commit, iw.Method, iw.Note)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", iw.Config, iw.Commit, iw.Method, groupDigits(iw.Base, false), groupDigits(iw.New, false), groupDigits(iw.Diff, true), pct(iw.DiffPct), orDash(string(iw.Verdict)))
+	}
+	for _, iw := range r.Instructions {
+		if len(iw.Deltas) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n### Where the instructions went: %s, %s\n\n", iw.Config, iw.Commit)
+		if iw.DiffProfile != "" {
+			fmt.Fprintf(w, "diff profile: [%s](%s)\n\n", iw.DiffProfile, iw.DiffProfile)
+		}
+		fmt.Fprintf(w, "| function | %s (instr/tx) | %s | Δ instructions/tx |\n|---|---|---|---|\n", r.Baseline, iw.Commit)
+		for _, d := range iw.Deltas {
+			fmt.Fprintf(w, "| `%s` | %.1f | %.1f | %+.1f |\n", d.Name, d.Base, d.New, d.Diff)
+		}
+	}
+}
+
+// writeInstrText is the instruction summary of the text report.
+func (r *Report) writeInstrText(w io.Writer) {
+	if len(r.Instructions) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nInstructions per transaction\n\n")
+	for _, iw := range r.Instructions {
+		if iw.Note != "" {
+			wrap(w, "  ", "    ", fmt.Sprintf("%s %s: %s", iw.Config, iw.Commit, iw.Note))
+			continue
+		}
+		line := fmt.Sprintf("%s %s: %s instructions per transaction, %s (%s): %s", iw.Config, iw.Commit, groupDigits(iw.Diff, true), pct(iw.DiffPct), iw.Method, orDash(string(iw.Verdict)))
+		if len(iw.Deltas) > 0 {
+			line += fmt.Sprintf("; most in %s (%+.0f)", iw.Deltas[0].Name, iw.Deltas[0].Diff)
+		}
+		wrap(w, "  ", "    ", line)
+	}
+}
+
+// groupDigits writes x rounded to an integer with thin groups of three
+// digits ("+3 607"), signed when sign is set.
+func groupDigits(x float64, sign bool) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "n/a"
+	}
+	n := int64(math.Round(x))
+	s := strconv.FormatInt(max(n, -n), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString(" ")
+		}
+		b.WriteRune(c)
+	}
+	switch {
+	case n < 0:
+		return "-" + b.String()
+	case sign:
+		return "+" + b.String()
+	}
+	return b.String()
+}

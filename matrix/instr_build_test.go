@@ -1,0 +1,88 @@
+package matrix
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/testbuild"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestRunInstructionsSlowedBuild: matrix --instructions with one repeat
+// on PostgreSQL 15 from source, base against a build whose
+// exec_simple_query runs a 500-iteration busy loop and against an A/A
+// arm (the same build): the analysis calls the slowed build worse on
+// instructions_per_tx, its per-function diff puts exec_simple_query
+// first, and the A/A arm is same. The instruction cells leave the
+// clusters stopped; the next timed cell restarts them.
+func TestRunInstructionsSlowedBuild(t *testing.T) {
+	testenv.RequireTools(t, "valgrind")
+	e := testbuild.PG15(t)
+	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release}).Info.Install
+	patch, err := filepath.Abs("../workload/testdata/slow_exec_simple_query.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := e.Build(t, "pg15-slow-exec", "base", []string{patch}, build.Options{Type: build.Release}).Info.Install
+	deps, _ := prebuiltDeps(t)
+	req := Request{
+		Commits:   []Commit{{Label: "base", Install: base}, {Label: "slow", Install: slow}, {Label: "aa", Install: base}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Instructions: true,
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Logf("run:\n%s", out.String())
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if rec.Status != results.StatusOK {
+			t.Fatalf("%s: %s %s %v", rec.Cell, rec.Status, rec.Error, rec.LogTail)
+		}
+		if rec.Instructions && (rec.Instr == nil || rec.Instr.Method == "" || rec.Instr.Profile == "") {
+			t.Errorf("%s: instruction cell without method or profile: %+v", rec.Cell, rec.Instr)
+		}
+		t.Logf("%s: wall %.1f s", rec.Cell, rec.WallS)
+	}
+	in, err := analysis.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analysis.Analyze(in, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range r.Rows {
+		if row.Metric == "instructions_per_tx" {
+			t.Logf("row %s: %+v", row.Config, row.Stats)
+		}
+	}
+	t.Logf("incomplete: %+v; metrics %v", r.Incomplete, r.Metrics)
+	got := map[string]analysis.InstrWent{}
+	for _, iw := range r.Instructions {
+		got[iw.Commit] = iw
+		t.Logf("%s: %.2f → %.2f instructions/tx (%+.2f, %+.3f %%) %s", iw.Commit, iw.Base, iw.New, iw.Diff, iw.DiffPct, iw.Verdict)
+	}
+	if iw := got["slow"]; iw.Verdict != results.Worse || len(iw.Deltas) == 0 || iw.Deltas[0].Name != "exec_simple_query" {
+		t.Errorf("slowed build: %+v", iw)
+	}
+	if iw := got["aa"]; iw.Verdict != results.Same {
+		t.Errorf("A/A: %+v", iw)
+	}
+}
