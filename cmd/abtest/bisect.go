@@ -10,6 +10,8 @@ import (
 	"github.com/pgabtest/abtest/bisect"
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -34,7 +36,7 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 			&cli.StringSliceFlag{Name: "set", Usage: "server setting `GUC=VALUE` (repeatable)"},
 			&cli.StringFlag{Name: "metric", Value: "tps", Usage: "the `METRIC` that changed"},
 			&cli.FloatFlag{Name: "threshold", Usage: "minimum change in `PCT`", DefaultText: "the metric's own"},
-			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 5, Usage: "`N` repeats per step (5 is the least for p < 0.01)"},
+			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 5, Usage: "`N` repeats per step (1 for an exact metric such as instructions_per_tx)"},
 			&cli.IntFlag{Name: "max-repeats", Value: 20, Usage: "give up an inconclusive step after `N` repeats"},
 			&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: 5000, Usage: "pg_stat_statements.max `N`"},
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 10, Usage: "`SECONDS` per cell"},
@@ -54,6 +56,11 @@ func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
 	r := &bisect.Request{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")),
+	}
+	if def, ok := workload.Metrics.Get(r.Metric); ok && def.Tier == results.TierExact && !cmd.IsSet("repeats") {
+		// An exact metric (instructions_per_tx) is decided by one
+		// repeat per step.
+		r.Repeats = 1
 	}
 	m := &r.Matrix
 	m.Protocol, m.Clients = cmd.String("protocol"), []int{int(cmd.Int("clients"))}
