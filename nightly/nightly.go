@@ -314,7 +314,8 @@ func Retain(runs string, keep int) error {
 	return nil
 }
 
-// DropOldBuilds removes the n-<sha> worktrees, installs and clusters of
+// DropOldBuilds removes the n-<sha> worktrees, installs and clusters (the
+// matrix's m-n-<sha> too) of
 // shas other than keep: every night adds one, and only the last is the
 // next baseline.
 func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error {
@@ -330,8 +331,10 @@ func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error 
 		if !strings.HasPrefix(name, BuildPrefix) || want[name] {
 			continue
 		}
-		if err := deps.Clusters.Remove(ctx, name); err != nil {
-			return err
+		for _, c := range []string{name, matrix.ClusterName(name)} {
+			if err := deps.Clusters.Remove(ctx, c); err != nil {
+				return err
+			}
 		}
 		dir := filepath.Join(deps.Builder.InstallRoot, name)
 		if err := safepath.CheckRemovable(deps.Builder.InstallRoot, dir); err != nil {
