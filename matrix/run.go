@@ -250,8 +250,14 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 // checkSettings refuses settings an install does not know before any
 // cell runs (exit 2): otherwise every cell would fail on them.
 func (r *run) checkSettings(ctx context.Context) error {
+	seen := map[string]bool{}
 	for _, c := range r.plan.Commits {
 		for _, cfg := range r.plan.Configs {
+			key := c.Build + "\x00" + fmt.Sprint(cfg.Settings) // fmt sorts map keys
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
 			if err := r.deps.Clusters.CheckSettings(ctx, r.installs[c.Build], cfg.Settings); err != nil {
 				return err
 			}
