@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
@@ -103,6 +104,20 @@ func (r *run) markStarted(name string) error {
 	}
 	r.started[name] = true
 	return r.saveClusterLog()
+}
+
+// recordStops records the clusters a build stops as soon as they are
+// stopped, before anything is installed: a run killed during the install
+// leaves them to its resume to start again.
+type recordStops struct {
+	build.Servers
+	r *run
+}
+
+func (s *recordStops) StopUsing(ctx context.Context, install string) ([]string, error) {
+	stopped, err := s.Servers.StopUsing(ctx, install)
+	s.r.markStopped(stopped)
+	return stopped, err
 }
 
 // markStopped records the clusters a build stopped before installing

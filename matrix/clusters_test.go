@@ -91,3 +91,29 @@ func TestCheckServer(t *testing.T) {
 		t.Errorf("a replaced binary: %v, recorded %+v", err, rec.Server)
 	}
 }
+
+type fakeServers []string
+
+func (f fakeServers) StopUsing(context.Context, string) ([]string, error) { return f, nil }
+
+// TestRecordStops: the user's clusters a build stops are written to
+// clusters.json as soon as they are stopped (a resume after a kill starts
+// them again); the matrix's own are not, their cells start them.
+func TestRecordStops(t *testing.T) {
+	dir := t.TempDir()
+	r := &run{deps: &Deps{Proc: &proc.Runner{}}, dir: dir, plan: &results.Plan{Commits: []results.Commit{{Label: "x", Build: "x"}}}}
+	if err := r.loadClusterLog(); err != nil {
+		t.Fatal(err)
+	}
+	s := &recordStops{Servers: fakeServers{"x", ClusterName("x")}, r: r}
+	if _, err := s.StopUsing(context.Background(), "/i"); err != nil {
+		t.Fatal(err)
+	}
+	again := &run{deps: r.deps, dir: dir}
+	if err := again.loadClusterLog(); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.restore) != 1 || !again.restore["x"] || len(again.started) != 0 {
+		t.Errorf("recorded restore %v, started %v", again.restore, again.started)
+	}
+}

@@ -234,7 +234,11 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	if bo.Type == "" {
 		bo.Type = build.Release
 	}
-	res, err := r.deps.Builder.Build(ctx, prov, dir, bo)
+	b := *r.deps.Builder
+	if b.Servers != nil {
+		b.Servers = &recordStops{Servers: b.Servers, r: r}
+	}
+	res, err := b.Build(ctx, prov, dir, bo)
 	if err != nil {
 		return fmt.Errorf("building %s: %w", c.Label, err)
 	}
@@ -243,7 +247,6 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	}
 	c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
 	r.installs[c.Build] = res.Info.Install
-	r.markStopped(res.Stopped)
 	return nil
 }
 
