@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -96,10 +95,12 @@ type run struct {
 	plan *results.Plan
 	dir  string
 
-	installs   map[string]string // build name → install prefix
-	started    map[string]bool   // clusters this run started
-	online     []int
-	maxClients int
+	installs map[string]string // build name → install prefix
+	// started are the clusters this run started, restore the user's
+	// clusters its builds stopped (ClustersFile).
+	started, restore map[string]bool
+	online           []int
+	maxClients       int
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	aux    map[string]int
@@ -125,14 +126,20 @@ func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error 
 	if err := adopt(deps, plan, dir); err != nil {
 		return err
 	}
-	r := &run{deps: deps, plan: plan, dir: dir, started: map[string]bool{}}
+	r := &run{deps: deps, plan: plan, dir: dir}
+	if err := r.loadClusterLog(); err != nil {
+		return err
+	}
+	defer r.leaveClusters()
 	if err := r.builds(ctx); err != nil {
+		return err
+	}
+	if err := r.checkSettings(ctx); err != nil {
 		return err
 	}
 	if err := results.WritePlan(dir, plan); err != nil {
 		return exitcode.Failure(err)
 	}
-	defer r.stopClusters()
 	if err := r.prepareCells(); err != nil {
 		return err
 	}
@@ -206,6 +213,11 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 			return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
 		}
 		c.Version = strings.TrimSpace(out)
+		// An install abtest built (install:$PG_INSTALL_DIR/NAME) has a
+		// fingerprint, which the measured server must match.
+		if info, err := build.ReadInfo(c.Install); err == nil {
+			c.Fingerprint = info.Fingerprint
+		}
 		return nil
 	}
 	if err := r.worktree(ctx, c); err != nil {
@@ -223,7 +235,11 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	if bo.Type == "" {
 		bo.Type = build.Release
 	}
-	res, err := r.deps.Builder.Build(ctx, prov, dir, bo)
+	b := *r.deps.Builder
+	if b.Servers != nil {
+		b.Servers = &recordStops{Servers: b.Servers, r: r}
+	}
+	res, err := b.Build(ctx, prov, dir, bo)
 	if err != nil {
 		return fmt.Errorf("building %s: %w", c.Label, err)
 	}
@@ -232,6 +248,25 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	}
 	c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
 	r.installs[c.Build] = res.Info.Install
+	return nil
+}
+
+// checkSettings refuses settings an install does not know before any
+// cell runs (exit 2): otherwise every cell would fail on them.
+func (r *run) checkSettings(ctx context.Context) error {
+	seen := map[string]bool{}
+	for _, c := range r.plan.Commits {
+		for _, cfg := range r.plan.Configs {
+			key := c.Build + "\x00" + fmt.Sprint(cfg.Settings) // fmt sorts map keys
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if err := r.deps.Clusters.CheckSettings(ctx, r.installs[c.Build], cfg.Settings); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -384,18 +419,11 @@ func failed(rec *results.Record, err error, serverLog string) *results.Record {
 // clusterOptions are the cluster options of a cell, and the CPUs left
 // to pgbench.
 func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options, []int, error) {
+	// Port 0: the cluster's previous port while it is free, else a free
+	// one (cluster.Start chooses).
 	opts := cluster.Options{Install: install, MaxClients: r.maxClients}
 	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
-		v := cell.Settings[k]
-		if k == "pg_stat_statements.max" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return opts, nil, fmt.Errorf("pg_stat_statements.max=%q: %v", v, err)
-			}
-			opts.PgssMax = n
-			continue
-		}
-		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: v})
+		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: cell.Settings[k]})
 	}
 	var clientCPUs []int
 	if cell.CPUs > 0 {
@@ -418,18 +446,24 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	}
 	commit, _ := r.plan.Commit(cell.Commit)
 	cm := r.deps.Clusters
-	serverLog := filepath.Join(cm.Root, commit.Build, "server.log")
+	name := ClusterName(commit.Build)
+	serverLog := filepath.Join(cm.Root, name, "server.log")
 	install := r.installs[commit.Build]
 	opts, clientCPUs, err := r.clusterOptions(cell, install)
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
-	if dir, err := cm.DataDir(commit.Build); err == nil {
-		if _, running := cluster.PID(dir); !running {
-			r.started[commit.Build] = true
-		}
+	// Held from the start to the identification of the server: no other
+	// process stops or restarts it in between.
+	release, err := cm.Acquire(ctx, name)
+	if err != nil {
+		return failed(rec, err, serverLog)
 	}
-	st, err := cm.Start(ctx, commit.Build, opts)
+	defer release()
+	if err := r.markStarted(name); err != nil {
+		return failed(rec, err, serverLog)
+	}
+	st, err := cm.Start(ctx, name, opts)
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
@@ -449,7 +483,11 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	if r.deps.SampleEvery > 0 {
 		spec.SampleEvery = r.deps.SampleEvery
 	}
-	if err := r.measure(ctx, st, spec, cell, rec); err != nil {
+	err = r.measure(ctx, st, spec, cell, rec)
+	if ierr := checkServer(cm, name, commit, rec); err == nil {
+		err = ierr
+	}
+	if err != nil {
 		return failed(rec, err, serverLog)
 	}
 	return rec
@@ -574,16 +612,4 @@ func txInWindow(res *workload.Result, info *results.PerfInfo) float64 {
 		prev = p.T
 	}
 	return tx
-}
-
-// stopClusters stops the clusters this run started, even after an
-// interrupt: a matrix leaves the machine as it found it.
-func (r *run) stopClusters() {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for _, n := range slices.Sorted(maps.Keys(r.started)) {
-		if _, err := r.deps.Clusters.Stop(ctx, n); err != nil && r.deps.Out != nil {
-			fmt.Fprintf(r.deps.Out, "stopping cluster %s: %v\n", n, err)
-		}
-	}
 }

@@ -227,20 +227,27 @@ func (n *night) entry(status string) analysis.Night {
 	return analysis.Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
 }
 
-// judge gates the run, appends the history line and the trend, and
-// applies the retention.
+// judge gates the run (analysis.Report.Gate: a regression is exit 1, a
+// run that could not answer, such as a head whose cells all failed, exit
+// 3 and a failed night, never ok), appends the history line and the
+// trend, and applies the retention.
 func (n *night) judge(ctx context.Context) error {
 	rep, err := report.Write(n.dir, analysis.Options{Alpha: n.nc.Gate.Alpha, Thresholds: n.nc.Gate.Thresholds})
 	if err != nil {
 		return exitcode.Failure(err)
 	}
+	verdict := rep.Gate()
 	nt := n.entry("ok")
 	nt.Medians = rep.NightFrom("head")
-	for _, c := range rep.Regressions {
-		nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
-	}
-	if len(nt.Regressions) > 0 {
+	switch {
+	case errors.Is(verdict, analysis.ErrRegression):
 		nt.Status = "regression"
+		for _, c := range rep.Regressions {
+			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
+		}
+	case verdict != nil:
+		// Not a baseline for the next night (lastGood skips it).
+		nt.Status = "failed"
 	}
 	if err := analysis.AppendHistory(n.histPath, nt); err != nil {
 		return exitcode.Failure(err)
@@ -254,7 +261,7 @@ func (n *night) judge(ctx context.Context) error {
 	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
 		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
 	}
-	return n.summary(nt)
+	return n.summary(nt, verdict)
 }
 
 func (n *night) trend(history []analysis.Night) error {
@@ -269,22 +276,26 @@ func (n *night) trend(history []analysis.Night) error {
 	return terr
 }
 
-// summary prints the one line for mail or chat, and turns regressions
-// into exit 1.
-func (n *night) summary(nt analysis.Night) error {
+// summary prints the one line for mail or chat and returns the gate's
+// verdict (exit 1 for a regression, 3 when the run could not answer).
+func (n *night) summary(nt analysis.Night, verdict error) error {
 	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, matrix.Short(n.head.sha), n.head.subject)
 	if n.baseline != "" {
 		s += " vs " + matrix.Short(n.baseline)
 	}
-	if len(nt.Regressions) > 0 {
+	switch {
+	case len(nt.Regressions) > 0:
 		s += fmt.Sprintf(": %d REGRESSION(S): %s", len(nt.Regressions), strings.Join(nt.Regressions, "; "))
-	} else {
+	case verdict != nil:
+		s += ": INCOMPLETE (the run could not answer; see the report)"
+	default:
 		s += ": ok"
 	}
 	rep := filepath.Join(n.dir, "report.md")
 	fmt.Fprintln(n.deps.Out, s+" | report: "+rep)
-	if len(nt.Regressions) > 0 {
-		return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics (report: %s)", len(nt.Regressions), rep)}
+	if verdict != nil {
+		// The wrapped error keeps its exit code.
+		return fmt.Errorf("%w (report: %s)", verdict, rep)
 	}
 	return nil
 }
@@ -314,7 +325,8 @@ func Retain(runs string, keep int) error {
 	return nil
 }
 
-// DropOldBuilds removes the n-<sha> worktrees, installs and clusters of
+// DropOldBuilds removes the n-<sha> worktrees, installs and clusters (the
+// matrix's m-n-<sha> too) of
 // shas other than keep: every night adds one, and only the last is the
 // next baseline.
 func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error {
@@ -330,8 +342,10 @@ func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error 
 		if !strings.HasPrefix(name, BuildPrefix) || want[name] {
 			continue
 		}
-		if err := deps.Clusters.Remove(ctx, name); err != nil {
-			return err
+		for _, c := range []string{name, matrix.ClusterName(name)} {
+			if err := deps.Clusters.Remove(ctx, c); err != nil {
+				return err
+			}
 		}
 		dir := filepath.Join(deps.Builder.InstallRoot, name)
 		if err := safepath.CheckRemovable(deps.Builder.InstallRoot, dir); err != nil {

@@ -24,16 +24,15 @@ func analyzeCommand(env *Env) *cli.Command {
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
 		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
-               [--threshold METRIC=PCT]… [--fail-on-regression]`,
+               [--threshold METRIC=PCT]… [--gate METRIC]… [--fail-on-regression]`,
 		OnUsageError: usageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, text (plain, for a terminal or a mail), json, or bench (benchstat -col commit; with -o DIR/, one file per commit for plain benchstat)"},
 			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
 			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
-			&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses"},
-		},
+		}, gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			dirs := cmd.Args().Slice()
 			if len(dirs) == 0 {
@@ -107,7 +106,7 @@ func analyzeCommand(env *Env) *cli.Command {
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
-	o := analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: map[string]float64{}}
+	o := analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: map[string]float64{}, Gate: cmd.StringSlice("gate")}
 	for _, t := range cmd.StringSlice("threshold") {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
@@ -117,18 +116,6 @@ func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 		o.Thresholds[name] = n
 	}
 	return o, nil
-}
-
-// gate turns regressions into exit 1 when asked to.
-func gate(rep *analysis.Report, fail bool) error {
-	if !fail || len(rep.Regressions) == 0 {
-		return nil
-	}
-	var names []string
-	for _, c := range rep.Regressions {
-		names = append(names, fmt.Sprintf("%s %s %s %+.2f%%", c.Commit, c.Config, c.Metric, c.DeltaPct))
-	}
-	return &exitcode.Error{Code: exitcode.Regression, Err: fmt.Errorf("%d regression(s) in gated metrics: %s", len(names), strings.Join(names, "; "))}
 }
 
 // isDir: -o DIR/ (a trailing slash) or an existing directory.

@@ -161,7 +161,7 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 	return &matrix.Deps{
 		Proc:         run,
 		Worktrees:    worktrees(cfg, run),
-		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run},
+		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm},
 		Clusters:     cm,
 		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
 		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},

@@ -46,10 +46,12 @@ func buildOptions(cmd *cli.Command, cfg *config.Loaded) (build.Options, error) {
 	}, nil
 }
 
-// runBuild builds worktree name. A running cluster of name is stopped
-// before the install and started again afterwards with its settings; its
-// data directory is kept when the new build's catalog version matches it
-// and made anew (with a message) when it does not.
+// runBuild builds worktree name. The builder stops every cluster running
+// the install's binaries before it installs over them (the cluster
+// manager owns that rule); they are started again afterwards with their
+// settings, on the new build: cluster.Start keeps the data directory
+// when the build's catalog version matches it and makes it anew (with a
+// message) when it does not.
 func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runner, wt *worktree.Manager, name string, o build.Options) (*build.Result, error) {
 	prov, err := wt.Info(ctx, name)
 	if err != nil {
@@ -61,27 +63,12 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 		return nil, err
 	}
 	cm.Log = env.Stdout
-	var wasRunning *cluster.State
 	b := &build.Builder{
 		WorktreesRoot: cfg.WorktreesDir,
 		InstallRoot:   cfg.InstallDir,
 		Run:           run,
 		Progress:      newProgress(env.Stdout, name),
-		BeforeInstall: func(ctx context.Context) error {
-			st, err := cm.ReadState(name)
-			if err != nil || !cm.Exists(name) {
-				return nil
-			}
-			if _, running := cluster.PID(st.DataDir); !running {
-				return nil
-			}
-			fmt.Fprintf(env.Stdout, "cluster %s: stopping before installing over its binaries\n", name)
-			if _, err := cm.Stop(ctx, name); err != nil {
-				return err
-			}
-			wasRunning = st
-			return nil
-		},
+		Servers:       cm,
 	}
 	res, err := b.Build(ctx, prov, dir, o)
 	if err != nil {
@@ -101,25 +88,12 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 		fmt.Fprintf(env.Stdout, "build %s: %s %s in %.1f s (configure %.1f, compile %.1f, install %.1f), %s; %s (log: %s)\n",
 			name, i.Type, i.System, i.Seconds.Total, i.Seconds.Configure, i.Seconds.Compile, i.Seconds.Install, cc, i.Version, i.Log)
 	}
-	if !cm.Exists(name) || res.Skipped {
-		return res, nil
-	}
-	if st, err := cm.ReadState(name); err == nil && st.Install != i.Install {
-		return res, nil // the cluster runs another (prebuilt) install
-	}
-	recreate := false
-	if cv, err := cm.CatalogVersion(ctx, name, i.Install); err == nil && i.CatalogVersion != "" && cv != i.CatalogVersion {
-		fmt.Fprintf(env.Stdout, "cluster %s: data directory has catalog version %s, the new build %s: it will be made anew\n", name, cv, i.CatalogVersion)
-		recreate = true
-	}
-	if wasRunning != nil {
-		o := cluster.OptionsOf(wasRunning)
-		o.Recreate = recreate
-		if _, err := cm.Start(ctx, name, o); err != nil {
+	for _, c := range res.Stopped {
+		st, err := cm.ReadState(c)
+		if err != nil {
 			return res, err
 		}
-	} else if recreate {
-		if err := cm.Remove(ctx, name); err != nil {
+		if _, err := cm.Start(ctx, c, cluster.OptionsOf(st)); err != nil {
 			return res, err
 		}
 	}

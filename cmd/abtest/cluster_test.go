@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
@@ -134,6 +135,14 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	pid2, running := cluster.PID(st.DataDir)
 	if !running || pid2 == pid1 {
 		t.Fatalf("cluster after rebuild: running %v, pid %d -> %d", running, pid1, pid2)
+	}
+	// Issue 12 (b): the restarted server runs the new binary, not the one
+	// installed over, and the cluster records the new build.
+	if exe, err := procfs.Exe(pid2); err != nil || strings.HasSuffix(exe, "(deleted)") {
+		t.Errorf("the cluster runs %q after the rebuild (%v)", exe, err)
+	}
+	if st2, err := cm.ReadState("pg15-base"); err != nil || st2.Exe == "" || strings.HasSuffix(st2.Exe, "(deleted)") || !strings.Contains(st2.ServerVersion, "PostgreSQL 15") {
+		t.Errorf("state after the rebuild: %+v %v", st2, err)
 	}
 	conn, err = pgx.Connect(ctx, st.ConnString(cluster.Database))
 	if err != nil {

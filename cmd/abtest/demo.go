@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
@@ -87,5 +88,5 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		matrix.PrintPlan(env.Stdout, plan, dir)
 		return nil
 	}
-	return runAndReport(ctx, env, deps, plan, dir)
+	return runAndReport(ctx, env, deps, plan, dir, analysis.Options{}, false)
 }

@@ -76,7 +76,7 @@ func matrixCommand(env *Env) *cli.Command {
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
 		OnUsageError: usageError,
-		Flags:        matrixFlags(),
+		Flags:        append(matrixFlags(), gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runMatrix(ctx, cmd, env)
 		},
@@ -298,7 +298,8 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	deps.Decide = report.Undecided(analysis.Options{})
+	o := analysis.Options{Gate: cmd.StringSlice("gate")}
+	deps.Decide = report.Undecided(o)
 	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
 	if err != nil {
 		return err
@@ -307,11 +308,15 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		matrix.PrintPlan(env.Stdout, plan, dir)
 		return nil
 	}
-	return runAndReport(ctx, env, deps, plan, dir)
+	return runAndReport(ctx, env, deps, plan, dir, o, cmd.Bool("fail-on-regression"))
 }
 
-// runAndReport runs a plan, then writes and summarises its report.
-func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *results.Plan, dir string) error {
+// runAndReport runs a plan, then writes and summarises its report, and
+// gates it when fail is set (o.Gate adds metrics to the gate).
+func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *results.Plan, dir string, o analysis.Options, fail bool) error {
+	if err := checkGate(plan, o.Gate); err != nil {
+		return err
+	}
 	fmt.Fprintf(env.Stdout, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
 		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
 	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
@@ -320,13 +325,16 @@ func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *result
 		}
 		return err
 	}
-	rep, err := report.Write(dir, analysis.Options{})
+	rep, err := report.Write(dir, o)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "abtest: report: %v\n", err)
-		return report.Medians(env.Stdout, dir, plan)
+		if merr := report.Medians(env.Stdout, dir, plan); merr != nil || !fail {
+			return merr
+		}
+		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
 	}
 	report.Summary(env.Stdout, dir, rep)
-	return nil
+	return gate(rep, fail)
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the

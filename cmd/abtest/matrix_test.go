@@ -18,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/matrix"
 )
 
 // TestMain lets the test binary act as abtest itself (ABTEST_TEST_MAIN=1),
@@ -128,7 +129,7 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	if err != nil || plan.Commits[0].Build != plan.Commits[1].Build {
 		t.Errorf("A/A arms should share one build: %+v, %v", plan, err)
 	}
-	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], "a")); running {
+	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))); running {
 		t.Error("the matrix left its cluster running")
 	}
 	if !strings.Contains(stdout, "\nSummary\n") || strings.Contains(stdout, "## ") || !strings.Contains(stdout, "A/A:") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.md")) {
@@ -176,7 +177,7 @@ func TestMatrixInterruptAndResume(t *testing.T) {
 	if !strings.Contains(output.String(), "abtest matrix --resume "+out) {
 		t.Errorf("no resume hint:\n%s", output.String())
 	}
-	dataDir := filepath.Join(env["PG_DATA_DIR"], "a")
+	dataDir := filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))
 	for {
 		_, running := cluster.PID(dataDir)
 		if !running && len(cluster.Processes(dataDir)) == 0 {

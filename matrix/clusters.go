@@ -1,0 +1,198 @@
+package matrix
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// ClusterPrefix names the matrix's own clusters: a matrix measures build
+// NAME on cluster m-NAME, never on the cluster NAME a user started with
+// `switch`, which it leaves as it found it. The name depends only on the
+// build, so a resume and the arms of an A/A run (one build) use the same
+// cluster, and a later run reuses its data directory.
+const ClusterPrefix = "m-"
+
+// ClusterName is the matrix's cluster for build name.
+func ClusterName(build string) string {
+	name := ClusterPrefix + build
+	if len(name) <= 64 {
+		return name
+	}
+	// Names are at most 64 characters: keep a readable head and make the
+	// rest unique.
+	sum := sha256.Sum256([]byte(build))
+	return name[:64-13] + "-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// ClustersFile, in a results directory, lists the clusters the run
+// started and the user's clusters its builds stopped, as they happen: a
+// resume after the run was killed stops the former and starts the latter
+// again, as the killed run would have at its end.
+const ClustersFile = "clusters.json"
+
+// clusterLog is what ClustersFile holds.
+type clusterLog struct {
+	// Started are clusters this run (or a killed run of the same
+	// directory) started: stopped at the end.
+	Started []string `json:"started,omitempty"`
+	// Restore are clusters that ran when a build installed over their
+	// binaries: started again at the end, on the new binaries.
+	Restore []string `json:"restore,omitempty"`
+}
+
+// loadClusterLog takes over what a killed run of dir left to undo.
+func (r *run) loadClusterLog() error {
+	r.started, r.restore = map[string]bool{}, map[string]bool{}
+	data, err := os.ReadFile(filepath.Join(r.dir, ClustersFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	var l clusterLog
+	if err := json.Unmarshal(data, &l); err != nil {
+		return exitcode.Failure(fmt.Errorf("%s: %w", filepath.Join(r.dir, ClustersFile), err))
+	}
+	for _, n := range l.Started {
+		r.started[n] = true
+	}
+	for _, n := range l.Restore {
+		r.restore[n] = true
+	}
+	if len(l.Started)+len(l.Restore) > 0 {
+		r.deps.printf("resume: taking over clusters of the previous run of %s (started %v, to restore %v)\n", r.dir, l.Started, l.Restore)
+	}
+	return nil
+}
+
+// saveClusterLog writes ClustersFile durably (before the cluster it
+// names is started, so that a kill cannot lose it).
+func (r *run) saveClusterLog() error {
+	l := clusterLog{Started: slices.Sorted(maps.Keys(r.started)), Restore: slices.Sorted(maps.Keys(r.restore))}
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return r.deps.Proc.WriteFile(filepath.Join(r.dir, ClustersFile), append(data, '\n'), 0o644)
+}
+
+// markStarted records that this run starts cluster name (unless it runs
+// already, and no earlier run of this directory started it).
+func (r *run) markStarted(name string) error {
+	if r.started[name] {
+		return nil
+	}
+	if dir, err := r.deps.Clusters.DataDir(name); err == nil {
+		if _, running := cluster.PID(dir); running {
+			return nil
+		}
+	}
+	r.started[name] = true
+	return r.saveClusterLog()
+}
+
+// recordStops records the clusters a build stops as soon as they are
+// stopped, before anything is installed: a run killed during the install
+// leaves them to its resume to start again.
+type recordStops struct {
+	build.Servers
+	r *run
+}
+
+func (s *recordStops) StopUsing(ctx context.Context, install string) ([]string, error) {
+	stopped, err := s.Servers.StopUsing(ctx, install)
+	s.r.markStopped(stopped)
+	return stopped, err
+}
+
+// markStopped records the clusters a build stopped before installing
+// over their binaries; the matrix's own are started again by their cells.
+func (r *run) markStopped(names []string) {
+	own := map[string]bool{}
+	for _, c := range r.plan.Commits {
+		own[ClusterName(c.Build)] = true
+	}
+	for _, n := range names {
+		if !own[n] {
+			r.restore[n] = true
+		}
+	}
+	if err := r.saveClusterLog(); err != nil && r.deps.Out != nil {
+		fmt.Fprintf(r.deps.Out, "recording clusters: %v\n", err)
+	}
+}
+
+// leaveClusters stops the clusters this run started and starts again the
+// user's clusters its builds stopped, even after an interrupt or a
+// failure: a matrix leaves the machine as it found it.
+func (r *run) leaveClusters() {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cm := r.deps.Clusters
+	left := false
+	for _, n := range slices.Sorted(maps.Keys(r.started)) {
+		if _, err := cm.Stop(ctx, n); err != nil {
+			left = true
+			r.note("stopping cluster %s: %v", n, err)
+			continue
+		}
+		delete(r.started, n)
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.restore)) {
+		st, err := cm.ReadState(n)
+		if err == nil {
+			r.deps.printf("cluster %s: starting it again (a build of this run stopped it)\n", n)
+			_, err = cm.Start(ctx, n, cluster.OptionsOf(st))
+		}
+		if err != nil {
+			left = true
+			r.note("starting cluster %s again: %v (abtest switch -w %s starts it)", n, err, n)
+			continue
+		}
+		delete(r.restore, n)
+	}
+	if left {
+		_ = r.saveClusterLog()
+	} else if err := os.Remove(filepath.Join(r.dir, ClustersFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.note("%v", err)
+	}
+}
+
+func (r *run) note(format string, args ...any) {
+	if r.deps.Out != nil {
+		fmt.Fprintf(r.deps.Out, format+"\n", args...)
+	}
+}
+
+// checkServer records in rec the server the cell measured, read from the
+// running postmaster, and fails the cell when it is not the plan's: a
+// binary replaced under it, or another build fingerprint.
+func checkServer(cm *cluster.Manager, name string, commit *results.Commit, rec *results.Record) error {
+	id, err := cm.Identify(name)
+	if err != nil {
+		return fmt.Errorf("identifying the measured server: %w", err)
+	}
+	rec.Server = &results.Server{Fingerprint: id.Fingerprint, Version: id.Version, Exe: id.Exe, PID: id.PID}
+	if id.Replaced {
+		return fmt.Errorf("the measured server (pid %d) runs a binary replaced since it started (%s): not the planned build of %s", id.PID, id.Exe, commit.Label)
+	}
+	if id.Fingerprint != commit.Fingerprint {
+		return fmt.Errorf("the measured server (pid %d) was started from build fingerprint %s, the plan's %s is %s", id.PID, Short(id.Fingerprint), commit.Label, Short(commit.Fingerprint))
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+func TestClusterName(t *testing.T) {
+	if got := ClusterName("base"); got != "m-base" {
+		t.Errorf("ClusterName(base) = %q", got)
+	}
+	long := strings.Repeat("x", 64)
+	got := ClusterName(long)
+	if len(got) != 64 || !strings.HasPrefix(got, "m-x") || got == ClusterName(long[:63]+"y") {
+		t.Errorf("ClusterName of 64 characters = %q", got)
+	}
+}
+
+// copyInstall copies Debian's install where a test may replace its
+// binaries (share is found relative to bin: linked to the system's),
+// with a build record of fingerprint fp.
+func copyInstall(t *testing.T, src, fp string) string {
+	t.Helper()
+	root := testenv.SharedTempDir(t)
+	install := filepath.Join(root, "usr", "lib", "postgresql", "15")
+	os.MkdirAll(filepath.Dir(install), 0o755)
+	if out, err := exec.Command("cp", "-a", src, install).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	share, _ := exec.Command(filepath.Join(src, "bin", "pg_config"), "--sharedir").Output()
+	if s := strings.TrimSpace(string(share)); s != "" {
+		os.MkdirAll(filepath.Join(root, "usr", "share", "postgresql"), 0o755)
+		os.Symlink(s, filepath.Join(root, "usr", "share", "postgresql", filepath.Base(s)))
+	}
+	data, _ := json.Marshal(build.Info{Name: "x", Install: install, Fingerprint: fp})
+	if err := os.WriteFile(filepath.Join(install, build.InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return install
+}
+
+// TestCheckServer: a cell records the server it measured and fails when
+// that is not the plan's build: another fingerprint, or a binary
+// installed over the running server ("(deleted)").
+func TestCheckServer(t *testing.T) {
+	install := copyInstall(t, testenv.PGInstall(t), "fp-one")
+	cm := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}, StartTimeout: 30 * time.Second}
+	if name := testenv.ServerUser(t); name != "" {
+		cm.User, _ = proc.LookupUser(name)
+	}
+	ctx := context.Background()
+	t.Cleanup(func() { cm.Stop(context.Background(), "m-x") })
+	st, err := cm.Start(ctx, "m-x", cluster.Options{Install: install, Port: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := cluster.PID(st.DataDir)
+
+	rec := &results.Record{}
+	if err := checkServer(cm, "m-x", &results.Commit{Label: "x", Fingerprint: "fp-one"}, rec); err != nil {
+		t.Errorf("the planned server: %v", err)
+	}
+	if s := rec.Server; s == nil || s.PID != pid || s.Fingerprint != "fp-one" || s.Exe != filepath.Join(install, "bin", "postgres") || !strings.HasPrefix(s.Version, "PostgreSQL 15") {
+		t.Errorf("recorded server %+v", rec.Server)
+	}
+	if err := checkServer(cm, "m-x", &results.Commit{Label: "x", Fingerprint: "fp-two"}, rec); err == nil || !strings.Contains(err.Error(), "fingerprint") {
+		t.Errorf("another fingerprint: %v", err)
+	}
+	// Install over the running server (a new inode, as make install does).
+	bin := filepath.Join(install, "bin", "postgres")
+	if out, err := exec.Command("cp", "-p", bin, bin+".new").CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	if err := os.Rename(bin+".new", bin); err != nil {
+		t.Fatal(err)
+	}
+	err = checkServer(cm, "m-x", &results.Commit{Label: "x", Fingerprint: "fp-one"}, rec)
+	if err == nil || !strings.Contains(err.Error(), "replaced") || !strings.HasSuffix(rec.Server.Exe, "(deleted)") {
+		t.Errorf("a replaced binary: %v, recorded %+v", err, rec.Server)
+	}
+}
+
+type fakeServers []string
+
+func (f fakeServers) StopUsing(context.Context, string) ([]string, error) { return f, nil }
+
+// TestRecordStops: the user's clusters a build stops are written to
+// clusters.json as soon as they are stopped (a resume after a kill starts
+// them again); the matrix's own are not, their cells start them.
+func TestRecordStops(t *testing.T) {
+	dir := t.TempDir()
+	r := &run{deps: &Deps{Proc: &proc.Runner{}}, dir: dir, plan: &results.Plan{Commits: []results.Commit{{Label: "x", Build: "x"}}}}
+	if err := r.loadClusterLog(); err != nil {
+		t.Fatal(err)
+	}
+	s := &recordStops{Servers: fakeServers{"x", ClusterName("x")}, r: r}
+	if _, err := s.StopUsing(context.Background(), "/i"); err != nil {
+		t.Fatal(err)
+	}
+	again := &run{deps: r.deps, dir: dir}
+	if err := again.loadClusterLog(); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.restore) != 1 || !again.restore["x"] || len(again.started) != 0 {
+		t.Errorf("recorded restore %v, started %v", again.restore, again.started)
+	}
+}
