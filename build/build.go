@@ -117,9 +117,6 @@ type Builder struct {
 	// not it is set, Build refuses to install over binaries a running
 	// process executes (ErrInUse).
 	Servers Servers
-	// BeforeInstall, when set, runs once before anything is installed
-	// over the prefix, after Servers.
-	BeforeInstall func(ctx context.Context) error
 	// Jobs is make's -j; zero means the number of CPUs (ninja picks its
 	// own).
 	Jobs int
@@ -513,12 +510,6 @@ func (b *Builder) stopServers(ctx context.Context, install string) ([]string, er
 		if stopped, err = b.Servers.StopUsing(ctx, install); err != nil {
 			return stopped, err
 		}
-	}
-	if b.BeforeInstall != nil {
-		if err := b.BeforeInstall(ctx); err != nil {
-			return stopped, err
-		}
-		b.BeforeInstall = nil
 	}
 	if users := InstallUsers(install); len(users) > 0 {
 		return stopped, exitcode.Failure(fmt.Errorf("%w: pid %d runs %s; stop that server before installing over it (abtest switch -w NAME --stop)", ErrInUse, users[0].PID, users[0].Exe))

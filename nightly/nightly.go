@@ -51,6 +51,9 @@ type Deps struct {
 	Matrix *matrix.Deps
 	Out    io.Writer
 	Err    io.Writer
+	// Record, when set, stores the night's results directory in the
+	// results database once its report and history line are written.
+	Record func(ctx context.Context, dir string) error
 }
 
 // BuildPrefix names the nightly builds: n-<short sha>.
@@ -261,7 +264,17 @@ func (n *night) judge(ctx context.Context) error {
 	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
 		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
 	}
-	return n.summary(nt, verdict)
+	serr := n.summary(nt, verdict)
+	if n.deps.Record != nil {
+		if err := n.deps.Record(ctx, n.dir); err != nil {
+			if serr != nil {
+				fmt.Fprintf(n.deps.Err, "abtest nightly: store: %v\n", err)
+				return serr
+			}
+			return err
+		}
+	}
+	return serr
 }
 
 func (n *night) trend(history []analysis.Night) error {

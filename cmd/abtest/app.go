@@ -136,6 +136,9 @@ func flagOverrides(cmd *cli.Command) []config.Override {
 	if cmd.IsSet("source") {
 		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
 	}
+	if cmd.IsSet("store") {
+		ov = append(ov, config.Override{Key: "store", Flag: "--store", Value: cmd.String("store")})
+	}
 	if cmd.IsSet("run-as") {
 		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
 	}
@@ -159,9 +162,11 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 	}
 	cm.Log = nil
 	return &matrix.Deps{
-		Proc:         run,
-		Worktrees:    worktrees(cfg, run),
-		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm},
+		Proc:      run,
+		Worktrees: worktrees(cfg, run),
+		// As root, builds run as the server's account too (a patch's
+		// build scripts never run as root).
+		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm, User: cm.User},
 		Clusters:     cm,
 		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
 		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},

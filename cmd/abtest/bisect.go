@@ -28,6 +28,7 @@ repeats up to --max-repeats, then the bisect stops and reports the range.
 State is kept in DIR/bisect.json: run the same command again to resume.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
+			storeFlag(),
 			&cli.StringFlag{Name: "good", Usage: "a `REF` without the change"},
 			&cli.StringFlag{Name: "bad", Usage: "a `REF` with it"},
 			&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1", Usage: "the `WORKLOAD`"},
@@ -120,6 +121,20 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		}
 		return nil
 	}
-	_, err = bisect.Run(ctx, deps, r)
+	st, err := bisect.Run(ctx, deps, r)
+	if st == nil || len(st.Steps) == 0 {
+		return err
+	}
+	var dirs []string
+	for _, s := range st.Steps {
+		dirs = append(dirs, s.Dir)
+	}
+	if serr := recordRun(ctx, env, cfg, dirs...); serr != nil {
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "abtest: store: %v\n", serr)
+			return err
+		}
+		return serr
+	}
 	return err
 }

@@ -69,6 +69,7 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 		Run:           run,
 		Progress:      newProgress(env.Stdout, name),
 		Servers:       cm,
+		User:          cm.User, // as root, the server's account builds
 	}
 	res, err := b.Build(ctx, prov, dir, o)
 	if err != nil {

@@ -29,6 +29,7 @@ Its directories are under $ABTEST_DEMO_DIR (default ~/.cache/abtest-demo)
 unless the config file or the environment names them.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
+			storeFlag(),
 			sourceFlag(),
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: int(demo.Duration / time.Second), Usage: "measured `SECONDS` per cell"},
 			// Five: with fewer, the U-test cannot reach p < 0.01 and every
@@ -88,5 +89,5 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		matrix.PrintPlan(env.Stdout, plan, dir)
 		return nil
 	}
-	return runAndReport(ctx, env, deps, plan, dir, analysis.Options{}, false)
+	return runAndReport(ctx, env, cfg, deps, plan, dir, analysis.Options{}, false)
 }

@@ -76,7 +76,7 @@ func matrixCommand(env *Env) *cli.Command {
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
 		OnUsageError: usageError,
-		Flags:        append(matrixFlags(), gateFlags()...),
+		Flags:        append(append(matrixFlags(), gateFlags()...), storeFlag()),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runMatrix(ctx, cmd, env)
 		},
@@ -308,12 +308,13 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		matrix.PrintPlan(env.Stdout, plan, dir)
 		return nil
 	}
-	return runAndReport(ctx, env, deps, plan, dir, o, cmd.Bool("fail-on-regression"))
+	return runAndReport(ctx, env, cfg, deps, plan, dir, o, cmd.Bool("fail-on-regression"))
 }
 
-// runAndReport runs a plan, then writes and summarises its report, and
-// gates it when fail is set (o.Gate adds metrics to the gate).
-func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *results.Plan, dir string, o analysis.Options, fail bool) error {
+// runAndReport runs a plan, then writes and summarises its report,
+// records the run in the store, and gates it when fail is set (o.Gate
+// adds metrics to the gate).
+func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, o analysis.Options, fail bool) error {
 	if err := checkGate(plan, o.Gate); err != nil {
 		return err
 	}
@@ -334,7 +335,17 @@ func runAndReport(ctx context.Context, env *Env, deps *matrix.Deps, plan *result
 		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
 	}
 	report.Summary(env.Stdout, dir, rep)
-	return gate(rep, fail)
+	gerr := gate(rep, fail)
+	if err := recordRun(ctx, env, cfg, dir); err != nil {
+		if gerr != nil {
+			// The gate's answer (a regression, say) matters more than
+			// the store: say both, exit with the gate's.
+			fmt.Fprintf(env.Stderr, "abtest: store: %v\n", err)
+			return gerr
+		}
+		return err
+	}
+	return gerr
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the

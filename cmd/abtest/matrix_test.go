@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/demo"
@@ -137,6 +138,35 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
 		t.Error(err)
+	}
+	// The run is in the default store too.
+	st, err := store.Open(context.Background(), filepath.Join(env["BENCH_RESULTS_DIR"], store.DefaultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(context.Background())
+	if err != nil || len(runs) != 1 || runs[0].Cells != 4 || !strings.Contains(stdout, "store: run ") {
+		t.Errorf("store after the run: %+v, %v\n%s", runs, err, stdout)
+	}
+}
+
+// A store that cannot be reached fails the run (exit 3) in one line,
+// after its files are written.
+func TestMatrixStoreUnreachable(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "nostore")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
+		"-c", "1", "-w", "select1", "-r", "1", "-d", "1", "--warmup", "0", "-o", out, "--sample-every", "1s",
+		"--store", "postgres://abtest@127.0.0.1:1/none?connect_timeout=2")
+	if code != 3 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, out) {
+		t.Errorf("exit %d, stderr %q; want 3 and one line naming %s\n%s", code, stderr, out, stdout)
+	}
+	for _, f := range []string{results.CellsFile, "report.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the run's files: %v", err)
+		}
 	}
 }
 

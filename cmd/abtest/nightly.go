@@ -21,6 +21,7 @@ infrastructure failure. The last line is a one-line summary for mail or
 chat. See nightly.example.toml and docs/nightly/.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
+			storeFlag(),
 			&cli.BoolFlag{Name: "no-fetch", Usage: "use the remote-tracking branch as it is"},
 			&cli.BoolFlag{Name: "force", Usage: "run even when the head has not changed since the last night"},
 		},
@@ -47,5 +48,6 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 	}
 	deps.Quiet = true
 	o := nightly.Options{NoFetch: cmd.Bool("no-fetch"), Force: cmd.Bool("force"), DryRun: cmd.Bool("dry-run")}
-	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr}, nc, o)
+	record := func(ctx context.Context, dir string) error { return recordRun(ctx, env, cfg, dir) }
+	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record}, nc, o)
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/store"
 )
@@ -37,6 +39,32 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
 	}
 	return store.Open(ctx, loc)
+}
+
+// recordRun imports finished results directories into the store (the
+// config's store, else results_dir/abtest.db): every matrix, nightly and
+// bisect run is in the database as well as in its files. The files are
+// the truth and are complete before this runs; a store that cannot be
+// reached fails the command (exit 3) in one line that says where the
+// files are.
+func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string) error {
+	loc := cfg.Store
+	if loc == "" {
+		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
+	}
+	s, err := store.Open(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
+	}
+	defer s.Close()
+	for _, d := range dirs {
+		st, err := s.Import(ctx, d)
+		if err != nil {
+			return fmt.Errorf("the results are in %s, but %w", d, err)
+		}
+		fmt.Fprintf(env.Stdout, "store: run %s: %d cells stored (%d already there)\n", st.Run, st.Cells, st.Present)
+	}
+	return nil
 }
 
 func storeCommand(env *Env) *cli.Command {
