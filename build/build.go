@@ -50,7 +50,7 @@ const InfoFile = ".abtest-build.json"
 
 // recipe changes whenever the way abtest builds changes, so that old
 // installs are rebuilt.
-const recipe = "1"
+const recipe = "2"
 
 // Type is a build type.
 type Type string
