@@ -500,6 +500,9 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	if o.WarmupS > 0 {
 		warm := spec
 		warm.Duration = time.Duration(o.WarmupS * float64(time.Second))
+		// The warm-up's logs stay beside the cell's, so a failed
+		// warm-up's error names a file that exists.
+		warm.OutDir = filepath.Join(results.CellDir(r.dir, cell.ID), "warm-up")
 		quiet := *r.deps.Workload
 		quiet.Out = nil
 		if _, err := quiet.Run(ctx, warm); err != nil {

@@ -84,7 +84,9 @@ func clusters(cfg *config.Loaded, run *proc.Runner, env *Env) (*cluster.Manager,
 }
 
 // installFor returns the installation for name: --install, the config's
-// [installs] table, or the build under $PG_INSTALL_DIR.
+// [installs] table, the build under $PG_INSTALL_DIR, or else the one the
+// cluster's state recorded (a cluster started once with --install keeps
+// it without being told again).
 func installFor(cmd *cli.Command, cfg *config.Loaded, name string) string {
 	if dir := cmd.String("install"); dir != "" {
 		abs, _ := filepath.Abs(dir)
@@ -93,7 +95,14 @@ func installFor(cmd *cli.Command, cfg *config.Loaded, name string) string {
 	if dir, ok := cfg.Installs[name]; ok {
 		return dir
 	}
-	return filepath.Join(cfg.InstallDir, name)
+	built := filepath.Join(cfg.InstallDir, name)
+	if _, err := os.Stat(filepath.Join(built, "bin", "postgres")); err == nil {
+		return built
+	}
+	if st, err := (&cluster.Manager{Root: cfg.DataDir}).ReadState(name); err == nil && st.Install != "" {
+		return st.Install
+	}
+	return built
 }
 
 // clusterOptions turns switch's flags into cluster.Options.

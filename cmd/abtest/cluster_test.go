@@ -59,6 +59,11 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 	if _, running := cluster.PID(st.DataDir); running {
 		t.Error("still running after --stop")
 	}
+	// Started again without --install: the state's install is used.
+	code, out, stderr = abtest(t, env, "switch", "-w", "pg")
+	if again, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg"); code != 0 || err != nil || again.Install != install {
+		t.Errorf("switch -w pg without --install: exit %d, state %+v (%v)\n%s%s", code, again, err, out, stderr)
+	}
 }
 
 func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
