@@ -115,9 +115,20 @@ type run struct {
 // refused. On cancellation it stops pgbench and every cluster this run
 // started, keeps the finished cells and returns ErrInterrupted.
 func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
+	_, statErr := os.Stat(dir)
+	fresh := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
+	// Bad settings are found only once the builds exist; a directory this
+	// run made for nothing is removed then, last (after the lock and the
+	// clusters are released), so bad input leaves nothing behind.
+	discard := false
+	defer func() {
+		if discard {
+			os.RemoveAll(dir)
+		}
+	}()
 	release, err := results.Lock(dir)
 	if err != nil {
 		return err
@@ -135,6 +146,7 @@ func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error 
 		return err
 	}
 	if err := r.checkSettings(ctx); err != nil {
+		discard = fresh
 		return err
 	}
 	if err := results.WritePlan(dir, plan); err != nil {

@@ -151,6 +151,22 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	}
 }
 
+// An unknown setting is refused in the server's words (exit 2, one line)
+// and the run leaves no results directory behind.
+func TestMatrixUnknownSettingLeavesNothing(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "badguc")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
+		"-c", "1", "-w", "select1", "-r", "1", "-d", "1", "--warmup", "0", "-o", out, "--set", "nosuch_guc=1")
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "nosuch_guc") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the setting\n%s", code, stderr, stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused run left %s", out)
+	}
+}
+
 // A store that cannot be reached fails the run (exit 3) in one line,
 // after its files are written.
 func TestMatrixStoreUnreachable(t *testing.T) {
