@@ -62,7 +62,7 @@ func DefaultNightly(home string) Nightly {
 		SourceDir: filepath.Join(home, "pg", "source"), Remote: "origin", Branch: "master", Baseline: "last",
 		Root: filepath.Join(home, "pg", "nightly"), Keep: 14, TrendNights: 30,
 		Matrix: NightlyMatrix{Workloads: []string{"select1", "churn"}, Clients: []int{16, 64}, CPUs: []int{}, PgssMax: []int{5000},
-			Repeats: 5, Duration: 30, Warmup: 5, Build: "release"},
+			Repeats: 12, Duration: 30, Warmup: 5, Build: "release"},
 		Gate: NightlyGate{Alpha: 0.01, Thresholds: map[string]float64{}},
 		home: home,
 	}

@@ -264,15 +264,19 @@ func (n *night) judge(ctx context.Context) error {
 	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
 		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
 	}
-	serr := n.summary(nt, verdict)
+	// The store comes before the summary, which stays the last line
+	// (cron mails and `tail -n 1` read it).
+	var rerr error
 	if n.deps.Record != nil {
-		if err := n.deps.Record(ctx, n.dir); err != nil {
-			if serr != nil {
-				fmt.Fprintf(n.deps.Err, "abtest nightly: store: %v\n", err)
-				return serr
-			}
-			return err
+		rerr = n.deps.Record(ctx, n.dir)
+	}
+	serr := n.summary(nt, verdict)
+	if rerr != nil {
+		if serr != nil {
+			fmt.Fprintf(n.deps.Err, "abtest nightly: store: %v\n", rerr)
+			return serr
 		}
+		return rerr
 	}
 	return serr
 }

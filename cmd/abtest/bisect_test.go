@@ -46,7 +46,7 @@ func TestBisectDemoPatch(t *testing.T) {
 	}
 	out := filepath.Join(base, "bisect")
 	args := []string{"bisect", "--good", good, "--bad", "HEAD", "-w", "churn", "-c", "2", "-m", "1000", "--metric", "pgss_deallocs",
-		"-r", "5", "--max-repeats", "5", "-d", "2", "--warmup", "1", "-o", out}
+		"-r", "8", "--max-repeats", "8", "-d", "1", "--warmup", "1", "-o", out}
 	code, stdout, _ := abtest(t, env, append([]string{"-n"}, args...)...)
 	if code != 0 || !strings.Contains(stdout, "6 first-parent commits") {
 		t.Errorf("bisect -n: %d\n%s", code, stdout)

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,6 +65,32 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 	code, out, stderr = abtest(t, env, "switch", "-w", "pg")
 	if again, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg"); code != 0 || err != nil || again.Install != install {
 		t.Errorf("switch -w pg without --install: exit %d, state %+v (%v)\n%s%s", code, again, err, out, stderr)
+	}
+}
+
+// A cluster held by a measurement: switch --stop says busy (exit 2, one
+// line, naming --force), and --stop --force stops it anyway.
+func TestSwitchStopBusyAndForce(t *testing.T) {
+	env, install := clusterEnv(t)
+	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
+	}
+	// Another process holds the cluster's lock, as a matrix measuring on
+	// it would (flock(1) on the lock file Acquire takes).
+	testenv.RequireTools(t, "flock")
+	holder := exec.Command("flock", filepath.Join(env["PG_DATA_DIR"], ".pg.use"), "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	code, _, stderr := abtest(t, env, "switch", "-w", "pg", "--stop")
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--force") {
+		t.Errorf("--stop of a held cluster: exit %d %q; want 2 naming --force", code, stderr)
+	}
+	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--stop", "--force")
+	if code != 0 || !strings.Contains(out, "stopped") {
+		t.Errorf("--stop --force: exit %d\n%s%s", code, out, stderr)
 	}
 }
 

@@ -35,7 +35,7 @@ var examples = map[string]string{
 	"annotate":     `abtest annotate --commit 1a2b3c4 --metric tps --config churn/c64 --note "expected: new lock"`,
 	"dashboard":    "abtest dashboard -o site && xdg-open site/index.html",
 	"serve":        "abtest serve --addr 127.0.0.1:8080",
-	"matrix":       "abtest matrix -k master,mine=master+my.patch -w select1,churn -c 1,16 -r 6",
+	"matrix":       "abtest matrix -k master,mine=master+my.patch -w select1,churn -c 1,16 -r 8",
 }
 
 // pgbenchLetters says, in the help of the commands that run pgbench,

@@ -72,7 +72,7 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 		}
 	} else {
 		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force"} {
-			if cmd.IsSet(f) {
+			if cmd.IsSet(f) && !(f == "force" && stop) {
 				return exitcode.BadInputf("switch: --%s needs -b TYPE", f)
 			}
 		}
@@ -85,7 +85,7 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 	}
 
 	if remove || stop {
-		return removeOrStop(ctx, env, cfg, run, wt, name, remove)
+		return removeOrStop(ctx, env, cfg, run, wt, name, remove, cmd.Bool("force"))
 	}
 	if err := moveAndPatch(ctx, env, run, wt, name, commit, patches); err != nil {
 		return err
@@ -113,7 +113,7 @@ func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
 
 // removeOrStop is switch --remove (cluster, install and worktree) or
 // --stop.
-func removeOrStop(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runner, wt *worktree.Manager, name string, remove bool) error {
+func removeOrStop(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runner, wt *worktree.Manager, name string, remove, force bool) error {
 	cm, err := clusters(cfg, run, env)
 	if err != nil {
 		return err
@@ -133,7 +133,12 @@ func removeOrStop(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.R
 		}
 		return nil
 	}
-	stopped, err := cm.Stop(ctx, name)
+	stop := cm.Stop
+	if force {
+		// --stop --force: even while a matrix measures on it.
+		stop = cm.ForceStop
+	}
+	stopped, err := stop(ctx, name)
 	if err != nil || run.DryRun {
 		return err
 	}
