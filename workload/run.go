@@ -160,6 +160,11 @@ var ErrServer = errors.New("workload: server")
 // Runner runs workloads.
 type Runner struct {
 	Proc *proc.Runner
+	// User, when set, runs pgbench with that account's credentials (as
+	// root: the server's account, so a workload script never runs as
+	// root); the run's directory is handed to it, since pgbench writes
+	// its transaction log there.
+	User *proc.User
 	// Out receives the live lines (samples, db_time, TPS); nil discards.
 	Out io.Writer
 	// Getenv reads PG* variables; nil means os.Getenv.
@@ -360,7 +365,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if pgbench == "" {
 		pgbench = "pgbench"
 	}
-	cmd := proc.Cmd{Path: pgbench, Args: pgbenchArgs(s, c, script, logPrefix, sampling), Dir: dir, CPUs: s.CPUs, Log: filepath.Join(dir, "pgbench.log")}
+	cmd := proc.Cmd{Path: pgbench, Args: pgbenchArgs(s, c, script, logPrefix, sampling), Dir: dir, CPUs: s.CPUs, Log: filepath.Join(dir, "pgbench.log"), User: r.User}
 	if r.Proc.DryRun {
 		if err := r.Proc.WriteFile(script, []byte(text), 0o644); err != nil {
 			return nil, err
@@ -376,7 +381,13 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	// pgbench runs as the caller and writes its transaction log into dir.
+	// pgbench writes its transaction log into dir: as another account it
+	// needs the directory (Lchown: never through a link).
+	if r.User != nil {
+		if err := os.Lchown(dir, int(r.User.UID), int(r.User.GID)); err != nil {
+			return nil, exitcode.Failure(err)
+		}
+	}
 	res := &Result{
 		Workload: s.Workload.Name, Server: c.where(), Version: sv.version, Clients: s.Clients, Threads: s.Threads,
 		Protocol: s.Protocol, Duration: s.Duration.Seconds(), Rate: s.Rate, SleepMS: s.SleepMS,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,5 +235,43 @@ func TestLatencyMethodAtC64(t *testing.T) {
 		if _, ok := res.Metrics["latency_p99_ms"]; !ok {
 			t.Errorf("%s: no latency percentiles: %v", name, res.Warnings)
 		}
+	}
+}
+
+// As root, pgbench runs as the server's account: the transaction log it
+// writes into the run's directory belongs to that account, and the run
+// measures as before.
+func TestPgbenchRunsAsUser(t *testing.T) {
+	testenv.Require(t, os.Geteuid() == 0, "root, to run pgbench as another account")
+	name := testenv.ServerUser(t)
+	u, err := proc.LookupUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, install := startCluster(t, 5000)
+	w, _ := Builtin("select1")
+	s := spec(st, install, w)
+	s.Duration, s.Clients = time.Second, 1
+	s.OutDir = filepath.Join(testenv.SharedTempDir(t), "cell")
+	s.KeepTxLog = true
+	r := runner()
+	r.User = u
+	res, err := r.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics["tps"] <= 0 {
+		t.Errorf("tps = %v", res.Metrics["tps"])
+	}
+	logs, _ := filepath.Glob(filepath.Join(s.OutDir, "txlog*"))
+	if len(logs) == 0 {
+		t.Fatalf("no transaction log in %s", s.OutDir)
+	}
+	fi, err := os.Stat(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != u.UID {
+		t.Errorf("%s is not %s's: pgbench did not run as %s", logs[0], name, name)
 	}
 }

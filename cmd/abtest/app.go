@@ -168,7 +168,7 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 		// build scripts never run as root).
 		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm, User: cm.User},
 		Clusters:     cm,
-		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }},
+		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }, User: cm.User},
 		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
 		Out:          env.Stdout,
 		Now:          env.Now,
