@@ -504,6 +504,8 @@ func instrPgbenchCmd(s InstrSpec, n int, dir, script string) proc.Cmd {
 		Args: []string{"-n", "-c", "1", "-j", "1", "-t", strconv.Itoa(n), "--random-seed=" + strconv.FormatInt(s.Seed, 10),
 			"-M", s.Protocol, "-f", script, "-h", s.SocketDir, "-p", strconv.Itoa(s.Port)},
 		Env: s.Env, Dir: dir, Log: filepath.Join(dir, "pgbench.log"),
+		// pgbench too runs as the server's account, never as root.
+		User: s.RunAs,
 	}
 	if s.User != "" {
 		pgb.Args = append(pgb.Args, "-U", s.User)
