@@ -218,7 +218,10 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 	}
 }
 
-func TestReportGolden(t *testing.T) {
+// fixtureReport analyses a fresh fixture run (one shard) and returns the
+// report and its directory.
+func fixtureReport(t *testing.T) (*Report, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	fixture(t, dir, matrix.Shard{I: 1, N: 1})
 	in, err := Load(dir)
@@ -229,6 +232,11 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, dir
+}
+
+func TestReportGolden(t *testing.T) {
+	r, dir := fixtureReport(t)
 	if err := r.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/matrix"
 )
 
 // benchstat builds golang.org/x/perf/cmd/benchstat at the version go.mod
@@ -28,16 +27,7 @@ func benchstat(t *testing.T) string {
 // flags and the single stream with -col commit, and prints one table per
 // metric with the commits as columns; -row /clients groups by clients.
 func TestBenchstatReadsBench(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Analyze(in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dir := fixtureReport(t)
 	paths, err := r.WriteBenchFiles(filepath.Join(dir, "bench"))
 	if err != nil {
 		t.Fatal(err)

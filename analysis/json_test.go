@@ -3,29 +3,18 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/internal/testenv"
 )
 
 // TestJSONShape: what jq users rely on: a schema version, lists that
 // are lists when empty, configurations as objects, no p for the
 // baseline.
 func TestJSONShape(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Analyze(in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := fixtureReport(t)
 	var buf bytes.Buffer
 	if err := r.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -70,16 +59,7 @@ func TestJSONShape(t *testing.T) {
 // TestTextGolden: the plain-text report, and no line wider than 80
 // columns in it.
 func TestTextGolden(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Analyze(in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := fixtureReport(t)
 	r.Dirs = []string{"run"}
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
