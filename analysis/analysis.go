@@ -250,7 +250,8 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func finite(x float64) *float64 {
+// Finite is x, or nil (JSON null, SQL NULL) when x is ±Inf or NaN.
+func Finite(x float64) *float64 {
 	if math.IsInf(x, 0) || math.IsNaN(x) {
 		return nil
 	}
@@ -298,7 +299,7 @@ func (c Change) MarshalJSON() ([]byte, error) {
 		plain
 		DeltaPct *float64 `json:"delta_pct"`
 		P        *float64 `json:"p"`
-	}{plain(c), finite(c.DeltaPct), finite(c.P)})
+	}{plain(c), Finite(c.DeltaPct), Finite(c.P)})
 }
 
 // Incomplete is a commit × configuration (× metric, when only a metric
@@ -339,7 +340,7 @@ func (g Geomean) MarshalJSON() ([]byte, error) {
 		Ratio *float64 `json:"ratio"`
 		Lo    *float64 `json:"lo"`
 		Hi    *float64 `json:"hi"`
-	}{plain(g), finite(g.Ratio), finite(g.Lo), finite(g.Hi)})
+	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi)})
 }
 
 // Summary is one commit's answer.
@@ -376,7 +377,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
 	var d *float64
 	if s.GatedUnknown > 0 {
-		d = finite(s.DetectablePct)
+		d = Finite(s.DetectablePct)
 	}
 	return json.Marshal(struct {
 		plain
@@ -452,7 +453,7 @@ func (a AA) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		DetectablePct *float64 `json:"detectable_pct"`
-	}{plain(a), finite(a.DetectablePct)})
+	}{plain(a), Finite(a.DetectablePct)})
 }
 
 // Errors of Gate, for errors.Is.

@@ -89,7 +89,7 @@ func ChangePoints(xs []float64, o ChangePointOptions) []ChangePoint {
 		seg := segments[bestSeg]
 		before := append([]float64(nil), xs[seg[0]:best]...)
 		after := append([]float64(nil), xs[best:seg[1]]...)
-		mb, ma := medianOf(before), medianOf(after)
+		mb, ma := Median(before), Median(after)
 		cp := ChangePoint{Index: best, P: bestP}
 		if mb != 0 {
 			cp.DeltaPct = 100 * (ma/mb - 1)
@@ -118,8 +118,9 @@ func seriesSeed(x []float64) int64 {
 	return int64(h)
 }
 
-// medianOf returns the median of a copy of xs.
-func medianOf(xs []float64) float64 {
+// Median returns the median of xs (sorting a copy); 0 for no values.
+// The store and the console summaries use it too: one median.
+func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	if len(s) == 0 {

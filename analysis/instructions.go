@@ -111,7 +111,7 @@ func (r *Report) instrWent(config, commit string, b, c *instrGroup) InstrWent {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s %s: instructions %s; its verdict is meaningless", config, commit, iw.Note))
 		return iw
 	}
-	iw.Base, iw.New = medianOf(b.values), medianOf(c.values)
+	iw.Base, iw.New = Median(b.values), Median(c.values)
 	iw.Diff = iw.New - iw.Base
 	iw.DiffPct = 100 * iw.Diff / iw.Base
 	for _, row := range r.rowsFor(strings.SplitN(config, "/", 2)[0], metricInstrPerTx) {

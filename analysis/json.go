@@ -98,7 +98,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out.Rows = append(out.Rows, jsonRow{row.Config, configs[row.Config], row.Metric, nonNil(row.Stats)})
 	}
 	change := func(c Change) jsonChange {
-		return jsonChange{c.Commit, c.Config, configs[c.Config], c.Metric, finite(c.DeltaPct), finite(c.P), c.Verdict, c.Gated, c.Note}
+		return jsonChange{c.Commit, c.Config, configs[c.Config], c.Metric, Finite(c.DeltaPct), Finite(c.P), c.Verdict, c.Gated, c.Note}
 	}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, change(c))

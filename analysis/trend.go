@@ -51,7 +51,7 @@ func (r *Report) NightFrom(commit string) map[string]map[string]Interval {
 			if out[row.Config] == nil {
 				out[row.Config] = map[string]Interval{}
 			}
-			out[row.Config][row.Metric] = Interval{Median: st.Median, Lo: finite(st.Lo), Hi: finite(st.Hi)}
+			out[row.Config][row.Metric] = Interval{Median: st.Median, Lo: Finite(st.Lo), Hi: Finite(st.Hi)}
 		}
 	}
 	return out

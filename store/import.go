@@ -420,14 +420,14 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			}
 			var baseMed *float64
 			if base != nil && base.N > 0 {
-				baseMed = finite(base.Median)
+				baseMed = analysis.Finite(base.Median)
 			}
 			var med, lo, hi, delta, p *float64
 			if st.N > 0 {
-				med, lo, hi = finite(st.Median), finite(st.Lo), finite(st.Hi)
+				med, lo, hi = analysis.Finite(st.Median), analysis.Finite(st.Lo), analysis.Finite(st.Hi)
 			}
 			if base != nil && base.N > 0 && st.N > 0 {
-				delta, p = finite(st.DeltaPct), finite(st.P)
+				delta, p = analysis.Finite(st.DeltaPct), analysis.Finite(st.P)
 			}
 			g := 0
 			if gated[[3]string{st.Commit, row.Config, row.Metric}] {
@@ -505,13 +505,6 @@ func sameConfig(a, b *results.Record) bool {
 		}
 	}
 	return true
-}
-
-func finite(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	return &x
 }
 
 func jsonText(v any) string {

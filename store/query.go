@@ -602,7 +602,7 @@ func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) []Po
 			if len(vs) == 0 {
 				continue
 			}
-			points = append(points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)})
+			points = append(points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: analysis.Median(vs), N: len(vs)})
 		}
 	}
 	return points
@@ -623,14 +623,4 @@ func (s *Store) AllHistory(ctx context.Context, keys []SeriesKey, cp analysis.Ch
 		out = append(out, ser)
 	}
 	return out, nil
-}
-
-func median(vs []float64) float64 {
-	s := append([]float64(nil), vs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

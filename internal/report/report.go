@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -98,7 +97,7 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 	for _, cfg := range p.Configs {
 		fmt.Fprintf(tw, "%s\t", cfg.ID())
 		for _, c := range p.Commits {
-			fmt.Fprintf(tw, "%.0f\t", median(tps[cfg.ID()][c.Label]))
+			fmt.Fprintf(tw, "%.0f\t", analysis.Median(tps[cfg.ID()][c.Label]))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -109,17 +108,6 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 	}
 	fmt.Fprintf(w, "results: %s\n", dir)
 	return nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // Undecided is the decision rule of matrix --until-decided: the
