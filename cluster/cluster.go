@@ -23,9 +23,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -935,19 +936,10 @@ func (m *Manager) Exists(name string) bool {
 // the same way (after a rebuild).
 func OptionsOf(st *State) Options {
 	o := Options{Install: st.Install, Port: st.Port, CPUs: st.CPUs, Listen: st.Listen, MaxClients: st.MaxClients}
-	for _, k := range sortedKeys(st.Settings) {
+	for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
 		o.Settings = append(o.Settings, Setting{Name: k, Value: st.Settings[k]})
 	}
 	return o
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // LibDir is where install keeps libpq: lib, or lib/<multiarch triplet>
