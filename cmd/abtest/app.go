@@ -37,6 +37,9 @@ type Env struct {
 	Home    string
 	Now     func() time.Time
 	Geteuid func() int
+	// Environ is what child processes start from; nil means this
+	// process's environment.
+	Environ []string
 }
 
 // Main runs abtest with args (args[0] is the program name) and returns the
@@ -150,7 +153,7 @@ var procRunner = proc.Runner{}
 
 // runner returns the runner for cmd: dry-run under -n, tracing to stdout.
 func runner(cmd *cli.Command, env *Env) *proc.Runner {
-	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout}
+	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout, Environ: env.Environ}
 }
 
 // newDeps is what a matrix run (and nightly, bisect and the demo, which

@@ -34,5 +34,6 @@ func processMain() int {
 		Home:    home,
 		Now:     time.Now,
 		Geteuid: os.Geteuid,
+		Environ: os.Environ(),
 	})
 }

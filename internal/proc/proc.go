@@ -53,6 +53,11 @@ type Runner struct {
 	// KillDelay is the time between SIGINT and SIGKILL on cancellation;
 	// zero means DefaultKillDelay.
 	KillDelay time.Duration
+	// Environ is the environment every command starts from (KEY=VALUE
+	// entries), with Cmd.Env and Cmd.Unset applied on top; nil means the
+	// calling process's. The CLI passes its injected environment here,
+	// so a test that runs abtest in-process decides what children see.
+	Environ []string
 }
 
 // User is an unprivileged account to run a command as (used when abtest
@@ -283,7 +288,9 @@ func (r *Runner) Start(ctx context.Context, c Cmd) (*Process, error) {
 func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bool) (*Process, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
-	if len(c.Env) > 0 || len(c.Unset) > 0 {
+	if r.Environ != nil {
+		cmd.Env = mergeEnv(r.Environ, c.Env, c.Unset)
+	} else if len(c.Env) > 0 || len(c.Unset) > 0 {
 		cmd.Env = mergeEnv(os.Environ(), c.Env, c.Unset)
 	}
 	cmd.Stdin = c.Stdin

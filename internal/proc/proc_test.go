@@ -76,6 +76,22 @@ func TestOutputAndEnv(t *testing.T) {
 	}
 }
 
+// A runner with its own environment gives children that and nothing of
+// the calling process's, with the command's own entries on top.
+func TestRunnerEnviron(t *testing.T) {
+	t.Setenv("ABTEST_LEAK", "x")
+	r := &Runner{Environ: []string{"PATH=" + os.Getenv("PATH"), "ABTEST_BASE=1", "ABTEST_OVER=old"}}
+	c := Cmd{Path: "sh", Args: []string{"-c", "echo ${ABTEST_LEAK-unset} $ABTEST_BASE $ABTEST_OVER ${ABTEST_BASE_GONE-unset}"}, Env: []string{"ABTEST_OVER=new"}}
+	if out, err := r.Output(context.Background(), c); err != nil || out != "unset 1 new unset\n" {
+		t.Errorf("Output = %q, %v", out, err)
+	}
+	r.Environ = append(r.Environ, "ABTEST_BASE_GONE=1")
+	c.Unset = []string{"ABTEST_BASE_GONE"}
+	if out, err := r.Output(context.Background(), c); err != nil || out != "unset 1 new unset\n" {
+		t.Errorf("Unset over Environ: %q, %v", out, err)
+	}
+}
+
 func TestDryRunTracesAndRunsOnlyReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	var trace strings.Builder
