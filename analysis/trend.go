@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -27,6 +28,9 @@ type Night struct {
 	// Status is ok, regression or failed.
 	Status      string   `json:"status"`
 	Regressions []string `json:"regressions,omitempty"`
+	// Expected are the night's regressions an annotation explains
+	// (abtest annotate): shown, not gated.
+	Expected []string `json:"expected,omitempty"`
 	// Medians maps configuration → metric → the head's median and its
 	// confidence interval that night.
 	Medians map[string]map[string]Interval `json:"medians"`
@@ -83,56 +87,99 @@ func ReadHistory(path string) ([]Night, error) {
 // AppendHistory appends one night, fsynced.
 func AppendHistory(path string, n Night) error { return jsonl.Append(path, n) }
 
-// WriteTrend writes the trend section: for each configuration, TPS over
-// the last n nights (an SVG plot in plotsDir) and the change points
-// E-divisive finds in that series.
-func WriteTrend(w io.Writer, nights []Night, n int, plotsDir, relTo string) error {
+// Trend is one configuration's series of one metric over the nights, for
+// the trend section: what history.jsonl has (HistoryTrends) or what the
+// results store has (the nightly reads it from there).
+type Trend struct {
+	Config string
+	Metric string
+	// Labels name the points ("2025-01-31 abcdef123456"), Values are
+	// their medians, oldest first.
+	Labels []string
+	Values []float64
+	// ChangePoints are the shifts of Values; Index is the first point
+	// after one.
+	ChangePoints []TrendChange
+}
+
+// TrendChange is a change point of a trend. An expected one (an
+// annotation names its commit: abtest annotate) is shown with its note,
+// never as a regression.
+type TrendChange struct {
+	ChangePoint
+	Expected bool
+	Note     string
+}
+
+// HistoryTrends makes the trends of metrics over the last n nights of
+// history.jsonl, one per configuration and metric with a value, with
+// E-divisive's change points (history.jsonl knows no annotations).
+func HistoryTrends(nights []Night, n int, metrics []string) []Trend {
 	if len(nights) > n {
 		nights = nights[len(nights)-n:]
 	}
-	fmt.Fprintf(w, "\n## Trend (last %d nights)\n\n", len(nights))
-	if len(nights) < 2 {
+	var out []Trend
+	for _, id := range trendConfigs(nights) {
+		for _, m := range metrics {
+			t := Trend{Config: id, Metric: m}
+			for _, nt := range nights {
+				if iv, ok := nt.Medians[id][m]; ok {
+					t.Values = append(t.Values, iv.Median)
+					t.Labels = append(t.Labels, nt.Date+" "+short(nt.SHA))
+				}
+			}
+			if len(t.Values) == 0 {
+				continue
+			}
+			for _, cp := range ChangePoints(t.Values, ChangePointOptions{Seed: 1}) {
+				t.ChangePoints = append(t.ChangePoints, TrendChange{ChangePoint: cp})
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// WriteTrends writes the trend section of the last nights nights: for
+// each trend a table row with its change points and an SVG plot in
+// plotsDir, linked relative to relTo.
+func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string) error {
+	fmt.Fprintf(w, "\n## Trend (last %d nights)\n\n", nights)
+	if nights < 2 {
 		fmt.Fprintf(w, "Not enough history yet: the trend starts with the second night.\n")
 		return nil
 	}
-	ids := trendConfigs(nights)
-	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly TPS median.\n\n")
-	fmt.Fprintf(w, "| configuration | nights | first TPS | last TPS | change points |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly median; one whose commit is annotated (abtest annotate) is expected, not a regression.\n\n")
+	fmt.Fprintf(w, "| configuration | metric | nights | first | last | change points |\n|---|---|---|---|---|---|\n")
 	if err := os.MkdirAll(plotsDir, 0o755); err != nil {
 		return err
 	}
 	var links []string
-	for _, id := range ids {
-		var xs []float64
-		var dates []string
-		for _, nt := range nights {
-			if iv, ok := nt.Medians[id]["tps"]; ok {
-				xs = append(xs, iv.Median)
-				dates = append(dates, nt.Date+" "+short(nt.SHA))
-			}
-		}
-		if len(xs) == 0 {
-			continue
-		}
-		cps := ChangePoints(xs, ChangePointOptions{Seed: 1})
+	for _, t := range trends {
 		desc := "none"
-		if len(cps) > 0 {
-			desc = ""
-			for i, cp := range cps {
-				if i > 0 {
-					desc += "; "
-				}
-				desc += fmt.Sprintf("%s (%+.1f%%, p=%.3f)", dates[cp.Index], cp.DeltaPct, cp.P)
+		for i, cp := range t.ChangePoints {
+			if i == 0 {
+				desc = ""
+			} else {
+				desc += "; "
+			}
+			if cp.Expected {
+				desc += fmt.Sprintf("%s (%+.1f%%) expected, annotated: %s", t.Labels[cp.Index], cp.DeltaPct, strings.ReplaceAll(cp.Note, "|", `\|`))
+			} else {
+				desc += fmt.Sprintf("%s (%+.1f%%, p=%.3f) UNEXPECTED", t.Labels[cp.Index], cp.DeltaPct, cp.P)
 			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %s |\n", id, len(xs), xs[0], xs[len(xs)-1], desc)
-
-		path := filepath.Join(plotsDir, "trend-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-		if err := trendPlot(id, xs, cps, path); err != nil {
+		fmt.Fprintf(w, "| %s | %s | %d | %.6g | %.6g | %s |\n", t.Config, t.Metric, len(t.Values), t.Values[0], t.Values[len(t.Values)-1], desc)
+		name := "trend-" + fileSafe.ReplaceAllString(t.Config, "_")
+		if t.Metric != "tps" {
+			name += "-" + t.Metric
+		}
+		path := filepath.Join(plotsDir, name+".svg")
+		if err := trendPlot(t, path); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(relTo, path)
-		links = append(links, fmt.Sprintf("![trend %s](%s)", id, rel))
+		links = append(links, fmt.Sprintf("![trend %s %s](%s)", t.Config, t.Metric, rel))
 	}
 	for _, l := range links {
 		fmt.Fprintf(w, "\n%s\n", l)
@@ -157,13 +204,14 @@ func trendConfigs(nights []Night) []string {
 	return ids
 }
 
-// trendPlot saves to path the SVG plot of one configuration's nightly
-// TPS, a dashed line at each change point.
-func trendPlot(id string, xs []float64, cps []ChangePoint, path string) error {
+// trendPlot saves to path the SVG plot of one trend, a dashed line at
+// each change point (grey when expected).
+func trendPlot(t Trend, path string) error {
+	xs := t.Values
 	p := plot.New()
-	p.Title.Text = "nightly TPS: " + id
+	p.Title.Text = "nightly " + t.Metric + ": " + t.Config
 	p.X.Label.Text = "night"
-	p.Y.Label.Text = "median TPS"
+	p.Y.Label.Text = "median " + t.Metric
 	xys := make(plotter.XYs, len(xs))
 	for i, x := range xs {
 		xys[i] = plotter.XY{X: float64(i + 1), Y: x}
@@ -174,10 +222,13 @@ func trendPlot(id string, xs []float64, cps []ChangePoint, path string) error {
 	}
 	l.Color, pts.Color = palette[0], palette[0]
 	p.Add(l, pts)
-	for _, cp := range cps {
+	for _, cp := range t.ChangePoints {
 		vl, err := plotter.NewLine(plotter.XYs{{X: float64(cp.Index) + 0.5, Y: minOf(xs)}, {X: float64(cp.Index) + 0.5, Y: maxOf(xs)}})
 		if err == nil {
 			vl.Color = color.RGBA{214, 39, 40, 255}
+			if cp.Expected {
+				vl.Color = color.RGBA{127, 127, 127, 255}
+			}
 			vl.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			p.Add(vl)
 		}

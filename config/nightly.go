@@ -48,6 +48,9 @@ type NightlyMatrix struct {
 	Duration  int      `toml:"duration"`
 	Warmup    int      `toml:"warmup"`
 	Build     string   `toml:"build"`
+	// Instructions adds instruction cells (matrix --instructions):
+	// instructions_per_tx, gated exactly.
+	Instructions bool `toml:"instructions"`
 }
 
 // NightlyGate decides a regression.

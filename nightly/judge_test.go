@@ -43,7 +43,7 @@ func TestNightWhoseHeadFailedIsNotOK(t *testing.T) {
 	var out strings.Builder
 	n := &night{
 		deps: &Deps{Matrix: &matrix.Deps{Worktrees: &worktree.Manager{Root: t.TempDir()}}, Out: &out, Err: io.Discard},
-		nc:   nc, head: tip{sha: head, subject: "s"}, baseline: base, dir: dir,
+		nc:   nc, head: tip{sha: head, subject: "s"}, baseline: base, dir: dir, past: &past{},
 		histPath: filepath.Join(nc.Root, "history.jsonl"),
 	}
 	err := n.judge(context.Background())

@@ -5,6 +5,19 @@
 //
 // It builds a matrix.Request from the nightly configuration and calls
 // matrix and analysis directly; nothing goes through the CLI.
+//
+// The past nights come from the results store (Deps.Store): the job's
+// nights are the stored runs whose results directories lie under
+// root/runs, and the baseline, the "nothing new" check and the trend
+// section are read from them, with the store's annotations (abtest
+// annotate): a regression an annotation explains is shown as expected
+// and not gated, and an annotated night starts a new baseline (see
+// baselineOf). history.jsonl stays: it is written every night, a night
+// whose matrix failed included (the store never sees those), as the
+// export that scripts and mail read, and it is the fallback when the
+// store cannot be opened or has no night of this job yet (a store
+// created after the job started); the fallback is said in one line and
+// knows no annotations.
 package nightly
 
 import (
@@ -54,6 +67,10 @@ type Deps struct {
 	// Record, when set, stores the night's results directory in the
 	// results database once its report and history line are written.
 	Record func(ctx context.Context, dir string) error
+	// Store is the results database the past nights are read from (a
+	// postgres:// URL or a SQLite file, the one Record writes); empty
+	// reads history.jsonl.
+	Store string
 }
 
 // BuildPrefix names the nightly builds: n-<short sha>.
@@ -63,9 +80,9 @@ const BuildPrefix = "n-"
 // first night: head alone, a noise run) with the configured axes.
 func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Request {
 	m := nc.Matrix
-	commits := []matrix.Commit{{Label: "head", Ref: head}}
+	commits := []matrix.Commit{{Label: HeadLabel, Ref: head}}
 	if baseline != "" {
-		commits = append([]matrix.Commit{{Label: "base", Ref: baseline}}, commits...)
+		commits = append([]matrix.Commit{{Label: BaseLabel, Ref: baseline}}, commits...)
 	}
 	pgss := results.Setting{Name: "pg_stat_statements.max"}
 	for _, n := range m.PgssMax {
@@ -75,7 +92,7 @@ func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Reque
 		Commits: commits, NameTemplate: BuildPrefix + "%s",
 		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: []results.Setting{pgss},
 		Repeats: m.Repeats, Duration: time.Duration(m.Duration) * time.Second, Warmup: time.Duration(m.Warmup) * time.Second,
-		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed,
+		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed, Instructions: m.Instructions,
 	}
 }
 
@@ -101,22 +118,22 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	if err != nil {
 		return err
 	}
-	histPath := filepath.Join(nc.Root, "history.jsonl")
-	history, err := analysis.ReadHistory(histPath)
+	p, err := readPast(ctx, deps.Store, nc, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
 	if err != nil {
 		return exitcode.Failure(err)
 	}
-	last := lastGood(history)
+	defer p.close()
+	last := lastGood(p.nights)
 	now := deps.Matrix.Clock()
 	if last != nil && last.SHA == head.sha && !o.Force {
 		fmt.Fprintf(deps.Out, "abtest nightly %s: %s/%s %s unchanged since %s; nothing to do (--force runs anyway)\n", day(now), nc.Remote, nc.Branch, matrix.Short(head.sha), last.Date)
 		return nil
 	}
-	baseline, err := baselineOf(nc, head, last)
+	baseline, err := baselineOf(nc, head, p)
 	if err != nil {
-		return err
+		return exitcode.BadInput(err)
 	}
-	n := &night{deps: deps, nc: nc, head: head, baseline: baseline, history: history, histPath: histPath, now: now,
+	n := &night{deps: deps, nc: nc, head: head, baseline: baseline, past: p, histPath: filepath.Join(nc.Root, "history.jsonl"), now: now,
 		dir: filepath.Join(nc.Root, "runs", now.UTC().Format("20060102T150405Z")+"-"+matrix.Short(head.sha))}
 	return n.run(ctx, o.DryRun)
 }
@@ -168,32 +185,13 @@ func lastGood(history []analysis.Night) *analysis.Night {
 	return nil
 }
 
-// baselineOf is the sha to compare head with, or "" for none.
-func baselineOf(nc *config.Nightly, head tip, last *analysis.Night) (string, error) {
-	baseline := ""
-	switch {
-	case nc.Baseline == "last" && last != nil:
-		baseline = last.SHA
-	case nc.Baseline != "last":
-		h, err := head.repo.ResolveRevision(plumbing.Revision(nc.Baseline))
-		if err != nil {
-			return "", exitcode.BadInputf("nightly: baseline %q: %v", nc.Baseline, err)
-		}
-		baseline = h.String()
-	}
-	if baseline == head.sha {
-		baseline = ""
-	}
-	return baseline, nil
-}
-
 // night is one night's run.
 type night struct {
 	deps     *Deps
 	nc       *config.Nightly
 	head     tip
 	baseline string
-	history  []analysis.Night
+	past     *past
 	histPath string
 	now      time.Time
 	dir      string
@@ -232,30 +230,25 @@ func (n *night) entry(status string) analysis.Night {
 
 // judge gates the run (analysis.Report.Gate: a regression is exit 1, a
 // run that could not answer, such as a head whose cells all failed, exit
-// 3 and a failed night, never ok), appends the history line and the
-// trend, and applies the retention.
+// 3 and a failed night, never ok), appends the history line, stores the
+// night, writes the trend, and applies the retention.
 func (n *night) judge(ctx context.Context) error {
 	rep, err := report.Write(n.dir, analysis.Options{Alpha: n.nc.Gate.Alpha, Thresholds: n.nc.Gate.Thresholds})
 	if err != nil {
 		return exitcode.Failure(err)
 	}
-	verdict := rep.Gate()
-	nt := n.entry("ok")
-	nt.Medians = rep.NightFrom("head")
-	switch {
-	case errors.Is(verdict, analysis.ErrRegression):
-		nt.Status = "regression"
-		for _, c := range rep.Regressions {
-			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
-		}
-	case verdict != nil:
-		// Not a baseline for the next night (lastGood skips it).
-		nt.Status = "failed"
-	}
+	nt, verdict := n.gate(rep)
 	if err := analysis.AppendHistory(n.histPath, nt); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := n.trend(append(n.history, nt)); err != nil {
+	// The night is stored before its trend is written, so the store's
+	// trend has it; the summary stays the last line (cron mails and
+	// `tail -n 1` read it).
+	var rerr error
+	if n.deps.Record != nil {
+		rerr = n.deps.Record(ctx, n.dir)
+	}
+	if err := n.trend(ctx, append(n.past.history, nt), rerr == nil); err != nil {
 		return exitcode.Failure(err)
 	}
 	if err := Retain(filepath.Join(n.nc.Root, "runs"), n.nc.Keep); err != nil {
@@ -263,12 +256,6 @@ func (n *night) judge(ctx context.Context) error {
 	}
 	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
 		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
-	}
-	// The store comes before the summary, which stays the last line
-	// (cron mails and `tail -n 1` read it).
-	var rerr error
-	if n.deps.Record != nil {
-		rerr = n.deps.Record(ctx, n.dir)
 	}
 	serr := n.summary(nt, verdict)
 	if rerr != nil {
@@ -281,12 +268,39 @@ func (n *night) judge(ctx context.Context) error {
 	return serr
 }
 
-func (n *night) trend(history []analysis.Night) error {
+// gate is the night's history line and verdict: the report's gate with
+// the regressions an annotation explains set apart as expected.
+func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
+	nt := n.entry("ok")
+	nt.Medians = rep.NightFrom(HeadLabel)
+	gated := *rep
+	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
+	verdict := gated.Gate()
+	switch {
+	case errors.Is(verdict, analysis.ErrRegression):
+		nt.Status = "regression"
+		for _, c := range gated.Regressions {
+			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
+		}
+	case verdict != nil:
+		// Not a baseline for the next night (lastGood skips it).
+		nt.Status = "failed"
+	}
+	return nt, verdict
+}
+
+// trend appends the trend section to the report: from the store when
+// the night read its past there and stored itself, else from history.
+func (n *night) trend(ctx context.Context, history []analysis.Night, stored bool) error {
+	trends, nights, err := n.trends(ctx, history, stored)
+	if err != nil {
+		return err
+	}
 	f, err := os.OpenFile(filepath.Join(n.dir, "report.md"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	terr := analysis.WriteTrend(f, history, n.nc.TrendNights, filepath.Join(n.dir, "plots"), n.dir)
+	terr := analysis.WriteTrends(f, trends, nights, filepath.Join(n.dir, "plots"), n.dir)
 	if err := f.Close(); terr == nil {
 		terr = err
 	}
@@ -303,6 +317,8 @@ func (n *night) summary(nt analysis.Night, verdict error) error {
 	switch {
 	case len(nt.Regressions) > 0:
 		s += fmt.Sprintf(": %d REGRESSION(S): %s", len(nt.Regressions), strings.Join(nt.Regressions, "; "))
+	case verdict == nil && len(nt.Expected) > 0:
+		s += ": ok; expected: " + strings.Join(nt.Expected, "; ")
 	case verdict != nil:
 		s += ": INCOMPLETE (the run could not answer; see the report)"
 	default:

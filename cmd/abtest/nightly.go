@@ -49,5 +49,5 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 	deps.Quiet = true
 	o := nightly.Options{NoFetch: cmd.Bool("no-fetch"), Force: cmd.Bool("force"), DryRun: cmd.Bool("dry-run")}
 	record := func(ctx context.Context, dir string) error { return recordRun(ctx, env, cfg, dir) }
-	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record}, nc, o)
+	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record, Store: storeLocation(cfg)}, nc, o)
 }

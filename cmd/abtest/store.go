@@ -48,11 +48,7 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 // reached fails the command (exit 3) in one line that says where the
 // files are.
 func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string) error {
-	loc := cfg.Store
-	if loc == "" {
-		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
-	}
-	s, err := store.Open(ctx, loc)
+	s, err := store.Open(ctx, storeLocation(cfg))
 	if err != nil {
 		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
 	}
@@ -65,6 +61,15 @@ func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string
 		fmt.Fprintf(env.Stdout, "store: run %s: %d cells stored (%d already there)\n", st.Run, st.Cells, st.Present)
 	}
 	return nil
+}
+
+// storeLocation is the store a run is recorded in: the config's store
+// key, else results_dir/abtest.db.
+func storeLocation(cfg *config.Loaded) string {
+	if cfg.Store != "" {
+		return cfg.Store
+	}
+	return filepath.Join(cfg.ResultsDir, store.DefaultFile)
 }
 
 func storeCommand(env *Env) *cli.Command {

@@ -1,0 +1,246 @@
+package nightly
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/store"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// HeadLabel and BaseLabel are the labels of a night's two commits.
+const (
+	HeadLabel = "head"
+	BaseLabel = "base"
+)
+
+// TrendMetrics are the metrics the trend section follows: TPS of the
+// timed configurations, instructions per transaction of the instruction
+// ones.
+var TrendMetrics = []string{"tps", workload.MetricInstructionsPerTx}
+
+// past is what a night knows of the nights before it.
+type past struct {
+	// nights, oldest first: the store's nights of this job, or
+	// history.jsonl's lines.
+	nights []analysis.Night
+	// history is history.jsonl, which every night appends to.
+	history []analysis.Night
+	// store is nil when the nights come from history.jsonl.
+	store *store.Store
+	// annotated maps a sha to its annotations (the store's only).
+	annotated map[string][]store.Annotation
+}
+
+// readPast reads the past nights from the store at location (when it
+// opens and has nights of this job), else from history.jsonl, saying on
+// errOut why it fell back.
+func readPast(ctx context.Context, location string, nc *config.Nightly, errOut func(string, ...any)) (*past, error) {
+	histPath := filepath.Join(nc.Root, "history.jsonl")
+	history, err := analysis.ReadHistory(histPath)
+	if err != nil {
+		return nil, err
+	}
+	fallback := &past{nights: history, history: history}
+	if location == "" {
+		return fallback, nil
+	}
+	s, err := store.Open(ctx, location)
+	if err != nil {
+		errOut("abtest nightly: %v; reading %s instead\n", err, histPath)
+		return fallback, nil
+	}
+	p, err := fromStore(ctx, s, nc)
+	switch {
+	case err != nil:
+		errOut("abtest nightly: %v; reading %s instead\n", err, histPath)
+	case len(p.nights) == 0 && len(history) > 0:
+		// A store that started after the job: `abtest store import
+		// ROOT/runs/*` fills it with the runs still kept.
+		errOut("abtest nightly: store %s has no night of %s yet; reading %s instead\n", s.Where(), nc.Root, histPath)
+	default:
+		p.history = history
+		return p, nil
+	}
+	s.Close()
+	return fallback, nil
+}
+
+// fromStore reads this job's nights (runs under root/runs) and the
+// annotations from s.
+func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, error) {
+	nights, err := s.Nights(ctx, filepath.Join(nc.Root, "runs"), HeadLabel)
+	if err != nil {
+		return nil, err
+	}
+	anns, err := s.Annotations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &past{store: s, nights: []analysis.Night{}, annotated: map[string][]store.Annotation{}}
+	for _, a := range anns {
+		p.annotated[a.SHA] = append(p.annotated[a.SHA], a)
+	}
+	for _, sn := range nights {
+		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: "ok", Regressions: sn.Regressions}
+		switch {
+		case sn.Failed != "":
+			nt.Status = "failed"
+		case len(sn.Regressions) > 0:
+			nt.Status = "regression"
+		}
+		p.nights = append(p.nights, nt)
+	}
+	return p, nil
+}
+
+func (p *past) close() {
+	if p.store != nil {
+		p.store.Close()
+	}
+}
+
+// step is the index of the newest night whose head an annotation names
+// (the newest expected step), -1 when there is none.
+func (p *past) step() int {
+	for i := len(p.nights) - 1; i >= 0; i-- {
+		if len(p.annotated[p.nights[i].SHA]) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// baselineOf is the sha to compare head with, or "" for none: the last
+// night that did not fail ("last") or the configured ref. An annotated
+// step starts a new baseline: no night before it is the baseline of a
+// night after it, and a fixed baseline moves to the annotated night's
+// head (the annotation says its level is the expected one; every change
+// before it was reported night after night already). So a later
+// regression is measured from the new level, not hidden in or added to
+// the expected step.
+func baselineOf(nc *config.Nightly, head tip, p *past) (string, error) {
+	step := p.step()
+	since := p.nights[max(step, 0):]
+	baseline := ""
+	switch {
+	case step >= 0 && (nc.Baseline != "last" || lastGood(since) == nil):
+		baseline = p.nights[step].SHA
+	case nc.Baseline == "last":
+		if last := lastGood(since); last != nil {
+			baseline = last.SHA
+		}
+	default:
+		h, err := head.repo.ResolveRevision(plumbing.Revision(nc.Baseline))
+		if err != nil {
+			return "", fmt.Errorf("nightly: baseline %q: %v", nc.Baseline, err)
+		}
+		baseline = h.String()
+	}
+	if baseline == head.sha {
+		baseline = ""
+	}
+	return baseline, nil
+}
+
+// expected splits regressions into those an annotation explains and the
+// others. An annotation explains a regression in its metric (in its
+// configuration, or in every one when it names none) when its commit is
+// tonight's head or, with the repository at hand, lies between the
+// baseline (excluded) and the head.
+func (n *night) expected(regs []analysis.Change) (others []analysis.Change, expected []string) {
+	for _, c := range regs {
+		if a, ok := n.explains(c); ok {
+			expected = append(expected, fmt.Sprintf("%s %s %+.2f%% (annotated: %s)", c.Config, c.Metric, c.DeltaPct, a.Note))
+			continue
+		}
+		others = append(others, c)
+	}
+	return others, expected
+}
+
+func (n *night) explains(c analysis.Change) (store.Annotation, bool) {
+	for sha, anns := range n.past.annotated {
+		for _, a := range anns {
+			if a.Metric != c.Metric || (a.Config != "" && a.Config != c.Config) {
+				continue
+			}
+			if sha == n.head.sha || n.inRange(sha) {
+				return a, true
+			}
+		}
+	}
+	return store.Annotation{}, false
+}
+
+// inRange says whether sha is an ancestor of the head and not of the
+// baseline (the commits tonight's comparison covers).
+func (n *night) inRange(sha string) bool {
+	if n.head.repo == nil || sha == n.baseline {
+		return false
+	}
+	commit := func(s string) *object.Commit {
+		c, err := n.head.repo.CommitObject(plumbing.NewHash(s))
+		if err != nil {
+			return nil
+		}
+		return c
+	}
+	a, h := commit(sha), commit(n.head.sha)
+	if a == nil || h == nil {
+		return false
+	}
+	if in, err := a.IsAncestor(h); err != nil || !in {
+		return false
+	}
+	if n.baseline == "" {
+		return true
+	}
+	b := commit(n.baseline)
+	if b == nil {
+		return false
+	}
+	in, err := a.IsAncestor(b)
+	return err == nil && !in
+}
+
+// trends are the trend section's series: from the store when the night
+// read its past there and is stored now, else from history.jsonl. The
+// store's change points are found in each whole series (as `abtest
+// history` finds them) and those in the last TrendNights nights shown.
+func (n *night) trends(ctx context.Context, history []analysis.Night, stored bool) ([]analysis.Trend, int, error) {
+	if n.past.store == nil || !stored {
+		trends := analysis.HistoryTrends(history, n.nc.TrendNights, TrendMetrics)
+		return trends, min(len(history), n.nc.TrendNights), nil
+	}
+	series, err := n.past.store.NightSeries(ctx, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []analysis.Trend
+	nights := 0
+	for _, ser := range series {
+		from := max(0, len(ser.Points)-n.nc.TrendNights)
+		t := analysis.Trend{Config: ser.Config, Metric: ser.Metric}
+		for _, pt := range ser.Points[from:] {
+			t.Labels = append(t.Labels, day(pt.Time)+" "+matrix.Short(pt.SHA))
+			t.Values = append(t.Values, pt.Value)
+		}
+		for _, cp := range ser.ChangePoints {
+			if cp.Index >= from {
+				t.ChangePoints = append(t.ChangePoints, analysis.TrendChange{
+					ChangePoint: analysis.ChangePoint{Index: cp.Index - from, P: cp.P, DeltaPct: cp.DeltaPct}, Expected: cp.Expected, Note: cp.Note})
+			}
+		}
+		nights = max(nights, len(t.Values))
+		out = append(out, t)
+	}
+	return out, nights, nil
+}
