@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -299,6 +302,32 @@ func TestBaselineAfterAnnotatedStep(t *testing.T) {
 		}
 		if b, err := baselineOf(nc, tip{sha: "head"}, p); err != nil || b != tc.want {
 			t.Errorf("annotated %q: baseline %q, %v; want %q", tc.annotated, b, err, tc.want)
+		}
+	}
+}
+
+// TestAnnotationInRange: an annotation explains a regression when its
+// commit lies between the baseline (excluded) and the head in the
+// repository, in its metric and configuration only.
+func TestAnnotationInRange(t *testing.T) {
+	repo := testenv.NewRepo(t, map[string]string{"README": "0\n"})
+	base := testenv.Git(t, repo, "rev-parse", "HEAD")
+	annotated := testenv.Commit(t, repo, "the expected change", map[string]string{"README": "1\n"})
+	head := testenv.Commit(t, repo, "later", map[string]string{"README": "2\n"})
+	r, err := git.PlainOpen(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &past{annotated: map[string][]store.Annotation{annotated: {{SHA: annotated, Metric: "tps", Config: "select1/c16/cpuall", Note: "expected: slower"}}}}
+	regs := []analysis.Change{{Config: "select1/c16/cpuall", Metric: "tps", DeltaPct: -5}, {Config: "select1/c64/cpuall", Metric: "tps", DeltaPct: -5}, {Config: "select1/c16/cpuall", Metric: "latency_avg_ms", DeltaPct: 5}}
+	for _, tc := range []struct {
+		baseline string
+		expected int
+	}{{base, 1}, {"", 1}, {annotated, 0}, {head, 0}} {
+		n := &night{head: tip{sha: head, repo: r}, baseline: tc.baseline, past: p}
+		others, expected := n.expected(regs)
+		if len(expected) != tc.expected || len(others) != len(regs)-tc.expected {
+			t.Errorf("baseline %.8s: expected %q, others %+v", tc.baseline, expected, others)
 		}
 	}
 }
