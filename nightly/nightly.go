@@ -17,7 +17,9 @@
 // export that scripts and mail read, and it is the fallback when the
 // store cannot be opened or has no night of this job yet (a store
 // created after the job started); the fallback is said in one line and
-// knows no annotations.
+// knows no annotations. Jobs are told apart by their runs directory, so
+// two jobs that share a PostgreSQL store need different roots. A dry run
+// (-n) reads a store that exists and creates none.
 package nightly
 
 import (
@@ -43,6 +45,7 @@ import (
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
 )
 
 // ErrRunning: another nightly holds the lock.
@@ -118,7 +121,11 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	if err != nil {
 		return err
 	}
-	p, err := readPast(ctx, deps.Store, nc, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
+	loc := deps.Store
+	if o.DryRun && !store.Exists(loc) {
+		loc = ""
+	}
+	p, err := readPast(ctx, loc, nc, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
 	if err != nil {
 		return exitcode.Failure(err)
 	}
@@ -248,7 +255,7 @@ func (n *night) judge(ctx context.Context) error {
 	if n.deps.Record != nil {
 		rerr = n.deps.Record(ctx, n.dir)
 	}
-	if err := n.trend(ctx, append(n.past.history, nt), rerr == nil); err != nil {
+	if err := n.trend(ctx, append(n.past.history, nt), n.deps.Record != nil && rerr == nil); err != nil {
 		return exitcode.Failure(err)
 	}
 	if err := Retain(filepath.Join(n.nc.Root, "runs"), n.nc.Keep); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,20 @@ import (
 
 	"github.com/pgabtest/abtest/results"
 )
+
+// Exists says whether Open would find a store at location rather than
+// create one: a PostgreSQL URL is taken to exist (Open creates only the
+// tables there); a SQLite file must.
+func Exists(location string) bool {
+	if location == "" {
+		return false
+	}
+	if strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://") {
+		return true
+	}
+	_, err := os.Stat(strings.TrimPrefix(location, "sqlite:"))
+	return err == nil
+}
 
 // Night is one night of a nightly job as the store has it: a run whose
 // results directory lies under the job's runs directory.

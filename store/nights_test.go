@@ -45,3 +45,20 @@ func TestNightsUnderDir(t *testing.T) {
 		t.Errorf("a directory that is only a prefix of runs/: %+v, %v", none, err)
 	}
 }
+
+// TestExists: a dry run reads a store that exists and creates none.
+func TestExists(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, store.DefaultFile)
+	if store.Exists(path) || store.Exists("") {
+		t.Error("a missing SQLite file exists")
+	}
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !store.Exists(path) || !store.Exists("sqlite:"+path) || !store.Exists("postgres://db.example/abtest") {
+		t.Error("an existing store or a URL does not exist")
+	}
+}
