@@ -212,7 +212,7 @@ func TestNightlyExample(t *testing.T) {
 // as its config file: over the defaults, under the environment and flags.
 func TestNightlyPrecedence(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "n.toml")
-	write(t, f, "source_dir = \"~/src\"\nroot = \"/n\"\ndata_dir = \"/n/d\"\n")
+	write(t, f, "source_dir = \"~/src\"\nroot = \"/n\"\ndata_dir = \"/n/d\"\nstore = \"~/nights.db\"\n")
 	n, err := LoadNightly(f, "/h")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestNightlyPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.SourceDir != "/h/src" || l.WorktreesDir != "/n/worktrees" || l.ResultsDir != "/n/runs" || l.DataDir != "/env/data" || l.RunAs != "bob" {
+	if l.SourceDir != "/h/src" || l.WorktreesDir != "/n/worktrees" || l.ResultsDir != "/n/runs" || l.DataDir != "/env/data" || l.RunAs != "bob" || l.Store != "/h/nights.db" {
 		t.Errorf("loaded = %+v", l.Config)
 	}
 	if l.SourceOf("source_dir").Kind != "file" || l.SourceOf("data_dir").Kind != "env" || l.SourceOf("run_as").Kind != "flag" {

@@ -31,7 +31,10 @@ type Nightly struct {
 	// TrendNights is how many nights the trend section shows.
 	TrendNights int `toml:"trend_nights"`
 	// RunAs is the server's account when running as root.
-	RunAs  string        `toml:"run_as"`
+	RunAs string `toml:"run_as"`
+	// Store is the results database the nights are recorded in and
+	// read from; empty means root/runs/abtest.db.
+	Store  string        `toml:"store"`
 	Matrix NightlyMatrix `toml:"matrix"`
 	Gate   NightlyGate   `toml:"gate"`
 
@@ -125,7 +128,7 @@ func (n *Nightly) Loaded(getenv func(string) string, ov []Override) (*Loaded, er
 	file := Source{Kind: "file", Name: n.path}
 	for key, v := range map[string]string{
 		"source_dir": n.SourceDir, "worktrees_dir": n.WorktreesDir, "install_dir": n.InstallDir,
-		"data_dir": n.DataDir, "results_dir": filepath.Join(n.Root, "runs"), "run_as": n.RunAs,
+		"data_dir": n.DataDir, "results_dir": filepath.Join(n.Root, "runs"), "run_as": n.RunAs, "store": n.Store,
 	} {
 		if v != "" {
 			if err := l.set(key, v); err != nil {
