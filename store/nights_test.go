@@ -12,10 +12,23 @@ import (
 // TestNightsUnderDir: a nightly job's nights are the runs stored from
 // under its runs directory; a run from elsewhere in the same store is
 // neither a night nor a point of the nights' series, though History
-// (every run) has it.
+// (every run) has it. On SQLite and on PostgreSQL.
 func TestNightsUnderDir(t *testing.T) {
+	checkNights(t, openSQLite(t))
+}
+
+func TestNightsUnderDirPostgres(t *testing.T) {
+	s, err := store.Open(context.Background(), startPostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkNights(t, s)
+}
+
+func checkNights(t *testing.T, s *store.Store) {
+	t.Helper()
 	ctx := context.Background()
-	s := openSQLite(t)
 	root := t.TempDir()
 	nights, _ := storetest.Nights(filepath.Join(root, "runs"), 3, nil)
 	other, _ := storetest.Nights(filepath.Join(root, "elsewhere"), 4, nil)
