@@ -132,8 +132,8 @@ func (r *run) markStopped(names []string) {
 			r.restore[n] = true
 		}
 	}
-	if err := r.saveClusterLog(); err != nil && r.deps.Out != nil {
-		fmt.Fprintf(r.deps.Out, "recording clusters: %v\n", err)
+	if err := r.saveClusterLog(); err != nil {
+		r.deps.warnf("recording clusters: %v", err)
 	}
 }
 
@@ -174,9 +174,7 @@ func (r *run) leaveClusters() {
 }
 
 func (r *run) note(format string, args ...any) {
-	if r.deps.Out != nil {
-		fmt.Fprintf(r.deps.Out, format+"\n", args...)
-	}
+	r.deps.warnf(format, args...)
 }
 
 // checkServer records in rec the server the cell measured, read from the

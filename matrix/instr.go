@@ -45,9 +45,7 @@ func (r *run) decideInstr(ctx context.Context) {
 	m, err := workload.DetectInstrMethod(ctx, r.deps.Proc)
 	if err != nil {
 		s.skip = err.Error()
-		if r.deps.Out != nil {
-			fmt.Fprintf(r.deps.Out, "--instructions: %v; instruction cells are skipped\n", err)
-		}
+		r.deps.warnf("--instructions: %v; instruction cells are skipped", err)
 		return
 	}
 	s.method = m
@@ -116,7 +114,8 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 	return rec
 }
 
-// reportInstr is the progress line of an instruction cell.
-func (r *run) reportInstr(rec *results.Record) {
-	r.deps.printf("    instructions/tx=%.1f (%s, %d tx) (%.1fs)\n", rec.Metrics[workload.MetricInstructionsPerTx], rec.Instr.Method, rec.Instr.Transactions, rec.WallS)
+// instrResult is the result of an instruction cell, for its progress
+// line.
+func instrResult(rec *results.Record) string {
+	return fmt.Sprintf("instructions/tx=%.1f (%s, %d tx)", rec.Metrics[workload.MetricInstructionsPerTx], rec.Instr.Method, rec.Instr.Transactions)
 }

@@ -88,6 +88,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), Protocol: req.Protocol, SleepMS: req.SleepMS,
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
+			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
 		},
 		Shard:   req.Shard.String(),
 		Metrics: workload.Metrics,

@@ -1,16 +1,51 @@
 package matrix
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/results"
 )
 
-// PrintPlan is -n: the plan, cell by cell, and how long it will take.
-func PrintPlan(w io.Writer, p *results.Plan, dir string) {
+// BuildEstimate is what one build of a plan is expected to take.
+type BuildEstimate struct {
+	Build string
+	build.Estimate
+}
+
+// EstimateBuilds estimates the plan's builds without changing anything:
+// a build whose worktree is in place and whose fingerprint is installed
+// costs nothing (cached); the others are warm or cold by the build
+// records of this machine (build.Builder.Estimate). Prebuilt
+// installations are left out.
+func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEstimate {
+	var out []BuildEstimate
+	seen := map[string]bool{}
+	o := buildOptions(deps.BuildOptions, p.Options)
+	for i := range p.Commits {
+		c := &p.Commits[i]
+		if c.Install != "" || seen[c.Build] {
+			continue
+		}
+		seen[c.Build] = true
+		fp := ""
+		if prov, err := deps.Worktrees.Info(ctx, c.Build); err == nil && current(prov, c) {
+			dir, _ := deps.Worktrees.Dir(c.Build)
+			fp, _ = deps.Builder.Fingerprint(ctx, prov, dir, o)
+		}
+		out = append(out, BuildEstimate{Build: c.Build, Estimate: deps.Builder.Estimate(c.Build, c.SHA, fp, o)})
+	}
+	return out
+}
+
+// PrintPlan is -n: the plan, cell by cell, its builds, and how long it
+// will take, builds included.
+func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate) {
 	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
 	for _, c := range p.Commits {
 		what := c.Ref + " " + Short(c.SHA)
@@ -22,6 +57,16 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string) {
 		}
 		fmt.Fprintf(w, "# commit %s: %s (build %s)\n", c.Label, what, c.Build)
 	}
+	if o := buildOptions(build.Options{}, p.Options); o.Profiling || len(o.MesonOpts)+len(o.ConfigureOpts) > 0 {
+		fmt.Fprintf(w, "# build options: %s, profiling %v, meson %q, configure %q\n", o.Type, o.Profiling, o.MesonOpts, o.ConfigureOpts)
+	}
+	var bd time.Duration
+	kinds := map[string]int{}
+	for _, b := range builds {
+		fmt.Fprintf(w, "# build %s: %s\n", b.Build, b.Estimate)
+		bd += b.Duration
+		kinds[b.Kind]++
+	}
 	for _, c := range p.Cells {
 		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
 	}
@@ -29,11 +74,21 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string) {
 	if p.Options.Instructions {
 		instr = fmt.Sprintf("; about %s per instruction cell", InstrCellTime)
 	}
-	fmt.Fprintf(w, "# estimate: %s (%.0f s measured + %.0f s warm-up per cell, plus about %s of orchestration%s; builds not counted)\n",
-		Estimate(p).Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead, instr)
+	var ks []string
+	for _, k := range []string{build.Cached, build.Warm, build.Cold} {
+		if kinds[k] > 0 {
+			ks = append(ks, fmt.Sprintf("%d %s", kinds[k], k))
+		}
+	}
+	if len(ks) == 0 {
+		ks = []string{"none to build"}
+	}
+	cells := Estimate(p)
+	fmt.Fprintf(w, "# estimate: %s = builds %s (%s) + cells %s (%.0f s measured + %.0f s warm-up per cell, plus about %s of orchestration%s)\n",
+		(bd + cells).Round(time.Second), bd.Round(time.Second), strings.Join(ks, ", "), cells.Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead, instr)
 	if p.Options.UntilDecided {
 		cells, d := WorstCase(p)
-		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats", cells, d.Round(time.Second), p.Options.MaxRepeats)
+		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats", cells, (d + bd).Round(time.Second), p.Options.MaxRepeats)
 		if p.Options.BudgetS > 0 {
 			fmt.Fprintf(w, ", extra blocks within %s", time.Duration(p.Options.BudgetS*float64(time.Second)))
 		}

@@ -72,10 +72,15 @@ type Request struct {
 	Protocol string
 	SleepMS  int
 	Build    build.Type
-	Order    Order
-	Seed     int64
-	Shard    Shard
-	Perf     bool
+	// BuildOptions are the builds' options beside the type that the plan
+	// records: Profiling (frame pointers, so --perf has call graphs),
+	// MesonOpts and ConfigureOpts; the others (ccache, --force) are the
+	// caller's Deps.BuildOptions.
+	BuildOptions build.Options
+	Order        Order
+	Seed         int64
+	Shard        Shard
+	Perf         bool
 	// PerfWindow is how long --perf records, in the middle of the
 	// measured period.
 	PerfWindow time.Duration

@@ -22,6 +22,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/progress"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
 	"github.com/pgabtest/abtest/worktree"
@@ -54,6 +55,10 @@ type Deps struct {
 	// Out receives progress lines; Quiet keeps only errors and the end.
 	Out   io.Writer
 	Quiet bool
+	// Progress renders the builds and cells; nil means
+	// progress.Console(Out, Quiet, Now): a status line redrawn in place
+	// when Out is a terminal, one line per event otherwise.
+	Progress progress.Sink
 	// Decide is --until-decided's rule; required when the plan has it.
 	Decide Decider
 	// Now is the clock; nil means time.Now.
@@ -83,10 +88,22 @@ func (d *Deps) onlineCPUs() ([]int, error) {
 	return cluster.OnlineCPUs()
 }
 
-func (d *Deps) printf(format string, args ...any) {
-	if d.Out != nil && !d.Quiet {
-		fmt.Fprintf(d.Out, format, args...)
+// sink is Progress, made from Out on first use when nil.
+func (d *Deps) sink() progress.Sink {
+	if d.Progress == nil {
+		d.Progress = progress.Console(d.Out, d.Quiet, d.Now)
 	}
+	return d.Progress
+}
+
+// printf is a progress note (left out with Quiet).
+func (d *Deps) printf(format string, args ...any) {
+	d.sink().Emit(progress.Event{Kind: progress.Note, Detail: strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")})
+}
+
+// warnf is a line printed even with Quiet.
+func (d *Deps) warnf(format string, args ...any) {
+	d.sink().Emit(progress.Event{Kind: progress.Warn, Detail: strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")})
 }
 
 // run is one execution of a plan into a results directory.
@@ -162,7 +179,11 @@ func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error 
 	if err := r.cells(ctx, todo); err != nil {
 		return err
 	}
-	return r.adaptive(ctx)
+	if err := r.adaptive(ctx); err != nil {
+		return err
+	}
+	deps.sink().Emit(progress.Event{Kind: progress.End})
+	return nil
 }
 
 // Resume runs the rest of the plan stored in dir.
@@ -190,8 +211,8 @@ func adopt(deps *Deps, plan *results.Plan, dir string) error {
 	if err != nil {
 		return exitcode.Failure(err)
 	}
-	if note != "" && deps.Out != nil {
-		fmt.Fprintf(deps.Out, "resume: %s\n", note)
+	if note != "" {
+		deps.warnf("resume: %s", note)
 	}
 	return nil
 }
@@ -241,26 +262,29 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 		return err
 	}
 	dir, _ := wt.Dir(c.Build)
-	r.deps.printf("build %s (%s %s)\n", c.Build, c.Ref, Short(c.SHA))
-	bo := r.deps.BuildOptions
-	bo.Type = build.Type(r.plan.Options.BuildType)
-	if bo.Type == "" {
-		bo.Type = build.Release
-	}
 	b := *r.deps.Builder
 	if b.Servers != nil {
 		b.Servers = &recordStops{Servers: b.Servers, r: r}
 	}
-	res, err := b.Build(ctx, prov, dir, bo)
+	res, err := b.BuildShown(ctx, r.deps.sink(), prov, dir, buildOptions(r.deps.BuildOptions, r.plan.Options))
 	if err != nil {
 		return fmt.Errorf("building %s: %w", c.Label, err)
-	}
-	if res.Skipped {
-		r.deps.printf("build %s: unchanged, skipped\n", c.Build)
 	}
 	c.Fingerprint, c.Version, c.BuildType = res.Info.Fingerprint, res.Info.Version, string(res.Info.Type)
 	r.installs[c.Build] = res.Info.Install
 	return nil
+}
+
+// buildOptions are the builds' options: the caller's (ccache, contrib,
+// --force) with the plan's (type, profiling, extra options).
+func buildOptions(o build.Options, p results.PlanOpts) build.Options {
+	o.Type = build.Type(p.BuildType)
+	if o.Type == "" {
+		o.Type = build.Release
+	}
+	o.Profiling = p.Profiling
+	o.MesonOpts, o.ConfigureOpts = p.MesonOpts, p.ConfigureOpts
+	return o
 }
 
 // checkSettings refuses settings an install does not know before any
@@ -286,11 +310,7 @@ func (r *run) checkSettings(ctx context.Context) error {
 func (r *run) worktree(ctx context.Context, c *results.Commit) error {
 	wt := r.deps.Worktrees
 	if prov, err := wt.Info(ctx, c.Build); err == nil {
-		same := prov.SHA == c.SHA && len(prov.Patches) == len(c.Patches) && !prov.Dirty
-		for i := 0; same && i < len(c.Patches); i++ {
-			same = prov.Patches[i].SHA256 == c.Patches[i].SHA256
-		}
-		if same {
+		if current(prov, c) {
 			return nil
 		}
 		// Another commit or other patches: a fresh worktree (ccache
@@ -312,6 +332,16 @@ func (r *run) worktree(ctx context.Context, c *results.Commit) error {
 		}
 	}
 	return nil
+}
+
+// current says whether the worktree prov is c: its commit with exactly
+// its patches, and nothing else changed.
+func current(prov *worktree.Provenance, c *results.Commit) bool {
+	same := prov.SHA == c.SHA && len(prov.Patches) == len(c.Patches) && !prov.Dirty
+	for i := 0; same && i < len(c.Patches); i++ {
+		same = prov.Patches[i].SHA256 == c.Patches[i].SHA256
+	}
+	return same
 }
 
 // Done returns the cells already recorded in the results directory.
@@ -336,9 +366,7 @@ func (r *run) prepareCells() error {
 	if r.plan.Options.Perf {
 		if err := perf.Check(); err != nil {
 			r.noPerf = err.Error()
-			if r.deps.Out != nil {
-				fmt.Fprintf(r.deps.Out, "--perf: %v; going on without profiles\n", err)
-			}
+			r.deps.warnf("--perf: %v; going on without profiles", err)
 		}
 	}
 	r.maxClients = max(1, slices.Max(r.plan.Options.Clients))
@@ -360,8 +388,8 @@ func (r *run) todo() ([]results.Cell, error) {
 			todo = append(todo, c)
 		}
 	}
-	if unknown := len(done) - (len(r.plan.Cells) - len(todo)); unknown > 0 && r.deps.Out != nil {
-		fmt.Fprintf(r.deps.Out, "resume: %d record(s) in %s are for cells this plan does not have; ignored\n", unknown, results.CellsFile)
+	if unknown := len(done) - (len(r.plan.Cells) - len(todo)); unknown > 0 {
+		r.deps.warnf("resume: %d record(s) in %s are for cells this plan does not have; ignored", unknown, results.CellsFile)
 	}
 	if len(todo) < len(r.plan.Cells) {
 		r.deps.printf("resuming: %d of %d cells done, %d to run\n", len(r.plan.Cells)-len(todo), len(r.plan.Cells), len(todo))
@@ -373,44 +401,46 @@ func (r *run) todo() ([]results.Cell, error) {
 func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 	total := len(r.plan.Cells)
 	first := total - len(todo)
-	var spent time.Duration
+	sink := r.deps.sink()
 	for i, cell := range todo {
-		eta := ""
-		if i > 0 {
-			eta = " ETA " + (spent / time.Duration(i) * time.Duration(len(todo)-i)).Round(time.Second).String()
+		per := cellTime(r.plan)
+		if cell.Instructions {
+			per = InstrCellTime
 		}
-		r.deps.printf("[%d/%d] %s%s\n", first+i+1, total, cell.ID, eta)
+		sink.Emit(progress.Event{Kind: progress.CellStart, Task: cell.ID, Done: first + i + 1, Total: total, Estimate: per})
 		t0 := r.deps.Clock()
 		rec := r.cell(ctx, cell)
 		if ctx.Err() != nil {
 			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, first+i, total, filepath.Join(r.dir, results.CellsFile)))
 		}
 		if rec == nil { // an instruction cell this host cannot measure
+			sink.Emit(progress.Event{Kind: progress.CellDone, Task: cell.ID, Detail: "skipped: " + r.instr.skip})
 			continue
 		}
-		took := r.deps.Clock().Sub(t0)
-		rec.WallS = took.Seconds()
-		spent += took
+		rec.WallS = r.deps.Clock().Sub(t0).Seconds()
 		if err := results.AppendRecord(r.dir, rec); err != nil {
 			return exitcode.Failure(err)
 		}
-		r.report(rec)
+		detail, failed := result(rec)
+		sink.Emit(progress.Event{Kind: progress.CellDone, Task: cell.ID, Detail: detail, Failed: failed})
 	}
 	return nil
 }
 
-func (r *run) report(rec *results.Record) {
-	if rec.Status == results.StatusOK && rec.Instr != nil {
-		r.reportInstr(rec)
-	} else if rec.Status == results.StatusOK {
-		sat := ""
-		if rec.Saturated {
-			sat = " SATURATED"
-		}
-		r.deps.printf("    tps=%.0f p99=%.3fms deallocs=%.0f%s (%.1fs)\n", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat, rec.WallS)
-	} else if r.deps.Out != nil {
-		fmt.Fprintf(r.deps.Out, "    FAILED: %s\n", rec.Error)
+// result is a cell's outcome for its progress line, and whether it
+// failed.
+func result(rec *results.Record) (string, bool) {
+	switch {
+	case rec.Status != results.StatusOK:
+		return rec.Error, true
+	case rec.Instr != nil:
+		return instrResult(rec), false
 	}
+	sat := ""
+	if rec.Saturated {
+		sat = " SATURATED"
+	}
+	return fmt.Sprintf("tps=%.0f p99=%.3fms deallocs=%.0f%s", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat), false
 }
 
 // failed records a failed cell with the tail of the failing tool's

@@ -212,7 +212,7 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	fmt.Fprintf(n.deps.Out, "abtest nightly: %s/%s %s (%s)\n", n.nc.Remote, n.nc.Branch, what, n.head.subject)
 	plan, err := matrix.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007))
 	if err == nil && dry {
-		matrix.PrintPlan(n.deps.Out, plan, n.dir)
+		matrix.PrintPlan(n.deps.Out, plan, n.dir, matrix.EstimateBuilds(ctx, n.deps.Matrix, plan))
 		return nil
 	}
 	if err == nil {

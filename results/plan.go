@@ -139,20 +139,26 @@ type Plan struct {
 
 // PlanOpts are the plan's fixed parameters.
 type PlanOpts struct {
-	Workloads   []string  `json:"workloads"`
-	Clients     []int     `json:"clients"`
-	CPUs        []int     `json:"cpus"`
-	Settings    []Setting `json:"settings"`
-	Repeats     int       `json:"repeats"`
-	DurationS   float64   `json:"duration_s"`
-	WarmupS     float64   `json:"warmup_s"`
-	Protocol    string    `json:"protocol"`
-	SleepMS     int       `json:"sleep_ms,omitempty"`
-	BuildType   string    `json:"build_type"`
-	Order       string    `json:"order"`
-	Seed        int64     `json:"seed"`
-	Perf        bool      `json:"perf,omitempty"`
-	PerfWindowS float64   `json:"perf_window_s,omitempty"`
+	Workloads []string  `json:"workloads"`
+	Clients   []int     `json:"clients"`
+	CPUs      []int     `json:"cpus"`
+	Settings  []Setting `json:"settings"`
+	Repeats   int       `json:"repeats"`
+	DurationS float64   `json:"duration_s"`
+	WarmupS   float64   `json:"warmup_s"`
+	Protocol  string    `json:"protocol"`
+	SleepMS   int       `json:"sleep_ms,omitempty"`
+	BuildType string    `json:"build_type"`
+	// Profiling, MesonOpts and ConfigureOpts are the builds' options
+	// beside the type (matrix --profiling, --meson-opt, --configure-opt):
+	// they change what is measured, so a resume builds with them too.
+	Profiling     bool     `json:"profiling,omitempty"`
+	MesonOpts     []string `json:"meson_opts,omitempty"`
+	ConfigureOpts []string `json:"configure_opts,omitempty"`
+	Order         string   `json:"order"`
+	Seed          int64    `json:"seed"`
+	Perf          bool     `json:"perf,omitempty"`
+	PerfWindowS   float64  `json:"perf_window_s,omitempty"`
 	// UntilDecided, MaxRepeats and BudgetS are matrix --until-decided:
 	// extra blocks for undecided configurations, up to MaxRepeats repeats
 	// and BudgetS seconds of extra blocks (0: no time bound).

@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"strings"
-	"time"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/sys/unix"
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/internal/progress"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -28,6 +22,16 @@ func buildFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.BoolFlag{Name: "force", Usage: "rebuild even when nothing changed"},
 	}
+}
+
+// buildFlag is switch's build flag name, for another command.
+func buildFlag(name string) cli.Flag {
+	for _, f := range buildFlags() {
+		if f.Names()[0] == name {
+			return f
+		}
+	}
+	panic("no build flag " + name)
 }
 
 func buildOptions(cmd *cli.Command, cfg *config.Loaded) (build.Options, error) {
@@ -67,27 +71,12 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 		WorktreesRoot: cfg.WorktreesDir,
 		InstallRoot:   cfg.InstallDir,
 		Run:           run,
-		Progress:      newProgress(env.Stdout, name),
 		Servers:       cm,
 		User:          cm.User, // as root, the server's account builds
 	}
-	res, err := b.Build(ctx, prov, dir, o)
-	if err != nil {
-		return nil, err
-	}
-	if run.DryRun {
-		return res, nil
-	}
-	i := res.Info
-	if res.Skipped {
-		fmt.Fprintf(env.Stdout, "build %s: unchanged (fingerprint %s, %s %s); skipped, --force rebuilds\n", name, matrix.Short(i.Fingerprint), i.Type, i.Version)
-	} else {
-		cc := "ccache off"
-		if i.CCache != nil {
-			cc = fmt.Sprintf("ccache %.1f%% hits (%d/%d)", 100*i.CCache.HitRate, i.CCache.Hits, i.CCache.Hits+i.CCache.Misses)
-		}
-		fmt.Fprintf(env.Stdout, "build %s: %s %s in %.1f s (configure %.1f, compile %.1f, install %.1f), %s; %s (log: %s)\n",
-			name, i.Type, i.System, i.Seconds.Total, i.Seconds.Configure, i.Seconds.Compile, i.Seconds.Install, cc, i.Version, i.Log)
+	res, err := b.BuildShown(ctx, progress.Console(env.Stdout, false, env.Now), prov, dir, o)
+	if err != nil || run.DryRun {
+		return res, err
 	}
 	for _, c := range res.Stopped {
 		st, err := cm.ReadState(c)
@@ -99,58 +88,4 @@ func runBuild(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runne
 		}
 	}
 	return res, nil
-}
-
-// progress shows a build's phases: a bar with an ETA from ninja's [n/N]
-// on a terminal, one line per phase otherwise.
-type progress struct {
-	w       io.Writer
-	name    string
-	tty     bool
-	phase   string
-	started time.Time
-	last    time.Time
-}
-
-func newProgress(w io.Writer, name string) build.Progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		tty = err == nil
-	}
-	return &progress{w: w, name: name, tty: tty}
-}
-
-func (p *progress) Phase(name string) {
-	if name == p.phase {
-		return
-	}
-	if p.tty && p.phase != "" {
-		fmt.Fprintln(p.w)
-	}
-	p.phase, p.started = name, time.Now()
-	if p.tty {
-		fmt.Fprintf(p.w, "\rbuild %s: %s", p.name, name)
-	} else {
-		fmt.Fprintf(p.w, "build %s: %s\n", p.name, name)
-	}
-}
-
-func (p *progress) Step(done, total int) {
-	if !p.tty || total == 0 || time.Since(p.last) < 200*time.Millisecond && done != total {
-		return
-	}
-	p.last = time.Now()
-	const width = 30
-	filled := width * done / total
-	eta := ""
-	if done > 0 {
-		left := time.Duration(float64(time.Since(p.started)) * float64(total-done) / float64(done))
-		eta = " ETA " + left.Round(time.Second).String()
-	}
-	fmt.Fprintf(p.w, "\rbuild %s: %s [%s%s] %d/%d%s   ", p.name, p.phase, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, total, eta)
-	if done == total {
-		fmt.Fprintln(p.w)
-		p.phase = ""
-	}
 }

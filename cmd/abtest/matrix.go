@@ -57,6 +57,8 @@ func matrixFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "instructions", Usage: "add an instruction cell per commit, workload and settings: instructions per transaction of one client under valgrind (or perf stat), with a per-function diff; -c and -C apply to the timed cells only"},
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
+		// The build options of switch -b, with the same meaning.
+		buildFlag("profiling"), buildFlag("meson-opt"), buildFlag("configure-opt"), buildFlag("force"),
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
 		&cli.BoolFlag{Name: "until-decided", Usage: "after the planned repeats, run more blocks of the undecided configurations"},
 		&cli.IntFlag{Name: "max-repeats", Usage: "with --until-decided: at most `N` repeats per configuration", DefaultText: "twice -r"},
@@ -71,7 +73,7 @@ func matrixCommand(env *Env) *cli.Command {
 		Name:  "matrix",
 		Usage: "A/B benchmark: commits × workloads × clients × CPUs × settings, interleaved and resumable",
 		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [--set GUC=V1,V2]…
-              [-b TYPE] [-M PROTO] [-S MS] [--warmup S] [--order abba|random] [--seed N] [-o DIR]
+              [-b TYPE] [--profiling] [--meson-opt O]… [--configure-opt O]… [--force] [-M PROTO] [-S MS] [--warmup S] [--order abba|random] [--seed N] [-o DIR]
               [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
@@ -86,7 +88,8 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 // planFlags are the flags that decide a plan: --resume takes the plan
 // from its directory and refuses them.
 var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
-	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions"}
+	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
+	"profiling", "meson-opt", "configure-opt"}
 
 // splitInts parses a comma-separated list of positive numbers.
 func splitInts(flag, s string) ([]int, error) {
@@ -132,6 +135,7 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 		NameTemplate: cmd.String("name-template"), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
 		Order: matrix.Order(cmd.String("order")), Seed: int64(cmd.Int("seed")), Perf: cmd.Bool("perf"), Repeats: int(cmd.Int("repeats")),
 		Instructions: cmd.Bool("instructions"),
+		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
 	}
 	if !cmd.IsSet("seed") {
 		r.Seed = env.Now().UnixNano() % 1_000_000_007
@@ -294,6 +298,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	deps.BuildOptions.NoCCache = deps.BuildOptions.NoCCache || cmd.Bool("no-ccache")
+	deps.BuildOptions.Force = cmd.Bool("force")
 	deps.SampleEvery, deps.Quiet = cmd.Duration("sample-every"), cmd.Bool("quiet")
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
@@ -305,7 +310,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	if run.DryRun {
-		matrix.PrintPlan(env.Stdout, plan, dir)
+		matrix.PrintPlan(env.Stdout, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
 		return nil
 	}
 	return runAndReport(ctx, env, cfg, deps, plan, dir, o, cmd.Bool("fail-on-regression"))

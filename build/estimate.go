@@ -1,0 +1,133 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/pgabtest/abtest/worktree"
+)
+
+// Estimate is what a build is expected to take, and why.
+type Estimate struct {
+	// Kind is Cached (the fingerprint is installed: nothing to build),
+	// Warm (ccache has compiled this commit before) or Cold.
+	Kind     string
+	Duration time.Duration
+	// From says where Duration comes from.
+	From string
+}
+
+// Kinds of Estimate.
+const (
+	Cached = "cached"
+	Warm   = "warm"
+	Cold   = "cold"
+)
+
+// Default durations when this machine has no record of a build of the
+// kind: a cold PostgreSQL 15 autotools build took 257 s on 2 cores at
+// load 6–11 (bench/build.sh) and the demo's cold base build 5.5 min; a
+// second worktree of a compiled commit 39 s (autotools, load 6–11) to
+// 109 s (the demo's patched build, before configure results were
+// shared).
+const (
+	DefaultCold = 5 * time.Minute
+	DefaultWarm = 90 * time.Second
+)
+
+// String says the kind, the duration and where it comes from.
+func (e Estimate) String() string {
+	if e.Kind == Cached {
+		return e.Kind + " (" + e.From + ")"
+	}
+	return fmt.Sprintf("%s, about %s (%s)", e.Kind, e.Duration.Round(time.Second), e.From)
+}
+
+// Records reads the build record of every install prefix under root,
+// newest first.
+func Records(root string) []*Info {
+	dirs, _ := filepath.Glob(filepath.Join(root, "*", InfoFile))
+	var out []*Info
+	for _, f := range dirs {
+		if i, err := ReadInfo(filepath.Dir(f)); err == nil {
+			out = append(out, i)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].BuiltAt.After(out[b].BuiltAt) })
+	return out
+}
+
+// Fingerprint is the fingerprint Build would give the worktree prov
+// with options o; it changes nothing.
+func (b *Builder) Fingerprint(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (string, error) {
+	j, err := b.plan(ctx, prov, wtDir, o)
+	if err != nil {
+		return "", err
+	}
+	return j.info.Fingerprint, nil
+}
+
+// Estimate estimates the build name of commit sha. fingerprint, when
+// known, is what the build's fingerprint will be: when it is installed
+// there is nothing to build. Otherwise the build is warm when ccache is
+// on and a build of this machine compiled sha before, else cold; its
+// duration is that of the last build of the kind of this tree (install
+// name), else of this machine, else a stated default.
+func (b *Builder) Estimate(name, sha, fingerprint string, o Options) Estimate {
+	records := Records(b.InstallRoot)
+	for _, r := range records {
+		if r.Name == name && fingerprint != "" && r.Fingerprint == fingerprint && !o.Force && exists(filepath.Join(r.Install, "bin", "postgres")) {
+			return Estimate{Kind: Cached, From: "fingerprint " + fingerprint[:12] + " installed"}
+		}
+	}
+	kind := Cold
+	if !o.NoCCache && lookPath("ccache") {
+		for _, r := range records {
+			if r.Inputs.SHA == sha && r.CCache != nil {
+				kind = Warm
+				break
+			}
+		}
+	}
+	var same, any *Info
+	for _, r := range records {
+		if recordKind(r) != kind || r.Seconds.Total <= 0 {
+			continue
+		}
+		if r.Name == name && same == nil {
+			same = r
+		}
+		if any == nil {
+			any = r
+		}
+	}
+	switch {
+	case same != nil:
+		return Estimate{Kind: kind, Duration: seconds(same.Seconds.Total), From: "the last " + kind + " build of this tree, " + same.BuiltAt.Format(time.DateOnly)}
+	case any != nil:
+		return Estimate{Kind: kind, Duration: seconds(any.Seconds.Total), From: fmt.Sprintf("the last %s build on this machine (%s, %s)", kind, any.Name, any.BuiltAt.Format(time.DateOnly))}
+	case kind == Warm:
+		return Estimate{Kind: kind, Duration: DefaultWarm, From: "default: no warm build recorded on this machine"}
+	}
+	return Estimate{Kind: kind, Duration: DefaultCold, From: "default: no cold build recorded on this machine"}
+}
+
+// recordKind is whether a recorded build was warm (most compilations
+// ccache hits) or cold; "" for a build that compiled nothing (a rebuild
+// of an unchanged tree says nothing about either).
+func recordKind(r *Info) string {
+	switch {
+	case r.CCache == nil:
+		return Cold
+	case r.CCache.Hits+r.CCache.Misses == 0:
+		return ""
+	case r.CCache.HitRate >= 0.5:
+		return Warm
+	}
+	return Cold
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
