@@ -206,6 +206,10 @@ func (r *Renderer) Emit(e Event) {
 	case End:
 		r.end(t)
 	}
+	if e.Kind == Step && e.Done != e.Total && t.Sub(r.drawnAt) < 200*time.Millisecond {
+		return // ninja counts a thousand steps: a redraw per step is noise
+	}
+	r.draw(t)
 	r.arm()
 }
 
@@ -232,13 +236,10 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 			return
 		}
 		b.done, b.total = e.Done, e.Total
-		if t.Sub(r.drawnAt) < 200*time.Millisecond && e.Done != e.Total {
-			return // ninja counts a thousand steps: a redraw per step is noise
-		}
 	case BuildDone:
 		if b == nil {
 			r.line(fmt.Sprintf("build %s: built; %s", e.Task, e.Detail), false)
-			return
+			break
 		}
 		b.endPhase(t)
 		took := t.Sub(b.start)
@@ -251,7 +252,6 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 		r.build = nil
 		r.line(fmt.Sprintf("build %s: built in %s (%s); %s", e.Task, Dur(took), strings.Join(parts, ", "), e.Detail), false)
 	}
-	r.draw(t)
 }
 
 func (b *buildState) endPhase(t time.Time) {
@@ -305,7 +305,6 @@ func (r *Renderer) cellEvent(e Event, t time.Time) {
 		}
 		r.line(text, e.Failed)
 	}
-	r.draw(t)
 }
 
 // cellLeft is the ETA of the cells left (this one included): by the
