@@ -1,0 +1,70 @@
+package build
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// record writes a build record (and a postgres binary) for install name.
+func record(t *testing.T, root string, i Info) {
+	t.Helper()
+	i.Install = filepath.Join(root, i.Name)
+	if err := os.MkdirAll(filepath.Join(i.Install, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(i.Install, "bin", "postgres"), nil, 0o755)
+	data, _ := json.Marshal(i)
+	if err := os.WriteFile(filepath.Join(i.Install, InfoFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEstimate: an installed fingerprint is cached (0 s, unless
+// --force); a commit ccache compiled before is warm, by the last warm
+// build of this tree, else of this machine; another is cold; without
+// records, the stated defaults; a build that compiled nothing is no
+// sample.
+func TestEstimate(t *testing.T) {
+	testenv.RequireTools(t, "ccache")
+	root := t.TempDir()
+	b := &Builder{InstallRoot: root}
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	if e := b.Estimate("x", "sha1", "", Options{}); e.Kind != Cold || e.Duration != DefaultCold || !strings.Contains(e.From, "default") {
+		t.Errorf("no records: %+v", e)
+	}
+	record(t, root, Info{Name: "a", Fingerprint: strings.Repeat("f", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day,
+		Seconds: Timings{Total: 250}, CCache: &CCache{Misses: 100}})
+	record(t, root, Info{Name: "b", Fingerprint: strings.Repeat("e", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day.Add(time.Hour),
+		Seconds: Timings{Total: 40}, CCache: &CCache{Hits: 99, Misses: 1, HitRate: 0.99}})
+	record(t, root, Info{Name: "c", Inputs: Inputs{SHA: "sha1"}, BuiltAt: day.Add(2 * time.Hour),
+		Seconds: Timings{Total: 9}, CCache: &CCache{}})
+	for _, tc := range []struct {
+		name, sha, fp string
+		o             Options
+		kind          string
+		d             time.Duration
+		from          string
+	}{
+		{"a", "sha1", strings.Repeat("f", 64), Options{}, Cached, 0, "fingerprint ffffffffffff installed"},
+		{"a", "sha1", strings.Repeat("f", 64), Options{Force: true}, Warm, 40 * time.Second, "the last warm build on this machine (b, 2026-11-30)"},
+		{"b", "sha1", "", Options{}, Warm, 40 * time.Second, "the last warm build of this tree, 2026-11-30"},
+		{"a", "sha2", "", Options{}, Cold, 250 * time.Second, "the last cold build of this tree, 2026-11-30"},
+		{"z", "sha2", "", Options{}, Cold, 250 * time.Second, "the last cold build on this machine (a, 2026-11-30)"},
+		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the last cold build on this machine (a, 2026-11-30)"},
+	} {
+		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o)
+		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from {
+			t.Errorf("%s at %s %+v: %+v, want %s %s %q", tc.name, tc.sha, tc.o, e, tc.kind, tc.d, tc.from)
+		}
+	}
+	os.RemoveAll(filepath.Join(root, "b"))
+	if e := b.Estimate("z", "sha1", "", Options{}); e.Kind != Warm || e.Duration != DefaultWarm {
+		t.Errorf("no warm record: %+v", e)
+	}
+}
