@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/worktree"
 )
 
 // record writes a build record (and a postgres binary) for install name.
@@ -42,6 +43,8 @@ func TestEstimate(t *testing.T) {
 		Seconds: Timings{Total: 250}, CCache: &CCache{Misses: 100}})
 	record(t, root, Info{Name: "b", Fingerprint: strings.Repeat("e", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day.Add(time.Hour),
 		Seconds: Timings{Total: 40}, CCache: &CCache{Hits: 99, Misses: 1, HitRate: 0.99}})
+	record(t, root, Info{Name: "d", Inputs: Inputs{SHA: "sha3"}, BuiltAt: day.Add(3 * time.Hour),
+		Seconds: Timings{Total: 14}, CCache: &CCache{Hits: 10, HitRate: 1}}) // a rebuild in place: no sample
 	record(t, root, Info{Name: "c", Inputs: Inputs{SHA: "sha1"}, BuiltAt: day.Add(2 * time.Hour),
 		Seconds: Timings{Total: 9}, CCache: &CCache{}})
 	for _, tc := range []struct {
@@ -52,11 +55,11 @@ func TestEstimate(t *testing.T) {
 		from          string
 	}{
 		{"a", "sha1", strings.Repeat("f", 64), Options{}, Cached, 0, "fingerprint ffffffffffff installed"},
-		{"a", "sha1", strings.Repeat("f", 64), Options{Force: true}, Warm, 40 * time.Second, "the last warm build on this machine (b, 2026-11-30)"},
+		{"a", "sha1", strings.Repeat("f", 64), Options{Force: true}, Warm, 40 * time.Second, "the median of 1 warm builds on this machine"},
 		{"b", "sha1", "", Options{}, Warm, 40 * time.Second, "the last warm build of this tree, 2026-11-30"},
 		{"a", "sha2", "", Options{}, Cold, 250 * time.Second, "the last cold build of this tree, 2026-11-30"},
-		{"z", "sha2", "", Options{}, Cold, 250 * time.Second, "the last cold build on this machine (a, 2026-11-30)"},
-		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the last cold build on this machine (a, 2026-11-30)"},
+		{"z", "sha2", "", Options{}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
+		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 	} {
 		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o)
 		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from {
@@ -66,5 +69,20 @@ func TestEstimate(t *testing.T) {
 	os.RemoveAll(filepath.Join(root, "b"))
 	if e := b.Estimate("z", "sha1", "", Options{}); e.Kind != Warm || e.Duration != DefaultWarm {
 		t.Errorf("no warm record: %+v", e)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	sha := "116bfafc77538a002ba31b4bc33d728e6b65e0f9"
+	for _, tc := range []struct {
+		prov worktree.Provenance
+		want string
+	}{
+		{worktree.Provenance{Ref: "base", SHA: sha}, "base 116bfafc7753"},
+		{worktree.Provenance{Ref: sha, SHA: sha, Patches: []worktree.Patch{{File: "/x/a.patch"}, {File: "b.diff"}}}, "116bfafc7753 + a.patch + b.diff"},
+	} {
+		if got := Describe(&tc.prov); got != tc.want {
+			t.Errorf("Describe(%+v) = %q, want %q", tc.prov, got, tc.want)
+		}
 	}
 }

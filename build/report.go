@@ -17,7 +17,10 @@ func Describe(prov *worktree.Provenance) string {
 	if len(sha) > 12 {
 		sha = sha[:12]
 	}
-	s := strings.TrimSpace(prov.Ref + " " + sha)
+	s := sha
+	if !strings.HasPrefix(prov.SHA, prov.Ref) { // a ref typed as a sha is said once
+		s = prov.Ref + " " + sha
+	}
 	for _, p := range prov.Patches {
 		s += " + " + filepath.Base(p.File)
 	}

@@ -57,9 +57,7 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		}
 		fmt.Fprintf(w, "# commit %s: %s (build %s)\n", c.Label, what, c.Build)
 	}
-	if o := buildOptions(build.Options{}, p.Options); o.Profiling || len(o.MesonOpts)+len(o.ConfigureOpts) > 0 {
-		fmt.Fprintf(w, "# build options: %s, profiling %v, meson %q, configure %q\n", o.Type, o.Profiling, o.MesonOpts, o.ConfigureOpts)
-	}
+	printBuildOptions(w, buildOptions(build.Options{}, p.Options))
 	var bd time.Duration
 	kinds := map[string]int{}
 	for _, b := range builds {
@@ -93,5 +91,22 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 			fmt.Fprintf(w, ", extra blocks within %s", time.Duration(p.Options.BudgetS*float64(time.Second)))
 		}
 		fmt.Fprintln(w, ")")
+	}
+}
+
+// printBuildOptions prints the builds' options beside the type, if any.
+func printBuildOptions(w io.Writer, o build.Options) {
+	opts := []string{string(o.Type)}
+	if o.Profiling {
+		opts = append(opts, "--profiling")
+	}
+	for _, m := range o.MesonOpts {
+		opts = append(opts, "--meson-opt "+m)
+	}
+	for _, c := range o.ConfigureOpts {
+		opts = append(opts, "--configure-opt "+c)
+	}
+	if len(opts) > 1 {
+		fmt.Fprintf(w, "# build options: %s\n", strings.Join(opts, " "))
 	}
 }
