@@ -103,9 +103,8 @@ type Renderer struct {
 	o   Options
 	now func() time.Time
 
-	began  time.Time // first event
-	ended  bool
-	status string // the status line on screen (TTY), "" when none
+	began  time.Time // first event since the last End
+	status string    // the status line on screen (TTY), "" when none
 	// drawnAt is when the status line was drawn.
 	drawnAt time.Time
 	timer   *time.Timer
@@ -191,7 +190,7 @@ func (r *Renderer) Emit(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.now()
-	if r.began.IsZero() {
+	if r.began.IsZero() && e.Kind != End {
 		r.began = t
 	}
 	switch e.Kind {
@@ -373,20 +372,25 @@ func (r *Renderer) statusLine(t time.Time) string {
 	return ""
 }
 
-// end prints the total and the slowest phase.
+// end prints the total and the slowest phase since the first event or
+// the last end, and starts counting anew (bisect and nightly run one
+// matrix after another through one renderer).
 func (r *Renderer) end(t time.Time) {
-	if r.ended {
-		return
-	}
-	r.ended = true
-	r.build, r.cell = nil, nil
+	defer func() {
+		r.build, r.cell, r.cells, r.builds, r.phases = nil, nil, cellTotals{}, 0, nil
+		r.began = time.Time{}
+	}()
 	phases := r.phases
 	parts := []string{}
 	if r.builds > 0 {
 		parts = append(parts, "builds "+Dur(r.builds))
 	}
 	if r.cells.done > 0 {
-		parts = append(parts, fmt.Sprintf("%d cells %s", r.cells.done, Dur(r.cells.spent)))
+		cells := "cells"
+		if r.cells.done == 1 {
+			cells = "cell"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %s", r.cells.done, cells, Dur(r.cells.spent)))
 		phases = append(phases, span{"cells", r.cells.spent})
 	}
 	text := "total " + Dur(t.Sub(r.began))

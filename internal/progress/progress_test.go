@@ -131,3 +131,16 @@ func TestDur(t *testing.T) {
 		}
 	}
 }
+
+// TestEndStartsAnew: a second run through the same renderer (bisect's
+// steps) gets its own totals.
+func TestEndStartsAnew(t *testing.T) {
+	var b strings.Builder
+	r := New(&b, Options{Now: clock(time.Second)})
+	for i := 0; i < 2; i++ {
+		Replay(r, []Event{{Kind: CellStart, Task: "c", Done: 1, Total: 1}, {Kind: CellDone, Task: "c", Detail: "ok"}, {Kind: End}})
+	}
+	if n := strings.Count(b.String(), "total 2s (1 cell 1s); slowest phase: cells 1s\n"); n != 2 {
+		t.Errorf("%d fresh totals in\n%s", n, b.String())
+	}
+}
