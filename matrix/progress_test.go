@@ -28,6 +28,7 @@ const tinyPatch = "diff --git a/progress-note.txt b/progress-note.txt\nnew file 
 // renderer on a terminal and not; both outputs are golden files. The -n
 // estimate (builds included) is compared with the wall time.
 func TestProgressGolden(t *testing.T) {
+	setup := time.Now()
 	e := testbuild.PG15(t)
 	release := build.Options{Type: build.Release}
 	e.Build(t, "pg15-base", "base", nil, release)
@@ -39,6 +40,7 @@ func TestProgressGolden(t *testing.T) {
 	if err := os.Remove(filepath.Join(tiny, build.InfoFile)); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("setup (cache lock, cached builds): %s", time.Since(setup).Round(time.Second))
 	deps, _ := prebuiltDeps(t)
 	b := *e.B
 	b.Servers = deps.Clusters
