@@ -73,11 +73,12 @@ func (b *Builder) Fingerprint(ctx context.Context, prov *worktree.Provenance, wt
 // Estimate estimates the build name of commit sha. fingerprint, when
 // known, is what the build's fingerprint will be: when it is installed
 // there is nothing to build. Otherwise the build is warm when ccache is
-// on and a build of this machine compiled sha before, else cold; its
+// on and a build of this machine compiled sha before (or will have, by
+// then: compiled, an earlier build of the same plan), else cold; its
 // duration is that of the last whole-tree build of the kind of this tree
 // (install name), else the median of those of this machine, else a
 // stated default.
-func (b *Builder) Estimate(name, sha, fingerprint string, o Options) Estimate {
+func (b *Builder) Estimate(name, sha, fingerprint string, o Options, compiled bool) Estimate {
 	records := Records(b.InstallRoot)
 	for _, r := range records {
 		if r.Name == name && fingerprint != "" && r.Fingerprint == fingerprint && !o.Force && exists(filepath.Join(r.Install, "bin", "postgres")) {
@@ -86,6 +87,9 @@ func (b *Builder) Estimate(name, sha, fingerprint string, o Options) Estimate {
 	}
 	kind := Cold
 	if !o.NoCCache && lookPath("ccache") {
+		if compiled {
+			kind = Warm
+		}
 		for _, r := range records {
 			if r.Inputs.SHA == sha && r.CCache != nil {
 				kind = Warm

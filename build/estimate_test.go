@@ -36,7 +36,10 @@ func TestEstimate(t *testing.T) {
 	root := t.TempDir()
 	b := &Builder{InstallRoot: root}
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	if e := b.Estimate("x", "sha1", "", Options{}); e.Kind != Cold || e.Duration != DefaultCold || !strings.Contains(e.From, "default") {
+	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != DefaultWarm {
+		t.Errorf("no records, the commit compiled earlier in the plan: %+v", e)
+	}
+	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != DefaultCold || !strings.Contains(e.From, "default") {
 		t.Errorf("no records: %+v", e)
 	}
 	record(t, root, Info{Name: "a", Fingerprint: strings.Repeat("f", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day,
@@ -61,13 +64,13 @@ func TestEstimate(t *testing.T) {
 		{"z", "sha2", "", Options{}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 	} {
-		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o)
+		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o, false)
 		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from {
 			t.Errorf("%s at %s %+v: %+v, want %s %s %q", tc.name, tc.sha, tc.o, e, tc.kind, tc.d, tc.from)
 		}
 	}
 	os.RemoveAll(filepath.Join(root, "b"))
-	if e := b.Estimate("z", "sha1", "", Options{}); e.Kind != Warm || e.Duration != DefaultWarm {
+	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != DefaultWarm {
 		t.Errorf("no warm record: %+v", e)
 	}
 }

@@ -21,11 +21,13 @@ type BuildEstimate struct {
 // EstimateBuilds estimates the plan's builds without changing anything:
 // a build whose worktree is in place and whose fingerprint is installed
 // costs nothing (cached); the others are warm or cold by the build
-// records of this machine (build.Builder.Estimate). Prebuilt
+// records of this machine (build.Builder.Estimate), and warm when an
+// earlier build of the plan compiles the same commit (the demo's patched
+// build after its base). Prebuilt
 // installations are left out.
 func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEstimate {
 	var out []BuildEstimate
-	seen := map[string]bool{}
+	seen, compiled := map[string]bool{}, map[string]bool{}
 	o := buildOptions(deps.BuildOptions, p.Options)
 	for i := range p.Commits {
 		c := &p.Commits[i]
@@ -38,7 +40,11 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 			dir, _ := deps.Worktrees.Dir(c.Build)
 			fp, _ = deps.Builder.Fingerprint(ctx, prov, dir, o)
 		}
-		out = append(out, BuildEstimate{Build: c.Build, Estimate: deps.Builder.Estimate(c.Build, c.SHA, fp, o)})
+		e := deps.Builder.Estimate(c.Build, c.SHA, fp, o, compiled[c.SHA])
+		if e.Kind != build.Cached {
+			compiled[c.SHA] = true // ccache has it for the next build of sha
+		}
+		out = append(out, BuildEstimate{Build: c.Build, Estimate: e})
 	}
 	return out
 }

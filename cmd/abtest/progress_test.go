@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/matrix"
 )
 
@@ -43,8 +44,11 @@ func jsonEqual(a, b any) bool {
 
 // TestMatrixDryRunEstimatesBuilds: -n counts the builds and says which
 // estimate each has: the last cold build of this tree from its record,
-// the stated default without one; the total adds builds and cells.
+// the machine's median for another tree, the stated defaults without
+// records (warm for a commit an earlier build of the plan compiles); the
+// total adds builds and cells.
 func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
+	testenv.RequireTools(t, "ccache")
 	env, _ := setup(t)
 	env["PG_INSTALL_DIR"] = filepath.Join(t.TempDir(), "install")
 	env["BENCH_RESULTS_DIR"] = t.TempDir()
@@ -69,9 +73,19 @@ func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
+	// Without records: the stated defaults; the patched build of the
+	// same commit comes second, when ccache has that commit (warm).
 	os.RemoveAll(a)
-	_, out, _ = abtest(t, env, "-n", "matrix", "-k", "a=HEAD,b=HEAD~1", "-c", "1", "-w", "select1", "-r", "1", "-d", "10", "--warmup", "0")
-	if !strings.Contains(out, "# build a: cold, about 5m0s (default: no cold build recorded on this machine)") {
-		t.Errorf("no default estimate in\n%s", out)
+	patch := filepath.Join(t.TempDir(), "fix.patch")
+	os.WriteFile(patch, []byte("x"), 0o644)
+	_, out, _ = abtest(t, env, "-n", "matrix", "-k", "a=HEAD,b=HEAD+"+patch, "-c", "1", "-w", "select1", "-r", "1", "-d", "10", "--warmup", "0")
+	for _, want := range []string{
+		"# build a: cold, about 5m0s (default: no cold build recorded on this machine)",
+		"# build b: warm, about 1m30s (default: no warm build recorded on this machine)",
+		"# estimate: 6m56s = builds 6m30s (1 warm, 1 cold) + cells 26s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
 	}
 }
