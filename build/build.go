@@ -120,6 +120,9 @@ type Builder struct {
 	// Jobs is make's -j; zero means the number of CPUs (ninja picks its
 	// own).
 	Jobs int
+	// Load reads the host's load; nil means /proc/loadavg and the online
+	// CPUs (internal/host).
+	Load func() *Load
 	// User, when set, runs configure, meson, make and ninja (and so
 	// whatever a patch's build scripts do) and the built binaries: set
 	// it to the server's account when abtest runs as root. The build
@@ -166,6 +169,15 @@ type Info struct {
 	Seconds        Timings   `json:"seconds"`
 	CCache         *CCache   `json:"ccache,omitempty"`
 	Log            string    `json:"log"`
+	// Load is the host's load when the build began: a build's time
+	// depends on it, and Estimate scales by it.
+	Load *Load `json:"load,omitempty"`
+}
+
+// Load is a host's load average over a minute and its online CPUs.
+type Load struct {
+	Avg1 float64 `json:"avg1"`
+	CPUs int     `json:"cpus"`
 }
 
 // Inputs are what the fingerprint hashes.
@@ -248,6 +260,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		return nil, err
 	}
 	start := time.Now()
+	j.info.Load = b.load()
 	stopped, err := b.runSteps(ctx, j)
 	if err != nil {
 		return nil, err

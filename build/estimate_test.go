@@ -34,7 +34,7 @@ func record(t *testing.T, root string, i Info) {
 func TestEstimate(t *testing.T) {
 	testenv.RequireTools(t, "ccache")
 	root := t.TempDir()
-	b := &Builder{InstallRoot: root}
+	b := &Builder{InstallRoot: root, Load: func() *Load { return &Load{Avg1: 2, CPUs: 2} }}
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != DefaultWarm {
 		t.Errorf("no records, the commit compiled earlier in the plan: %+v", e)
@@ -69,6 +69,13 @@ func TestEstimate(t *testing.T) {
 			t.Errorf("%s at %s %+v: %+v, want %s %s %q", tc.name, tc.sha, tc.o, e, tc.kind, tc.d, tc.from)
 		}
 	}
+	// A record with its load is scaled by the load now: (2+2)/2 against
+	// (0+2)/2.
+	record(t, root, Info{Name: "e", Inputs: Inputs{SHA: "sha4"}, BuiltAt: day, Seconds: Timings{Total: 100}, Load: &Load{Avg1: 0, CPUs: 2}})
+	if e := b.Estimate("e", "sha4", "", Options{}, false); e.Kind != Cold || e.Duration != 200*time.Second || !strings.HasSuffix(e.From, ", ×2.0 for load 2.0 now against 0.0 then") {
+		t.Errorf("scaled by load: %+v", e)
+	}
+	os.RemoveAll(filepath.Join(root, "e"))
 	os.RemoveAll(filepath.Join(root, "b"))
 	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != DefaultWarm {
 		t.Errorf("no warm record: %+v", e)
