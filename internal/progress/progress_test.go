@@ -1,9 +1,15 @@
 package progress
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // clock returns a clock that moves by the next of steps at every call
@@ -143,4 +149,72 @@ func TestEndStartsAnew(t *testing.T) {
 	if n := strings.Count(b.String(), "total 2s (1 cell 1s); slowest phase: cells 1s\n"); n != 2 {
 		t.Errorf("%d fresh totals in\n%s", n, b.String())
 	}
+}
+
+// TestIsTerminal: a pseudo-terminal is a terminal (Console redraws in
+// place there), a file and a buffer are not.
+func TestIsTerminal(t *testing.T) {
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	defer ptm.Close()
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pts.Close()
+	file, _ := os.Create(filepath.Join(t.TempDir(), "out"))
+	defer file.Close()
+	if !IsTerminal(pts) || IsTerminal(file) || IsTerminal(&strings.Builder{}) {
+		t.Errorf("IsTerminal: pts %v, file %v, buffer %v", IsTerminal(pts), IsTerminal(file), IsTerminal(&strings.Builder{}))
+	}
+	if !Console(pts, false, nil).o.TTY || Console(file, false, nil).o.TTY {
+		t.Error("Console does not follow the terminal")
+	}
+}
+
+// TestRedraw: on a terminal the status line moves while nothing happens
+// (make says nothing for minutes), and stops once the line is gone.
+func TestRedraw(t *testing.T) {
+	var b syncBuilder
+	r := New(&b, Options{TTY: true, Redraw: 20 * time.Millisecond})
+	r.Emit(Event{Kind: CellStart, Task: "c", Done: 1, Total: 1})
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.String(), "[1/1] c · 300ms") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(b.String(), "[1/1] c · 300ms") {
+		t.Fatalf("no redraw at 300ms:\n%q", b.String())
+	}
+	r.Emit(Event{Kind: CellDone, Task: "c", Detail: "ok"})
+	n := len(b.String())
+	time.Sleep(100 * time.Millisecond)
+	if len(b.String()) != n {
+		t.Errorf("redrawn after the cell ended: %q", b.String()[n:])
+	}
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
