@@ -131,7 +131,12 @@ type run struct {
 // plan does not have are ignored with a note); another plan there is
 // refused. On cancellation it stops pgbench and every cluster this run
 // started, keeps the finished cells and returns ErrInterrupted.
-func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
+func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) (err error) {
+	defer func() {
+		if err != nil {
+			deps.sink().Emit(progress.Event{Kind: progress.Abort})
+		}
+	}()
 	_, statErr := os.Stat(dir)
 	fresh := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -57,6 +57,9 @@ const (
 	// End: the work is over; the renderer prints the total and the
 	// slowest phase.
 	End Kind = "end"
+	// Abort: the work failed; the status line goes (the error is
+	// printed after it) and the totals start anew.
+	Abort Kind = "abort"
 )
 
 // Event is one thing that happened.
@@ -190,7 +193,7 @@ func (r *Renderer) Emit(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.now()
-	if r.began.IsZero() && e.Kind != End {
+	if r.began.IsZero() && e.Kind != End && e.Kind != Abort {
 		r.began = t
 	}
 	switch e.Kind {
@@ -204,6 +207,9 @@ func (r *Renderer) Emit(e Event) {
 		r.line(e.Detail, true)
 	case End:
 		r.end(t)
+	case Abort:
+		r.clear()
+		r.reset()
 	}
 	if e.Kind == Step && e.Done != e.Total && t.Sub(r.drawnAt) < 200*time.Millisecond {
 		return // ninja counts a thousand steps: a redraw per step is noise
@@ -376,10 +382,7 @@ func (r *Renderer) statusLine(t time.Time) string {
 // the last end, and starts counting anew (bisect and nightly run one
 // matrix after another through one renderer).
 func (r *Renderer) end(t time.Time) {
-	defer func() {
-		r.build, r.cell, r.cells, r.builds, r.phases = nil, nil, cellTotals{}, 0, nil
-		r.began = time.Time{}
-	}()
+	defer r.reset()
 	phases := r.phases
 	parts := []string{}
 	if r.builds > 0 {
@@ -407,6 +410,12 @@ func (r *Renderer) end(t time.Time) {
 		text += "; slowest phase: " + slow.name + " " + Dur(slow.d)
 	}
 	r.line(text, false)
+}
+
+// reset forgets the work so far: the next event starts it anew.
+func (r *Renderer) reset() {
+	r.build, r.cell, r.cells, r.builds, r.phases = nil, nil, cellTotals{}, 0, nil
+	r.began = time.Time{}
 }
 
 // arm keeps a timer that redraws the status line while one is shown.

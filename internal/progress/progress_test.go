@@ -218,3 +218,14 @@ func (s *syncBuilder) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAbort: a failure takes the status line away, so the error is not
+// written after it, and prints no totals.
+func TestAbort(t *testing.T) {
+	var b strings.Builder
+	r := New(&b, Options{TTY: true, Now: clock(time.Second)})
+	Replay(r, []Event{{Kind: BuildStart, Task: "x", Log: "l"}, {Kind: Phase, Task: "x", Phase: "compile"}, {Kind: Abort}})
+	if !strings.HasSuffix(b.String(), "\r\x1b[K") || strings.Contains(b.String(), "total") {
+		t.Errorf("after abort: %q", b.String())
+	}
+}
