@@ -176,8 +176,11 @@ type Stat struct {
 	// number of pairs and this noise could have detected (α after Holm,
 	// 80 % power).
 	DetectablePct float64 `json:"-"`
-	// Look is the look (1-based) the verdict was reached at.
+	// Look is the look (1-based) the verdict was reached at, and Blocks,
+	// under a sequential design (--until-decided), how many interleaved
+	// blocks (pairs) it rests on: what the run needed to decide.
 	Look    int             `json:"look,omitempty"`
+	Blocks  int             `json:"blocks,omitempty"`
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
 	// Note explains the verdict when it needs it.
@@ -370,6 +373,9 @@ type Summary struct {
 	// Unreachable counts gated tests whose number of pairs can never
 	// reach the level after Holm.
 	Unreachable int `json:"unreachable"`
+	// Blocks, under a sequential design, is the most blocks a gated
+	// verdict of the commit rested on.
+	Blocks int `json:"blocks,omitempty"`
 }
 
 // MarshalJSON writes an infinite detectable change as null.
@@ -847,6 +853,9 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		return st, nil
 	}
 	why := a.metricMissing(in, c, g, vs)
+	if why == "" {
+		why = a.methodsDiffer(in, c, g, len(vs))
+	}
 	if len(vs) > 0 && len(in.base) > 0 {
 		bs := append([]float64(nil), in.base...)
 		slices.Sort(bs)
@@ -892,6 +901,50 @@ func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64
 		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: in.tier.Gated})
 	}
 	return why
+}
+
+// methodsDiffer refuses to compare a metric that depends on how it was
+// measured (results.Metric.MeasuredBy) when the baseline's and the
+// commit's cells in a configuration were not all measured by one method
+// (shards or a resumption run by different abtest versions, say): it
+// says why and adds the refusal to the report's incomplete list; ""
+// when one method measured them all.
+func (a *analyzer) methodsDiffer(in *rowInputs, c string, g *group, n int) string {
+	by := in.def.MeasuredBy
+	if by == "" {
+		return ""
+	}
+	bm, cm := methodsOf(in.bg, in.m, by), methodsOf(g, in.m, by)
+	if len(bm) == 0 || len(cm) == 0 || len(bm) == 1 && slices.Equal(bm, cm) {
+		return ""
+	}
+	why := fmt.Sprintf("%s measured by %s in %s and by %s in %s: different %s methods are not compared", in.m, strings.Join(bm, " and "), a.r.Baseline, strings.Join(cm, " and "), c, by)
+	a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: n, Planned: g.planned, Why: why, Gated: in.tier.Gated})
+	return why
+}
+
+// methodsOf lists, sorted, the methods of a kind that measured a
+// group's usable cells having the metric; "unrecorded" for cells that do
+// not say.
+func methodsOf(g *group, m string, by results.MeasuredBy) []string {
+	var out []string
+	if g == nil {
+		return out
+	}
+	for _, rec := range g.usable {
+		if _, ok := rec.Metrics[m]; !ok {
+			continue
+		}
+		name := rec.Method(by)
+		if name == "" {
+			name = "unrecorded"
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // judgeIncomplete gives an incomplete Stat its verdict, and the unpaired
@@ -975,7 +1028,7 @@ func (a *analyzer) mirrorVerdict(c string, ct *cellTest, row *Row, st *Stat) {
 	if src == nil {
 		return
 	}
-	st.Verdict, st.P, st.Look, st.Method = src.Verdict, src.P, src.Look, "as "+ct.mirror
+	st.Verdict, st.P, st.Look, st.Blocks, st.Method = src.Verdict, src.P, src.Look, src.Blocks, "as "+ct.mirror
 	st.MinEffectPct, st.DetectablePct = ct.t.minEffect, src.DetectablePct
 	st.Note = "one statistic with " + ct.mirror + ": tested once, as " + ct.mirror
 	if src.Verdict == results.Better || src.Verdict == results.Worse {
@@ -999,6 +1052,8 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 		st.Method = "exact"
 	case !t.paired:
 		st.Method = "unpaired"
+	case a.r.Sequential != nil:
+		st.Blocks = t.n
 	}
 	if t.verdict == results.Unknown {
 		st.DetectablePct = t.detectable()
@@ -1035,6 +1090,9 @@ func (a *analyzer) countVerdicts(c string, sum *Summary) {
 			if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
 				// A mirrored metric is the same answer again.
 				continue
+			}
+			if st.Gated {
+				sum.Blocks = max(sum.Blocks, st.Blocks)
 			}
 			switch st.Verdict {
 			case results.Better:

@@ -126,6 +126,9 @@ func (r *Report) writeSummary(w io.Writer) {
 			fmt.Fprintf(w, "  - %d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict\n", sm.Unreachable)
 		}
 		fmt.Fprintf(w, "  - tests: %d gated tests under Holm at α = %v (family-wise), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
+		if line := r.blocksLine(sm); line != "" {
+			fmt.Fprintf(w, "  - %s\n", line)
+		}
 		for _, g := range r.Geomeans {
 			if g.Commit != sm.Commit {
 				continue
@@ -137,6 +140,15 @@ func (r *Report) writeSummary(w io.Writer) {
 			fmt.Fprintf(w, "  - TPS geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s\n", g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, verdict)
 		}
 	}
+}
+
+// blocksLine says, under a sequential design, how many blocks a commit's
+// gated verdicts took: what --until-decided spent to decide.
+func (r *Report) blocksLine(sm Summary) string {
+	if r.Sequential == nil || sm.Blocks == 0 {
+		return ""
+	}
+	return fmt.Sprintf("until-decided: the gated verdicts took up to %d blocks per configuration (%d planned, at most %d)", sm.Blocks, r.Plan.Options.Repeats, r.Sequential.MaxRepeats)
 }
 
 // writeSummaryNotes ends the summary: the metrics not gated, the A/A
@@ -425,6 +437,9 @@ func verdictText(st Stat) string {
 		v += " (±" + pctAbs(st.MinEffectPct) + ")"
 	case results.Incomplete:
 		v += fmt.Sprintf(" (n=%d)", st.N)
+	}
+	if st.Blocks > 0 {
+		v += fmt.Sprintf(", after %d blocks", st.Blocks)
 	}
 	if st.Gated && st.Verdict != results.VerdictBaseline {
 		return v

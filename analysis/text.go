@@ -76,6 +76,9 @@ func (r *Report) writeTextSummary(w io.Writer) {
 		if sm.Unreachable > 0 {
 			wrap(w, "    ", "      ", fmt.Sprintf("%d gated tests have too few pairs to reach their level: more repeats are needed", sm.Unreachable))
 		}
+		if line := r.blocksLine(sm); line != "" {
+			wrap(w, "    ", "      ", line)
+		}
 	}
 }
 

@@ -50,6 +50,23 @@ func (t Tier) Rank() int {
 // Valid reports whether t is one of the declared tiers.
 func (t Tier) Valid() bool { return t == TierExact || t == TierBand || t == TierReport }
 
+// MeasuredBy names the kind of method a metric's value depends on
+// besides the server: cells whose methods of that kind differ measured
+// different things, and the analysis refuses to compare them
+// (Record.Method says each cell's).
+type MeasuredBy string
+
+const (
+	// ByLatency: the latency percentiles (completion intervals in a
+	// closed loop, pgbench's own latencies with -R).
+	ByLatency MeasuredBy = "latency"
+	// ByInstructions: instruction counts (valgrind or the CPU's counter).
+	ByInstructions MeasuredBy = "instructions"
+)
+
+// Valid reports whether b is empty (no method) or a declared kind.
+func (b MeasuredBy) Valid() bool { return b == "" || b == ByLatency || b == ByInstructions }
+
 // Metric defines one metric of a cell's Metrics map. The definitions are
 // written into plan.json, so results are judged by the rules they were
 // run under, not by today's.
@@ -67,6 +84,9 @@ type Metric struct {
 	// SameAs names a metric this one is a function of (latency_avg_ms is
 	// clients/tps in a closed loop): the two are one test, not two.
 	SameAs string `json:"same_as,omitempty"`
+	// MeasuredBy is the kind of method the value depends on, when it
+	// depends on one: cells measured differently are not compared.
+	MeasuredBy MeasuredBy `json:"measured_by,omitempty"`
 	// Doc says what the metric is.
 	Doc string `json:"doc"`
 }
@@ -104,6 +124,9 @@ func (m *Metric) UnmarshalJSON(data []byte) error {
 	}
 	if !m.Tier.Valid() {
 		return fmt.Errorf("metric %s: tier %q: want %s, %s or %s", m.Name, m.Tier, TierExact, TierBand, TierReport)
+	}
+	if !m.MeasuredBy.Valid() {
+		return fmt.Errorf("metric %s: measured_by %q: want %s or %s", m.Name, m.MeasuredBy, ByLatency, ByInstructions)
 	}
 	return nil
 }

@@ -63,6 +63,23 @@ type Record struct {
 	// Instr is its measurement.
 	Instructions bool       `json:"instructions,omitempty"`
 	Instr        *InstrInfo `json:"instr,omitempty"`
+	// LatencyMethod is where the cell's latency percentiles come from
+	// (a workload.LatencyMethod); cells of different methods are never
+	// compared.
+	LatencyMethod string `json:"latency_method,omitempty"`
+}
+
+// Method is how the cell measured the metrics of a kind: its latency
+// method, or its instruction counter; "" when the cell does not say
+// (results of an older abtest, or not that kind of cell).
+func (r *Record) Method(by MeasuredBy) string {
+	switch {
+	case by == ByLatency:
+		return r.LatencyMethod
+	case by == ByInstructions && r.Instr != nil:
+		return r.Instr.Method
+	}
+	return ""
 }
 
 // InstrInfo is how an instruction cell counted: cells counted by

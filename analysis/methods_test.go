@@ -1,0 +1,150 @@
+package analysis
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestLatencyMethodsNotCompared (issue 13 item 9): when the cells of a
+// configuration were not all measured by one latency method (the last
+// repeats of a commit came from a shard or resumption run by another
+// abtest version), its latency percentiles are refused there — an
+// incomplete verdict saying why, which gates — and compared as usual
+// where one method measured everything.
+func TestLatencyMethodsNotCompared(t *testing.T) {
+	in := loadFixture(t)
+	mixed := "select1/c8/cpuall/pgss.max=1000"
+	edit(in, func(r *results.Record) {
+		r.Metrics["latency_p50_ms"] = 0.2 * (1 + 0.01*float64(r.Repeat%3))
+		r.LatencyMethod = "completion-intervals"
+		if r.Config().ID() == mixed && r.Commit == "patch" && r.Repeat > 6 {
+			r.LatencyMethod = "pgbench-latency"
+		}
+	})
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused []Incomplete
+	for _, inc := range r.Incomplete {
+		if inc.Metric == "latency_p50_ms" {
+			refused = append(refused, inc)
+		}
+	}
+	want := "latency_p50_ms measured by completion-intervals in base and by completion-intervals and pgbench-latency in patch: different latency methods are not compared"
+	if len(refused) != 1 || refused[0].Config != mixed || refused[0].Why != want || !refused[0].Gated {
+		t.Fatalf("incomplete latency: %+v; want one, gated, in %s: %q", refused, mixed, want)
+	}
+	for _, row := range r.Rows {
+		if row.Metric != "latency_p50_ms" {
+			continue
+		}
+		st := row.Stats[1]
+		if got := st.Verdict == results.Incomplete; got != (row.Config == mixed) {
+			t.Errorf("%s: verdict %s (%s)", row.Config, st.Verdict, st.Note)
+		}
+		if row.Config == mixed && st.Note != want {
+			t.Errorf("%s: note %q", row.Config, st.Note)
+		}
+	}
+	// Without the regression elsewhere, the refusal alone gates: exit 3.
+	r.Regressions = nil
+	if err := r.Gate(); exitcode.Code(err) != exitcode.Infra || !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "latency_p50_ms") {
+		t.Errorf("gate: %v", err)
+	}
+	var md bytes.Buffer
+	r.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), want) {
+		t.Errorf("the markdown summary does not say why")
+	}
+}
+
+// TestInstructionMethodsNotCompared: instruction counts by valgrind and
+// by the CPU's counter in one comparison are refused in the metric rows
+// too, not only in the instruction table.
+func TestInstructionMethodsNotCompared(t *testing.T) {
+	for _, mixed := range []bool{false, true} {
+		in := input([]float64{1, 1, 1, 1, 1, 1, 1, 1}, []float64{1, 1, 1, 1, 1, 1, 1, 1})
+		edit(in, func(r *results.Record) {
+			r.Metrics["instructions_per_tx"] = 35000
+			r.Instr = &results.InstrInfo{Method: "valgrind-callgrind"}
+			if mixed && r.Commit == "patch" && r.Repeat%2 == 0 {
+				r.Instr.Method = "perf-stat"
+			}
+		})
+		r, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range r.Rows {
+			if row.Metric != "instructions_per_tx" {
+				continue
+			}
+			st := row.Stats[1]
+			if (st.Verdict == results.Incomplete) != mixed || mixed && !strings.Contains(st.Note, "by perf-stat and valgrind-callgrind in patch") {
+				t.Errorf("mixed %v: %s (%s)", mixed, st.Verdict, st.Note)
+			}
+		}
+	}
+}
+
+// TestSequentialBlocksReported: under --until-decided the report says
+// how many blocks a verdict took. A 20 % TPS drop at 2 % noise, planned
+// 4 repeats, at most 16, one gated test: the sign-flip test's smallest p
+// (2/2ⁿ) first passes the Pocock-type per-look level at 13 pairs (look
+// 10), so the verdict is worse after 13 blocks, in the stat, the
+// summary, the markdown and the text; a fixed design says nothing of
+// blocks.
+func TestSequentialBlocksReported(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	base := noisy(rng, 16, 50000, 0.02)
+	patch := make([]float64, len(base))
+	for i, b := range base {
+		patch[i] = 0.8 * b * (1 + 0.02*rng.NormFloat64())
+	}
+	in := input(base, patch)
+	in.Plan.Options.Repeats, in.Plan.Options.Workloads = 4, []string{"select1"}
+	r, err := Analyze(in, Options{Sequential: Sequential{Step: 1, MaxRepeats: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tpsStat(t, r)
+	if st.Verdict != results.Worse || st.Blocks != 13 || st.Look != 10 || r.Summaries[0].Blocks != 13 {
+		t.Fatalf("tps: %s after %d blocks at look %d, summary %d; want worse after 13 at look 10", st.Verdict, st.Blocks, st.Look, r.Summaries[0].Blocks)
+	}
+	var md, text bytes.Buffer
+	r.WriteMarkdown(&md)
+	r.WriteText(&text)
+	line := "until-decided: the gated verdicts took up to 13 blocks per configuration (4 planned, at most 16)"
+	for name, out := range map[string]string{"markdown": md.String(), "text": strings.Join(strings.Fields(text.String()), " ")} {
+		if !strings.Contains(out, line) || !strings.Contains(out, "worse, after 13 blocks") {
+			t.Errorf("%s lacks the blocks:\n%s", name, out)
+		}
+	}
+	fixed, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fmd bytes.Buffer
+	fixed.WriteMarkdown(&fmd)
+	if tpsStat(t, fixed).Blocks != 0 || strings.Contains(fmd.String(), "blocks per configuration") {
+		t.Errorf("a fixed design reports blocks")
+	}
+}
+
+func tpsStat(t *testing.T, r *Report) Stat {
+	t.Helper()
+	for _, row := range r.Rows {
+		if row.Metric == "tps" {
+			return row.Stats[1]
+		}
+	}
+	t.Fatal("no tps row")
+	return Stat{}
+}
