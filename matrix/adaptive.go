@@ -31,12 +31,19 @@ func (r *run) adaptive(ctx context.Context) error {
 			return err
 		}
 		configs := r.configsOf(undecided)
-		if len(configs) == 0 {
+		if len(configs) == 0 && top < o.MaxRepeats {
 			r.deps.printf("until-decided: every configuration decided after %d repeats\n", top)
 			return nil
 		}
 		if top >= o.MaxRepeats {
-			r.deps.printf("until-decided: %d configuration(s) still undecided at --max-repeats %d\n", len(configs), o.MaxRepeats)
+			// At the last look nothing is "undecided" (no look is left
+			// to decide it): say where the run stopped, not that it
+			// decided.
+			if len(configs) == 0 {
+				r.deps.printf("until-decided: stopped at --max-repeats %d, the last look; the report has the verdicts\n", o.MaxRepeats)
+			} else {
+				r.deps.printf("until-decided: %d configuration(s) still undecided at --max-repeats %d\n", len(configs), o.MaxRepeats)
+			}
 			return nil
 		}
 		if configs, err = r.withinBudget(configs); err != nil || len(configs) == 0 {
