@@ -562,6 +562,9 @@ type cellTest struct {
 	row    int
 	stat   int
 	exact  bool
+	// observed: exact only because the baseline never varied here (the
+	// metric is declared banded).
+	observed bool
 	gated  bool
 	mirror string
 }
@@ -873,7 +876,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	// Complete: every repeat of both commits is usable, so the blocks
 	// pair.
 	pb, pc := pairs(in.bg, g, in.m)
-	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, exact: in.tier.Tier == results.TierExact}
+	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
 	me := a.minEffect[in.m][in.id]
 	if ct.exact {
 		ct.t = newTest(in.def, me, in.base, vs, false)
@@ -1000,7 +1003,7 @@ func (a *analyzer) runTests(c string, sum *Summary) {
 		case ct.mirror != "":
 			sum.Mirrored++
 		case ct.exact:
-			exactVerdict(ct.t)
+			exactVerdict(ct.t, ct.observed)
 			if ct.gated {
 				sum.Exact++
 			}
@@ -1069,6 +1072,9 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 		if t.undecided {
 			a.undecided[row.Config] = true
 		}
+	}
+	if ct.exact && ct.observed && t.verdict == results.Unknown {
+		st.Note = "constant on the baseline, but only some of this commit's cells differ from it: an event, not a shift"
 	}
 	if t.significant && t.verdict == results.Same && t.paired {
 		st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)

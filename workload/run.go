@@ -436,6 +436,12 @@ func (r *Runner) outDir(s Spec) (dir string, cleanup func(), err error) {
 // pg_stat_statements (unless s.NoReset) and takes the sampler's and the
 // probe's first readings.
 func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, s Spec) (Counters, error) {
+	// abtest's own earlier connections to db (the warm-up's) are closed,
+	// but their backends exit asynchronously: under load one was still
+	// listed when the measurement began and the cell lost its probe
+	// counters (the from-source A/A run: 3 of 24 cells at load ~8).
+	// Wait for them, briefly, before noting who else uses db.
+	r.waitBackendsGone(ctx, conn, db, "abtest", 2*time.Second)
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return Counters{}, exitcode.Failure(err)
 	}
@@ -506,7 +512,7 @@ func (r *Runner) runPgbench(ctx context.Context, cmd proc.Cmd, sm *sampler, res 
 func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, before Counters, res *Result) error {
 	// The probe's second reading: after pgbench's backends are gone, so
 	// their statistics are flushed.
-	r.waitBackendsGone(ctx, conn, db)
+	r.waitBackendsGone(ctx, conn, db, "pgbench", 10*time.Second)
 	after, err := readCounters(ctx, conn, sv)
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
@@ -663,13 +669,14 @@ WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid
 	return rows.Err()
 }
 
-// waitBackendsGone waits (up to 10 s) until pgbench's backends have
-// exited: a backend flushes its statistics as it exits.
-func (r *Runner) waitBackendsGone(ctx context.Context, conn *pgx.Conn, db string) {
-	deadline := time.Now().Add(10 * time.Second)
+// waitBackendsGone waits (up to wait) until the backends of app on db,
+// other than conn's, have exited: a backend flushes its statistics as it
+// exits, and leaves pg_stat_activity some time after its client closed.
+func (r *Runner) waitBackendsGone(ctx context.Context, conn *pgx.Conn, db, app string, wait time.Duration) {
+	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		var n int
-		err := conn.QueryRow(ctx, marker+` SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pgbench'`, db).Scan(&n)
+		err := conn.QueryRow(ctx, marker+` SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 AND pid <> pg_backend_pid()`, db, app).Scan(&n)
 		if err != nil || n == 0 {
 			return
 		}

@@ -181,6 +181,38 @@ func TestForeignBackendIsReported(t *testing.T) {
 	}
 }
 
+// TestExitingBackendIsNotForeign: an abtest connection to the database
+// that closes as the measurement begins (the warm-up's, whose backend
+// exits after its client left) is waited for, not taken for a foreign
+// client: the probe counters stay.
+func TestExitingBackendIsNotForeign(t *testing.T) {
+	st, install := startCluster(t, 5000)
+	ctx := context.Background()
+	cfg, _ := pgx.ParseConfig(st.ConnString(cluster.Database))
+	cfg.RuntimeParams["application_name"] = "abtest"
+	warm, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		warm.Close(ctx)
+		close(closed)
+	}()
+	w, _ := Builtin("select1")
+	s := spec(st, install, w)
+	s.Duration = time.Second
+	res, err := runner().Run(ctx, s)
+	<-closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Probe == nil {
+		t.Errorf("an exiting abtest backend cost the probe: %v", res.Warnings)
+	}
+}
+
 func TestServerErrors(t *testing.T) {
 	w, _ := Builtin("select1")
 	sock := t.TempDir()

@@ -173,3 +173,44 @@ func TestSequentialTierCountsReachablePairs(t *testing.T) {
 		}
 	}
 }
+
+// TestObservedExactNeedsAShift: a banded metric that never varied on
+// the baseline (WAL records of a read-only workload: 0) is not called
+// worse for background WAL in one candidate cell — an event, unknown —
+// but is when every candidate cell has it; a declared counter
+// (failed_tx) is called on a single cell as before.
+func TestObservedExactNeedsAShift(t *testing.T) {
+	for _, tc := range []struct {
+		metric string
+		cand   []float64
+		want   results.Verdict
+	}{
+		{"wal_records_per_tx", []float64{0, 0, 0, 0.001, 0, 0, 0, 0}, results.Unknown},
+		{"wal_records_per_tx", []float64{0.5, 0.5, 0.4, 0.5, 0.5, 0.6, 0.5, 0.5}, results.Worse},
+		{"failed_tx", []float64{0, 0, 0, 3, 0, 0, 0, 0}, results.Worse},
+	} {
+		in := input([]float64{1, 1, 1, 1, 1, 1, 1, 1}, []float64{1, 1, 1, 1, 1, 1, 1, 1})
+		edit(in, func(r *results.Record) {
+			r.Metrics[tc.metric] = 0
+			if r.Commit == "patch" {
+				r.Metrics[tc.metric] = tc.cand[r.Repeat-1]
+			}
+		})
+		r, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range r.Rows {
+			if row.Metric != tc.metric {
+				continue
+			}
+			st := row.Stats[1]
+			if st.Verdict != tc.want || st.Method != "exact" || tc.want == results.Unknown && !strings.Contains(st.Note, "an event, not a shift") {
+				t.Errorf("%s %v: %s by %s (%s); want %s", tc.metric, tc.cand, st.Verdict, st.Method, st.Note, tc.want)
+			}
+		}
+		if regressed := len(r.Regressions) > 0; regressed != (tc.want == results.Worse) {
+			t.Errorf("%s %v: regressions %+v", tc.metric, tc.cand, r.Regressions)
+		}
+	}
+}
