@@ -558,15 +558,15 @@ type analyzer struct {
 // cellTest is one test of a commit × configuration × metric, and the
 // Stat its verdict goes to.
 type cellTest struct {
-	t      *test
-	row    int
-	stat   int
-	exact  bool
+	t     *test
+	row   int
+	stat  int
+	exact bool
 	// observed: exact only because the baseline never varied here (the
 	// metric is declared banded).
 	observed bool
-	gated  bool
-	mirror string
+	gated    bool
+	mirror   string
 }
 
 // newAnalyzer checks the options against the plan and starts the report.
