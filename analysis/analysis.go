@@ -791,6 +791,15 @@ func (a *analyzer) measureTiers() {
 			}
 		}
 		t := measureTier(def, contains(o.Gate, m), th, spreads, pairs, o.Alpha)
+		if t.Tier == results.TierExact {
+			// A counter's bar is its threshold: exactVerdict weighs a
+			// varying baseline itself (one failed transaction in a
+			// baseline cell made failed_tx's noise bar infinite, and 5 000
+			// failures a cell passed).
+			for id := range a.minEffect[m] {
+				a.minEffect[m][id] = th
+			}
+		}
 		a.tiers[m] = t
 		r.Tiers = append(r.Tiers, t)
 	}
@@ -1003,7 +1012,7 @@ func (a *analyzer) runTests(c string, sum *Summary) {
 		case ct.mirror != "":
 			sum.Mirrored++
 		case ct.exact:
-			exactVerdict(ct.t, ct.observed)
+			exactVerdict(ct.t, ct.observed, a.o.Alpha)
 			if ct.gated {
 				sum.Exact++
 			}

@@ -214,3 +214,45 @@ func TestObservedExactNeedsAShift(t *testing.T) {
 		}
 	}
 }
+
+// TestVaryingCounterNeedsEvidence: a declared counter whose baseline
+// varied (statements_per_tx on churn when pg_stat_statements evicts:
+// ±0.4 %) is not called on 2 + 2 repeats where both candidate values
+// happen to lie above the baseline's (a third of A/A runs), but is when
+// every one of 5 lies beyond it (p = 2/252); failed_tx of 0, 0, 1, 0, 0
+// against 5 000 a cell is called worse.
+func TestVaryingCounterNeedsEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		metric     string
+		base, cand []float64
+		want       results.Verdict
+	}{
+		{"statements_per_tx", []float64{1.0010, 1.0020}, []float64{1.0045, 1.0030}, results.Unknown},
+		{"statements_per_tx", []float64{1.0010, 1.0020, 1.0015, 1.0012, 1.0018}, []float64{1.05, 1.06, 1.05, 1.04, 1.05}, results.Worse},
+		{"failed_tx", []float64{0, 0, 1, 0, 0}, []float64{5000, 5100, 4900, 5000, 5050}, results.Worse},
+	} {
+		ones := make([]float64, len(tc.base))
+		for i := range ones {
+			ones[i] = 100
+		}
+		in := input(ones, ones)
+		edit(in, func(r *results.Record) {
+			if r.Commit == "patch" {
+				r.Metrics[tc.metric] = tc.cand[r.Repeat-1]
+			} else {
+				r.Metrics[tc.metric] = tc.base[r.Repeat-1]
+			}
+		})
+		r, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range r.Rows {
+			if row.Metric == tc.metric {
+				if st := row.Stats[1]; st.Verdict != tc.want || st.Method != "exact" {
+					t.Errorf("%s %v vs %v: %s by %s (p %v); want %s", tc.metric, tc.base, tc.cand, st.Verdict, st.Method, st.P, tc.want)
+				}
+			}
+		}
+	}
+}
