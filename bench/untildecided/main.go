@@ -22,19 +22,21 @@ import (
 func main() {
 	runs := flag.Int("runs", 200, "simulated runs per design")
 	effect := flag.Float64("effect", -0.03, "true TPS change of the candidate")
-	r0 := flag.Int("r", 10, "planned repeats (the first look)")
-	step := flag.Int("step", 10, "blocks per extra look")
+	r0 := flag.Int("r", 8, "planned repeats (the first look; matrix -r's default)")
+	step := flag.Int("step", 1, "blocks per extra look (matrix --until-decided looks after every block)")
 	maxR := flag.Int("max-repeats", 200, "most repeats")
-	cellWall := flag.Duration("cell", 40*time.Second, "wall time of one cell (30 s measured + restart, warm-up, probes)")
+	cellWall := flag.Duration("cell", 35300*time.Millisecond, "wall time of one cell: matrix's default 30 s measured and 5 s warm-up, plus 0.2–0.4 s of restart and probes (measured on 1–3 s cells at load ~8)")
+	modes := flag.Float64("mode", 0.055, "the two modes of a cell's TPS, ± this fraction")
+	sd := flag.Float64("sd", 0.025, "Gaussian noise of a cell's TPS around its mode, a fraction")
 	flag.Parse()
 
 	rng := rand.New(rand.NewSource(1))
 	cell := func(mult float64) float64 {
-		mode := 0.055
+		mode := *modes
 		if rng.Intn(2) == 0 {
 			mode = -mode
 		}
-		return 50000 * mult * (1 + mode + 0.025*rng.NormFloat64())
+		return 50000 * mult * (1 + mode + *sd*rng.NormFloat64())
 	}
 	verdict := func(in *analysis.Input, o analysis.Options) (*analysis.Report, results.Verdict) {
 		r, err := analysis.Analyze(in, o)
