@@ -286,8 +286,10 @@ func itoa(n int) string {
 }
 
 // TestMatrixFromSourcePG15 is the issue's end-to-end run: the PostgreSQL
-// 15 tree built twice (base, and base with the demo patch), 2 × 2 × 2 × 2
-// cells, alternating, and the patch visible in pgss_deallocs on churn.
+// 15 tree built twice (base, and base with the demo patch), 3 × 2 × 2 × 2
+// cells with an A/A arm on base's build, alternating, and the patch
+// visible in pgss_deallocs on churn. The A/A arm gates nothing
+// (aaGatesNothing, issue 13).
 func TestMatrixFromSourcePG15(t *testing.T) {
 	src := testenv.PG15Source(t)
 	testenv.RequireTools(t, "cc", "make")
@@ -300,14 +302,14 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), "demo.patch")
 	os.WriteFile(patch, demo.Patch, 0o644)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "e2e")
-	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base,patch=base+"+patch, "-W", "pg15-%c",
-		"-c", "2,4", "-w", "select1,churn", "-d", "3", "-r", "2", "-m", "1000", "--warmup", "1", "-o", out)
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base,patch=base+"+patch+",aa=base", "-W", "pg15-%c",
+		"-c", "2,4", "-w", "select1,churn", "-d", "3", "-r", "2", "-m", "1000", "--warmup", "1", "-o", out, "--fail-on-regression")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	recs := records(t, out)
-	if len(recs) != 2*2*2*2 {
-		t.Fatalf("%d cells, want 16", len(recs))
+	if len(recs) != 3*2*2*2 {
+		t.Fatalf("%d cells, want 24", len(recs))
 	}
 	plan, _ := results.ReadPlan(out)
 	for i, r := range recs {
@@ -315,11 +317,12 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 			t.Errorf("cell %d = %s (%s %s), plan says %s", i, r.Cell, r.Status, r.Error, plan.Cells[i].ID)
 		}
 	}
-	for i := 0; i+1 < len(recs); i += 2 {
-		if recs[i].Commit == recs[i+1].Commit {
-			t.Errorf("cells %d and %d are both %s: commits do not alternate", i, i+1, recs[i].Commit)
+	for i := 0; i+2 < len(recs); i += 3 {
+		if a, b, c := recs[i].Commit, recs[i+1].Commit, recs[i+2].Commit; a == b || b == c || a == c {
+			t.Errorf("cells %d to %d are %s, %s, %s: commits do not alternate", i, i+2, a, b, c)
 		}
 	}
+	aaGatesNothing(t, out, stdout)
 	dealloc := map[string]float64{}
 	for _, r := range recs {
 		if r.Workload == "churn" {

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/testbuild"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+// busyLoop is the iteration count of the busy loop the slowed build runs
+// in every exec_simple_query. The 500 iterations of workload/testdata's
+// patch (~0.2 µs) are made for instruction counts and are lost in TPS
+// noise. 50 000 (+135 % server CPU per transaction, TPS −35 %) was not
+// enough under the suite's load on this 2-core VM: base TPS swung from
+// 6 900 to 52 000 between 1 s cells (5 other engineers building), and 2
+// of 16 blocks went the wrong way by more than the slowdown. At 300 000
+// select1's TPS falls by 78 % (4.5×, server CPU per transaction +639 %,
+// at load ~8), so a block flips only when the load changes that much
+// within its 4 s; the run decided after 14 blocks.
+const busyLoop = 300000
+
+// busyPatch writes the instruction tests' patch with a busyLoop-long
+// loop: the same hunk, so it applies where that one does.
+func busyPatch(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../workload/testdata/slow_exec_simple_query.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "i < 500;", "i < "+strconv.Itoa(busyLoop)+";", 1)
+	if text == string(data) {
+		t.Fatal("the slow_exec_simple_query patch no longer has its 500-iteration loop")
+	}
+	path := filepath.Join(t.TempDir(), "busy_exec_simple_query.patch")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestUntilDecidedSlowedBuild (issue 13): PostgreSQL 15 from source
+// against the same tree with a busy loop in exec_simple_query, on
+// select1, starting at 4 repeats (where the sign-flip test cannot reach
+// α) with --until-decided: the run adds blocks until the TPS verdict is
+// worse, --fail-on-regression exits 1, and the console and report.md say
+// after how many blocks.
+func TestUntilDecidedSlowedBuild(t *testing.T) {
+	testenv.RequireTools(t, "cc", "make")
+	env := matrixEnv(t)
+	e := testbuild.PG15(t)
+	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release}).Info.Install
+	// The loop count is in the name: testbuild patches a worktree once,
+	// so another count needs another worktree.
+	slow := e.Build(t, "pg15-busy-exec-"+strconv.Itoa(busyLoop), "base", []string{busyPatch(t)}, build.Options{Type: build.Release}).Info.Install
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "slowed")
+	const maxRepeats = 20
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base=install:"+base+",slow=install:"+slow,
+		"-c", "2", "-w", "select1", "-r", "4", "--until-decided", "--max-repeats", strconv.Itoa(maxRepeats),
+		"-d", "1", "--warmup", "1", "-o", out, "--sample-every", "1s", "--fail-on-regression")
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	if code != 1 || !strings.Contains(stderr, "slow select1") {
+		t.Errorf("exit %d, stderr %q; want 1 (a regression) naming slow on select1", code, stderr)
+	}
+	m := regexp.MustCompile(`until-decided: every configuration decided after (\d+) repeats`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("the console does not say when the run was decided:\n%s", stdout)
+	}
+	blocks, _ := strconv.Atoi(m[1])
+	if blocks <= 4 || blocks >= maxRepeats {
+		t.Errorf("decided after %d blocks; want more than the planned 4 and fewer than --max-repeats %d", blocks, maxRepeats)
+	}
+	var rep analysis.Report
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	var tps *analysis.Stat
+	for _, row := range rep.Rows {
+		if row.Metric == "tps" {
+			tps = &row.Stats[1]
+		}
+	}
+	if tps == nil || tps.Verdict != results.Worse || !tps.Gated || tps.Blocks < 5 || tps.Blocks > blocks {
+		t.Fatalf("select1 tps: %+v; want a gated worse after 5 to %d blocks", tps, blocks)
+	}
+	for _, c := range rep.Regressions {
+		t.Logf("regression: %s %s %+.1f %% (p %.3g)", c.Commit, c.Metric, c.DeltaPct, c.P)
+	}
+	t.Logf("slowed build: TPS worse after %d blocks (look %d)", tps.Blocks, tps.Look)
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if want := "worse, after " + strconv.Itoa(tps.Blocks) + " blocks"; !strings.Contains(string(md), want) {
+		t.Errorf("report.md lacks %q", want)
+	}
+	if !strings.Contains(stdout, "until-decided: ") || !strings.Contains(string(md), "until-decided: ") {
+		t.Errorf("no until-decided line in the summaries")
+	}
+	if n := len(records(t, out)); n != 2*blocks {
+		t.Errorf("%d cells, want %d (%d blocks of 2)", n, 2*blocks, blocks)
+	}
+}
+
+// TestGateUnknownMetricWritesNothing (issue 13, bad input): --gate of a
+// metric no plan defines is one line and exit 2 from matrix and
+// analyze, and the matrix creates nothing (no results, data or install
+// directory) before refusing. --max-repeats below -r and a --budget
+// shorter than one block are TestFlagGapsExit2's.
+func TestGateUnknownMetricWritesNothing(t *testing.T) {
+	env := matrixEnv(t)
+	install := testenv.PGInstall(t)
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "gate")
+	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
+		"-c", "1", "-w", "select1", "-r", "2", "-d", "1", "--warmup", "0", "-o", out, "--gate", "nosuch")
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch: unknown metric") {
+		t.Errorf("matrix: exit %d, stderr %q; want 2, one line\n%s", code, stderr, stdout)
+	}
+	for _, d := range []string{env["BENCH_RESULTS_DIR"], env["PG_DATA_DIR"], env["PG_INSTALL_DIR"], env["PG_WORKTREES_DIR"]} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("a refused --gate created %s", d)
+		}
+	}
+	dir := t.TempDir()
+	plan := []byte(`{"version":2,"commits":[{"label":"a","build":"a"},{"label":"b","build":"b"}],"baseline":"a"}`)
+	os.WriteFile(filepath.Join(dir, results.PlanFile), plan, 0o644)
+	report := filepath.Join(t.TempDir(), "r.md")
+	code, stdout, stderr = abtest(t, env, "analyze", "--gate", "nosuch", "-o", report, dir)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch") || stdout != "" {
+		t.Errorf("analyze: exit %d, stdout %q, stderr %q; want 2 and one line", code, stdout, stderr)
+	}
+	if _, err := os.Stat(report); err == nil {
+		t.Error("analyze --gate nosuch wrote its report")
+	}
+}
+
+// aaGatesNothing checks the A/A arm "aa" (base's own build) of a
+// finished run whose --fail-on-regression exit 0 the caller checked
+// (issue 13): the report knows the arms for an A/A pair, no verdict of
+// aa is better, worse or incomplete, no regression or incomplete entry
+// names it, the console says so, and every cell recorded the same
+// latency method. At 2 repeats the banded metrics
+// cannot be called (the summary counts them unreachable); what can fire
+// is the exact counters (failed_tx, statements_per_tx, …) and a missing
+// metric or cell, the false alarms of the first fail-closed runs.
+func aaGatesNothing(t *testing.T, out, stdout string) {
+	t.Helper()
+	var rep analysis.Report
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	if rep.AA == nil || !slices.Contains(rep.AA.Arms, "aa") {
+		t.Errorf("the report does not call base and aa an A/A pair: %+v", rep.AA)
+	}
+	found := false
+	for _, s := range rep.Summaries {
+		if s.Commit == "aa" {
+			found = true
+			t.Logf("A/A summary: %+v", s)
+			if s.Better+s.Worse+s.Incomplete != 0 {
+				t.Errorf("A/A: %d better, %d worse, %d incomplete; want none", s.Better, s.Worse, s.Incomplete)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no summary for the A/A arm")
+	}
+	for _, row := range rep.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == "aa" && st.Verdict != results.Same && st.Verdict != results.Unknown {
+				t.Errorf("A/A %s %s: %s (%s)", row.Config, row.Metric, st.Verdict, st.Note)
+			}
+		}
+	}
+	for _, c := range rep.Regressions {
+		if c.Commit == "aa" {
+			t.Errorf("A/A regression: %+v", c)
+		}
+	}
+	for _, in := range rep.Incomplete {
+		if in.Commit == "aa" {
+			t.Errorf("A/A incomplete: %+v", in)
+		}
+	}
+	// Every cell says how it measured latency, and all alike: the
+	// analysis compares them (it refuses mixed methods).
+	for _, r := range records(t, out) {
+		if r.LatencyMethod != "completion-intervals" {
+			t.Errorf("cell %s: latency method %q", r.Cell, r.LatencyMethod)
+		}
+	}
+	if !regexp.MustCompile(`aa vs base: (no change [^;]*; )?0 better, 0 worse,`).MatchString(strings.Join(strings.Fields(stdout), " ")) {
+		t.Errorf("the console summary of the A/A arm:\n%s", stdout)
+	}
+}
