@@ -611,10 +611,10 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 func (a *analyzer) sequentialDesign() error {
 	p := a.p
 	if a.o.Sequential == (Sequential{}) && p.Options.UntilDecided {
-		// The plan says how the run looked: one extra block per look
-		// (matrix --until-decided), so a re-analysis spends α as the run
-		// did.
-		a.o.Sequential = Sequential{Step: 1, MaxRepeats: p.Options.MaxRepeats}
+		// The plan says how the run looked: UntilStep extra blocks per
+		// look (1 before it was recorded), so a re-analysis spends α as
+		// the run did.
+		a.o.Sequential = Sequential{Step: max(1, p.Options.UntilStep), MaxRepeats: p.Options.MaxRepeats}
 		if a.o.Sequential.MaxRepeats == 0 {
 			a.o.Sequential.MaxRepeats = 2 * p.Options.Repeats
 		}

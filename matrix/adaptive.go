@@ -10,10 +10,10 @@ import (
 )
 
 // adaptive runs --until-decided: after the planned repeats (and after
-// every extra repeat) it asks the Decider which configurations are still
-// undecided, and appends one more interleaved block for each of them as a
-// new repeat, written to plan.json before it runs, so that a resume
-// continues where the run stopped. It ends when everything is decided,
+// every look's extra repeats) it asks the Decider which configurations
+// are still undecided, and appends the next UntilStep interleaved blocks
+// of each as new repeats, written to plan.json before they run, so that
+// a resume continues where the run stopped. It ends when everything is decided,
 // at the maximum repeats, or when the next blocks would exceed the
 // budget.
 func (r *run) adaptive(ctx context.Context) error {
@@ -24,9 +24,10 @@ func (r *run) adaptive(ctx context.Context) error {
 	if r.deps.Decide == nil {
 		return exitcode.Failure(fmt.Errorf("matrix: the plan has --until-decided but the caller gave no decision rule"))
 	}
+	step := max(1, o.UntilStep)
 	for {
 		top := maxRepeat(r.plan)
-		undecided, err := r.deps.Decide(r.dir, top-o.Repeats+1)
+		undecided, err := r.deps.Decide(r.dir, (top-o.Repeats+step-1)/step+1)
 		if err != nil {
 			return err
 		}
@@ -46,13 +47,16 @@ func (r *run) adaptive(ctx context.Context) error {
 			}
 			return nil
 		}
-		if configs, err = r.withinBudget(configs); err != nil || len(configs) == 0 {
+		next := min(top+step, o.MaxRepeats)
+		if configs, err = r.withinBudget(configs, next-top); err != nil || len(configs) == 0 {
 			return err
 		}
-		r.deps.printf("until-decided: %d configuration(s) undecided after %d repeats: repeat %d\n", len(configs), top, top+1)
+		r.deps.printf("until-decided: %d configuration(s) undecided after %d repeats: %s\n", len(configs), top, repeatRange(top+1, next))
 		first := len(r.plan.Cells)
-		for _, c := range configs {
-			appendBlock(r.plan, c, top+1)
+		for rep := top + 1; rep <= next; rep++ {
+			for _, c := range configs {
+				appendBlock(r.plan, c, rep)
+			}
 		}
 		if err := results.WritePlan(r.dir, r.plan); err != nil {
 			return exitcode.Failure(err)
@@ -63,9 +67,18 @@ func (r *run) adaptive(ctx context.Context) error {
 	}
 }
 
-// withinBudget keeps as many configurations as the budget left for extra
-// blocks still fits (all of them without a budget).
-func (r *run) withinBudget(configs []indexed) ([]indexed, error) {
+// repeatRange names the repeats a look adds.
+func repeatRange(from, to int) string {
+	if from == to {
+		return fmt.Sprintf("repeat %d", from)
+	}
+	return fmt.Sprintf("repeats %d–%d", from, to)
+}
+
+// withinBudget keeps as many configurations as the budget left for
+// their next blocks (blocks each) still fits (all of them without a
+// budget).
+func (r *run) withinBudget(configs []indexed, blocks int) ([]indexed, error) {
 	budget := time.Duration(r.plan.Options.BudgetS * float64(time.Second))
 	if budget <= 0 {
 		return configs, nil
@@ -80,7 +93,7 @@ func (r *run) withinBudget(configs []indexed) ([]indexed, error) {
 			spent += rec.WallS
 		}
 	}
-	block := time.Duration(len(r.plan.Commits)) * cellTime(r.plan)
+	block := time.Duration(len(r.plan.Commits)*blocks) * cellTime(r.plan)
 	left := budget - time.Duration(spent*float64(time.Second))
 	n := min(len(configs), int(max(0, left/block)))
 	if n == 0 {

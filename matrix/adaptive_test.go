@@ -104,3 +104,43 @@ func TestRunUntilDecided(t *testing.T) {
 		t.Errorf("looks on resume %v, want [3]", looks)
 	}
 }
+
+// TestRunUntilDecidedSteps: a look adds -r blocks, not one (the looks
+// share α: fewer looks keep more of it each), interleaved repeat by
+// repeat, and the plan records the step for the analysis.
+func TestRunUntilDecidedSteps(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 2, Duration: time.Second, Protocol: "simple",
+		Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 5},
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looks []int
+	deps.Decide = func(dir string, look int) ([]string, error) {
+		looks = append(looks, look)
+		return []string{plan.Configs[0].ID()}, nil // never decided
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	stored, _ := results.ReadPlan(dir)
+	var reps []int
+	for _, c := range stored.Cells {
+		reps = append(reps, c.Repeat)
+	}
+	if stored.Options.UntilStep != 2 || !slices.Equal(reps, []int{1, 1, 2, 2, 3, 3, 4, 4, 5, 5}) || !slices.Equal(looks, []int{1, 2, 3}) {
+		t.Errorf("step %d, repeats %v, looks %v", stored.Options.UntilStep, reps, looks)
+	}
+	for _, want := range []string{"undecided after 2 repeats: repeats 3–4", "undecided after 4 repeats: repeat 5", "1 configuration(s) still undecided at --max-repeats 5"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

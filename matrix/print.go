@@ -92,7 +92,7 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		(bd + cells).Round(time.Second), bd.Round(time.Second), strings.Join(ks, ", "), cells.Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead, instr)
 	if p.Options.UntilDecided {
 		cells, d := WorstCase(p)
-		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats", cells, (d + bd).Round(time.Second), p.Options.MaxRepeats)
+		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats, a look every %d blocks", cells, (d + bd).Round(time.Second), p.Options.MaxRepeats, max(1, p.Options.UntilStep))
 		if p.Options.BudgetS > 0 {
 			fmt.Fprintf(w, ", extra blocks within %s", time.Duration(p.Options.BudgetS*float64(time.Second)))
 		}

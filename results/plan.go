@@ -165,6 +165,9 @@ type PlanOpts struct {
 	UntilDecided bool    `json:"until_decided,omitempty"`
 	MaxRepeats   int     `json:"max_repeats,omitempty"`
 	BudgetS      float64 `json:"budget_s,omitempty"`
+	// UntilStep is how many blocks each look adds (the planned repeats);
+	// 0, in the plans of earlier versions, means 1.
+	UntilStep int `json:"until_step,omitempty"`
 
 	// Instructions adds an instruction cell per commit, workload and
 	// settings (matrix --instructions); InstructionsOnly plans no timed

@@ -23,12 +23,15 @@ func main() {
 	runs := flag.Int("runs", 200, "simulated runs per design")
 	effect := flag.Float64("effect", -0.03, "true TPS change of the candidate")
 	r0 := flag.Int("r", 8, "planned repeats (the first look; matrix -r's default)")
-	step := flag.Int("step", 1, "blocks per extra look (matrix --until-decided looks after every block)")
+	step := flag.Int("step", 0, "blocks per extra look; 0: -r, as matrix --until-decided does")
 	maxR := flag.Int("max-repeats", 200, "most repeats")
 	cellWall := flag.Duration("cell", 35300*time.Millisecond, "wall time of one cell: matrix's default 30 s measured and 5 s warm-up, plus 0.2–0.4 s of restart and probes (measured on 1–3 s cells at load ~8)")
 	modes := flag.Float64("mode", 0.055, "the two modes of a cell's TPS, ± this fraction")
 	sd := flag.Float64("sd", 0.025, "Gaussian noise of a cell's TPS around its mode, a fraction")
 	flag.Parse()
+	if *step == 0 {
+		*step = *r0
+	}
 
 	rng := rand.New(rand.NewSource(1))
 	cell := func(mult float64) float64 {
@@ -38,20 +41,6 @@ func main() {
 		}
 		return 50000 * mult * (1 + mode + *sd*rng.NormFloat64())
 	}
-	verdict := func(in *analysis.Input, o analysis.Options) (*analysis.Report, results.Verdict) {
-		r, err := analysis.Analyze(in, o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(3)
-		}
-		for _, row := range r.Rows {
-			if row.Metric == "tps" {
-				return r, row.Stats[1].Verdict
-			}
-		}
-		return r, results.Unknown
-	}
-
 	// Sequential: the planned repeats, then Step more blocks while the
 	// configuration is undecided.
 	seq := analysis.Options{Sequential: analysis.Sequential{Step: *step, MaxRepeats: *maxR}}
@@ -80,9 +69,9 @@ func main() {
 	fmt.Printf("until-decided: %d runs, %.1f %% change, r=%d step=%d max=%d: worse in %.1f %%, same in %.1f %%, mean %.0f cells (%.1f h at %v a cell) [%.1fs]\n",
 		*runs, 100**effect, *r0, *step, *maxR, 100*power, 100*float64(same)/float64(*runs), meanCells, meanCells*cellWall.Hours(), *cellWall, time.Since(start).Seconds())
 
-	// Fixed n of the same power: the smallest number of repeats, on a grid
-	// of Step, whose power reaches the sequential design's.
-	for n := *r0; n <= 2**maxR; n += *step {
+	// Fixed n of the same power: the smallest number of repeats whose
+	// power reaches the sequential design's.
+	for n := *r0; n <= 2**maxR; n++ {
 		w := 0
 		for range *runs {
 			in := newInput(n)
@@ -98,6 +87,22 @@ func main() {
 		}
 	}
 	fmt.Printf("fixed n: no n up to %d reaches %.1f %% power\n", 2**maxR, 100*power)
+}
+
+// verdict analyses in as the matrix does and returns the report and the
+// candidate's TPS verdict.
+func verdict(in *analysis.Input, o analysis.Options) (*analysis.Report, results.Verdict) {
+	r, err := analysis.Analyze(in, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	for _, row := range r.Rows {
+		if row.Metric == "tps" {
+			return r, row.Stats[1].Verdict
+		}
+	}
+	return r, results.Unknown
 }
 
 func newInput(repeats int) *analysis.Input {
