@@ -29,7 +29,7 @@ func main() {
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
 		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
 		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
-		Repeats:   250, Duration: 30 * time.Second, Order: matrix.ABBA,
+		Repeats:   250, Duration: 20 * time.Second, Order: matrix.ABBA,
 	}
 	p, err := matrix.PlanFor(o, commits)
 	if err != nil {
@@ -54,7 +54,7 @@ func main() {
 			m[def.Name] = 1000 * (1 + 0.02*rng.NormFloat64())
 		}
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
-			Repeat: c.Repeat, Status: "ok", DurationS: 30, Metrics: m,
+			Repeat: c.Repeat, Status: "ok", DurationS: 20, Metrics: m,
 			Progress: []workload.Progress{{T: 5, TPS: m["tps"]}, {T: 10, TPS: m["tps"]}, {T: 15, TPS: m["tps"]}}}
 		line, _ := json.Marshal(rec)
 		w.Write(append(line, '\n'))
