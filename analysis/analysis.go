@@ -91,32 +91,59 @@ func Load(dirs ...string) (*Input, error) {
 	if len(dirs) == 0 {
 		return nil, exitcode.BadInputf("analyze: give at least one results directory")
 	}
-	in := &Input{Dirs: dirs}
-	seen := map[string]bool{}
-	var shards []string
+	shards := make([]Shard, 0, len(dirs))
 	for _, d := range dirs {
 		p, err := results.ReadPlan(d)
 		if err != nil {
 			return nil, err
 		}
-		if in.Plan == nil {
-			in.Plan = p
-		} else {
-			a, b := *in.Plan, *p
-			a.Shard, b.Shard = "", ""
-			if diff := results.Diff(&a, &b); len(diff) > 0 {
-				return nil, exitcode.BadInputf("%w: %s and %s are not shards of one plan (%s)", ErrPlansDiffer, dirs[0], d, strings.Join(diff, "; "))
-			}
-			in.Plan.Configs = mergeConfigs(in.Plan.Configs, p.Configs)
-			in.Plan.Cells = append(in.Plan.Cells, p.Cells...)
-		}
-		shards = append(shards, p.Shard)
 		recs, warnings, err := results.ReadRecords(d)
 		if err != nil {
 			return nil, exitcode.Failure(err)
 		}
-		in.Warnings = append(in.Warnings, warnings...)
-		for _, r := range recs {
+		shards = append(shards, Shard{Dir: d, Plan: p, Records: recs, Warnings: warnings})
+	}
+	return Merge(shards)
+}
+
+// Shard is one results directory's plan and records, read from its files
+// (Load) or rebuilt from a results store.
+type Shard struct {
+	Dir      string
+	Plan     *results.Plan
+	Records  []results.Record
+	Warnings []string
+}
+
+// Merge merges the shards of one plan (or a run and its resumption) into
+// one input: plans must agree on everything but the shard; a cell in
+// several shards counts once, from the first. Shards that ran on
+// different kinds of host are said to have.
+func Merge(shards []Shard) (*Input, error) {
+	if len(shards) == 0 {
+		return nil, exitcode.BadInputf("analyze: give at least one results directory")
+	}
+	in := &Input{}
+	seen := map[string]bool{}
+	var names []string
+	for _, sh := range shards {
+		p := sh.Plan
+		if in.Plan == nil {
+			first := *p
+			in.Plan = &first
+		} else {
+			a, b := *in.Plan, *p
+			a.Shard, b.Shard = "", ""
+			if diff := results.Diff(&a, &b); len(diff) > 0 {
+				return nil, exitcode.BadInputf("%w: %s and %s are not shards of one plan (%s)", ErrPlansDiffer, shards[0].Dir, sh.Dir, strings.Join(diff, "; "))
+			}
+			in.Plan.Configs = mergeConfigs(in.Plan.Configs, p.Configs)
+			in.Plan.Cells = append(in.Plan.Cells[:len(in.Plan.Cells):len(in.Plan.Cells)], p.Cells...)
+		}
+		in.Dirs = append(in.Dirs, sh.Dir)
+		names = append(names, p.Shard)
+		in.Warnings = append(in.Warnings, sh.Warnings...)
+		for _, r := range sh.Records {
 			if seen[r.Cell] {
 				continue
 			}
@@ -124,8 +151,11 @@ func Load(dirs ...string) (*Input, error) {
 			in.Records = append(in.Records, r)
 		}
 	}
-	if len(dirs) > 1 {
-		in.Plan.Shard = strings.Join(shards, "+")
+	if len(shards) > 1 {
+		in.Plan.Shard = strings.Join(names, "+")
+	}
+	if w := mixedHosts(shards); w != "" {
+		in.Warnings = append(in.Warnings, w)
 	}
 	if missing := len(in.Plan.Cells) - len(in.Records); missing > 0 {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("%d of %d planned cells have no result (interrupted run or missing shard?)", missing, len(in.Plan.Cells)))
