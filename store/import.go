@@ -34,38 +34,43 @@ type ImportStats struct {
 // into the store. It is idempotent: a cell already stored is left as it
 // is. The cells are stored in one transaction; then, when any were new,
 // the run's verdicts are recomputed from every cell the store has of it.
+//
+// Import reads the plan beside the records and, when the store has no
+// cell of the run yet, analyses the directory beside the insert: on two
+// idle cores that takes the analysis (1.1 CPU-s at 100 000 cells) off the
+// wall time.
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
-	plan, err := results.ReadPlan(dir)
+	src, err := readSource(dir)
 	if err != nil {
 		return ImportStats{}, err
 	}
-	recs, warnings, err := results.ReadRecords(dir)
-	if err != nil {
-		return ImportStats{}, exitcode.Failure(err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return ImportStats{}, exitcode.Failure(err)
-	}
-	st := ImportStats{Run: RunID(plan), Warnings: warnings}
-	shard := plan.Shard
-	if shard == "" {
-		shard = "1/1"
-	}
+	st := ImportStats{Run: RunID(src.plan), Warnings: src.warnings}
 	// Cells in a fixed order: two processes inserting overlapping cells
 	// take the rows' locks in the same order and cannot deadlock.
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Cell < recs[j].Cell })
-	n, err := s.putRunCells(ctx, dir, abs, st.Run, shard, plan, recs)
+	sort.Slice(src.recs, func(i, j int) bool { return src.recs[i].Cell < src.recs[j].Cell })
+	var prior int
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {
+		return st, s.fail("importing "+dir, err)
+	}
+	var alone chan analysed
+	if prior == 0 {
+		alone = make(chan analysed, 1)
+		go func() { alone <- analyse([]analysis.Shard{src.shard()}) }()
+	}
+	n, err := s.putRunCells(ctx, st.Run, src)
 	if err != nil {
 		return st, err
 	}
-	st.Cells, st.Present = n, len(recs)-n
+	st.Cells, st.Present = n, len(src.recs)-n
 	var have int
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM verdicts WHERE run_id = ?"), st.Run).Scan(&have); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
 	if st.Cells > 0 || have == 0 {
-		n, w, err := s.Reanalyze(ctx, st.Run, plan, recs)
+		if st.Cells != len(src.recs) {
+			alone = nil
+		}
+		n, w, err := s.reanalyze(ctx, st.Run, len(src.recs), alone)
 		if err != nil {
 			return st, err
 		}
@@ -75,31 +80,104 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	return st, nil
 }
 
+// source is a results directory as an import reads it.
+type source struct {
+	dir, abs string
+	// planText is plan.json as written, stored whole.
+	planText []byte
+	plan     *results.Plan
+	shardID  string
+	recs     []results.Record
+	warnings []string
+}
+
+// readSource reads dir's plan and records, the plan (18 MB at 100 000
+// cells) beside the records (85 MB).
+func readSource(dir string) (*source, error) {
+	src := &source{dir: dir}
+	var err error
+	if src.abs, err = filepath.Abs(dir); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	var perr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		path := filepath.Join(dir, results.PlanFile)
+		if src.planText, perr = os.ReadFile(path); perr != nil {
+			// ReadPlan's error says what is wrong with the directory.
+			if _, err := results.ReadPlan(dir); err != nil {
+				perr = err
+			}
+			return
+		}
+		src.plan, perr = results.DecodePlan(src.planText, path)
+	}()
+	src.recs, src.warnings, err = results.ReadRecords(dir)
+	<-done
+	if perr != nil {
+		return nil, perr
+	}
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	src.shardID = src.plan.Shard
+	if src.shardID == "" {
+		src.shardID = "1/1"
+	}
+	return src, nil
+}
+
+// shard is the directory as the analysis merges it.
+func (src *source) shard() analysis.Shard {
+	return analysis.Shard{Dir: src.abs, Plan: src.plan, Records: src.recs, Warnings: src.warnings}
+}
+
+// analysed is a report or why there is none.
+type analysed struct {
+	rep *analysis.Report
+	err error
+}
+
+func analyse(shards []analysis.Shard) analysed {
+	in, err := analysis.Merge(shards)
+	if err != nil {
+		return analysed{err: err}
+	}
+	rep, err := analysis.Analyze(in, analysis.Options{})
+	return analysed{rep, err}
+}
+
 // putRunCells stores, in one transaction, the run, its configurations,
 // and those of its cells (with their metrics) that the store lacks, and
 // returns how many cells it stored.
-func (s *Store) putRunCells(ctx context.Context, dir, abs, run, shard string, plan *results.Plan, recs []results.Record) (int, error) {
+func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, error) {
+	fail := func(err error) (int, error) { return 0, s.fail("importing "+src.dir, err) }
+	metricIDs, err := s.metricIDs(ctx, src.recs)
+	if err != nil {
+		return fail(err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, s.fail("importing "+dir, err)
+		return fail(err)
 	}
 	defer tx.Rollback()
-	if err := s.putRun(ctx, tx, run, plan, runCreated(plan, dir), shard, abs); err != nil {
-		return 0, s.fail("importing "+dir, err)
+	if err := s.putRun(ctx, tx, run, src); err != nil {
+		return fail(err)
 	}
-	configs, cfgIDs := recordConfigs(plan, recs)
+	configs, cfgIDs := recordConfigs(src.plan, src.recs)
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
-		return 0, s.fail("importing "+dir, err)
+		return fail(err)
 	}
-	ids, err := s.putCells(ctx, tx, run, shard, recs, cfgIDs)
+	ids, err := s.putCells(ctx, tx, run, src.shardID, src.recs, cfgIDs)
 	if err != nil {
-		return 0, s.fail("importing "+dir, err)
+		return fail(err)
 	}
-	if err := s.putMetrics(ctx, tx, recs, ids); err != nil {
-		return 0, s.fail("importing "+dir, err)
+	if err := s.putMetrics(ctx, tx, src.recs, ids, metricIDs); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, s.fail("importing "+dir, err)
+		return fail(err)
 	}
 	return len(ids), nil
 }
@@ -138,7 +216,9 @@ func recordConfigs(plan *results.Plan, recs []results.Record) (map[string]result
 	return configs, cfgIDs
 }
 
-func (s *Store) putRun(ctx context.Context, tx execer, id string, p *results.Plan, created time.Time, shard, dir string) error {
+func (s *Store) putRun(ctx context.Context, tx execer, id string, src *source) error {
+	p := src.plan
+	created := runCreated(p, src.dir).UTC().Format(time.RFC3339Nano)
 	h := p.Host
 	hostFP := hashJSON(h)
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO hosts (fingerprint, hostname, cpu, nproc, memory_mb, kernel, info)
@@ -152,16 +232,18 @@ func (s *Store) putRun(ctx context.Context, tx execer, id string, p *results.Pla
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO runs (id, created, baseline, ncommits, abtest_version, options, metric_defs, imported_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
-		id, created.UTC().Format(time.RFC3339Nano), p.Baseline, len(p.Commits), p.AbtestVersion, jsonText(p.Options), jsonText(metricDefs), now()); err != nil {
+		id, created, p.Baseline, len(p.Commits), p.AbtestVersion, jsonText(p.Options), jsonText(metricDefs), now()); err != nil {
 		return err
 	}
 	doctor := p.Doctor
 	if doctor == nil {
 		doctor = []results.Finding{}
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_shards (run_id, shard, dir, host, created, doctor)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
-		id, shard, dir, hostFP, created.UTC().Format(time.RFC3339Nano), jsonText(doctor)); err != nil {
+	// A shard stored before schema version 2 has no plan: importing it
+	// again adds it.
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_shards (run_id, shard, dir, host, created, doctor, plan)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, shard) DO UPDATE SET plan = excluded.plan WHERE run_shards.plan = ''`),
+		id, src.shardID, src.abs, hostFP, created, jsonText(doctor), string(src.planText)); err != nil {
 		return err
 	}
 	for i, c := range p.Commits {
@@ -190,8 +272,8 @@ func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]re
 		if settings == nil {
 			settings = map[string]string{}
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO configurations (id, workload, clients, cpus, settings)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, c.Workload, c.Clients, c.CPUs, jsonText(settings)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO configurations (id, workload, clients, cpus, settings, instructions)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, c.Workload, c.Clients, c.CPUs, jsonText(settings), boolInt(c.Instructions)); err != nil {
 			return err
 		}
 	}
@@ -206,39 +288,78 @@ const (
 	metricBatch = 2000
 )
 
+// batcher runs a multi-row statement: the full-size one is prepared once
+// (parsing a 2 000-row VALUES list per batch cost as much as running it),
+// a shorter last batch is run as it is.
+type batcher struct {
+	s    *Store
+	tx   execer
+	head string // INSERT … VALUES
+	row  string // (?,?,?)
+	tail string // ON CONFLICT …
+	size int
+	full *sql.Stmt
+}
+
+func (b *batcher) query(n int) string {
+	return b.s.q(b.head + b.row + strings.Repeat(","+b.row, n-1) + b.tail)
+}
+
+// rows runs a batch of n rows that returns rows.
+func (b *batcher) rows(ctx context.Context, n int, args []any) (*sql.Rows, error) {
+	if n < b.size {
+		return b.tx.QueryContext(ctx, b.query(n), args...)
+	}
+	if err := b.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return b.full.QueryContext(ctx, args...)
+}
+
+// exec runs a batch of n rows.
+func (b *batcher) exec(ctx context.Context, n int, args []any) error {
+	var err error
+	if n < b.size {
+		_, err = b.tx.ExecContext(ctx, b.query(n), args...)
+	} else if err = b.prepare(ctx); err == nil {
+		_, err = b.full.ExecContext(ctx, args...)
+	}
+	return err
+}
+
+func (b *batcher) prepare(ctx context.Context) error {
+	if b.full != nil {
+		return nil
+	}
+	var err error
+	b.full, err = b.tx.PrepareContext(ctx, b.query(b.size))
+	return err
+}
+
+func (b *batcher) close() {
+	if b.full != nil {
+		b.full.Close()
+	}
+}
+
 // putCells inserts recs (those not stored yet) and returns the new rows'
 // ids by cell name.
 func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
-	const cols = 13
-	ids := map[string]int64{}
+	b := &batcher{s: s, tx: tx, size: cellBatch,
+		head: "INSERT INTO cells (run_id, cell, shard, commit_label, config, repeat, seq, status, saturated, started_at, duration_s, error, artifacts, detail) VALUES ",
+		row:  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
+	defer b.close()
+	ids := make(map[string]int64, len(recs))
+	args := make([]any, 0, 14*cellBatch)
 	for start := 0; start < len(recs); start += cellBatch {
 		batch := recs[start:min(start+cellBatch, len(recs))]
-		batchCfg := cfgIDs[start:]
-		var b strings.Builder
-		b.WriteString("INSERT INTO cells (run_id, cell, shard, commit_label, config, repeat, seq, status, saturated, started_at, duration_s, error, artifacts) VALUES ")
-		args := make([]any, 0, cols*len(batch))
+		args = args[:0]
 		for i := range batch {
 			r := &batch[i]
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
-			sat := 0
-			if r.Saturated {
-				sat = 1
-			}
-			arts := map[string]string{}
-			for k, v := range r.Artifacts {
-				arts[k] = v
-			}
-			if r.Perf != nil && r.Perf.Profile != "" {
-				arts["profile"] = r.Perf.Profile
-			}
-			args = append(args, run, r.Cell, shard, r.Commit, batchCfg[i], r.Repeat, r.Seq, string(r.Status), sat,
-				r.StartedAt.UTC().Format(time.RFC3339Nano), r.DurationS, r.Error, jsonText(arts))
+			args = append(args, run, r.Cell, shard, r.Commit, cfgIDs[start+i], r.Repeat, r.Seq, string(r.Status), boolInt(r.Saturated),
+				r.StartedAt.UTC().Format(time.RFC3339Nano), r.DurationS, r.Error, artifacts(r), cellDetail(r))
 		}
-		b.WriteString(" ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell")
-		rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
+		rows, err := b.rows(ctx, len(batch), args)
 		if err != nil {
 			return nil, err
 		}
@@ -261,77 +382,144 @@ func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs
 	return ids, nil
 }
 
+// artifacts is a cell's artifacts as JSON, its profile included.
+func artifacts(r *results.Record) string {
+	if len(r.Artifacts) == 0 && (r.Perf == nil || r.Perf.Profile == "") {
+		return "{}"
+	}
+	arts := map[string]string{}
+	for k, v := range r.Artifacts {
+		arts[k] = v
+	}
+	if r.Perf != nil && r.Perf.Profile != "" {
+		arts["profile"] = r.Perf.Profile
+	}
+	return jsonText(arts)
+}
+
+// detail is what the analysis needs of a cell beyond the cells table's
+// columns: how an instruction cell counted, its profiles, why it failed.
+// Waits, probe counters, samples and progress stay in the files.
+type detail struct {
+	Instr   *results.InstrInfo `json:"instr,omitempty"`
+	Perf    *results.PerfInfo  `json:"perf,omitempty"`
+	LogTail []string           `json:"log_tail,omitempty"`
+}
+
+// cellDetail is r's detail as JSON, "" when it has none.
+func cellDetail(r *results.Record) string {
+	if r.Instr == nil && r.Perf == nil && len(r.LogTail) == 0 {
+		return ""
+	}
+	return jsonText(detail{Instr: r.Instr, Perf: r.Perf, LogTail: r.LogTail})
+}
+
+// metricIDs returns the ids of the metrics recs have, by name, adding the
+// new names first in a statement of their own: concurrent importers
+// never hold a name's lock for a whole import.
+func (s *Store) metricIDs(ctx context.Context, recs []results.Record) (map[string]int64, error) {
+	have, err := s.metricNames(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for i := range recs {
+		for m := range recs[i].Metrics {
+			if _, ok := have[m]; !ok && !seen[m] {
+				seen[m] = true
+				missing = append(missing, m)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return have, nil
+	}
+	sort.Strings(missing)
+	args := make([]any, len(missing))
+	for i, m := range missing {
+		args[i] = m
+	}
+	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
+		return nil, err
+	}
+	return s.metricNames(ctx, s.db)
+}
+
+// metricNames returns every metric's id by name.
+func (s *Store) metricNames(ctx context.Context, q execer) (map[string]int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id, name FROM metric_names")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]int64{}
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		ids[name] = id
+	}
+	return ids, rows.Err()
+}
+
 // putMetrics stores the metrics of the cells putCells inserted. A cell
 // that was already there keeps its metrics: a cell is written once.
-func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record, ids map[string]int64) error {
-	var args []any
-	n := 0
-	// The full-size statement is prepared once: parsing a 2 000-row
-	// VALUES list per batch cost as much as running it.
-	var full *sql.Stmt
-	defer func() {
-		if full != nil {
-			full.Close()
-		}
-	}()
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		// The cells are new (putCells returned their ids): their metrics
-		// cannot conflict.
-		q := s.q("INSERT INTO metrics (cell_id, metric, value) VALUES (?,?,?)" + strings.Repeat(",(?,?,?)", n-1))
-		var err error
-		if n == metricBatch {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, q, args...)
-		}
-		args, n = args[:0], 0
-		return err
+// The cells are new, so their metrics cannot conflict.
+func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
+	b := &batcher{s: s, tx: tx, size: metricBatch, head: "INSERT INTO cell_metrics (cell_id, metric_id, value) VALUES ", row: "(?,?,?)"}
+	defer b.close()
+	// Each cell's metrics in the order of their ids, without sorting
+	// each cell's names.
+	type metric struct {
+		name string
+		id   int64
 	}
+	order := make([]metric, 0, len(metricIDs))
+	for name, id := range metricIDs {
+		order = append(order, metric{name, id})
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].id < order[j].id })
+	args := make([]any, 0, 3*metricBatch)
+	n := 0
 	for i := range recs {
 		id, ok := ids[recs[i].Cell]
 		if !ok {
 			continue
 		}
-		names := make([]string, 0, len(recs[i].Metrics))
-		for m := range recs[i].Metrics {
-			names = append(names, m)
-		}
-		sort.Strings(names)
-		for _, m := range names {
-			v := recs[i].Metrics[m]
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+		for _, m := range order {
+			v, ok := recs[i].Metrics[m.name]
+			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
-			args = append(args, id, m, v)
-			n++
-			if n == metricBatch {
-				if err := flush(); err != nil {
+			args = append(args, id, m.id, v)
+			if n++; n == metricBatch {
+				if err := b.exec(ctx, n, args); err != nil {
 					return err
 				}
+				args, n = args[:0], 0
 			}
 		}
 	}
-	return flush()
+	if n == 0 {
+		return nil
+	}
+	return b.exec(ctx, n, args)
 }
 
-// Reanalyze recomputes run's verdicts with the analysis package, under a
+// reanalyze recomputes run's verdicts with the analysis package, under a
 // lock on the run so that concurrent shard imports serialise here and the
-// last one sees every cell. plan is one shard's plan (nil: read the run's
-// first shard again); when recs already hold every cell the store has of
-// the run they are used as they are, otherwise the cells are read back.
-// It returns the number of verdicts stored.
-func (s *Store) Reanalyze(ctx context.Context, run string, plan *results.Plan, recs []results.Record) (int, []string, error) {
+// last one sees every cell. alone, when not nil, is the analysis of the
+// importing directory by itself: it is the run's when the run has no
+// other cell than that directory's n and no other shard. It returns the
+// number of verdicts stored.
+func (s *Store) reanalyze(ctx context.Context, run string, n int, alone <-chan analysed) (int, []string, error) {
+	fail := func(err error) (int, []string, error) { return 0, nil, s.fail("analysing run "+run, err) }
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, nil, s.fail("analysing run "+run, err)
+		return fail(err)
 	}
 	defer tx.Rollback()
 	lock := "SELECT id FROM runs WHERE id = ?"
@@ -340,62 +528,31 @@ func (s *Store) Reanalyze(ctx context.Context, run string, plan *results.Plan, r
 	}
 	var got string
 	if err := tx.QueryRowContext(ctx, s.q(lock), run).Scan(&got); err != nil {
-		return 0, nil, s.fail("analysing run "+run, err)
+		return fail(err)
 	}
-	var dirs []string
-	rows, err := tx.QueryContext(ctx, s.q("SELECT dir FROM run_shards WHERE run_id = ? ORDER BY shard"), run)
-	if err != nil {
-		return 0, nil, s.fail("analysing run "+run, err)
+	var stored, shards int
+	if err := tx.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM cells WHERE run_id = ?), (SELECT count(*) FROM run_shards WHERE run_id = ?)"), run, run).Scan(&stored, &shards); err != nil {
+		return fail(err)
 	}
-	for rows.Next() {
-		var d string
-		rows.Scan(&d)
-		dirs = append(dirs, d)
-	}
-	rows.Close()
-	if plan == nil {
-		if len(dirs) == 0 {
-			return 0, nil, exitcode.BadInputf("store %s: %w: run %s has no shard", s.where, ErrUnknown, run)
-		}
-		if plan, err = results.ReadPlan(dirs[0]); err != nil {
+	var a analysed
+	if alone != nil && stored == n && shards == 1 {
+		a = <-alone
+	} else {
+		in, err := s.input(ctx, tx, run)
+		if err != nil {
 			return 0, nil, err
 		}
+		rep, err := analysis.Analyze(in, analysis.Options{})
+		a = analysed{rep, err}
 	}
-	var stored int
-	if err := tx.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), run).Scan(&stored); err != nil {
-		return 0, nil, s.fail("analysing run "+run, err)
+	if a.err != nil {
+		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, oneLine(a.err))}, nil
 	}
-	p := *plan
-	if stored != len(recs) {
-		recs, err = s.readRecords(ctx, tx, run)
-		if err != nil {
-			return 0, nil, s.fail("analysing run "+run, err)
-		}
-	}
-	// The configurations of every shard, in the order of the plan's
-	// canonical axes (what analysis orders its rows by).
-	seen := map[string]bool{}
-	p.Configs = nil
-	for _, c := range plan.Configs {
-		seen[c.ID()] = true
-		p.Configs = append(p.Configs, c)
-	}
-	for _, r := range recs {
-		if id := r.Config().ID(); !seen[id] {
-			seen[id] = true
-			p.Configs = append(p.Configs, r.Config())
-		}
-	}
-	p.Cells = nil
-	rep, err := analysis.Analyze(&analysis.Input{Dirs: dirs, Plan: &p, Records: recs}, analysis.Options{})
-	if err != nil {
-		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, oneLine(err))}, nil
-	}
-	n, err := s.putVerdicts(ctx, tx, run, rep)
+	nv, err := s.putVerdicts(ctx, tx, run, a.rep)
 	if err != nil {
 		return 0, nil, s.fail("storing the verdicts of run "+run, err)
 	}
-	return n, nil, s.fail("storing the verdicts of run "+run, tx.Commit())
+	return nv, nil, s.fail("storing the verdicts of run "+run, tx.Commit())
 }
 
 func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *analysis.Report) (int, error) {
@@ -444,55 +601,6 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 	return n, nil
 }
 
-// readRecords reads run's cells back as records (what the analysis
-// needs of them: identity, status, metrics).
-func (s *Store) readRecords(ctx context.Context, tx execer, run string) ([]results.Record, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT c.id, c.cell, c.commit_label, c.repeat, c.seq, c.status, c.saturated, c.error,
-			f.workload, f.clients, f.cpus, f.settings
-		FROM cells c JOIN configurations f ON f.id = c.config WHERE c.run_id = ? ORDER BY c.id`), run)
-	if err != nil {
-		return nil, err
-	}
-	var recs []results.Record
-	index := map[int64]int{}
-	for rows.Next() {
-		var r results.Record
-		var id int64
-		var sat int
-		var status, settings string
-		if err := rows.Scan(&id, &r.Cell, &r.Commit, &r.Repeat, &r.Seq, &status, &sat, &r.Error, &r.Workload, &r.Clients, &r.CPUs, &settings); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		r.Status, r.Saturated = results.Status(status), sat == 1
-		json.Unmarshal([]byte(settings), &r.Settings)
-		r.Metrics = map[string]float64{}
-		index[id] = len(recs)
-		recs = append(recs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.QueryContext(ctx, s.q(`SELECT m.cell_id, m.metric, m.value FROM metrics m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?`), run)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var m string
-		var v float64
-		if err := rows.Scan(&id, &m, &v); err != nil {
-			return nil, err
-		}
-		if i, ok := index[id]; ok {
-			recs[i].Metrics[m] = v
-		}
-	}
-	return recs, rows.Err()
-}
-
 // sameConfig: the records (sorted by cell name, so a configuration's
 // cells are mostly adjacent) have the same configuration.
 func sameConfig(a, b *results.Record) bool {
@@ -505,6 +613,13 @@ func sameConfig(a, b *results.Record) bool {
 		}
 	}
 	return true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func jsonText(v any) string {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -197,6 +198,8 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 		}
 	}
 
+	checkFromStore(t, s, r.ID, dir)
+
 	// Import again: nothing new, nothing doubled.
 	tables := []string{"runs", "run_shards", "commits", "hosts", "configurations", "cells", "metrics", "verdicts"}
 	before := map[string]int{}
@@ -212,6 +215,50 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 			t.Errorf("%s: %d rows after the second import, %d after the first", tb, n, before[tb])
 		}
 	}
+}
+
+// checkFromStore: the run analysed from the store alone (by a prefix of
+// its id) is the analysis of its files: the same report, plan, rows,
+// verdicts, changes and failures, with one more warning that says where
+// it came from.
+func checkFromStore(t *testing.T, s *store.Store, run string, dirs ...string) {
+	t.Helper()
+	in, err := s.Input(context.Background(), run[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyze(in, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := analyze(t, dirs...)
+	if len(rep.Rows) == 0 || len(rep.Warnings) != len(files.Warnings)+1 || !strings.HasPrefix(rep.Warnings[len(rep.Warnings)-1], "analysed from the store") {
+		t.Errorf("%d rows; warnings from the store %q, from the files %q", len(rep.Rows), rep.Warnings, files.Warnings)
+	}
+	got, want := reportJSON(t, rep), reportJSON(t, files)
+	for k := range want {
+		if !reflect.DeepEqual(got[k], want[k]) {
+			t.Errorf("report %s from the store:\n%v\nfrom the files:\n%v", k, got[k], want[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("report fields from the store %d, from the files %d", len(got), len(want))
+	}
+}
+
+// reportJSON is rep's JSON by top-level field, without its warnings.
+func reportJSON(t *testing.T, rep *analysis.Report) map[string]any {
+	t.Helper()
+	var buf strings.Builder
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "warnings")
+	return m
 }
 
 func analyze(t *testing.T, dirs ...string) *analysis.Report {
@@ -254,37 +301,17 @@ func TestStoreRoundTripPostgres(t *testing.T) {
 	checkRoundTrip(t, s)
 }
 
-// shards writes one run of 12 configurations as n shard directories.
+// shards writes one run of 12 configurations as n shard directories, on
+// n nodes of one kind.
 func shards(t *testing.T, n int) []string {
 	t.Helper()
-	root := testenv.SharedTempDir(t)
-	var configs []results.Config
-	for _, w := range []string{"select1", "churn", "within_max"} {
-		for _, c := range []int{1, 4, 16, 64} {
-			configs = append(configs, results.Config{Workload: w, Clients: c, Settings: map[string]string{"pg_stat_statements.max": "5000"}})
-		}
-	}
-	var dirs []string
+	var hosts []host.Host
 	for i := 1; i <= n; i++ {
-		dir := filepath.Join(root, fmt.Sprintf("shard%d", i))
-		_, err := storetest.Write(dir, storetest.Run{
-			Created: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second), Seed: 42, Repeats: 6, I: i, N: n,
-			Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "patch", SHA: storetest.BaseSHA,
-				Patches: []results.Patch{{File: "x.patch", SHA256: "ffff"}}, Build: "patch"}},
-			Configs: configs,
-			Host:    host.Host{Hostname: fmt.Sprintf("node%d", i), CPU: "Synthetic", NProc: 4, MemoryMB: 8192, Kernel: "6.1"},
-			Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
-				v := 1000.0 * float64(c.Clients) * (1 + 0.01*float64(rep%3))
-				if k.Label == "patch" && c.Workload == "churn" {
-					v *= 0.9
-				}
-				return map[string]float64{"tps": v, "latency_p99_ms": 1e4 / v}
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, dir)
+		hosts = append(hosts, host.Host{Hostname: fmt.Sprintf("node%d", i), CPU: "Synthetic", NProc: 4, MemoryMB: 8192, Kernel: "6.1"})
+	}
+	dirs, err := storetest.Shards(testenv.SharedTempDir(t), 42, hosts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dirs
 }
@@ -353,6 +380,7 @@ func TestStorePostgresConcurrentShards(t *testing.T) {
 			t.Errorf("verdict %+v, merged analysis %+v", v, w)
 		}
 	}
+	checkFromStore(t, s, runs[0].ID, dirs...)
 }
 
 func TestStoreNewerSchemaRefused(t *testing.T) {

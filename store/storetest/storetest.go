@@ -144,3 +144,39 @@ func Nights(root string, n int, steps map[int]float64) ([]string, error) {
 	}
 	return dirs, nil
 }
+
+// Shards writes one run of 12 configurations (three workloads × four
+// client counts, 12 repeats) made with seed as len(hosts) shard
+// directories under root (shard1, …), shard i run on hosts[i-1]; the
+// patch is 10 % slower on churn. It returns the directories.
+func Shards(root string, seed int64, hosts []host.Host) ([]string, error) {
+	var configs []results.Config
+	for _, w := range []string{"select1", "churn", "within_max"} {
+		for _, c := range []int{1, 4, 16, 64} {
+			configs = append(configs, results.Config{Workload: w, Clients: c, Settings: map[string]string{"pg_stat_statements.max": "5000"}})
+		}
+	}
+	var dirs []string
+	for i, h := range hosts {
+		dir := filepath.Join(root, fmt.Sprintf("shard%d", i+1))
+		_, err := Write(dir, Run{
+			Created: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i+1) * time.Second), Seed: seed, Repeats: 12, I: i + 1, N: len(hosts),
+			Commits: []results.Commit{{Label: "base", SHA: BaseSHA, Build: "base"}, {Label: "patch", SHA: BaseSHA,
+				Patches: []results.Patch{{File: "x.patch", SHA256: "ffff"}}, Build: "patch"}},
+			Configs: configs,
+			Host:    h,
+			Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
+				v := 1000.0 * float64(c.Clients) * (1 + 0.01*float64(rep%3))
+				if k.Label == "patch" && c.Workload == "churn" {
+					v *= 0.9
+				}
+				return map[string]float64{"tps": v, "latency_p99_ms": 1e4 / v}
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
+}

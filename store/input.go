@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// Input rebuilds the analysis input of the run that ref names (see
+// ResolveRun) from the store alone: each shard's plan as it was written
+// and the cells of every shard, merged as analysis.Load merges the
+// shards' directories, so the verdicts equal those of the files. Waits,
+// probe counters, samples and progress stay in the files (a warning says
+// so); profiles are read from the shards' directories when this host can
+// see them.
+func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) {
+	run, err := s.ResolveRun(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	in, err := s.input(ctx, s.db, run)
+	if err != nil {
+		return nil, err
+	}
+	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the waits, probe counters and progress of the cells are in the results directories only", s.where, run))
+	return in, nil
+}
+
+// input reads run's shards and cells through q (the database, or the
+// transaction that holds the run's lock) and merges them.
+func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Input, error) {
+	fail := func(err error) error { return s.fail("reading run "+run, err) }
+	rows, err := q.QueryContext(ctx, s.q("SELECT shard, dir, plan FROM run_shards WHERE run_id = ? ORDER BY shard"), run)
+	if err != nil {
+		return nil, fail(err)
+	}
+	var shards []analysis.Shard
+	var names []string
+	for rows.Next() {
+		var name, dir, plan string
+		if err := rows.Scan(&name, &dir, &plan); err != nil {
+			rows.Close()
+			return nil, fail(err)
+		}
+		if plan == "" {
+			rows.Close()
+			return nil, exitcode.BadInputf("store %s: run %s shard %s was stored by an abtest without plans in the store: import %s again", s.where, run, name, dir)
+		}
+		p, err := results.DecodePlan([]byte(plan), "the store's plan of run "+run+" shard "+name)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		shards = append(shards, analysis.Shard{Dir: dir, Plan: p})
+		names = append(names, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fail(err)
+	}
+	if len(shards) == 0 {
+		return nil, exitcode.BadInputf("store %s: %w: no run %s", s.where, ErrUnknown, run)
+	}
+	byShard, err := s.readRecords(ctx, q, run)
+	if err != nil {
+		return nil, fail(err)
+	}
+	for i, name := range names {
+		shards[i].Records = byShard[name]
+	}
+	return analysis.Merge(shards)
+}
+
+// readRecords reads run's cells back as records, by shard, each shard's
+// in the order they ran: what the analysis needs of them (identity,
+// status, metrics, the detail of instruction, profiled and failed cells).
+func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[string][]results.Record, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.cell, c.commit_label, c.repeat, c.seq, c.status, c.saturated,
+			c.started_at, c.duration_s, c.error, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions
+		FROM cells c JOIN configurations f ON f.id = c.config WHERE c.run_id = ? ORDER BY c.shard, c.seq, c.cell`), run)
+	if err != nil {
+		return nil, err
+	}
+	var recs []results.Record
+	var shardOf []string
+	index := map[int64]int{}
+	settings := map[string]map[string]string{}
+	for rows.Next() {
+		var r results.Record
+		var id int64
+		var sat, instr int
+		var shard, status, started, det, cfg, set string
+		if err := rows.Scan(&id, &shard, &r.Cell, &r.Commit, &r.Repeat, &r.Seq, &status, &sat, &started, &r.DurationS, &r.Error, &det, &cfg,
+			&r.Workload, &r.Clients, &r.CPUs, &set, &instr); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		r.Status, r.Saturated, r.Instructions, r.StartedAt = results.Status(status), sat == 1, instr == 1, parseTime(started)
+		if _, ok := settings[cfg]; !ok {
+			var m map[string]string
+			if err := json.Unmarshal([]byte(set), &m); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("configuration %s: %v", cfg, err)
+			}
+			settings[cfg] = m
+		}
+		r.Settings = settings[cfg]
+		if det != "" {
+			var d detail
+			if err := json.Unmarshal([]byte(det), &d); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("cell %s: %v", r.Cell, err)
+			}
+			r.Instr, r.Perf, r.LogTail = d.Instr, d.Perf, d.LogTail
+		}
+		r.Metrics = map[string]float64{}
+		index[id] = len(recs)
+		recs = append(recs, r)
+		shardOf = append(shardOf, shard)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.readMetrics(ctx, q, run, recs, index); err != nil {
+		return nil, err
+	}
+	byShard := map[string][]results.Record{}
+	for i, r := range recs {
+		byShard[shardOf[i]] = append(byShard[shardOf[i]], r)
+	}
+	return byShard, nil
+}
+
+// readMetrics fills the metrics of run's records, indexed by cell id.
+func (s *Store) readMetrics(ctx context.Context, q execer, run string, recs []results.Record, index map[int64]int) error {
+	ids, err := s.metricNames(ctx, q)
+	if err != nil {
+		return err
+	}
+	names := map[int64]string{}
+	for name, id := range ids {
+		names[id] = name
+	}
+	rows, err := q.QueryContext(ctx, s.q(`SELECT m.cell_id, m.metric_id, m.value FROM cell_metrics m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?`), run)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, metric int64
+		var v float64
+		if err := rows.Scan(&id, &metric, &v); err != nil {
+			return err
+		}
+		if i, ok := index[id]; ok {
+			recs[i].Metrics[names[metric]] = v
+		}
+	}
+	return rows.Err()
+}
+
+// ResolveRun returns the run that ref names: a run id, a prefix of one,
+// or seed:N (the run made with --seed N, as every shard of one run is).
+func (s *Store) ResolveRun(ctx context.Context, ref string) (string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id, options FROM runs ORDER BY created, id")
+	if err != nil {
+		return "", s.fail("listing runs", err)
+	}
+	defer rows.Close()
+	seed, bySeed := strings.CutPrefix(ref, "seed:")
+	want, serr := strconv.ParseInt(seed, 10, 64)
+	if bySeed && serr != nil {
+		return "", exitcode.BadInputf("--run %s: want a run id, a prefix of one, or seed:N", ref)
+	}
+	var match []string
+	for rows.Next() {
+		var id, options string
+		if err := rows.Scan(&id, &options); err != nil {
+			return "", s.fail("listing runs", err)
+		}
+		if !bySeed && id == ref {
+			return id, nil
+		}
+		var o results.PlanOpts
+		if bySeed && json.Unmarshal([]byte(options), &o) == nil && o.Seed == want || !bySeed && ref != "" && strings.HasPrefix(id, ref) {
+			match = append(match, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", s.fail("listing runs", err)
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		if bySeed {
+			return "", exitcode.BadInputf("--run %s: %w: no run in %s was made with --seed %d", ref, ErrUnknown, s.where, want)
+		}
+		return "", exitcode.BadInputf("--run %s: %w: no run in %s is or starts with it", ref, ErrUnknown, s.where)
+	}
+	sort.Strings(match)
+	return "", exitcode.BadInputf("--run %s: %w: %d runs match (%s); give a run id", ref, ErrAmbiguous, len(match), strings.Join(match[:min(len(match), 4)], ", "))
+}
