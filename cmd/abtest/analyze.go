@@ -24,7 +24,8 @@ func analyzeCommand(env *Env) *cli.Command {
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
 		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
-               [--threshold METRIC=PCT]… [--gate METRIC]… [--fail-on-regression]`,
+               [--threshold METRIC=PCT]… [--gate METRIC]… [--fail-on-regression]
+abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the results store)`,
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
@@ -32,11 +33,16 @@ func analyzeCommand(env *Env) *cli.Command {
 			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
 			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
+			storeFlag(),
+			&cli.StringFlag{Name: "run", Usage: "analyse the stored run `ID` (or a prefix of it, or seed:N) from the store instead of directories"},
 		}, gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			dirs := cmd.Args().Slice()
-			if len(dirs) == 0 {
-				return exitcode.BadInputf("analyze: give at least one results directory")
+			switch {
+			case len(dirs) == 0 && !cmd.IsSet("run"):
+				return exitcode.BadInputf("analyze: give at least one results directory, or --run ID for a run in the store")
+			case len(dirs) > 0 && cmd.IsSet("run"):
+				return exitcode.BadInputf("analyze: give results directories or --run ID, not both")
 			}
 			o, err := analysisOptions(cmd)
 			if err != nil {
@@ -49,7 +55,7 @@ func analyzeCommand(env *Env) *cli.Command {
 			// Big result sets (10⁵ cells) are mostly garbage from JSON
 			// decoding: a soft limit makes the GC keep the peak down.
 			debug.SetMemoryLimit(400 << 20)
-			in, err := analysis.Load(dirs...)
+			in, err := loadInput(ctx, cmd, env, dirs)
 			if err != nil {
 				return err
 			}
@@ -103,6 +109,20 @@ func analyzeCommand(env *Env) *cli.Command {
 			return gate(rep, cmd.Bool("fail-on-regression"))
 		},
 	}
+}
+
+// loadInput reads the results directories, or with --run the run from
+// the store.
+func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (*analysis.Input, error) {
+	if !cmd.IsSet("run") {
+		return analysis.Load(dirs...)
+	}
+	s, err := openStore(ctx, cmd, env)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Input(ctx, cmd.String("run"))
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,8 +148,28 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	defer st.Close()
 	runs, err := st.Runs(context.Background())
 	if err != nil || len(runs) != 1 || runs[0].Cells != 4 || !strings.Contains(stdout, "store: run ") {
-		t.Errorf("store after the run: %+v, %v\n%s", runs, err, stdout)
+		t.Fatalf("store after the run: %+v, %v\n%s", runs, err, stdout)
 	}
+	// Analysed from the store, the run is what its files say.
+	fromStore := analyzeJSON(t, env, "analyze", "--store", st.Where(), "--run", runs[0].ID, "--format", "json")
+	fromFiles := analyzeJSON(t, env, "analyze", out, "--format", "json")
+	for _, k := range []string{"plan", "planned_cells", "commits", "metrics", "incomplete", "rows", "tiers", "changes", "geomeans", "regressions", "failed", "saturated", "aa"} {
+		if a, b := fromStore[k], fromFiles[k]; a == nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("analyze --store: %s = %v\nthe files': %v", k, a, b)
+		}
+	}
+}
+
+// analyzeJSON runs abtest analyze … --format json and returns the
+// report's fields.
+func analyzeJSON(t *testing.T, env map[string]string, args ...string) map[string]any {
+	t.Helper()
+	code, stdout, stderr := abtest(t, env, args...)
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil {
+		t.Fatalf("%v: exit %d, %v\n%s", args, code, err, stderr)
+	}
+	return rep
 }
 
 // An unknown setting is refused in the server's words (exit 2, one line)

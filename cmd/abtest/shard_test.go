@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/store"
+	"github.com/pgabtest/abtest/store/storetest"
 )
 
 // TestShardAuto: --shard auto takes I/N from a Kubernetes Indexed Job or
@@ -74,12 +77,54 @@ func TestShardExamples(t *testing.T) {
 		dryRunShard(t, "kubernetes.yaml", k8s, vars, env, patch, fmt.Sprintf("shard %d/%d", i+1, n))
 	}
 
+	runStoreGate(t, k8s, vars["SEED"], n)
+
 	slurm := readDoc(t, "slurm.sh")
 	lo, hi := atoi(t, field(t, slurm, `#SBATCH --array=(\d+)-\d+`)), atoi(t, field(t, slurm, `#SBATCH --array=\d+-(\d+)`))
 	vars = map[string]string{"SEED": field(t, slurm, `SEED=\$\{SEED:-(\d+)\}`), "SLURM_ARRAY_TASK_MIN": strconv.Itoa(lo), "SLURM_ARRAY_TASK_COUNT": strconv.Itoa(hi - lo + 1)}
 	for id := lo; id <= hi; id++ {
 		vars["SLURM_ARRAY_TASK_ID"] = strconv.Itoa(id)
 		dryRunShard(t, "slurm.sh", slurm, vars, env, patch, fmt.Sprintf("shard %d/%d", id-lo+1, hi-lo+1))
+	}
+}
+
+// runStoreGate runs the Kubernetes example's gate for real: n shards of a
+// run made with seed, the last on another kind of node, are imported
+// into a store the test makes; the gate's `abtest analyze --store` finds
+// the run by its seed and analyses it from the store alone: the patch's
+// 10 % loss on churn fails it (exit 1), and the report says the shards
+// ran on two kinds of host.
+func runStoreGate(t *testing.T, doc, seed string, n int) {
+	t.Helper()
+	var hosts []host.Host
+	for i := 1; i <= n; i++ {
+		hosts = append(hosts, host.Host{Hostname: fmt.Sprintf("node%d", i), CPU: "Synthetic", NProc: 4, MemoryMB: 8192, Kernel: "6.1"})
+	}
+	hosts[n-1].CPU, hosts[n-1].NProc = "Other", 16
+	dirs, err := storetest.Shards(t.TempDir(), int64(atoi(t, seed)), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), store.DefaultFile)
+	if code, out, stderr := abtest(t, nil, append([]string{"store", "import", "--store", db}, dirs...)...); code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", code, out, stderr)
+	}
+	vars := map[string]string{"ABTEST_STORE": db, "SEED": seed}
+	ran := false
+	for _, line := range strings.Split(doc, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "abtest analyze ") {
+			continue
+		}
+		ran = true
+		code, out, stderr := abtest(t, nil, shellWords(line, vars)[1:]...)
+		words := strings.Join(strings.Fields(out), " ")
+		if code != 1 || !strings.Contains(words, "churn/c16/cpuall/pgss.max=5000") || !strings.Contains(words, "mixed host kinds") || !strings.Contains(words, "4/4 on node4: Other × 16") {
+			t.Errorf("kubernetes.yaml: %q: exit %d, want 1 (a regression on churn) and a report that names the two host kinds\n%s%s", line, code, out, stderr)
+		}
+	}
+	if !ran {
+		t.Error("kubernetes.yaml: no abtest analyze command")
 	}
 }
 
