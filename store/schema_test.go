@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMigrateVersion1: a store written at schema version 1 (metrics by
+// name, no plans) is migrated on Open: its metric values are in
+// cell_metrics and still read through the metrics view, an instruction
+// configuration is marked as one, and the run's shard waits for its plan.
+func TestMigrateVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := &Store{db: db, where: path}
+	saved := migrations
+	migrations = migrations[:1]
+	err = v1.migrate(ctx)
+	migrations = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []string{
+		`INSERT INTO hosts VALUES ('h', 'bench1', 'cpu', 2, 1024, '6.1', '{}')`,
+		`INSERT INTO runs VALUES ('r', '2025-01-01T00:00:00Z', 'base', 2, 'test', '{}', '[]', '2025-01-01T00:00:00Z')`,
+		`INSERT INTO run_shards VALUES ('r', '1/1', '/x', 'h', '2025-01-01T00:00:00Z', '[]')`,
+		`INSERT INTO configurations VALUES ('select1/instr/cpuall', 'select1', 1, 0, '{}'), ('select1/c1/cpuall', 'select1', 1, 0, '{}')`,
+		`INSERT INTO cells (id, run_id, cell, shard, commit_label, config, repeat, seq, status, saturated, started_at, duration_s, error, artifacts)
+			VALUES (1, 'r', 'c1', '1/1', 'base', 'select1/c1/cpuall', 1, 1, 'ok', 0, '', 1, '', '{}')`,
+		`INSERT INTO metrics VALUES (1, 'tps', 1234.5), (1, 'latency_avg_ms', 0.8)`,
+	} {
+		if _, err := db.Exec(st); err != nil {
+			t.Fatalf("%s: %v", st, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 2 {
+		t.Fatalf("version %d, %v", v, err)
+	}
+	var got []string
+	rows, err := s.db.Query("SELECT metric || '=' || value FROM metrics WHERE cell_id = 1 ORDER BY metric")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var m string
+		rows.Scan(&m)
+		got = append(got, m)
+	}
+	rows.Close()
+	var cellMetrics, instr int
+	s.db.QueryRow("SELECT count(*) FROM cell_metrics").Scan(&cellMetrics)
+	s.db.QueryRow("SELECT count(*) FROM configurations WHERE instructions = 1 AND id = 'select1/instr/cpuall'").Scan(&instr)
+	if strings.Join(got, " ") != "latency_avg_ms=0.8 tps=1234.5" || cellMetrics != 2 || instr != 1 {
+		t.Errorf("after the migration: metrics %q, %d cell_metrics rows, %d instruction configurations", got, cellMetrics, instr)
+	}
+	if _, err := s.input(ctx, s.db, "r"); err == nil || !strings.Contains(err.Error(), "import /x again") {
+		t.Errorf("a run stored without its plan: %v", err)
+	}
+}
