@@ -20,10 +20,9 @@ import (
 	"github.com/pgabtest/abtest/store/storetest"
 )
 
-// site imports the v1 fixture (a real run's shape) and 30 synthetic
-// nights with a step at night 12 into a new SQLite store and writes the
-// dashboard.
-func site(t *testing.T) (*dashboard.Site, string, int) {
+// site imports the v1 fixture (a real run's shape) and n synthetic
+// nights with steps into a new SQLite store and writes the dashboard.
+func site(t *testing.T, n int, steps map[int]float64) (*dashboard.Site, string, int) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
@@ -41,7 +40,7 @@ func site(t *testing.T) (*dashboard.Site, string, int) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	nights, err := storetest.Nights(filepath.Join(root, "nights"), 30, map[int]float64{12: -10})
+	nights, err := storetest.Nights(filepath.Join(root, "nights"), n, steps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +49,12 @@ func site(t *testing.T) (*dashboard.Site, string, int) {
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
 	st, err := dashboard.Write(ctx, s, filepath.Join(root, "site"), dashboard.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("the dashboard of %d runs written in %v", len(st.Runs), time.Since(start).Round(time.Millisecond))
 	return st, fixture, len(nights)
 }
 
@@ -86,9 +87,13 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// maxLoadMS bounds a page's load: from navigation to its load event, and
+// to the end of its script (tables filled, chart drawn).
+const maxLoadMS = 1000
+
 // page opens path, fails t on any uncaught exception, console.error or
-// browser log error while it loads and runs, saves a screenshot and logs
-// the load time.
+// browser log error while it loads and runs, or when it takes longer
+// than maxLoadMS to load, saves a screenshot and logs the load time.
 func page(t *testing.T, ctx context.Context, path, shot string) {
 	t.Helper()
 	lctx, cancel := context.WithCancel(ctx)
@@ -102,8 +107,12 @@ func page(t *testing.T, ctx context.Context, path, shot string) {
 		t.Fatalf("%s: the page's script never finished: %v", path, err)
 	}
 	wall := time.Since(start)
+	readyMS, _ := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
 	loadMS, _ := chromedp.Run(ctx, chromedp.Evaluate[float64](`(function(){var n=performance.getEntriesByType("navigation")[0]; return n ? n.loadEventEnd : -1})()`))
-	t.Logf("%s: loaded in %.0f ms (navigation to load event), %v until its script was done", filepath.Base(path), loadMS, wall.Round(time.Millisecond))
+	t.Logf("%s: loaded in %.0f ms (navigation to load event), its script done at %.0f ms (%v by the test's clock)", filepath.Base(path), loadMS, readyMS, wall.Round(time.Millisecond))
+	if loadMS <= 0 || loadMS > maxLoadMS || readyMS > maxLoadMS {
+		t.Errorf("%s: load event at %.0f ms, script done at %.0f ms: want both within %d ms", filepath.Base(path), loadMS, readyMS, maxLoadMS)
+	}
 	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80)); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else if err := os.WriteFile(filepath.Join(shotDir(t), shot), png, 0o644); err != nil {
@@ -133,7 +142,7 @@ func shotDir(t *testing.T) string {
 
 func TestDashboardInBrowser(t *testing.T) {
 	ctx := browser(t)
-	st, fixture, nights := site(t)
+	st, fixture, nights := site(t, 30, map[int]float64{12: -10})
 	shots = ""
 
 	// The index lists every run.
@@ -244,4 +253,35 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(tip, storetest.NightSHA(12)[:12]) || !strings.Contains(tip, "head") || !strings.Contains(tip, "bench1") {
 		t.Errorf("tooltip at night 12: %q", tip)
 	}
+}
+
+// TestDashboardInBrowser1000Runs: the pages of a store of 1 000 nights
+// (the index lists them all, the trend has 1 000 points) load in
+// chromium within maxLoadMS each.
+func TestDashboardInBrowser1000Runs(t *testing.T) {
+	ctx := browser(t)
+	st, fixture, nights := site(t, 1000, map[int]float64{300: -8, 700: 6})
+	shots = ""
+	page(t, ctx, st.Index, "index-1000.png")
+	runs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#runs tbody tr").length`))
+	if err != nil || runs != nights+1 {
+		t.Errorf("index: %d runs listed (%v), want %d", runs, err, nights+1)
+	}
+	in, err := analysis.Load(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page(t, ctx, filepath.Join(st.Dir, dashboard.RunPage(store.RunID(in.Plan))), "compare-1000.png")
+	for _, tr := range st.Trends {
+		if tr.Key.Metric != "tps" || tr.Key.Config != storetest.Config.ID() {
+			continue
+		}
+		page(t, ctx, filepath.Join(st.Dir, tr.Page), "trend-1000.png")
+		points, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.abtestChart.getOption().series[0].data.length`))
+		if err != nil || points != nights {
+			t.Errorf("trend chart: %d points (%v), want %d", points, err, nights)
+		}
+		return
+	}
+	t.Fatalf("no trend page for tps %s", storetest.Config.ID())
 }
