@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -194,26 +195,74 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
+// Lines are decoded in chunks by one worker per CPU, in order: JSON
+// decoding is most of reading a big run (85 MB, 100 000 cells: 1.1 CPU-s).
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
+	type chunk struct {
+		first int      // line number of lines[0]
+		lines [][]byte // trimmed, non-empty lines; nil marks an empty one
+		recs  []Record
+		bad   []int // line numbers that did not decode
+		done  chan struct{}
+	}
+	work := make(chan *chunk)
+	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for c := range work {
+				for i, line := range c.lines {
+					var rec Record
+					if line == nil {
+						continue
+					}
+					if err := json.Unmarshal(line, &rec); err != nil || rec.Cell == "" {
+						c.bad = append(c.bad, c.first+i)
+						continue
+					}
+					c.recs = append(c.recs, rec)
+				}
+				close(c.done)
+			}
+		}()
+	}
+	var scanErr error
+	go func() {
+		defer close(work)
+		defer close(order)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1024*1024), 256*1024*1024)
+		const size = 256
+		c := &chunk{first: 1, done: make(chan struct{})}
+		n := 0
+		for sc.Scan() {
+			n++
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) > 0 {
+				line = bytes.Clone(line)
+			} else {
+				line = nil
+			}
+			c.lines = append(c.lines, line)
+			if len(c.lines) == size {
+				order <- c
+				work <- c
+				c = &chunk{first: n + 1, done: make(chan struct{})}
+			}
+		}
+		scanErr = sc.Err()
+		order <- c
+		work <- c
+	}()
 	var out []Record
 	var warnings []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1024*1024), 256*1024*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal(line, &rec); err != nil || rec.Cell == "" {
+	for c := range order {
+		<-c.done
+		out = append(out, c.recs...)
+		for _, n := range c.bad {
 			warnings = append(warnings, fmt.Sprintf("%s line %d is incomplete (a run killed while writing?); skipped", name, n))
-			continue
 		}
-		out = append(out, rec)
 	}
-	return out, warnings, sc.Err()
+	return out, warnings, scanErr
 }
 
 // AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a
