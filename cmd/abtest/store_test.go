@@ -68,6 +68,11 @@ func TestAnnotateAndStoreBadInput(t *testing.T) {
 		{[]string{"store", "import", filepath.Join(root, "nope")}, 2, "nope"},
 		{[]string{"history", "--metric", "tps", "--config", "select1/c16", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
 		{[]string{"dashboard", "-o", filepath.Join(root, "s"), "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
+		{[]string{"analyze", "--run", "ffffffff"}, 2, "ffffffff"},
+		{[]string{"analyze", "--run", "seed:99"}, 2, "--seed 99"},
+		{[]string{"analyze", "--run", "seed:x"}, 2, "seed:N"},
+		{[]string{"analyze", "--run", "seed:1", dirs[0]}, 2, "not both"},
+		{[]string{"analyze", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2", "--run", "1"}, 3, "unreachable"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)
 		if code != tc.code || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
