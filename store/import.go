@@ -397,21 +397,26 @@ func artifacts(r *results.Record) string {
 	return jsonText(arts)
 }
 
-// detail is what the analysis needs of a cell beyond the cells table's
-// columns: how an instruction cell counted, its profiles, why it failed.
-// Waits, probe counters, samples and progress stay in the files.
-type detail struct {
-	Instr   *results.InstrInfo `json:"instr,omitempty"`
-	Perf    *results.PerfInfo  `json:"perf,omitempty"`
-	LogTail []string           `json:"log_tail,omitempty"`
-}
+// emptyDetail is the detail of a record that has nothing beyond its
+// columns.
+var emptyDetail = jsonText(results.Record{})
 
-// cellDetail is r's detail as JSON, "" when it has none.
+// cellDetail is r as JSON without what the cells and metrics tables hold
+// and without its series (samples, progress, waits, probe counters, the
+// final pg_stat_statements state: most of a real record's bytes, read by
+// no verdict), "" when nothing is left. What remains (how an instruction
+// cell counted, its profiles, the log tail of a failed cell, and fields
+// records gain later) reaches the analysis from the store as it was.
 func cellDetail(r *results.Record) string {
-	if r.Instr == nil && r.Perf == nil && len(r.LogTail) == 0 {
-		return ""
+	d := *r
+	d.Cell, d.Seq, d.Commit, d.Repeat, d.Status, d.Error = "", 0, "", 0, "", ""
+	d.Workload, d.Clients, d.CPUs, d.Settings, d.Instructions = "", 0, 0, nil, false
+	d.StartedAt, d.DurationS, d.WallS, d.Metrics, d.Saturated, d.Artifacts = time.Time{}, 0, 0, nil, false, nil
+	d.Samples, d.Progress, d.Waits, d.Probe, d.Final, d.Server = nil, nil, nil, nil, nil, nil
+	if det := jsonText(d); det != emptyDetail {
+		return det
 	}
-	return jsonText(detail{Instr: r.Instr, Perf: r.Perf, LogTail: r.LogTail})
+	return ""
 }
 
 // metricIDs returns the ids of the metrics recs have, by name, adding the

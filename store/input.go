@@ -16,10 +16,10 @@ import (
 // Input rebuilds the analysis input of the run that ref names (see
 // ResolveRun) from the store alone: each shard's plan as it was written
 // and the cells of every shard, merged as analysis.Load merges the
-// shards' directories, so the verdicts equal those of the files. Waits,
-// probe counters, samples and progress stay in the files (a warning says
-// so); profiles are read from the shards' directories when this host can
-// see them.
+// shards' directories, so the verdicts equal those of the files. The
+// cells' series (samples, progress, waits, probe counters) stay in the
+// files (a warning says so); profiles are read from the shards'
+// directories when this host can see them.
 func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) {
 	run, err := s.ResolveRun(ctx, ref)
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) 
 	if err != nil {
 		return nil, err
 	}
-	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the waits, probe counters and progress of the cells are in the results directories only", s.where, run))
+	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits and probe counters are in the results directories only", s.where, run))
 	return in, nil
 }
 
@@ -79,8 +79,8 @@ func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Inpu
 }
 
 // readRecords reads run's cells back as records, by shard, each shard's
-// in the order they ran: what the analysis needs of them (identity,
-// status, metrics, the detail of instruction, profiled and failed cells).
+// in the order they ran: the columns, the metrics and the detail (the
+// record but for its series, see cellDetail).
 func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[string][]results.Record, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.cell, c.commit_label, c.repeat, c.seq, c.status, c.saturated,
 			c.started_at, c.duration_s, c.error, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions
@@ -92,17 +92,25 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 	var shardOf []string
 	index := map[int64]int{}
 	settings := map[string]map[string]string{}
+	var cell, commit, errText, workload string
+	var repeat, seq, clients, cpus int
+	var duration float64
 	for rows.Next() {
 		var r results.Record
 		var id int64
 		var sat, instr int
 		var shard, status, started, det, cfg, set string
-		if err := rows.Scan(&id, &shard, &r.Cell, &r.Commit, &r.Repeat, &r.Seq, &status, &sat, &started, &r.DurationS, &r.Error, &det, &cfg,
-			&r.Workload, &r.Clients, &r.CPUs, &set, &instr); err != nil {
+		if err := rows.Scan(&id, &shard, &cell, &commit, &repeat, &seq, &status, &sat, &started, &duration, &errText, &det, &cfg,
+			&workload, &clients, &cpus, &set, &instr); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		r.Status, r.Saturated, r.Instructions, r.StartedAt = results.Status(status), sat == 1, instr == 1, parseTime(started)
+		if det != "" {
+			if err := json.Unmarshal([]byte(det), &r); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("cell %s: %v", cell, err)
+			}
+		}
 		if _, ok := settings[cfg]; !ok {
 			var m map[string]string
 			if err := json.Unmarshal([]byte(set), &m); err != nil {
@@ -111,15 +119,9 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 			}
 			settings[cfg] = m
 		}
-		r.Settings = settings[cfg]
-		if det != "" {
-			var d detail
-			if err := json.Unmarshal([]byte(det), &d); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("cell %s: %v", r.Cell, err)
-			}
-			r.Instr, r.Perf, r.LogTail = d.Instr, d.Perf, d.LogTail
-		}
+		r.Cell, r.Commit, r.Repeat, r.Seq, r.DurationS, r.Error = cell, commit, repeat, seq, duration, errText
+		r.Workload, r.Clients, r.CPUs, r.Settings, r.Instructions = workload, clients, cpus, settings[cfg], instr == 1
+		r.Status, r.Saturated, r.StartedAt = results.Status(status), sat == 1, parseTime(started)
 		r.Metrics = map[string]float64{}
 		index[id] = len(recs)
 		recs = append(recs, r)

@@ -126,10 +126,11 @@ var migrations = []migration{
 	// (same 2 000-row batches, SQLite, load 10): the import writes a
 	// cell's metrics in the transaction that wrote the cell, with ids it
 	// just read, so the checks bought nothing. The view keeps the old
-	// table's name and columns for queries. A shard's plan.json is kept whole and a cell's
-	// instruction, profile and failure details beside its columns, so
-	// that a run can be analysed from the store alone (abtest analyze
-	// --store); configurations say whether they count instructions.
+	// table's name and columns for queries. A shard's plan.json is kept
+	// whole, and a cell's record but for its columns and series as its
+	// detail, so that a run can be analysed from the store alone (abtest
+	// analyze --store); configurations say whether they count
+	// instructions.
 	{2, "metric ids; plans, cell details and instruction configurations kept for analysis from the store", []string{
 		`CREATE TABLE metric_names (
 			id {{ID}},
