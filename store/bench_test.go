@@ -13,9 +13,9 @@ import (
 
 // BenchmarkImport100k imports bench/gen100k's 100 000 cells (12 metrics
 // each) into a new SQLite store, verdicts included. Target: ≤ 5 s.
-// 2 cores shared with other builds: 4.80 s wall, 4.89 CPU-s at load 2.4
-// (schema 1's import: 5.21 s, 4.79 CPU-s); at load 5, 4.95–8.2 s (5.0
-// CPU-s). Of the CPU: decoding the JSON 1.6 s, cells 0.73, metrics 0.78,
+// 2 cores shared with other builds: 4.23 and 4.80 s wall, 4.56 and 4.89
+// CPU-s at load 2.4–2.5 (schema 1's import right after: 4.87 and 5.21
+// s); at load 5, 4.95–8.2 s (5.0 CPU-s). Of the CPU: decoding the JSON 1.6 s, cells 0.73, metrics 0.78,
 // commit 0.2, the analysis 1.3 (beside the inserts).
 func BenchmarkImport100k(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "100k")
