@@ -12,7 +12,9 @@ import (
 
 // BenchmarkDashboard1000Runs writes the site of a store of 1 000 nightly
 // runs (10 cells each, two metrics, one trend of 1 000 points per
-// metric with two steps). Target: ≤ 5 s.
+// metric with two steps). Target: ≤ 5 s. Measured 0.96 and 1.48 s at
+// load 2.5–2.8 on 2 shared cores; the browser test's 1 001-run site took
+// 1.9 s at load 10.7.
 func BenchmarkDashboard1000Runs(b *testing.B) {
 	ctx := context.Background()
 	root := b.TempDir()
