@@ -19,7 +19,7 @@ import (
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
-	"github.com/pgabtest/abtest/worktree"
+	"github.com/pgabtest/abtest/workspace"
 )
 
 // version is set at link time (-X main.version=…) by the Makefile.
@@ -156,20 +156,31 @@ func runner(cmd *cli.Command, env *Env) *proc.Runner {
 	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout, Environ: env.Environ}
 }
 
-// newDeps is what a matrix run (and nightly, bisect and the demo, which
-// build on it) uses, from the configuration.
-func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
-	cm, err := clusters(cfg, run, env)
+// openWorkspace is the workspace of the configuration, dry-run under -n.
+func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
+	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return nil, err
 	}
-	cm.Log = nil
+	return newWorkspace(cmd, env, cfg), nil
+}
+
+func newWorkspace(cmd *cli.Command, env *Env, cfg *config.Loaded) *workspace.Workspace {
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout}
+}
+
+// newDeps is what a matrix run (and nightly, bisect and the demo, which
+// build on it) uses, from the configuration.
+func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
+	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid()}
+	cm, err := ws.Clusters()
+	if err != nil {
+		return nil, err
+	}
 	return &matrix.Deps{
-		Proc:      run,
-		Worktrees: worktrees(cfg, run),
-		// As root, builds run as the server's account too (a patch's
-		// build scripts never run as root).
-		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm, User: cm.User},
+		Proc:         run,
+		Worktrees:    ws.Worktrees(),
+		Builder:      ws.Builder(cm),
 		Clusters:     cm,
 		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }, User: cm.User},
 		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
@@ -180,15 +191,6 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 		},
 		Version: buildVersion(version),
 	}, nil
-}
-
-func worktrees(cfg *config.Loaded, run *proc.Runner) *worktree.Manager {
-	return &worktree.Manager{
-		Source:     cfg.SourceDir,
-		SourceFrom: cfg.SourceOf("source_dir").String(),
-		Root:       cfg.WorktreesDir,
-		Run:        run,
-	}
 }
 
 // requireName returns -w, or a usage error.

@@ -61,7 +61,7 @@ func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env) error
 		return err
 	}
 	run := runner(cmd, env)
-	cm, err := clusters(cfg, run, env)
+	cm, err := newWorkspace(cmd, env, cfg).Clusters()
 	if err != nil {
 		return err
 	}
