@@ -101,7 +101,7 @@ type Request struct {
 const (
 	MaxCells    = 100_000
 	MaxEstimate = 30 * 24 * time.Hour
-	MaxDuration = 24 * time.Hour
+	MaxDuration = workload.MaxDuration
 	// Overhead is the orchestration time per cell the estimate assumes
 	// (cluster start, stats reset, probes).
 	Overhead = 3 * time.Second
