@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"time"
 
@@ -99,9 +98,7 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		return printJSON(env, results)
 	}
 	workload.WriteTPSSummary(env.Stdout, results)
 	return nil

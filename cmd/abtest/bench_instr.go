@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/urfave/cli/v3"
 
@@ -65,9 +64,7 @@ func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env) error
 		return err
 	}
 	if cmd.Bool("json") {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(env, out)
 	}
 	workload.WriteInstr(env.Stdout, out)
 	return nil

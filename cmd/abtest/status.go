@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/urfave/cli/v3"
 
@@ -31,9 +30,7 @@ func statusCommand(env *Env) *cli.Command {
 				return err
 			}
 			if cmd.Bool("json") {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(env, st)
 			}
 			return st.WriteText(env.Stdout)
 		},

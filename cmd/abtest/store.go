@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -35,41 +33,27 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 	if cmd.IsSet("store") {
 		loc = cmd.String("store")
 	}
-	if loc == "" {
-		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
-	}
-	return store.Open(ctx, loc)
+	return store.Open(ctx, store.Location(loc, cfg.ResultsDir))
 }
 
-// recordRun imports finished results directories into the store (the
-// config's store, else results_dir/abtest.db): every matrix, nightly and
-// bisect run is in the database as well as in its files. The files are
-// the truth and are complete before this runs; a store that cannot be
-// reached fails the command (exit 3) in one line that says where the
-// files are.
+// recordRun imports finished results directories into the configured
+// store (store.Record): a store that cannot be reached fails the
+// command (exit 3) in one line that says where the files are.
 func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string) error {
-	s, err := store.Open(ctx, storeLocation(cfg))
-	if err != nil {
-		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
-	}
-	defer s.Close()
-	for _, d := range dirs {
-		st, err := s.Import(ctx, d)
-		if err != nil {
-			return fmt.Errorf("the results are in %s, but %w", d, err)
-		}
-		fmt.Fprintf(env.Stdout, "store: run %s: %d cells stored (%d already there)\n", st.Run, st.Cells, st.Present)
-	}
-	return nil
+	return store.Record(ctx, storeLocation(cfg), env.Stdout, dirs...)
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(env *Env, v any) error {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // storeLocation is the store a run is recorded in: the config's store
 // key, else results_dir/abtest.db.
 func storeLocation(cfg *config.Loaded) string {
-	if cfg.Store != "" {
-		return cfg.Store
-	}
-	return filepath.Join(cfg.ResultsDir, store.DefaultFile)
+	return store.Location(cfg.Store, cfg.ResultsDir)
 }
 
 func storeCommand(env *Env) *cli.Command {
