@@ -8,10 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -54,37 +51,13 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 
 // bisectRequest turns the flags into a bisect.Request (Dir aside).
 func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
-	r := &bisect.Request{
+	return bisect.Options{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
-		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")),
-	}
-	if def, ok := workload.Metrics.Get(r.Metric); ok && def.Tier == results.TierExact && !cmd.IsSet("repeats") {
-		// An exact metric (instructions_per_tx) is decided by one
-		// repeat per step.
-		r.Repeats = 1
-	}
-	m := &r.Matrix
-	m.Protocol, m.Clients = cmd.String("protocol"), []int{int(cmd.Int("clients"))}
-	var err error
-	if m.Workloads, err = workloadNames(cmd.String("workloads")); err != nil {
-		return nil, err
-	}
-	if c := int(cmd.Int("cpus")); c != 0 {
-		m.CPUs = []int{c}
-	}
-	if m.Duration, err = seconds(cmd, "duration", "-d"); err != nil {
-		return nil, err
-	}
-	if m.Warmup, err = seconds(cmd, "warmup", "--warmup"); err != nil {
-		return nil, err
-	}
-	if m.Build, err = build.ParseType(cmd.String("build")); err != nil {
-		return nil, err
-	}
-	if m.Settings, err = settingsAxes(fmt.Sprint(cmd.Int("pgss-max")), cmd.StringSlice("set")); err != nil {
-		return nil, err
-	}
-	return r, nil
+		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
+		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
+		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"),
+		Protocol: cmd.String("protocol"), Build: cmd.String("build"),
+	}.Request()
 }
 
 func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {

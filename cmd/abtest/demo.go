@@ -53,7 +53,7 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if cfg.SourceOf("source_dir").Kind == "default" {
 		return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
 	}
-	d, err := seconds(cmd, "duration", "-d")
+	d, err := matrix.Seconds(cmd.Int("duration"), "-d")
 	if err != nil {
 		return err
 	}
