@@ -87,3 +87,52 @@ func Record(ctx context.Context, loc string, w io.Writer, dirs ...string) error 
 	}
 	return nil
 }
+
+// AnnotateRef records note on metric for the commit ref names (a stored
+// sha or a prefix of one, or a commit label or ref of a stored run) in
+// config (a configuration id or a prefix only one has; "" is every
+// configuration), and returns the annotation stored.
+func (s *Store) AnnotateRef(ctx context.Context, ref, metric, config, note string) (Annotation, error) {
+	sha, err := s.ResolveCommit(ctx, ref)
+	if err != nil {
+		return Annotation{}, err
+	}
+	a := Annotation{SHA: sha, Metric: metric, Note: note}
+	if config != "" {
+		if a.Config, err = s.ResolveConfig(ctx, config); err != nil {
+			return a, err
+		}
+	}
+	return a, s.Annotate(ctx, a)
+}
+
+// String is the annotation as one line: what, where and the note.
+func (a Annotation) String() string {
+	where := "every configuration"
+	if a.Config != "" {
+		where = a.Config
+	}
+	return fmt.Sprintf("annotated %s %s in %s: %s", a.SHA, a.Metric, where, a.Note)
+}
+
+// ImportAll imports dirs in order (Import), saying on w one line per
+// directory and on warn each warning; nil writers are silent.
+func (s *Store) ImportAll(ctx context.Context, dirs []string, w, warn io.Writer) ([]ImportStats, error) {
+	var all []ImportStats
+	for _, d := range dirs {
+		st, err := s.Import(ctx, d)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, st)
+		if w != nil {
+			fmt.Fprintf(w, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, st.Run, st.Cells, st.Present, st.Verdicts)
+		}
+		for _, m := range st.Warnings {
+			if warn != nil {
+				fmt.Fprintf(warn, "warning: %s\n", m)
+			}
+		}
+	}
+	return all, nil
+}

@@ -80,3 +80,38 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestImportAllAndAnnotateRef: ImportAll says one line per directory
+// (nothing with nil writers); AnnotateRef resolves a sha prefix and a
+// configuration prefix, and the annotation reads as one line.
+func TestImportAllAndAnnotateRef(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Location("", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dirs, err := storetest.Nights(t.TempDir(), 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	all, err := s.ImportAll(ctx, dirs[:2], &out, &out)
+	if err != nil || len(all) != 2 || strings.Count(out.String(), "cells stored, 0 already there") != 2 {
+		t.Fatalf("ImportAll: %+v, %v\n%s", all, err, out.String())
+	}
+	out.Reset()
+	if all, err := s.ImportAll(ctx, dirs, nil, nil); err != nil || len(all) != 3 || all[0].Present == 0 || out.Len() != 0 {
+		t.Errorf("silent ImportAll: %+v, %v", all, err)
+	}
+	a, err := s.AnnotateRef(ctx, storetest.NightSHA(1)[:9], "tps", "select1/c16", "expected: faster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "annotated " + storetest.NightSHA(1) + " tps in " + storetest.Config.ID() + ": expected: faster"; a.String() != want {
+		t.Errorf("%q, want %q", a.String(), want)
+	}
+	if _, err := s.AnnotateRef(ctx, "ffffffffff", "tps", "", "x"); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("unknown commit: %v", err)
+	}
+}

@@ -132,3 +132,21 @@ func TestSwitchClusterStartStop(t *testing.T) {
 		t.Error("the server still runs")
 	}
 }
+
+// TestMatrixDeps: the matrix gets the workspace's managers, its builder
+// stops the same clusters' servers, the clusters log nothing of their
+// own (the run prints its lines on Out) and ccache follows the
+// configuration.
+func TestMatrixDeps(t *testing.T) {
+	var out bytes.Buffer
+	ws, _ := newWorkspace(t, &out)
+	ws.Config.CCache = false
+	d, err := ws.MatrixDeps(nil, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Clusters.Log != nil || d.Builder.Servers != d.Clusters || d.Out != &out || d.Version != "v1" || !d.BuildOptions.NoCCache ||
+		d.Worktrees.Root != ws.Config.WorktreesDir || d.Clusters.Root != ws.Config.DataDir || d.Builder.InstallRoot != ws.Config.InstallDir {
+		t.Errorf("deps = %+v", d)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/store"
 )
 
 func annotateCommand(env *Env) *cli.Command {
@@ -32,24 +31,11 @@ func annotateCommand(env *Env) *cli.Command {
 				return err
 			}
 			defer s.Close()
-			sha, err := s.ResolveCommit(ctx, cmd.String("commit"))
+			a, err := s.AnnotateRef(ctx, cmd.String("commit"), cmd.String("metric"), cmd.String("config"), cmd.String("note"))
 			if err != nil {
 				return err
 			}
-			a := store.Annotation{SHA: sha, Metric: cmd.String("metric"), Note: cmd.String("note")}
-			if c := cmd.String("config"); c != "" {
-				if a.Config, err = s.ResolveConfig(ctx, c); err != nil {
-					return err
-				}
-			}
-			if err := s.Annotate(ctx, a); err != nil {
-				return err
-			}
-			where := "every configuration"
-			if a.Config != "" {
-				where = a.Config
-			}
-			fmt.Fprintf(env.Stdout, "annotated %s %s in %s: %s\n", sha, a.Metric, where, a.Note)
+			fmt.Fprintln(env.Stdout, a)
 			return nil
 		},
 	}

@@ -10,15 +10,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 	"github.com/pgabtest/abtest/workspace"
 )
 
@@ -172,25 +167,8 @@ func newWorkspace(cmd *cli.Command, env *Env, cfg *config.Loaded) *workspace.Wor
 // newDeps is what a matrix run (and nightly, bisect and the demo, which
 // build on it) uses, from the configuration.
 func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
-	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid()}
-	cm, err := ws.Clusters()
-	if err != nil {
-		return nil, err
-	}
-	return &matrix.Deps{
-		Proc:         run,
-		Worktrees:    ws.Worktrees(),
-		Builder:      ws.Builder(cm),
-		Clusters:     cm,
-		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }, User: cm.User},
-		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
-		Out:          env.Stdout,
-		Now:          env.Now,
-		Host: func() (host.Host, []results.Finding) {
-			return host.Read("/"), doctor.Check(doctor.Live(cfg.RunAs))
-		},
-		Version: buildVersion(version),
-	}, nil
+	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid(), Out: env.Stdout}
+	return ws.MatrixDeps(env.Now, buildVersion(version))
 }
 
 // requireName returns -w, or a usage error.

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v3"
 
@@ -77,19 +77,13 @@ func storeCommand(env *Env) *cli.Command {
 					return err
 				}
 				defer s.Close()
-				var all []store.ImportStats
-				for _, d := range dirs {
-					st, err := s.Import(ctx, d)
-					if err != nil {
-						return err
-					}
-					all = append(all, st)
-					if !cmd.Bool("json") {
-						fmt.Fprintf(env.Stdout, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, st.Run, st.Cells, st.Present, st.Verdicts)
-						for _, w := range st.Warnings {
-							fmt.Fprintf(env.Stderr, "warning: %s\n", w)
-						}
-					}
+				var w, warn io.Writer = env.Stdout, env.Stderr
+				if cmd.Bool("json") {
+					w, warn = nil, nil
+				}
+				all, err := s.ImportAll(ctx, dirs, w, warn)
+				if err != nil {
+					return err
 				}
 				if cmd.Bool("json") {
 					return json.NewEncoder(env.Stdout).Encode(all)
