@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safepath"
 )
 
 // DataDirAt asks the server listening on port for its data directory.
@@ -42,4 +45,26 @@ func RunningProcesses(dir string) (func() []int, error) {
 		return nil, exitcode.BadInputf("no running server in %s (its postmaster.pid must be readable here)", dir)
 	}
 	return func() []int { return Processes(dir) }, nil
+}
+
+// ReadEnv returns cluster name's env.sh (abtest env -w NAME); a bad name
+// or a cluster without one is a usage error that says how to make it.
+func (m *Manager) ReadEnv(name string) ([]byte, error) {
+	if err := safepath.CheckName(name); err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	data, err := os.ReadFile(m.EnvFile(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch -w %s", name, m.EnvFile(name), name)
+	}
+	return data, exitcode.Failure(err)
+}
+
+// ProcessesOf is RunningProcesses of cluster name's data directory.
+func (m *Manager) ProcessesOf(name string) (func() []int, error) {
+	st, err := m.ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	return RunningProcesses(st.DataDir)
 }

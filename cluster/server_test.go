@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -36,5 +37,27 @@ func TestDataDirAtAndRunningProcesses(t *testing.T) {
 	}
 	if _, err := DataDirAt(ctx, st.Port, st.SocketDir, SuperUser); exitcode.Code(err) != exitcode.Infra {
 		t.Errorf("stopped: DataDirAt err %v, want exit 3", err)
+	}
+}
+
+// TestReadEnvAndPickCPUs: a bad name and a cluster without env.sh are
+// exit 2 naming how to make one; -C 1 is one online CPU.
+func TestReadEnvAndPickCPUs(t *testing.T) {
+	m := &Manager{Root: t.TempDir()}
+	if _, err := m.ReadEnv("../x"); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("bad name: %v", err)
+	}
+	if _, err := m.ReadEnv("none"); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch -w none") {
+		t.Errorf("no env.sh: %v", err)
+	}
+	if _, err := m.ProcessesOf("none"); err == nil {
+		t.Error("processes of a cluster that does not exist")
+	}
+	cpus, err := PickCPUs("1")
+	if err != nil || len(cpus) != 1 {
+		t.Errorf("PickCPUs(1) = %v, %v", cpus, err)
+	}
+	if _, err := PickCPUs("100000"); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("PickCPUs(100000): %v", err)
 	}
 }

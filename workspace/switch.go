@@ -89,16 +89,11 @@ func (s *ClusterSpec) Options(install string) (cluster.Options, error) {
 		}
 		o.Settings = append(o.Settings, st)
 	}
+	var err error
 	if s.CPUs != "" {
-		online, err := cluster.OnlineCPUs()
-		if err != nil {
-			return o, exitcode.Failure(err)
-		}
-		if o.CPUs, err = cluster.ParseCPUs(s.CPUs, online); err != nil {
-			return o, err
-		}
+		o.CPUs, err = cluster.PickCPUs(s.CPUs)
 	}
-	return o, nil
+	return o, err
 }
 
 // buildOptions checks b and returns the build options under the

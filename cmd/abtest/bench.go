@@ -64,16 +64,11 @@ func benchRequest(cmd *cli.Command) (workload.Bench, error) {
 	if err := b.Check(); err != nil {
 		return b, err
 	}
+	var err error
 	if spec := cmd.String("cpus"); spec != "" && !cmd.Bool("instructions") {
-		online, err := cluster.OnlineCPUs()
-		if err != nil {
-			return b, exitcode.Failure(err)
-		}
-		if b.CPUs, err = cluster.ParseCPUs(spec, online); err != nil {
-			return b, err
-		}
+		b.CPUs, err = cluster.PickCPUs(spec)
 	}
-	return b, nil
+	return b, err
 }
 
 func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/matrix"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -65,9 +62,6 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if err := r.Check(); err != nil {
-		return err
-	}
 	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return err
@@ -77,37 +71,8 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	mdeps.Quiet = true
-	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout}
-	id, revs, steps, err := bisect.Plan(deps, r)
-	if err != nil {
-		return err
-	}
 	r.Dir = cmd.String("output")
-	if r.Dir == "" {
-		r.Dir = filepath.Join(cfg.ResultsDir, "bisect_"+matrix.Short(id.Good)+"_"+matrix.Short(id.Bad))
-	}
-	if cmd.Bool("dry-run") {
-		fmt.Fprintf(env.Stdout, "# bisect %s (good) .. %s (bad): %d first-parent commits, at most %d steps of %d cells (good, step, bad × %d repeats), metric %s; state in %s\n",
-			matrix.Short(id.Good), matrix.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, r.Dir)
-		for i, rev := range revs {
-			fmt.Fprintf(env.Stdout, "%3d %s %s\n", i, matrix.Short(rev.SHA), rev.Subject)
-		}
-		return nil
-	}
-	st, err := bisect.Run(ctx, deps, r)
-	if st == nil || len(st.Steps) == 0 {
-		return err
-	}
-	var dirs []string
-	for _, s := range st.Steps {
-		dirs = append(dirs, s.Dir)
-	}
-	if serr := recordRun(ctx, env, cfg, dirs...); serr != nil {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "abtest: store: %v\n", serr)
-			return err
-		}
-		return serr
-	}
-	return err
+	record := func(ctx context.Context, dirs ...string) error { return recordRun(ctx, env, cfg, dirs...) }
+	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: record}
+	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))
 }

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/safepath"
 )
 
 // clusterFlags are switch's flags that start (or restart) a cluster.
@@ -56,20 +52,13 @@ func envCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := safepath.CheckName(name); err != nil {
-				return exitcode.BadInput(err)
-			}
 			cfg, err := loadConfig(cmd, env)
 			if err != nil {
 				return err
 			}
-			cm := &cluster.Manager{Root: cfg.DataDir, Run: runner(cmd, env)}
-			data, err := os.ReadFile(cm.EnvFile(name))
-			if errors.Is(err, os.ErrNotExist) {
-				return exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch -w %s", name, cm.EnvFile(name), name)
-			}
+			data, err := (&cluster.Manager{Root: cfg.DataDir}).ReadEnv(name)
 			if err != nil {
-				return exitcode.Failure(err)
+				return err
 			}
 			_, err = env.Stdout.Write(data)
 			return err

@@ -88,32 +88,21 @@ func perfCommand(env *Env) *cli.Command {
 // clusterPIDs returns a function listing the postmaster and its children
 // for -w or -p.
 func clusterPIDs(ctx context.Context, cmd *cli.Command, env *Env) (func() []int, error) {
-	var dataDir string
-	switch {
-	case cmd.String("worktree") != "":
+	if name := cmd.String("worktree"); name != "" {
 		cfg, err := loadConfig(cmd, env)
 		if err != nil {
 			return nil, err
 		}
-		st, err := (&cluster.Manager{Root: cfg.DataDir}).ReadState(cmd.String("worktree"))
-		if err != nil {
-			return nil, err
-		}
-		dataDir = st.DataDir
-	case cmd.Int("port") > 0:
-		dir, err := cluster.DataDirAt(ctx, int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
-		if err != nil {
-			return nil, fmt.Errorf("perf record: %w", err)
-		}
-		dataDir = dir
-	default:
+		return (&cluster.Manager{Root: cfg.DataDir}).ProcessesOf(name)
+	}
+	if cmd.Int("port") <= 0 {
 		return nil, exitcode.BadInputf("perf record: name the cluster: -w NAME or -p PORT")
 	}
-	pids, err := cluster.RunningProcesses(dataDir)
+	dir, err := cluster.DataDirAt(ctx, int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
 	if err != nil {
 		return nil, fmt.Errorf("perf record: %w", err)
 	}
-	return pids, nil
+	return cluster.RunningProcesses(dir)
 }
 
 func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
