@@ -1,21 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/results"
 )
 
 func analyzeCommand(env *Env) *cli.Command {
@@ -42,9 +34,8 @@ func analyzeCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			format := cmd.String("format")
-			if format != "md" && format != "text" && format != "json" && format != "bench" {
-				return exitcode.BadInputf("--format %q: use md, text, json or bench", format)
+			if err := analysis.CheckFormat(cmd.String("format")); err != nil {
+				return err
 			}
 			// Big result sets (10⁵ cells) are mostly garbage from JSON
 			// decoding: a soft limit makes the GC keep the peak down.
@@ -57,48 +48,8 @@ func analyzeCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.String("output")
-			if format == "bench" && isDir(out) {
-				paths, err := rep.WriteBenchFiles(out)
-				if err != nil {
-					return exitcode.Failure(err)
-				}
-				fmt.Fprintf(env.Stderr, "benchstat %s\n", strings.Join(paths, " "))
-				return gate(rep, cmd.Bool("fail-on-regression"))
-			}
-			if out != "" {
-				if err := results.CheckOutput(out); err != nil {
-					return err
-				}
-			}
-			var w io.Writer = env.Stdout
-			var buf bytes.Buffer
-			if out != "" {
-				w = &buf
-				if format == "md" {
-					if err := rep.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
-						return exitcode.Failure(err)
-					}
-				}
-			}
-			switch format {
-			case "json":
-				err = rep.WriteJSON(w)
-			case "bench":
-				err = rep.WriteBench(w)
-			case "text":
-				err = rep.WriteText(w)
-			default:
-				err = rep.WriteMarkdown(w)
-			}
-			if err != nil {
-				return exitcode.Failure(err)
-			}
-			if out != "" {
-				if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-					return exitcode.Failure(err)
-				}
-				fmt.Fprintf(env.Stderr, "report: %s\n", out)
+			if err := rep.Output(env.Stdout, cmd.String("format"), cmd.String("output"), env.Stderr); err != nil {
+				return err
 			}
 			return gate(rep, cmd.Bool("fail-on-regression"))
 		},
@@ -106,23 +57,6 @@ func analyzeCommand(env *Env) *cli.Command {
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
-	o := analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: map[string]float64{}, Gate: cmd.StringSlice("gate")}
-	for _, t := range cmd.StringSlice("threshold") {
-		name, v, ok := strings.Cut(t, "=")
-		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if !ok || err != nil || n < 0 {
-			return o, exitcode.BadInputf("--threshold %q: want METRIC=PCT, e.g. tps=3", t)
-		}
-		o.Thresholds[name] = n
-	}
-	return o, nil
-}
-
-// isDir: -o DIR/ (a trailing slash) or an existing directory.
-func isDir(out string) bool {
-	if out == "" {
-		return false
-	}
-	st, err := os.Stat(out)
-	return strings.HasSuffix(out, "/") || err == nil && st.IsDir()
+	th, err := analysis.ParseThresholds(cmd.StringSlice("threshold"))
+	return analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: th, Gate: cmd.StringSlice("gate")}, err
 }
