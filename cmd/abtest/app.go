@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -46,12 +45,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return exitcode.OK
 	}
 	fmt.Fprintf(env.Stderr, "abtest: %s\n", oneLine(err.Error()))
-	var pe *proc.Error
-	if errors.As(err, &pe) && len(pe.Tail) > 1 && exitcode.Code(err) == exitcode.Infra {
-		fmt.Fprintf(env.Stderr, "last lines of %s:\n", pe.Cmd)
-		for _, l := range pe.Tail {
-			fmt.Fprintf(env.Stderr, "  %s\n", l)
-		}
+	if exitcode.Code(err) == exitcode.Infra {
+		proc.WriteTail(env.Stderr, err)
 	}
 	return exitcode.Code(err)
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"github.com/pgabtest/abtest/internal/suggest"
-	"runtime/debug"
+	abversion "github.com/pgabtest/abtest/internal/version"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -121,38 +121,7 @@ func usageError(_ context.Context, cmd *cli.Command, err error, _ bool) error {
 
 // buildVersion is the version make links in, else the VCS revision Go
 // recorded in the binary (go build, go install), else "dev".
-func buildVersion(linked string) string {
-	bi, ok := debug.ReadBuildInfo()
-	return versionOf(linked, bi, ok)
-}
-
-func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
-	if linked != "dev" || !ok {
-		return linked
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
-		}
-		return linked
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
-}
+func buildVersion(linked string) string { return abversion.Binary(linked) }
 
 // allWorkloads is the Action of -w flags: the bash harness's -w all is
 // every built-in workload.
