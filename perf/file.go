@@ -105,3 +105,14 @@ func CompareFiles(w io.Writer, o CompareOptions) error {
 	fmt.Fprintf(w, "diff profile: %s (abtest perf view %s)\n", o.Output, o.Output)
 	return nil
 }
+
+// ReportFile prints the top n functions of the profile in file, flat or
+// by cumulative time (abtest perf report).
+func ReportFile(w io.Writer, file string, n int, byCum bool) error {
+	p, err := profiles.Read(file)
+	if err != nil {
+		return err
+	}
+	profiles.WriteTop(w, p, n, byCum)
+	return nil
+}

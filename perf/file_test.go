@@ -89,3 +89,17 @@ func TestResultWriteSummary(t *testing.T) {
 		t.Errorf("summary %q, want %q", out.String(), want)
 	}
 }
+
+// TestReportFile: the top functions of a profile file, and exit 2 for a
+// file that is not one.
+func TestReportFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.pb.gz")
+	writeProfile(t, p, map[string]int{"entry_dealloc": 40, "exec_simple_query": 60})
+	var out bytes.Buffer
+	if err := perf.ReportFile(&out, p, 1, false); err != nil || !strings.Contains(out.String(), "exec_simple_query") || strings.Contains(out.String(), "entry_dealloc") {
+		t.Errorf("report: %v\n%s", err, out.String())
+	}
+	if err := perf.ReportFile(&out, filepath.Join(t.TempDir(), "none"), 5, false); err == nil {
+		t.Error("a missing profile reported")
+	}
+}

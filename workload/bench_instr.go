@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -109,4 +110,41 @@ func WriteInstr(w io.Writer, out []*InstrResult) {
 			fmt.Fprintf(w, "    %12.1f %6.2f%%  %s\n", float64(f.Flat)/float64(res.Transactions), f.FlatPct, f.Name)
 		}
 	}
+}
+
+// CheckInstructions refuses the settings of b that an instruction count
+// on cluster cannot honour: it runs one client for a fixed number of
+// transactions, closed loop, on a server it starts itself (so on an
+// abtest cluster, not any port). given reports whether a setting was
+// given by its flag's long name (rate, clients, sleep, port, host).
+func (b *Bench) CheckInstructions(cluster string, given func(flag string) bool) error {
+	switch {
+	case cluster == "":
+		return exitcode.BadInputf("--instructions: name an abtest cluster with --cluster NAME (abtest switch -w NAME makes one): instructions are counted on a server abtest starts itself under valgrind")
+	case given("rate"):
+		return exitcode.BadInputf("--instructions with -R: an instruction count runs a fixed number of transactions, closed loop; drop -R")
+	case b.Clients > 1 && given("clients"):
+		return exitcode.BadInputf("--instructions with -c %d: instructions are counted for one client; drop -c", b.Clients)
+	case b.Threads > 1:
+		return exitcode.BadInputf("--instructions with -j %d: one client needs one thread; drop -j", b.Threads)
+	case given("sleep"):
+		return exitcode.BadInputf("--instructions with -S: think time adds no instructions; drop -S")
+	case given("port") || given("host"):
+		return exitcode.BadInputf("--instructions: -p and --host name a running server; instructions are counted on --cluster NAME's data directory")
+	}
+	return nil
+}
+
+// ExpandAll replaces "all" in a -w list by every built-in workload (the
+// bash harness's -w all).
+func ExpandAll(list string) string {
+	var out []string
+	for _, item := range strings.Split(list, ",") {
+		if strings.TrimSpace(item) == "all" {
+			out = append(out, Names...)
+		} else {
+			out = append(out, item)
+		}
+	}
+	return strings.Join(out, ",")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,49 @@ func TestCountInstructionsDryRun(t *testing.T) {
 	b.Cluster = "nosuch"
 	if _, err := CountInstructions(ctx, run, m, b, &notice); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch -w nosuch") {
 		t.Errorf("unknown cluster: %v", err)
+	}
+}
+
+// TestCheckInstructions: each setting an instruction count cannot honour
+// is exit 2; one client given explicitly is fine.
+func TestCheckInstructions(t *testing.T) {
+	given := func(flags ...string) func(string) bool {
+		return func(f string) bool { return slices.Contains(flags, f) }
+	}
+	b := okBench()
+	b.Clients = 1
+	if err := b.CheckInstructions("c", given("clients")); err != nil {
+		t.Errorf("-c 1: %v", err)
+	}
+	for want, tc := range map[string]struct {
+		cluster string
+		given   []string
+		clients int
+	}{
+		"--cluster NAME":  {"", nil, 1},
+		"with -R":         {"c", []string{"rate"}, 1},
+		"with -c 4":       {"c", []string{"clients"}, 4},
+		"with -S":         {"c", []string{"sleep"}, 1},
+		"-p and --host":   {"c", []string{"host"}, 1},
+		"-p and --host n": {"c", []string{"port"}, 1},
+	} {
+		b := okBench()
+		b.Clients = tc.clients
+		if err := b.CheckInstructions(tc.cluster, given(tc.given...)); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), strings.TrimSuffix(want, " n")) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+	b.Threads = 2
+	if err := b.CheckInstructions("c", given()); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("-j 2: %v", err)
+	}
+}
+
+func TestExpandAll(t *testing.T) {
+	if got := ExpandAll("file:x.sql, all"); got != "file:x.sql,"+strings.Join(Names, ",") {
+		t.Errorf("ExpandAll = %q", got)
+	}
+	if got := ExpandAll("churn"); got != "churn" {
+		t.Errorf("ExpandAll(churn) = %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/pgabtest/abtest/internal/report"
 	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
@@ -51,7 +52,7 @@ func analyzeCommand(env *Env) *cli.Command {
 			if err := rep.Output(env.Stdout, cmd.String("format"), cmd.String("output"), env.Stderr); err != nil {
 				return err
 			}
-			return gate(rep, cmd.Bool("fail-on-regression"))
+			return report.Gate(rep, cmd.Bool("fail-on-regression"))
 		},
 	}
 }

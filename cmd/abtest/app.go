@@ -152,11 +152,7 @@ func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newWorkspace(cmd, env, cfg), nil
-}
-
-func newWorkspace(cmd *cli.Command, env *Env, cfg *config.Loaded) *workspace.Workspace {
-	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout}
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout}, nil
 }
 
 // newDeps is what a matrix run (and nightly, bisect and the demo, which

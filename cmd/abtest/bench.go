@@ -77,7 +77,7 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	if cmd.Bool("instructions") {
-		return runBenchInstructions(ctx, cmd, env)
+		return runBenchInstructions(ctx, cmd, env, &b)
 	}
 	specs, err := b.Specs()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -18,31 +17,10 @@ func benchInstrFlags() []cli.Flag {
 	}
 }
 
-// checkBenchInstr refuses what an instruction count cannot honour: it
-// runs one client for a fixed number of transactions, closed loop, on a
-// server it starts itself (so on an abtest cluster, not any port).
-func checkBenchInstr(cmd *cli.Command) error {
-	switch {
-	case cmd.String("cluster") == "":
-		return exitcode.BadInputf("--instructions: name an abtest cluster with --cluster NAME (abtest switch -w NAME makes one): instructions are counted on a server abtest starts itself under valgrind")
-	case cmd.IsSet("rate"):
-		return exitcode.BadInputf("--instructions with -R: an instruction count runs a fixed number of transactions, closed loop; drop -R")
-	case cmd.Int("clients") > 1 && cmd.IsSet("clients"):
-		return exitcode.BadInputf("--instructions with -c %d: instructions are counted for one client; drop -c", cmd.Int("clients"))
-	case cmd.Int("jobs") > 1:
-		return exitcode.BadInputf("--instructions with -j %d: one client needs one thread; drop -j", cmd.Int("jobs"))
-	case cmd.IsSet("sleep"):
-		return exitcode.BadInputf("--instructions with -S: think time adds no instructions; drop -S")
-	case cmd.IsSet("port") || cmd.IsSet("host"):
-		return exitcode.BadInputf("--instructions: -p and --host name a running server; instructions are counted on --cluster NAME's data directory")
-	}
-	return nil
-}
-
 // runBenchInstructions counts each workload's instructions per
 // transaction on cluster --cluster.
-func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env) error {
-	if err := checkBenchInstr(cmd); err != nil {
+func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env, b *workload.Bench) error {
+	if err := b.CheckInstructions(cmd.String("cluster"), cmd.IsSet); err != nil {
 		return err
 	}
 	if _, err := workload.ResolveList(cmd.String("workloads")); err != nil {

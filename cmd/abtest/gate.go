@@ -1,10 +1,7 @@
 package main
 
 import (
-	"github.com/pgabtest/abtest/internal/report"
 	"github.com/urfave/cli/v3"
-
-	"github.com/pgabtest/abtest/analysis"
 )
 
 // gateFlags are the gate's flags, the same for analyze and matrix.
@@ -14,6 +11,3 @@ func gateFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses, 3 when the run could not answer (failed, missing or saturated cells)"},
 	}
 }
-
-// gate is report.Gate.
-func gate(rep *analysis.Report, fail bool) error { return report.Gate(rep, fail) }

@@ -126,13 +126,5 @@ func buildVersion(linked string) string { return abversion.Binary(linked) }
 // allWorkloads is the Action of -w flags: the bash harness's -w all is
 // every built-in workload.
 func allWorkloads(_ context.Context, cmd *cli.Command, list string) error {
-	var out []string
-	for _, item := range strings.Split(list, ",") {
-		if strings.TrimSpace(item) == "all" {
-			out = append(out, workload.Names...)
-		} else {
-			out = append(out, item)
-		}
-	}
-	return cmd.Set("workloads", strings.Join(out, ","))
+	return cmd.Set("workloads", workload.ExpandAll(list))
 }

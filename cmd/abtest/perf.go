@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgabtest/abtest/perf/profiles"
-
 	"github.com/google/pprof/driver"
 	"github.com/urfave/cli/v3"
 
@@ -50,12 +48,7 @@ func perfCommand(env *Env) *cli.Command {
 					if cmd.Args().Len() != 1 {
 						return exitcode.BadInputf("perf report: give one profile FILE")
 					}
-					p, err := profiles.Read(cmd.Args().First())
-					if err != nil {
-						return err
-					}
-					profiles.WriteTop(env.Stdout, p, int(cmd.Int("top")), cmd.Bool("cum"))
-					return nil
+					return perf.ReportFile(env.Stdout, cmd.Args().First(), int(cmd.Int("top")), cmd.Bool("cum"))
 				},
 			},
 			{
