@@ -104,17 +104,9 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 
 // loadConfigWith is loadConfig over a use case's own defaults.
 func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*config.Loaded, error) {
-	dir := env.Getenv("ABTEST_CONFIG_DIR")
-	if dir == "" {
-		wd, err := env.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		dir = wd
-	}
 	l, err := config.Load(config.Options{
 		File:      cmd.String("config"),
-		Dir:       dir,
+		Getwd:     env.Getwd,
 		Home:      env.Home,
 		Getenv:    env.Getenv,
 		Overrides: flagOverrides(cmd),
@@ -126,14 +118,10 @@ func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*confi
 // flagOverrides are the flags that override config keys.
 func flagOverrides(cmd *cli.Command) []config.Override {
 	var ov []config.Override
-	if cmd.IsSet("source") {
-		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
-	}
-	if cmd.IsSet("store") {
-		ov = append(ov, config.Override{Key: "store", Flag: "--store", Value: cmd.String("store")})
-	}
-	if cmd.IsSet("run-as") {
-		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
+	for _, f := range []struct{ flag, key string }{{"source", "source_dir"}, {"store", "store"}, {"run-as", "run_as"}} {
+		if cmd.IsSet(f.flag) {
+			ov = append(ov, config.Override{Key: f.key, Flag: "--" + f.flag, Value: cmd.String(f.flag)})
+		}
 	}
 	return ov
 }
