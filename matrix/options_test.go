@@ -84,3 +84,15 @@ func TestOptionsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestResumePlan: plan options given again are refused, naming them;
+// otherwise the stored plan is read.
+func TestResumePlan(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ResumePlan(dir, []string{"--clients", "-r"}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "drop --clients, -r") {
+		t.Errorf("given options: %v", err)
+	}
+	if _, err := ResumePlan(dir, nil); err == nil {
+		t.Error("a directory without a plan resumed")
+	}
+}

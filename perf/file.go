@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,4 +116,16 @@ func ReportFile(w io.Writer, file string, n int, byCum bool) error {
 	}
 	profiles.WriteTop(w, p, n, byCum)
 	return nil
+}
+
+// ParsePerTx reads --per-tx TXBASE,TXNEW: two positive transaction
+// counts.
+func ParsePerTx(s string) (base, cur float64, err error) {
+	a, b, ok := strings.Cut(s, ",")
+	x, err1 := strconv.ParseFloat(a, 64)
+	y, err2 := strconv.ParseFloat(b, 64)
+	if !ok || err1 != nil || err2 != nil || x <= 0 || y <= 0 {
+		return 0, 0, exitcode.BadInputf("--per-tx %q: want TXBASE,TXNEW, two positive transaction counts", s)
+	}
+	return x, y, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/perf/profiles"
@@ -101,5 +102,16 @@ func TestReportFile(t *testing.T) {
 	}
 	if err := perf.ReportFile(&out, filepath.Join(t.TempDir(), "none"), 5, false); err == nil {
 		t.Error("a missing profile reported")
+	}
+}
+
+func TestParsePerTx(t *testing.T) {
+	if a, b, err := perf.ParsePerTx("1200000,1180000.5"); err != nil || a != 1200000 || b != 1180000.5 {
+		t.Errorf("%v %v %v", a, b, err)
+	}
+	for _, bad := range []string{"x", "1", "1,0", "-1,2", "1,2,3"} {
+		if _, _, err := perf.ParsePerTx(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

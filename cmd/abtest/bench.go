@@ -92,9 +92,5 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil || r.Proc.DryRun {
 		return err
 	}
-	if cmd.Bool("json") {
-		return printJSON(env, results)
-	}
-	workload.WriteTPSSummary(env.Stdout, results)
-	return nil
+	return printResult(env, cmd, results, func(w io.Writer) { workload.WriteTPSSummary(w, results) })
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/urfave/cli/v3"
 
@@ -23,9 +24,6 @@ func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env, b *wo
 	if err := b.CheckInstructions(cmd.String("cluster"), cmd.IsSet); err != nil {
 		return err
 	}
-	if _, err := workload.ResolveList(cmd.String("workloads")); err != nil {
-		return err
-	}
 	ws, err := openWorkspace(cmd, env)
 	if err != nil {
 		return err
@@ -41,9 +39,5 @@ func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env, b *wo
 	if err != nil || ws.Run.DryRun {
 		return err
 	}
-	if cmd.Bool("json") {
-		return printJSON(env, out)
-	}
-	workload.WriteInstr(env.Stdout, out)
-	return nil
+	return printResult(env, cmd, out, func(w io.Writer) { workload.WriteInstr(w, out) })
 }

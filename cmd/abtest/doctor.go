@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/urfave/cli/v3"
 
@@ -29,11 +30,7 @@ func doctorCommand(env *Env) *cli.Command {
 				}
 			}
 			fs := doctor.Check(doctor.Live(cfg.RunAs))
-			if cmd.Bool("json") {
-				return printJSON(env, fs)
-			}
-			doctor.WriteText(env.Stdout, fs)
-			return nil
+			return printResult(env, cmd, fs, func(w io.Writer) { doctor.WriteText(w, fs) })
 		},
 	}
 }

@@ -40,11 +40,7 @@ func historyCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if cmd.Bool("json") {
-				return printJSON(env, ser)
-			}
-			ser.WriteText(env.Stdout)
-			return nil
+			return printResult(env, cmd, ser, ser.WriteText)
 		},
 	}
 }

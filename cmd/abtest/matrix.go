@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"github.com/pgabtest/abtest/build"
-	"strings"
 	"time"
 
 	"github.com/pgabtest/abtest/results"
@@ -143,10 +142,7 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 				given = append(given, "--"+f)
 			}
 		}
-		if len(given) > 0 {
-			return nil, "", exitcode.BadInputf("--resume %s runs the plan stored there; drop %s (or start a new run with -o)", dir, strings.Join(given, ", "))
-		}
-		plan, err := results.ReadPlan(dir)
+		plan, err := matrix.ResumePlan(dir, given)
 		return plan, dir, err
 	}
 	req, err := matrixRequest(cmd, env)

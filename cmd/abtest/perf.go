@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/pprof/driver"
@@ -119,13 +117,10 @@ func runPerfCompare(cmd *cli.Command, env *Env) error {
 	}
 	o := perf.CompareOptions{Base: cmd.Args().Get(0), New: cmd.Args().Get(1), Top: int(cmd.Int("top")), Output: cmd.String("output")}
 	if s := cmd.String("per-tx"); s != "" {
-		a, b, ok := strings.Cut(s, ",")
-		x, err1 := strconv.ParseFloat(a, 64)
-		y, err2 := strconv.ParseFloat(b, 64)
-		if !ok || err1 != nil || err2 != nil || x <= 0 || y <= 0 {
-			return exitcode.BadInputf("--per-tx %q: want TXBASE,TXNEW, two positive transaction counts", s)
+		var err error
+		if o.TxBase, o.TxNew, err = perf.ParsePerTx(s); err != nil {
+			return err
 		}
-		o.TxBase, o.TxNew = x, y
 	}
 	return perf.CompareFiles(env.Stdout, o)
 }

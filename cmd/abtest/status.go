@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/urfave/cli/v3"
 
@@ -29,10 +30,7 @@ func statusCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if cmd.Bool("json") {
-				return printJSON(env, st)
-			}
-			return st.WriteText(env.Stdout)
+			return printResult(env, cmd, st, func(w io.Writer) { st.WriteText(w) })
 		},
 	}
 }

@@ -43,8 +43,12 @@ func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string
 	return store.Record(ctx, storeLocation(cfg), env.Stdout, dirs...)
 }
 
-// printJSON prints v as indented JSON.
-func printJSON(env *Env, v any) error {
+// printResult prints v as indented JSON under --json, else as text.
+func printResult(env *Env, cmd *cli.Command, v any, text func(io.Writer)) error {
+	if !cmd.Bool("json") {
+		text(env.Stdout)
+		return nil
+	}
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
