@@ -92,3 +92,12 @@ func ParseThresholds(list []string) (map[string]float64, error) {
 	}
 	return out, nil
 }
+
+// AnalyzeDirs loads results directories (Load) and analyses them.
+func AnalyzeDirs(o Options, dirs ...string) (*Report, error) {
+	in, err := Load(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	return Analyze(in, o)
+}

@@ -68,3 +68,16 @@ func TestParseThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeDirs is Load then Analyze; a directory without results is
+// an error.
+func TestAnalyzeDirs(t *testing.T) {
+	rep, dir := fixtureReport(t)
+	got, err := AnalyzeDirs(Options{}, dir)
+	if err != nil || len(got.Commits) != len(rep.Commits) {
+		t.Errorf("%v, %v", got, err)
+	}
+	if _, err := AnalyzeDirs(Options{}, t.TempDir()); err == nil {
+		t.Error("an empty directory analysed")
+	}
+}

@@ -41,11 +41,7 @@ func analyzeCommand(env *Env) *cli.Command {
 			// Big result sets (10⁵ cells) are mostly garbage from JSON
 			// decoding: a soft limit makes the GC keep the peak down.
 			debug.SetMemoryLimit(400 << 20)
-			in, err := analysis.Load(dirs...)
-			if err != nil {
-				return err
-			}
-			rep, err := analysis.Analyze(in, o)
+			rep, err := analysis.AnalyzeDirs(o, dirs...)
 			if err != nil {
 				return err
 			}

@@ -5,8 +5,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/nightly"
 )
 
@@ -30,17 +28,9 @@ chat. See nightly.example.toml and docs/nightly/.`,
 }
 
 func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
-	path := cmd.String("config")
-	if path == "" {
-		return exitcode.BadInputf("nightly: --config nightly.toml is required (see nightly.example.toml)")
-	}
-	nc, err := config.LoadNightly(path, env.Home)
+	nc, cfg, err := nightly.Load(cmd.String("config"), env.Home, env.Getenv, flagOverrides(cmd))
 	if err != nil {
-		return exitcode.BadInput(err)
-	}
-	cfg, err := nc.Loaded(env.Getenv, flagOverrides(cmd))
-	if err != nil {
-		return exitcode.BadInput(err)
+		return err
 	}
 	deps, err := newDeps(env, cfg, runner(cmd, env))
 	if err != nil {
