@@ -11,10 +11,9 @@ import (
 
 func annotateCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "annotate",
-		Usage:        "note a commit's expected effect on a metric: its change point is then shown as expected, not as a regression",
-		UsageText:    `abtest annotate --commit REF --metric M [--config C] --note "expected: …" [--store URL]`,
-		OnUsageError: usageError,
+		Name:      "annotate",
+		Usage:     "note a commit's expected effect on a metric: its change point is then shown as expected, not as a regression",
+		UsageText: `abtest annotate --commit REF --metric M [--config C] --note "expected: …" [--store URL]`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "commit", Usage: "`REF`: a stored sha (or a prefix of one), or a commit label or ref of a stored run"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},

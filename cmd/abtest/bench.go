@@ -22,7 +22,6 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 
 Connection settings not given as flags come from PGHOST, PGPORT, PGUSER and
 PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
-		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},

@@ -20,7 +20,6 @@ configuration, -r repeats) and calls it like-good or like-bad with the
 analysis' statistics; an inconclusive step is repeated with twice the
 repeats up to --max-repeats, then the bisect stops and reports the range.
 State is kept in DIR/bisect.json: run the same command again to resume.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.StringFlag{Name: "good", Usage: "a `REF` without the change"},

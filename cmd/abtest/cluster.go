@@ -41,9 +41,8 @@ func wantsCluster(cmd *cli.Command) bool {
 
 func envCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "env",
-		Usage:        "print a cluster's env.sh, for eval \"$(abtest env -w NAME)\"",
-		OnUsageError: usageError,
+		Name:  "env",
+		Usage: "print a cluster's env.sh, for eval \"$(abtest env -w NAME)\"",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "cluster `NAME`"},
 		},

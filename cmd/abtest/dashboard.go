@@ -13,10 +13,9 @@ import (
 
 func dashboardCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "dashboard",
-		Usage:        "write the static dashboard (runs, compare pages, trends) from the store; it opens from disk",
-		UsageText:    "abtest dashboard -o DIR [--store URL]",
-		OnUsageError: usageError,
+		Name:      "dashboard",
+		Usage:     "write the static dashboard (runs, compare pages, trends) from the store; it opens from disk",
+		UsageText: "abtest dashboard -o DIR [--store URL]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR`"},
 			storeFlag(),
@@ -43,10 +42,9 @@ func dashboardCommand(env *Env) *cli.Command {
 
 func serveCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "serve",
-		Usage:        "write the dashboard and serve it on the loopback interface until interrupted",
-		UsageText:    "abtest serve [--addr 127.0.0.1:8080] [-o DIR] [--store URL]",
-		OnUsageError: usageError,
+		Name:      "serve",
+		Usage:     "write the dashboard and serve it on the loopback interface until interrupted",
+		UsageText: "abtest serve [--addr 127.0.0.1:8080] [-o DIR] [--store URL]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "loopback `HOST:PORT`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR`", DefaultText: "a temporary directory"},

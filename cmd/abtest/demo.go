@@ -25,7 +25,6 @@ abtest), then runs select1 and churn with pg_stat_statements.max = 1000 at
 source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.
 Its directories are under $ABTEST_DEMO_DIR (default ~/.cache/abtest-demo)
 unless the config file or the environment names them.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			sourceFlag(),

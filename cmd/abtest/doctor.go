@@ -11,9 +11,8 @@ import (
 
 func doctorCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "doctor",
-		Usage:        "host checks that decide whether numbers can be trusted",
-		OnUsageError: usageError,
+		Name:  "doctor",
+		Usage: "host checks that decide whether numbers can be trusted",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.BoolFlag{Name: "fix", Usage: "as root, set the CPU governor to performance, turbo off and THP to madvise; writes an undo script into the results directory"},

@@ -12,10 +12,9 @@ import (
 
 func historyCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "history",
-		Usage:        "a metric's trend in one configuration over the stored runs, with its change points",
-		UsageText:    "abtest history --metric tps --config select1/c16 [--since 30d] [--json] [--store URL]",
-		OnUsageError: usageError,
+		Name:      "history",
+		Usage:     "a metric's trend in one configuration over the stored runs, with its change points",
+		UsageText: "abtest history --metric tps --config select1/c16 [--since 30d] [--json] [--store URL]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},
 			&cli.StringFlag{Name: "config", Usage: "`CONFIG`uration: its id, or a prefix only one has (select1/c16)"},

@@ -62,8 +62,7 @@ func matrixCommand(env *Env) *cli.Command {
               [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
-		OnUsageError: usageError,
-		Flags:        append(append(matrixFlags(), gateFlags()...), storeFlag()),
+		Flags: append(append(matrixFlags(), gateFlags()...), storeFlag()),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runMatrix(ctx, cmd, env)
 		},

@@ -17,7 +17,6 @@ func nightlyCommand(env *Env) *cli.Command {
 Exit: 0 ok (or nothing new), 1 a regression in a gated metric, 3 an
 infrastructure failure. The last line is a one-line summary for mail or
 chat. See nightly.example.toml and docs/nightly/.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.BoolFlag{Name: "no-fetch", Usage: "use the remote-tracking branch as it is"},

@@ -19,10 +19,9 @@ func perfCommand(env *Env) *cli.Command {
 		Usage: "CPU profiles of a cluster: record (perf → pprof), report, compare, view",
 		Commands: []*cli.Command{
 			{
-				Name:         "record",
-				Usage:        "perf record -g on a cluster's processes, written as a pprof profile",
-				UsageText:    "abtest perf record [-w NAME | -p PORT] [-d SECONDS] [-F HZ] [-o FILE] [--keep-raw]",
-				OnUsageError: usageError,
+				Name:      "record",
+				Usage:     "perf record -g on a cluster's processes, written as a pprof profile",
+				UsageText: "abtest perf record [-w NAME | -p PORT] [-d SECONDS] [-F HZ] [-o FILE] [--keep-raw]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "cluster `NAME` started by abtest"},
 					&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "or a local server's `PORT` (PGHOST/PGUSER from the environment)"},
@@ -34,10 +33,9 @@ func perfCommand(env *Env) *cli.Command {
 				Action: func(ctx context.Context, cmd *cli.Command) error { return runPerfRecord(ctx, cmd, env) },
 			},
 			{
-				Name:         "report",
-				Usage:        "top functions of a profile, flat and cumulative",
-				UsageText:    "abtest perf report FILE [--top N] [--cum]",
-				OnUsageError: usageError,
+				Name:      "report",
+				Usage:     "top functions of a profile, flat and cumulative",
+				UsageText: "abtest perf report FILE [--top N] [--cum]",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "`N` functions"},
 					&cli.BoolFlag{Name: "cum", Usage: "sort by cumulative time"},
@@ -50,10 +48,9 @@ func perfCommand(env *Env) *cli.Command {
 				},
 			},
 			{
-				Name:         "compare",
-				Usage:        "per-function change from BASE to NEW, per transaction when counts are given; writes a diff profile",
-				UsageText:    "abtest perf compare BASE NEW [--per-tx TXBASE,TXNEW] [--top N] [-o DIFF]",
-				OnUsageError: usageError,
+				Name:      "compare",
+				Usage:     "per-function change from BASE to NEW, per transaction when counts are given; writes a diff profile",
+				UsageText: "abtest perf compare BASE NEW [--per-tx TXBASE,TXNEW] [--top N] [-o DIFF]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "per-tx", Usage: "transactions in each profile's window `TXBASE,TXNEW`"},
 					&cli.IntFlag{Name: "top", Value: 20, Usage: "`N` functions"},
@@ -62,10 +59,9 @@ func perfCommand(env *Env) *cli.Command {
 				Action: func(ctx context.Context, cmd *cli.Command) error { return runPerfCompare(cmd, env) },
 			},
 			{
-				Name:         "view",
-				Usage:        "pprof's web UI (flame graph, top, source) on 127.0.0.1",
-				UsageText:    "abtest perf view FILE [--diff-base BASE] [--http 127.0.0.1:0]",
-				OnUsageError: usageError,
+				Name:      "view",
+				Usage:     "pprof's web UI (flame graph, top, source) on 127.0.0.1",
+				UsageText: "abtest perf view FILE [--diff-base BASE] [--http 127.0.0.1:0]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "diff-base", Usage: "show FILE relative to `BASE`"},
 					&cli.StringFlag{Name: "http", Value: "127.0.0.1:0", Usage: "`ADDR` to serve on (loopback only)"},

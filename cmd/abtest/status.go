@@ -14,9 +14,8 @@ type Status = workspace.Status
 
 func statusCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "status",
-		Usage:        "show worktrees (commit, patches, changes) and clusters (running, port, CPUs)",
-		OnUsageError: usageError,
+		Name:  "status",
+		Usage: "show worktrees (commit, patches, changes) and clusters (running, port, CPUs)",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			sourceFlag(),

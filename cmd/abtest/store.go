@@ -62,15 +62,13 @@ func storeLocation(cfg *config.Loaded) string {
 
 func storeCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "store",
-		Usage:        "the results database",
-		OnUsageError: usageError,
+		Name:  "store",
+		Usage: "the results database",
 		Commands: []*cli.Command{{
-			Name:         "import",
-			Usage:        "load results directories into the store (again is harmless: a cell is stored once)",
-			ArgsUsage:    "DIR…",
-			OnUsageError: usageError,
-			Flags:        []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+			Name:      "import",
+			Usage:     "load results directories into the store (again is harmless: a cell is stored once)",
+			ArgsUsage: "DIR…",
+			Flags:     []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				dirs := cmd.Args().Slice()
 				if len(dirs) == 0 {

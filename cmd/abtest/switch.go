@@ -21,7 +21,6 @@ abtest switch -w NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--inst
 abtest switch -w NAME --recreate-cluster
 abtest switch -w NAME --stop
 abtest switch --remove -w NAME          stop the cluster, remove worktree, install and data`,
-		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "worktree `NAME` ([A-Za-z0-9._-], up to 64)"},
 			&cli.StringFlag{Name: "commit", Aliases: []string{"c"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
