@@ -272,11 +272,11 @@ func WorkloadNames(list string) ([]string, error) {
 }
 
 // ResumePlan returns the plan stored in dir, to run its missing cells.
-// given are the plan options given again (their flags): a resume runs
-// the stored plan, so any is a usage error.
+// given are the plan options given again (their flags' long names): a
+// resume runs the stored plan, so any is a usage error.
 func ResumePlan(dir string, given []string) (*results.Plan, error) {
 	if len(given) > 0 {
-		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop %s (or start a new run with -o)", dir, strings.Join(given, ", "))
+		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
 	}
 	return results.ReadPlan(dir)
 }

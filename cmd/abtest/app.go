@@ -150,6 +150,17 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 	return ws.MatrixDeps(env.Now, buildVersion(version))
 }
 
+// setFlags are those of names given on the command line.
+func setFlags(cmd *cli.Command, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if cmd.IsSet(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // requireName returns -w, or a usage error.
 func requireName(cmd *cli.Command) (string, error) {
 	name := cmd.String("worktree")

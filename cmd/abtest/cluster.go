@@ -29,16 +29,6 @@ func runAsFlag() cli.Flag {
 	return &cli.StringFlag{Name: "run-as", Usage: "unprivileged `USER` for the server when abtest runs as root", DefaultText: "postgres"}
 }
 
-// wantsCluster reports whether switch was asked to start a cluster.
-func wantsCluster(cmd *cli.Command) bool {
-	for _, f := range []string{"pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster"} {
-		if cmd.IsSet(f) {
-			return true
-		}
-	}
-	return false
-}
-
 func envCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "env",

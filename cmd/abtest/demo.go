@@ -67,9 +67,5 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-	if run.DryRun {
-		matrix.PrintPlan(env.Stdout, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
-		return nil
-	}
 	return runAndReport(ctx, env, cfg, deps, plan, dir, analysis.Options{}, false)
 }

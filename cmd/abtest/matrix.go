@@ -115,10 +115,6 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if run.DryRun {
-		matrix.PrintPlan(env.Stdout, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
-		return nil
-	}
 	return runAndReport(ctx, env, cfg, deps, plan, dir, o, cmd.Bool("fail-on-regression"))
 }
 
@@ -135,13 +131,7 @@ func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matri
 // flags, and its directory.
 func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loaded, deps *matrix.Deps) (*results.Plan, string, error) {
 	if dir := cmd.String("resume"); dir != "" {
-		var given []string
-		for _, f := range planFlags {
-			if cmd.IsSet(f) {
-				given = append(given, "--"+f)
-			}
-		}
-		plan, err := matrix.ResumePlan(dir, given)
+		plan, err := matrix.ResumePlan(dir, setFlags(cmd, planFlags...))
 		return plan, dir, err
 	}
 	req, err := matrixRequest(cmd, env)

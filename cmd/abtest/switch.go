@@ -35,10 +35,14 @@ abtest switch --remove -w NAME          stop the cluster, remove worktree, insta
 }
 
 // switchRequest turns switch's flags into a workspace.Request.
-func switchRequest(cmd *cli.Command, name string) (workspace.Request, error) {
+func switchRequest(cmd *cli.Command) (workspace.Request, error) {
+	name, err := requireName(cmd)
 	r := workspace.Request{
 		Name: name, Commit: cmd.String("commit"), Patches: cmd.StringSlice("patch"),
 		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"),
+	}
+	if err != nil {
+		return r, err
 	}
 	if t := cmd.String("build"); t != "" {
 		r.Build = &workspace.BuildSpec{
@@ -52,7 +56,8 @@ func switchRequest(cmd *cli.Command, name string) (workspace.Request, error) {
 			}
 		}
 	}
-	if wantsCluster(cmd) || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop) {
+	wantsCluster := setFlags(cmd, "pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster") != nil
+	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop) {
 		r.Cluster = &workspace.ClusterSpec{
 			Port: cmd.String("port"), PgssMax: int(cmd.Int("pgss-max")), MaxClients: int(cmd.Int("max-clients")),
 			Listen: cmd.String("listen"), DataChecksums: cmd.Bool("data-checksums"), Install: cmd.String("install"),
@@ -63,15 +68,11 @@ func switchRequest(cmd *cli.Command, name string) (workspace.Request, error) {
 }
 
 func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
-	name, err := requireName(cmd)
+	r, err := switchRequest(cmd)
 	if err != nil {
 		return err
 	}
 	ws, err := openWorkspace(cmd, env)
-	if err != nil {
-		return err
-	}
-	r, err := switchRequest(cmd, name)
 	if err != nil {
 		return err
 	}

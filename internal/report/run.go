@@ -31,11 +31,16 @@ type RunOptions struct {
 }
 
 // Run runs plan into dir, then writes its report (report.md,
-// report.json, plots), prints its summary, records it and gates it. A
+// report.json, plots), prints its summary, records it and gates it; in a
+// dry run (deps.Proc.DryRun) it only prints the plan on o.Out. A
 // report that cannot be made prints the median TPS instead (and fails a
 // gated run: no report, no gate); a store that cannot be reached is an
 // error, unless the gate has one to return, which wins.
 func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
+	if deps.Proc != nil && deps.Proc.DryRun {
+		matrix.PrintPlan(o.Out, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
+		return nil
+	}
 	if err := CheckGate(plan, o.Analysis.Gate); err != nil {
 		return err
 	}

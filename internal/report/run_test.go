@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
@@ -43,5 +44,22 @@ func TestOutputDir(t *testing.T) {
 	os.WriteFile(filepath.Join(used, results.PlanFile), []byte("{}"), 0o644)
 	if _, err := OutputDir(plan, used, root); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "use --resume "+used) {
 		t.Errorf("used -o: %v", err)
+	}
+}
+
+// TestRunDryRunPrintsThePlan: a dry run prints the plan and nothing
+// else, and writes nothing into the directory.
+func TestRunDryRunPrintsThePlan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errOut bytes.Buffer
+	deps := &matrix.Deps{Proc: &proc.Runner{DryRun: true}}
+	if err := Run(context.Background(), deps, &results.Plan{Metrics: workload.Metrics}, dir, RunOptions{Out: &out, Err: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "# plan: 0 cells") || !strings.Contains(out.String(), "results in "+dir) || errOut.Len() != 0 {
+		t.Errorf("out %q, err %q", out.String(), errOut.String())
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a dry run made the results directory")
 	}
 }
