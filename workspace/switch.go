@@ -152,7 +152,7 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 	}
 	st, err := cm.Start(ctx, r.Name, copts)
 	if err == nil && !w.Run.DryRun {
-		fmt.Fprintf(w.Out, "source %s\n", st.EnvFile)
+		fmt.Fprintf(w.out(), "source %s\n", st.EnvFile)
 	}
 	return err
 }
@@ -174,7 +174,7 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 			return err
 		}
 		if !w.Run.DryRun {
-			fmt.Fprintf(w.Out, "%s: removed cluster, install and worktree\n", r.Name)
+			fmt.Fprintf(w.out(), "%s: removed cluster, install and worktree\n", r.Name)
 		}
 		return nil
 	}
@@ -187,9 +187,9 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 		return err
 	}
 	if stopped {
-		fmt.Fprintf(w.Out, "cluster %s: stopped\n", r.Name)
+		fmt.Fprintf(w.out(), "cluster %s: stopped\n", r.Name)
 	} else {
-		fmt.Fprintf(w.Out, "cluster %s: not running\n", r.Name)
+		fmt.Fprintf(w.out(), "cluster %s: not running\n", r.Name)
 	}
 	return nil
 }
@@ -205,9 +205,9 @@ func (w *Workspace) moveAndPatch(ctx context.Context, wt *worktree.Manager, name
 		if !w.Run.DryRun {
 			switch res.Action {
 			case "moved":
-				fmt.Fprintf(w.Out, "worktree %s: moved %s -> %s %s (%s)\n", name, worktree.Short(res.From), worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+				fmt.Fprintf(w.out(), "worktree %s: moved %s -> %s %s (%s)\n", name, worktree.Short(res.From), worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
 			default:
-				fmt.Fprintf(w.Out, "worktree %s: %s at %s %s (%s)\n", name, res.Action, worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+				fmt.Fprintf(w.out(), "worktree %s: %s at %s %s (%s)\n", name, res.Action, worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func (w *Workspace) moveAndPatch(ctx context.Context, wt *worktree.Manager, name
 	}
 	for _, p := range applied {
 		if !w.Run.DryRun {
-			fmt.Fprintf(w.Out, "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), worktree.Short(p.SHA256), p.Subject)
+			fmt.Fprintf(w.out(), "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), worktree.Short(p.SHA256), p.Subject)
 		}
 	}
 	return nil
@@ -243,7 +243,7 @@ func (w *Workspace) Build(ctx context.Context, name string, o build.Options) (*b
 	if err != nil {
 		return nil, err
 	}
-	res, err := w.Builder(cm).BuildShown(ctx, progress.Console(w.Out, false, w.now), prov, dir, o)
+	res, err := w.Builder(cm).BuildShown(ctx, progress.Console(w.out(), false, w.now), prov, dir, o)
 	if err != nil || w.Run.DryRun {
 		return res, err
 	}

@@ -30,8 +30,8 @@ type Workspace struct {
 	Euid int
 	// Now is the clock of the build's progress; nil is time.Now.
 	Now func() time.Time
-	// Out receives what Switch did, one line per step, and the build's
-	// progress.
+	// Out receives what Switch did, one line per step, the build's
+	// progress and the clusters' messages; nil discards them.
 	Out io.Writer
 }
 
@@ -134,4 +134,12 @@ func (w *Workspace) now() time.Time {
 		return time.Now()
 	}
 	return w.Now()
+}
+
+// out is Out, or io.Discard when it is nil.
+func (w *Workspace) out() io.Writer {
+	if w.Out == nil {
+		return io.Discard
+	}
+	return w.Out
 }
