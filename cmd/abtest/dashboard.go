@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v3"
 
@@ -51,26 +50,12 @@ func serveCommand(env *Env) *cli.Command {
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			out := cmd.String("output")
-			if out == "" {
-				tmp, err := os.MkdirTemp("", "abtest-dashboard-")
-				if err != nil {
-					return exitcode.Failure(err)
-				}
-				defer os.RemoveAll(tmp)
-				out = tmp
-			}
 			s, err := openStore(ctx, cmd, env)
 			if err != nil {
 				return err
 			}
-			site, err := dashboard.Write(ctx, s, out, dashboard.Options{})
-			s.Close()
-			if err != nil {
-				return err
-			}
-			return dashboard.Serve(ctx, site.Dir, cmd.String("addr"), func(addr string) {
-				fmt.Fprintf(env.Stdout, "serving %s on http://%s/ (interrupt to stop)\n", site.Dir, addr)
+			return dashboard.WriteAndServe(ctx, s, cmd.String("output"), cmd.String("addr"), func(dir, addr string) {
+				fmt.Fprintf(env.Stdout, "serving %s on http://%s/ (interrupt to stop)\n", dir, addr)
 			})
 		},
 	}
