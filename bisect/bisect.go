@@ -107,6 +107,12 @@ type Step struct {
 type Deps struct {
 	Matrix *matrix.Deps
 	Out    io.Writer
+	// Err receives what Execute says besides its error (a store that
+	// failed after the bisection did); nil discards it.
+	Err io.Writer
+	// Record stores the steps' results directories (Execute); nil
+	// stores nothing.
+	Record func(ctx context.Context, dirs ...string) error
 }
 
 // Check validates the request without touching anything.

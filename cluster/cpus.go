@@ -83,3 +83,13 @@ func Others(cpus, online []int) []int {
 	}
 	return out
 }
+
+// PickCPUs is ParseCPUs over the CPUs this process may run on: what a
+// -C flag means.
+func PickCPUs(spec string) ([]int, error) {
+	online, err := OnlineCPUs()
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return ParseCPUs(spec, online)
+}

@@ -123,8 +123,10 @@ type Options struct {
 	// File is --config FILE; empty means bench_config.toml in Dir.
 	File string
 	// Dir is the directory searched for bench_config.toml and
-	// bench_config.local.toml when File is empty.
-	Dir string
+	// bench_config.local.toml when File is empty; when Dir is empty, it
+	// is $ABTEST_CONFIG_DIR, else Getwd's.
+	Dir   string
+	Getwd func() (string, error)
 	// Home expands a leading ~/ in paths and places the defaults.
 	Home string
 	// Getenv reads the environment; nil means no variables.
@@ -160,6 +162,16 @@ func (l *Loaded) SourceOf(key string) Source {
 
 // Load builds the configuration by the precedence in the package doc.
 func Load(o Options) (*Loaded, error) {
+	if o.Dir == "" && o.Getenv != nil {
+		o.Dir = o.Getenv("ABTEST_CONFIG_DIR")
+	}
+	if o.Dir == "" && o.Getwd != nil {
+		wd, err := o.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		o.Dir = wd
+	}
 	l := &Loaded{Config: Default(o.Home), sources: map[string]Source{}}
 	if o.Defaults != nil {
 		l.Config = *o.Defaults

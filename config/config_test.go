@@ -244,3 +244,20 @@ func TestUseCaseDefaults(t *testing.T) {
 		t.Errorf("loaded = %+v", l.Config)
 	}
 }
+
+// TestConfigDir: without Dir, bench_config.toml is looked up in
+// $ABTEST_CONFIG_DIR, else in the working directory.
+func TestConfigDir(t *testing.T) {
+	wd, cd := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(wd, "bench_config.toml"), "data_dir = \"/from/wd\"\n")
+	write(t, filepath.Join(cd, "bench_config.toml"), "data_dir = \"/from/configdir\"\n")
+	getwd := func() (string, error) { return wd, nil }
+	l, err := Load(Options{Home: "/h", Getwd: getwd, Getenv: func(string) string { return "" }})
+	if err != nil || l.DataDir != "/from/wd" {
+		t.Errorf("working directory: %v, %v", l, err)
+	}
+	l, err = Load(Options{Home: "/h", Getwd: getwd, Getenv: func(k string) string { return map[string]string{"ABTEST_CONFIG_DIR": cd}[k] }})
+	if err != nil || l.DataDir != "/from/configdir" {
+		t.Errorf("ABTEST_CONFIG_DIR: %v, %v", l, err)
+	}
+}

@@ -336,3 +336,29 @@ func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
 	}
 	return nil
 }
+
+// WriteAndServe writes the site of s into dir (a temporary directory,
+// removed when serving ends, when dir is empty), closes s (serving needs
+// only the files), and serves the site on addr (Serve) until ctx ends.
+// ready, when not nil, receives the site's directory and the address.
+func WriteAndServe(ctx context.Context, s *store.Store, dir, addr string, ready func(dir, addr string)) error {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "abtest-dashboard-")
+		if err != nil {
+			s.Close()
+			return exitcode.Failure(err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	site, err := Write(ctx, s, dir, Options{})
+	s.Close()
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, site.Dir, addr, func(a string) {
+		if ready != nil {
+			ready(site.Dir, a)
+		}
+	})
+}

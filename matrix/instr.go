@@ -89,13 +89,9 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
-	spec := workload.InstrSpec{
-		Install: install, Env: []string{"LD_LIBRARY_PATH=" + cluster.LibDir(install)},
-		DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port, RunAs: cm.User,
-		User: cluster.SuperUser, Database: cluster.Database, Workload: w,
-		Protocol: r.plan.Options.Protocol, Method: r.instr.method,
-		OutDir: results.CellDir(r.dir, cell.ID),
-	}
+	// st.Install is install: the Start above was given it.
+	spec := workload.ClusterInstrSpec(st, cm.User, w)
+	spec.Protocol, spec.Method, spec.OutDir = r.plan.Options.Protocol, r.instr.method, results.CellDir(r.dir, cell.ID)
 	res, err := workload.Instructions(ctx, r.deps.Proc, spec)
 	if err != nil {
 		return failed(rec, fmt.Errorf("counting instructions: %w", err), serverLog)

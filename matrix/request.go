@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
+	"github.com/pgabtest/abtest/worktree"
 )
 
 // Commit is one arm of a Request, as the user names it: a ref with
@@ -100,7 +101,7 @@ type Request struct {
 const (
 	MaxCells    = 100_000
 	MaxEstimate = 30 * 24 * time.Hour
-	MaxDuration = 24 * time.Hour
+	MaxDuration = workload.MaxDuration
 	// Overhead is the orchestration time per cell the estimate assumes
 	// (cluster start, stats reset, probes).
 	Overhead = 3 * time.Second
@@ -362,13 +363,8 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 }
 
 // Short is the short form of a sha that abtest prints and names builds
-// with.
-func Short(sha string) string {
-	if len(sha) > 8 {
-		return sha[:8]
-	}
-	return sha
-}
+// with (worktree.Short).
+func Short(sha string) string { return worktree.Short(sha) }
 
 // PlanFor is the plan of a request whose commits are already resolved
 // (shas, patch hashes and build names given): for synthetic result

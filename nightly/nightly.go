@@ -402,3 +402,18 @@ func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error 
 }
 
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// Load reads the nightly configuration at path (required) and the
+// abtest configuration it makes, under the environment and the flags'
+// overrides; anything wrong is a usage error.
+func Load(path, home string, getenv func(string) string, ov []config.Override) (*config.Nightly, *config.Loaded, error) {
+	if path == "" {
+		return nil, nil, exitcode.BadInputf("nightly: --config nightly.toml is required (see nightly.example.toml)")
+	}
+	nc, err := config.LoadNightly(path, home)
+	if err != nil {
+		return nil, nil, exitcode.BadInput(err)
+	}
+	cfg, err := nc.Loaded(getenv, ov)
+	return nc, cfg, exitcode.BadInput(err)
+}

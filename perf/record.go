@@ -71,6 +71,8 @@ type Result struct {
 	CallGraphs bool
 	// PIDs are the processes whose samples were kept.
 	PIDs []int
+	// Path is the profile file RecordFile wrote ("" from Record).
+	Path string
 }
 
 // Record runs perf record -g on the processes for the duration, then perf

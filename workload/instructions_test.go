@@ -51,12 +51,12 @@ func instrSpec(t *testing.T, st *cluster.State, u *proc.User, install, wl string
 	if !ok {
 		t.Fatalf("no workload %s", wl)
 	}
-	return InstrSpec{
-		Install: install, Env: []string{"LD_LIBRARY_PATH=" + cluster.LibDir(install)},
-		DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port, RunAs: u,
-		User: cluster.SuperUser, Database: cluster.Database, Workload: w,
-		Method: InstrValgrind, OutDir: filepath.Join(testenv.SharedTempDir(t), wl),
+	if st.Install != install {
+		t.Fatalf("cluster runs %s, want %s", st.Install, install)
 	}
+	s := ClusterInstrSpec(st, u, w)
+	s.Method, s.OutDir = InstrValgrind, filepath.Join(testenv.SharedTempDir(t), wl)
+	return s
 }
 
 func requireValgrind(t *testing.T) {

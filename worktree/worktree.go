@@ -518,3 +518,12 @@ func fileSHA256(data []byte) string {
 	s := sha256.Sum256(data)
 	return hex.EncodeToString(s[:])
 }
+
+// Short is the short form of a sha (or a build fingerprint) that abtest
+// prints and names builds with: 8 characters.
+func Short(sha string) string {
+	if len(sha) > 8 {
+		return sha[:8]
+	}
+	return sha
+}

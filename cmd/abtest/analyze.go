@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/internal/report"
 )
 
 func analyzeCommand(env *Env) *cli.Command {
@@ -26,7 +19,6 @@ func analyzeCommand(env *Env) *cli.Command {
 		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
                [--threshold METRIC=PCT]… [--gate METRIC]… [--fail-on-regression]
 abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the results store)`,
-		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, text (plain, for a terminal or a mail), json, or bench (benchstat -col commit; with -o DIR/, one file per commit for plain benchstat)"},
@@ -48,9 +40,8 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			if err != nil {
 				return err
 			}
-			format := cmd.String("format")
-			if format != "md" && format != "text" && format != "json" && format != "bench" {
-				return exitcode.BadInputf("--format %q: use md, text, json or bench", format)
+			if err := analysis.CheckFormat(cmd.String("format")); err != nil {
+				return err
 			}
 			// Big result sets (10⁵ cells) are mostly garbage from JSON
 			// decoding: a soft limit makes the GC keep the peak down.
@@ -63,50 +54,10 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			if err != nil {
 				return err
 			}
-			out := cmd.String("output")
-			if format == "bench" && isDir(out) {
-				paths, err := rep.WriteBenchFiles(out)
-				if err != nil {
-					return exitcode.Failure(err)
-				}
-				fmt.Fprintf(env.Stderr, "benchstat %s\n", strings.Join(paths, " "))
-				return gate(rep, cmd.Bool("fail-on-regression"))
+			if err := rep.Output(env.Stdout, cmd.String("format"), cmd.String("output"), env.Stderr); err != nil {
+				return err
 			}
-			if out != "" {
-				if err := results.CheckOutput(out); err != nil {
-					return err
-				}
-			}
-			var w io.Writer = env.Stdout
-			var buf bytes.Buffer
-			if out != "" {
-				w = &buf
-				if format == "md" {
-					if err := rep.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
-						return exitcode.Failure(err)
-					}
-				}
-			}
-			switch format {
-			case "json":
-				err = rep.WriteJSON(w)
-			case "bench":
-				err = rep.WriteBench(w)
-			case "text":
-				err = rep.WriteText(w)
-			default:
-				err = rep.WriteMarkdown(w)
-			}
-			if err != nil {
-				return exitcode.Failure(err)
-			}
-			if out != "" {
-				if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-					return exitcode.Failure(err)
-				}
-				fmt.Fprintf(env.Stderr, "report: %s\n", out)
-			}
-			return gate(rep, cmd.Bool("fail-on-regression"))
+			return report.Gate(rep, cmd.Bool("fail-on-regression"))
 		},
 	}
 }
@@ -126,23 +77,14 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
-	o := analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: map[string]float64{}, Gate: cmd.StringSlice("gate")}
-	for _, t := range cmd.StringSlice("threshold") {
-		name, v, ok := strings.Cut(t, "=")
-		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if !ok || err != nil || n < 0 {
-			return o, exitcode.BadInputf("--threshold %q: want METRIC=PCT, e.g. tps=3", t)
-		}
-		o.Thresholds[name] = n
-	}
-	return o, nil
+	th, err := analysis.ParseThresholds(cmd.StringSlice("threshold"))
+	return analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: th, Gate: cmd.StringSlice("gate")}, err
 }
 
-// isDir: -o DIR/ (a trailing slash) or an existing directory.
-func isDir(out string) bool {
-	if out == "" {
-		return false
+// gateFlags are the gate's flags, the same for analyze and matrix.
+func gateFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "gate", Usage: "gate `METRIC` too although it is descriptive or report-only (repeatable)"},
+		&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses, 3 when the run could not answer (failed, missing or saturated cells)"},
 	}
-	st, err := os.Stat(out)
-	return strings.HasSuffix(out, "/") || err == nil && st.IsDir()
 }

@@ -7,15 +7,13 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/store"
 )
 
 func annotateCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "annotate",
-		Usage:        "note a commit's expected effect on a metric: its change point is then shown as expected, not as a regression",
-		UsageText:    `abtest annotate --commit REF --metric M [--config C] --note "expected: …" [--store URL]`,
-		OnUsageError: usageError,
+		Name:      "annotate",
+		Usage:     "note a commit's expected effect on a metric: its change point is then shown as expected, not as a regression",
+		UsageText: `abtest annotate --commit REF --metric M [--config C] --note "expected: …" [--store URL]`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "commit", Usage: "`REF`: a stored sha (or a prefix of one), or a commit label or ref of a stored run"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},
@@ -32,24 +30,11 @@ func annotateCommand(env *Env) *cli.Command {
 				return err
 			}
 			defer s.Close()
-			sha, err := s.ResolveCommit(ctx, cmd.String("commit"))
+			a, err := s.AnnotateRef(ctx, cmd.String("commit"), cmd.String("metric"), cmd.String("config"), cmd.String("note"))
 			if err != nil {
 				return err
 			}
-			a := store.Annotation{SHA: sha, Metric: cmd.String("metric"), Note: cmd.String("note")}
-			if c := cmd.String("config"); c != "" {
-				if a.Config, err = s.ResolveConfig(ctx, c); err != nil {
-					return err
-				}
-			}
-			if err := s.Annotate(ctx, a); err != nil {
-				return err
-			}
-			where := "every configuration"
-			if a.Config != "" {
-				where = a.Config
-			}
-			fmt.Fprintf(env.Stdout, "annotated %s %s in %s: %s\n", sha, a.Metric, where, a.Note)
+			fmt.Fprintln(env.Stdout, a)
 			return nil
 		},
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,16 +9,11 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
-	"github.com/pgabtest/abtest/worktree"
+	"github.com/pgabtest/abtest/workspace"
 )
 
 // version is set at link time (-X main.version=…) by the Makefile.
@@ -51,12 +45,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return exitcode.OK
 	}
 	fmt.Fprintf(env.Stderr, "abtest: %s\n", oneLine(err.Error()))
-	var pe *proc.Error
-	if errors.As(err, &pe) && len(pe.Tail) > 1 && exitcode.Code(err) == exitcode.Infra {
-		fmt.Fprintf(env.Stderr, "last lines of %s:\n", pe.Cmd)
-		for _, l := range pe.Tail {
-			fmt.Fprintf(env.Stderr, "  %s\n", l)
-		}
+	if exitcode.Code(err) == exitcode.Infra {
+		proc.WriteTail(env.Stderr, err)
 	}
 	return exitcode.Code(err)
 }
@@ -114,17 +104,9 @@ func loadConfig(cmd *cli.Command, env *Env) (*config.Loaded, error) {
 
 // loadConfigWith is loadConfig over a use case's own defaults.
 func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*config.Loaded, error) {
-	dir := env.Getenv("ABTEST_CONFIG_DIR")
-	if dir == "" {
-		wd, err := env.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		dir = wd
-	}
 	l, err := config.Load(config.Options{
 		File:      cmd.String("config"),
-		Dir:       dir,
+		Getwd:     env.Getwd,
 		Home:      env.Home,
 		Getenv:    env.Getenv,
 		Overrides: flagOverrides(cmd),
@@ -136,14 +118,10 @@ func loadConfigWith(cmd *cli.Command, env *Env, defaults *config.Config) (*confi
 // flagOverrides are the flags that override config keys.
 func flagOverrides(cmd *cli.Command) []config.Override {
 	var ov []config.Override
-	if cmd.IsSet("source") {
-		ov = append(ov, config.Override{Key: "source_dir", Flag: "--source", Value: cmd.String("source")})
-	}
-	if cmd.IsSet("store") {
-		ov = append(ov, config.Override{Key: "store", Flag: "--store", Value: cmd.String("store")})
-	}
-	if cmd.IsSet("run-as") {
-		ov = append(ov, config.Override{Key: "run_as", Flag: "--run-as", Value: cmd.String("run-as")})
+	for _, f := range []struct{ flag, key string }{{"source", "source_dir"}, {"store", "store"}, {"run-as", "run_as"}} {
+		if cmd.IsSet(f.flag) {
+			ov = append(ov, config.Override{Key: f.key, Flag: "--" + f.flag, Value: cmd.String(f.flag)})
+		}
 	}
 	return ov
 }
@@ -156,39 +134,31 @@ func runner(cmd *cli.Command, env *Env) *proc.Runner {
 	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout, Environ: env.Environ}
 }
 
-// newDeps is what a matrix run (and nightly, bisect and the demo, which
-// build on it) uses, from the configuration.
-func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
-	cm, err := clusters(cfg, run, env)
+// openWorkspace is the workspace of the configuration, dry-run under -n.
+func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
+	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return nil, err
 	}
-	cm.Log = nil
-	return &matrix.Deps{
-		Proc:      run,
-		Worktrees: worktrees(cfg, run),
-		// As root, builds run as the server's account too (a patch's
-		// build scripts never run as root).
-		Builder:      &build.Builder{WorktreesRoot: cfg.WorktreesDir, InstallRoot: cfg.InstallDir, Run: run, Servers: cm, User: cm.User},
-		Clusters:     cm,
-		Workload:     &workload.Runner{Proc: run, Getenv: func(string) string { return "" }, User: cm.User},
-		BuildOptions: build.Options{NoCCache: !cfg.CCache, Contrib: cfg.Contrib},
-		Out:          env.Stdout,
-		Now:          env.Now,
-		Host: func() (host.Host, []results.Finding) {
-			return host.Read("/"), doctor.Check(doctor.Live(cfg.RunAs))
-		},
-		Version: buildVersion(version),
-	}, nil
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout}, nil
 }
 
-func worktrees(cfg *config.Loaded, run *proc.Runner) *worktree.Manager {
-	return &worktree.Manager{
-		Source:     cfg.SourceDir,
-		SourceFrom: cfg.SourceOf("source_dir").String(),
-		Root:       cfg.WorktreesDir,
-		Run:        run,
+// newDeps is what a matrix run (and nightly, bisect and the demo, which
+// build on it) uses, from the configuration.
+func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
+	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid(), Out: env.Stdout}
+	return ws.MatrixDeps(env.Now, buildVersion(version))
+}
+
+// setFlags are those of names given on the command line.
+func setFlags(cmd *cli.Command, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if cmd.IsSet(n) {
+			out = append(out, n)
+		}
 	}
+	return out
 }
 
 // requireName returns -w, or a usage error.

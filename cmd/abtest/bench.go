@@ -2,19 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -28,7 +22,6 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 
 Connection settings not given as flags come from PGHOST, PGPORT, PGUSER and
 PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
-		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},
@@ -55,137 +48,81 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 	}
 }
 
-// checkBenchFlags refuses, before anything runs, every value pgbench or
-// the samplers cannot take.
-func checkBenchFlags(cmd *cli.Command) error {
-	most := int(matrix.MaxDuration / time.Second)
-	if t := cmd.Int("transactions"); t < 0 || t > 1_000_000_000 {
-		return exitcode.BadInputf("-t %d: want 1 to 1000000000 transactions per client", t)
-	}
-	if d := cmd.Int("duration"); cmd.Int("transactions") == 0 && (d < 1 || d > most) {
-		return exitcode.BadInputf("-d %d: want 1 to %d seconds", d, most)
+// benchRequest turns bench's flags into a workload.Bench.
+func benchRequest(cmd *cli.Command) (workload.Bench, error) {
+	b := workload.Bench{
+		Conn:    workload.Conn{Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db")},
+		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")),
+		Clients: int(cmd.Int("clients")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
+		Rate: cmd.Float("rate"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
+		Pgbench: cmd.String("pgbench"), Workloads: cmd.String("workloads"), OutDir: cmd.String("output"),
 	}
 	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
-		return exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
+		return b, exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
 	}
-	for _, f := range []string{"sample-every", "wait-every"} {
-		if d := cmd.Duration(f); d <= 0 || d > time.Hour {
-			return exitcode.BadInputf("--%s %s: want an interval above 0 and at most 1h", f, d)
-		}
+	if err := b.Check(); err != nil {
+		return b, err
 	}
-	for _, f := range []string{"jobs", "sleep"} {
-		if n := cmd.Int(f); n < 0 {
-			return exitcode.BadInputf("--%s %d: want 0 or more", f, n)
-		}
+	var err error
+	if spec := cmd.String("cpus"); spec != "" && !cmd.Bool("instructions") {
+		b.CPUs, err = cluster.PickCPUs(spec)
 	}
-	if r := cmd.Float("rate"); r < 0 || r > 1e9 {
-		return exitcode.BadInputf("-R %g: want a rate from 0 to 1e9 TPS", r)
-	}
-	var names []string
-	for _, w := range strings.Split(cmd.String("workloads"), ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			if slices.Contains(names, w) {
-				return exitcode.BadInputf("-w: workload %s given twice", w)
-			}
-			names = append(names, w)
-		}
-	}
-	return nil
+	return b, err
 }
 
 func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
-	if err := checkBenchFlags(cmd); err != nil {
-		return err
-	}
-	if cmd.Bool("instructions") {
-		return runBenchInstructions(ctx, cmd, env)
-	}
-	ws, err := workload.ResolveList(cmd.String("workloads"))
+	b, err := benchRequest(cmd)
 	if err != nil {
 		return err
 	}
-	base := workload.Spec{
-		Conn: workload.Conn{
-			Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db"),
-		},
-		Duration:     time.Duration(cmd.Int("duration")) * time.Second,
-		Transactions: int(cmd.Int("transactions")),
-		Clients:      int(cmd.Int("clients")),
-		Threads:      int(cmd.Int("jobs")),
-		Protocol:     cmd.String("protocol"),
-		SleepMS:      int(cmd.Int("sleep")),
-		Rate:         cmd.Float("rate"),
-		SampleEvery:  cmd.Duration("sample-every"),
-		WaitEvery:    cmd.Duration("wait-every"),
-		Pgbench:      cmd.String("pgbench"),
+	if cmd.Bool("instructions") {
+		return runBenchInstructions(ctx, cmd, env, &b)
 	}
-	if base.Transactions > 0 {
-		base.Duration = 0
-	}
-	if base.Clients < 1 {
-		return exitcode.BadInputf("-c %d: want at least 1 client", base.Clients)
-	}
-	if spec := cmd.String("cpus"); spec != "" {
-		online, err := cluster.OnlineCPUs()
-		if err != nil {
-			return exitcode.Failure(err)
-		}
-		if base.CPUs, err = cluster.ParseCPUs(spec, online); err != nil {
-			return err
-		}
-	}
-	specs := make([]workload.Spec, len(ws))
-	for i, w := range ws {
-		specs[i] = base
-		specs[i].Workload = w
-		if dir := cmd.String("output"); dir != "" {
-			specs[i].OutDir = filepath.Join(dir, w.Name)
-			specs[i].KeepTxLog = true
-		}
-		if err := specs[i].Check(); err != nil {
-			return err
-		}
+	specs, err := b.Specs()
+	if err != nil {
+		return err
 	}
 	var live io.Writer = env.Stdout
 	if cmd.Bool("json") {
 		live = env.Stderr
 	}
 	r := &workload.Runner{Proc: runner(cmd, env), Out: live, Getenv: env.Getenv}
-	if !r.Proc.DryRun {
-		fmt.Fprintf(live, "=== abtest bench ===\nDuration: %s, Clients: %d, Protocol: %s\n", durationText(base), base.Clients, specs[0].Protocol)
+	results, err := r.Bench(ctx, specs)
+	if err != nil || r.Proc.DryRun {
+		return err
 	}
-	var results []*workload.Result
-	for _, s := range specs {
-		res, err := r.Run(ctx, s)
-		if err != nil {
-			return err
-		}
-		if res != nil {
-			results = append(results, res)
-		}
-	}
-	if r.Proc.DryRun {
-		return nil
-	}
-	if cmd.Bool("json") {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
-	}
-	fmt.Fprintln(env.Stdout, "\n=== TPS Summary ===")
-	for _, res := range results {
-		mark := ""
-		if res.Saturated {
-			mark = "  (saturated)"
-		}
-		fmt.Fprintf(env.Stdout, "  %-15s %.0f%s\n", res.Workload, res.Metrics["tps"], mark)
-	}
-	return nil
+	return printResult(env, cmd, results, func(w io.Writer) { workload.WriteTPSSummary(w, results) })
 }
 
-func durationText(s workload.Spec) string {
-	if s.Transactions > 0 {
-		return fmt.Sprintf("%d transactions per client", s.Transactions)
+// benchInstrFlags are bench's flags for --instructions.
+func benchInstrFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "instructions", Usage: "count instructions per transaction (one client, -t transactions, default 2000) on abtest's cluster --cluster NAME, which is stopped for it and left stopped"},
+		&cli.StringFlag{Name: "cluster", Usage: "abtest cluster `NAME` (abtest switch -w NAME) for --instructions"},
+		runAsFlag(),
 	}
-	return fmt.Sprintf("%.0fs", s.Duration.Seconds())
+}
+
+// runBenchInstructions counts each workload's instructions per
+// transaction on cluster --cluster.
+func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env, b *workload.Bench) error {
+	if err := b.CheckInstructions(cmd.String("cluster"), cmd.IsSet); err != nil {
+		return err
+	}
+	ws, err := openWorkspace(cmd, env)
+	if err != nil {
+		return err
+	}
+	cm, err := ws.Clusters()
+	if err != nil {
+		return err
+	}
+	out, err := workload.CountInstructions(ctx, ws.Run, cm, workload.InstrBench{
+		Cluster: cmd.String("cluster"), Workloads: cmd.String("workloads"), Protocol: cmd.String("protocol"),
+		Transactions: int(cmd.Int("transactions")), OutDir: cmd.String("output"),
+	}, env.Stderr)
+	if err != nil || ws.Run.DryRun {
+		return err
+	}
+	return printResult(env, cmd, out, func(w io.Writer) { workload.WriteInstr(w, out) })
 }

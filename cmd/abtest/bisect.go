@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
+	"github.com/pgabtest/abtest/store"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -26,7 +21,6 @@ configuration, -r repeats) and calls it like-good or like-bad with the
 analysis' statistics; an inconclusive step is repeated with twice the
 repeats up to --max-repeats, then the bisect stops and reports the range.
 State is kept in DIR/bisect.json: run the same command again to resume.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.StringFlag{Name: "good", Usage: "a `REF` without the change"},
@@ -54,45 +48,18 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 
 // bisectRequest turns the flags into a bisect.Request (Dir aside).
 func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
-	r := &bisect.Request{
+	return bisect.Options{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
-		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")),
-	}
-	if def, ok := workload.Metrics.Get(r.Metric); ok && def.Tier == results.TierExact && !cmd.IsSet("repeats") {
-		// An exact metric (instructions_per_tx) is decided by one
-		// repeat per step.
-		r.Repeats = 1
-	}
-	m := &r.Matrix
-	m.Protocol, m.Clients = cmd.String("protocol"), []int{int(cmd.Int("clients"))}
-	var err error
-	if m.Workloads, err = workloadNames(cmd.String("workloads")); err != nil {
-		return nil, err
-	}
-	if c := int(cmd.Int("cpus")); c != 0 {
-		m.CPUs = []int{c}
-	}
-	if m.Duration, err = seconds(cmd, "duration", "-d"); err != nil {
-		return nil, err
-	}
-	if m.Warmup, err = seconds(cmd, "warmup", "--warmup"); err != nil {
-		return nil, err
-	}
-	if m.Build, err = build.ParseType(cmd.String("build")); err != nil {
-		return nil, err
-	}
-	if m.Settings, err = settingsAxes(fmt.Sprint(cmd.Int("pgss-max")), cmd.StringSlice("set")); err != nil {
-		return nil, err
-	}
-	return r, nil
+		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
+		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
+		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"),
+		Protocol: cmd.String("protocol"), Build: cmd.String("build"),
+	}.Request()
 }
 
 func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	r, err := bisectRequest(cmd)
 	if err != nil {
-		return err
-	}
-	if err := r.Check(); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(cmd, env)
@@ -104,37 +71,10 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	mdeps.Quiet = true
-	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout}
-	id, revs, steps, err := bisect.Plan(deps, r)
-	if err != nil {
-		return err
-	}
 	r.Dir = cmd.String("output")
-	if r.Dir == "" {
-		r.Dir = filepath.Join(cfg.ResultsDir, "bisect_"+matrix.Short(id.Good)+"_"+matrix.Short(id.Bad))
+	record := func(ctx context.Context, dirs ...string) error {
+		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dirs...)
 	}
-	if cmd.Bool("dry-run") {
-		fmt.Fprintf(env.Stdout, "# bisect %s (good) .. %s (bad): %d first-parent commits, at most %d steps of %d cells (good, step, bad × %d repeats), metric %s; state in %s\n",
-			matrix.Short(id.Good), matrix.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, r.Dir)
-		for i, rev := range revs {
-			fmt.Fprintf(env.Stdout, "%3d %s %s\n", i, matrix.Short(rev.SHA), rev.Subject)
-		}
-		return nil
-	}
-	st, err := bisect.Run(ctx, deps, r)
-	if st == nil || len(st.Steps) == 0 {
-		return err
-	}
-	var dirs []string
-	for _, s := range st.Steps {
-		dirs = append(dirs, s.Dir)
-	}
-	if serr := recordRun(ctx, env, cfg, dirs...); serr != nil {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "abtest: store: %v\n", serr)
-			return err
-		}
-		return serr
-	}
-	return err
+	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: record}
+	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v3"
 
@@ -13,10 +12,9 @@ import (
 
 func dashboardCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "dashboard",
-		Usage:        "write the static dashboard (runs, compare pages, trends) from the store; it opens from disk",
-		UsageText:    "abtest dashboard -o DIR [--store URL]",
-		OnUsageError: usageError,
+		Name:      "dashboard",
+		Usage:     "write the static dashboard (runs, compare pages, trends) from the store; it opens from disk",
+		UsageText: "abtest dashboard -o DIR [--store URL]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR`"},
 			storeFlag(),
@@ -43,36 +41,21 @@ func dashboardCommand(env *Env) *cli.Command {
 
 func serveCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "serve",
-		Usage:        "write the dashboard and serve it on the loopback interface until interrupted",
-		UsageText:    "abtest serve [--addr 127.0.0.1:8080] [-o DIR] [--store URL]",
-		OnUsageError: usageError,
+		Name:      "serve",
+		Usage:     "write the dashboard and serve it on the loopback interface until interrupted",
+		UsageText: "abtest serve [--addr 127.0.0.1:8080] [-o DIR] [--store URL]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "loopback `HOST:PORT`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "site `DIR`", DefaultText: "a temporary directory"},
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			out := cmd.String("output")
-			if out == "" {
-				tmp, err := os.MkdirTemp("", "abtest-dashboard-")
-				if err != nil {
-					return exitcode.Failure(err)
-				}
-				defer os.RemoveAll(tmp)
-				out = tmp
-			}
 			s, err := openStore(ctx, cmd, env)
 			if err != nil {
 				return err
 			}
-			site, err := dashboard.Write(ctx, s, out, dashboard.Options{})
-			s.Close()
-			if err != nil {
-				return err
-			}
-			return dashboard.Serve(ctx, site.Dir, cmd.String("addr"), func(addr string) {
-				fmt.Fprintf(env.Stdout, "serving %s on http://%s/ (interrupt to stop)\n", site.Dir, addr)
+			return dashboard.WriteAndServe(ctx, s, cmd.String("output"), cmd.String("addr"), func(dir, addr string) {
+				fmt.Fprintf(env.Stdout, "serving %s on http://%s/ (interrupt to stop)\n", dir, addr)
 			})
 		},
 	}

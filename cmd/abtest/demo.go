@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
 )
 
@@ -27,7 +25,6 @@ abtest), then runs select1 and churn with pg_stat_statements.max = 1000 at
 source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.
 Its directories are under $ABTEST_DEMO_DIR (default ~/.cache/abtest-demo)
 unless the config file or the environment names them.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			sourceFlag(),
@@ -41,40 +38,25 @@ unless the config file or the environment names them.`,
 }
 
 func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
-	root := env.Getenv("ABTEST_DEMO_DIR")
-	if root == "" {
-		root = demo.Root(env.Geteuid() == 0, env.Home)
-	}
+	root := demo.RootFor(env.Getenv("ABTEST_DEMO_DIR"), env.Geteuid() == 0, env.Home)
 	defaults := demo.Defaults(env.Home, root)
 	cfg, err := loadConfigWith(cmd, env, &defaults)
 	if err != nil {
 		return err
 	}
-	if cfg.SourceOf("source_dir").Kind == "default" {
-		return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
+	if err := demo.CheckSource(cfg); err != nil {
+		return err
 	}
-	d, err := seconds(cmd, "duration", "-d")
+	d, err := matrix.Seconds(cmd.Int("duration"), "-d")
 	if err != nil {
 		return err
 	}
-	// The patch must exist for Prepare to hash it; under -n it goes to a
-	// temporary directory, so that a dry run changes nothing.
 	run := runner(cmd, env)
-	patchDir := root
-	if run.DryRun {
-		tmp, err := os.MkdirTemp("", "abtest-demo-")
-		if err != nil {
-			return exitcode.Failure(err)
-		}
-		defer os.RemoveAll(tmp)
-		patchDir = tmp
-	} else if err := os.MkdirAll(root, 0o755); err != nil {
-		return exitcode.Failure(err)
+	patch, cleanup, err := demo.WritePatch(root, run.DryRun)
+	if err != nil {
+		return err
 	}
-	patch := filepath.Join(patchDir, demo.PatchName)
-	if err := os.WriteFile(patch, demo.Patch, 0o644); err != nil {
-		return exitcode.Failure(err)
-	}
+	defer cleanup()
 	deps, err := newDeps(env, cfg, run)
 	if err != nil {
 		return err
@@ -85,9 +67,5 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-	if run.DryRun {
-		matrix.PrintPlan(env.Stdout, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
-		return nil
-	}
 	return runAndReport(ctx, env, cfg, deps, plan, dir, analysis.Options{}, false)
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/suggest"
+	abversion "github.com/pgabtest/abtest/internal/version"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -96,7 +96,7 @@ func unknownCommand(cmd *cli.Command, name string) error {
 		names = append(names, c.Names()...)
 	}
 	prefix := strings.TrimPrefix(cmd.FullName()+" ", "abtest ")
-	return exitcode.BadInputf("unknown command %q%s; %s --help lists the commands", strings.TrimSpace(prefix+" "+name), didYouMean(name, names, ""), "abtest "+strings.TrimSpace(prefix))
+	return exitcode.BadInputf("unknown command %q%s; %s --help lists the commands", strings.TrimSpace(prefix+" "+name), suggest.DidYouMean(name, names, false), "abtest "+strings.TrimSpace(prefix))
 }
 
 // usageError is every command's OnUsageError: exit 2, and for an unknown
@@ -114,104 +114,17 @@ func usageError(_ context.Context, cmd *cli.Command, err error, _ bool) error {
 			dashes = "-"
 		}
 		return exitcode.BadInputf("%s: unknown flag %s%s%s; abtest %s --help lists the flags",
-			cmd.Name, dashes, name, didYouMean(name, names, "-"), strings.TrimPrefix(cmd.FullName(), "abtest "))
+			cmd.Name, dashes, name, suggest.DidYouMean(name, names, true), strings.TrimPrefix(cmd.FullName(), "abtest "))
 	}
 	return exitcode.BadInput(err)
 }
 
-// didYouMean is "; did you mean X?" for the candidate nearest to got by
-// Levenshtein distance, when it is near enough to be a typo; flags get
-// their dashes.
-func didYouMean(got string, candidates []string, dash string) string {
-	best, bestD := "", len(got)/2+1
-	for _, c := range candidates {
-		if d := levenshtein(got, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	if dash != "" && len(best) > 1 {
-		best = "--" + best
-	} else if dash != "" {
-		best = "-" + best
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-// levenshtein is the edit distance between a and b in runes, a swap of
-// two neighbours counting as one edit (the commonest typo: --hots).
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}
-
 // buildVersion is the version make links in, else the VCS revision Go
 // recorded in the binary (go build, go install), else "dev".
-func buildVersion(linked string) string {
-	bi, ok := debug.ReadBuildInfo()
-	return versionOf(linked, bi, ok)
-}
-
-func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
-	if linked != "dev" || !ok {
-		return linked
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
-		}
-		return linked
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if dirty {
-		rev += "-dirty"
-	}
-	return rev
-}
+func buildVersion(linked string) string { return abversion.Binary(linked) }
 
 // allWorkloads is the Action of -w flags: the bash harness's -w all is
 // every built-in workload.
 func allWorkloads(_ context.Context, cmd *cli.Command, list string) error {
-	var out []string
-	for _, item := range strings.Split(list, ",") {
-		if strings.TrimSpace(item) == "all" {
-			out = append(out, workload.Names...)
-		} else {
-			out = append(out, item)
-		}
-	}
-	return cmd.Set("workloads", strings.Join(out, ","))
+	return cmd.Set("workloads", workload.ExpandAll(list))
 }

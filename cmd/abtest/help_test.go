@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -103,25 +102,6 @@ func TestHelpExitCodes(t *testing.T) {
 		}
 		if code != tc.code || !strings.Contains(got, tc.want) {
 			t.Errorf("%v: exit %d, output %q; want exit %d and %q", tc.args, code, got, tc.code, tc.want)
-		}
-	}
-}
-
-// TestHelpVersionFromBuildInfo: a go build binary says its revision.
-func TestHelpVersionFromBuildInfo(t *testing.T) {
-	bi := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
-	for _, tc := range []struct {
-		linked string
-		bi     *debug.BuildInfo
-		want   string
-	}{
-		{"v1.2", bi, "v1.2"},
-		{"dev", bi, "0123456789ab-dirty"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, "v0.3.0"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
-	} {
-		if got := versionOf(tc.linked, tc.bi, true); got != tc.want {
-			t.Errorf("versionOf(%q, …) = %q, want %q", tc.linked, got, tc.want)
 		}
 	}
 }

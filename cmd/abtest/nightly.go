@@ -5,9 +5,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/nightly"
+	"github.com/pgabtest/abtest/store"
 )
 
 func nightlyCommand(env *Env) *cli.Command {
@@ -19,7 +18,6 @@ func nightlyCommand(env *Env) *cli.Command {
 Exit: 0 ok (or nothing new), 1 a regression in a gated metric, 3 an
 infrastructure failure. The last line is a one-line summary for mail or
 chat. See nightly.example.toml and docs/nightly/.`,
-		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.BoolFlag{Name: "no-fetch", Usage: "use the remote-tracking branch as it is"},
@@ -30,17 +28,9 @@ chat. See nightly.example.toml and docs/nightly/.`,
 }
 
 func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
-	path := cmd.String("config")
-	if path == "" {
-		return exitcode.BadInputf("nightly: --config nightly.toml is required (see nightly.example.toml)")
-	}
-	nc, err := config.LoadNightly(path, env.Home)
+	nc, cfg, err := nightly.Load(cmd.String("config"), env.Home, env.Getenv, flagOverrides(cmd))
 	if err != nil {
-		return exitcode.BadInput(err)
-	}
-	cfg, err := nc.Loaded(env.Getenv, flagOverrides(cmd))
-	if err != nil {
-		return exitcode.BadInput(err)
+		return err
 	}
 	deps, err := newDeps(env, cfg, runner(cmd, env))
 	if err != nil {
@@ -48,6 +38,8 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 	}
 	deps.Quiet = true
 	o := nightly.Options{NoFetch: cmd.Bool("no-fetch"), Force: cmd.Bool("force"), DryRun: cmd.Bool("dry-run")}
-	record := func(ctx context.Context, dir string) error { return recordRun(ctx, env, cfg, dir) }
-	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record, Store: storeLocation(cfg)}, nc, o)
+	record := func(ctx context.Context, dir string) error {
+		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
+	}
+	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record, Store: store.Location(cfg.Store, cfg.ResultsDir)}, nc, o)
 }

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"path/filepath"
-	"strings"
+	"io"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/store"
 )
@@ -35,54 +32,29 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 	if cmd.IsSet("store") {
 		loc = cmd.String("store")
 	}
-	if loc == "" {
-		loc = filepath.Join(cfg.ResultsDir, store.DefaultFile)
-	}
-	return store.Open(ctx, loc)
+	return store.Open(ctx, store.Location(loc, cfg.ResultsDir))
 }
 
-// recordRun imports finished results directories into the store (the
-// config's store, else results_dir/abtest.db): every matrix, nightly and
-// bisect run is in the database as well as in its files. The files are
-// the truth and are complete before this runs; a store that cannot be
-// reached fails the command (exit 3) in one line that says where the
-// files are.
-func recordRun(ctx context.Context, env *Env, cfg *config.Loaded, dirs ...string) error {
-	s, err := store.Open(ctx, storeLocation(cfg))
-	if err != nil {
-		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
+// printResult prints v as indented JSON under --json, else as text.
+func printResult(env *Env, cmd *cli.Command, v any, text func(io.Writer)) error {
+	if !cmd.Bool("json") {
+		text(env.Stdout)
+		return nil
 	}
-	defer s.Close()
-	for _, d := range dirs {
-		st, err := s.Import(ctx, d)
-		if err != nil {
-			return fmt.Errorf("the results are in %s, but %w", d, err)
-		}
-		fmt.Fprintf(env.Stdout, "store: run %s: %d cells stored (%d already there)\n", st.Run, st.Cells, st.Present)
-	}
-	return nil
-}
-
-// storeLocation is the store a run is recorded in: the config's store
-// key, else results_dir/abtest.db.
-func storeLocation(cfg *config.Loaded) string {
-	if cfg.Store != "" {
-		return cfg.Store
-	}
-	return filepath.Join(cfg.ResultsDir, store.DefaultFile)
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func storeCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:         "store",
-		Usage:        "the results database",
-		OnUsageError: usageError,
+		Name:  "store",
+		Usage: "the results database",
 		Commands: []*cli.Command{{
-			Name:         "import",
-			Usage:        "load results directories into the store (again is harmless: a cell is stored once)",
-			ArgsUsage:    "DIR…",
-			OnUsageError: usageError,
-			Flags:        []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+			Name:      "import",
+			Usage:     "load results directories into the store (again is harmless: a cell is stored once)",
+			ArgsUsage: "DIR…",
+			Flags:     []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				dirs := cmd.Args().Slice()
 				if len(dirs) == 0 {
@@ -93,19 +65,13 @@ func storeCommand(env *Env) *cli.Command {
 					return err
 				}
 				defer s.Close()
-				var all []store.ImportStats
-				for _, d := range dirs {
-					st, err := s.Import(ctx, d)
-					if err != nil {
-						return err
-					}
-					all = append(all, st)
-					if !cmd.Bool("json") {
-						fmt.Fprintf(env.Stdout, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, st.Run, st.Cells, st.Present, st.Verdicts)
-						for _, w := range st.Warnings {
-							fmt.Fprintf(env.Stderr, "warning: %s\n", w)
-						}
-					}
+				var w, warn io.Writer = env.Stdout, env.Stderr
+				if cmd.Bool("json") {
+					w, warn = nil, nil
+				}
+				all, err := s.ImportAll(ctx, dirs, w, warn)
+				if err != nil {
+					return err
 				}
 				if cmd.Bool("json") {
 					return json.NewEncoder(env.Stdout).Encode(all)

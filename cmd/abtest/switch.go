@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/worktree"
+	"github.com/pgabtest/abtest/workspace"
 )
 
 func switchCommand(env *Env) *cli.Command {
@@ -27,7 +21,6 @@ abtest switch -w NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--inst
 abtest switch -w NAME --recreate-cluster
 abtest switch -w NAME --stop
 abtest switch --remove -w NAME          stop the cluster, remove worktree, install and data`,
-		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "worktree `NAME` ([A-Za-z0-9._-], up to 64)"},
 			&cli.StringFlag{Name: "commit", Aliases: []string{"c"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
@@ -41,143 +34,69 @@ abtest switch --remove -w NAME          stop the cluster, remove worktree, insta
 	}
 }
 
-func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
+// switchRequest turns switch's flags into a workspace.Request.
+func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 	name, err := requireName(cmd)
+	r := workspace.Request{
+		Name: name, Commit: cmd.String("commit"), Patches: cmd.StringSlice("patch"),
+		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"),
+	}
 	if err != nil {
-		return err
+		return r, err
 	}
-	cfg, err := loadConfig(cmd, env)
-	if err != nil {
-		return err
-	}
-	run := runner(cmd, env)
-	wt := worktrees(cfg, run)
-	if _, err := wt.Dir(name); err != nil {
-		return exitcode.BadInput(err)
-	}
-	commit, patches := cmd.String("commit"), cmd.StringSlice("patch")
-	remove, stop, buildType := cmd.Bool("remove"), cmd.Bool("stop"), cmd.String("build")
-	startCluster := wantsCluster(cmd) || (commit == "" && len(patches) == 0 && buildType == "" && !remove && !stop)
-
-	if remove || stop {
-		if commit != "" || len(patches) > 0 || buildType != "" || wantsCluster(cmd) || remove && stop {
-			return exitcode.BadInputf("switch: --remove and --stop take only -w NAME")
-		}
-	}
-	// Validate every flag before anything changes on disk.
-	var bopts build.Options
-	if buildType != "" {
-		if bopts, err = buildOptions(cmd, cfg); err != nil {
-			return err
+	if t := cmd.String("build"); t != "" {
+		r.Build = &workspace.BuildSpec{
+			Type: t, MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt"),
+			Profiling: cmd.Bool("profiling"), NoCCache: cmd.Bool("no-ccache"), Force: cmd.Bool("force"),
 		}
 	} else {
 		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force"} {
-			if cmd.IsSet(f) && !(f == "force" && stop) {
-				return exitcode.BadInputf("switch: --%s needs -b TYPE", f)
+			if cmd.IsSet(f) && !(f == "force" && r.Stop) {
+				return r, exitcode.BadInputf("switch: --%s needs -b TYPE", f)
 			}
 		}
 	}
-	var copts cluster.Options
-	if startCluster {
-		if copts, err = clusterOptions(cmd, installFor(cmd, cfg, name)); err != nil {
-			return err
+	wantsCluster := setFlags(cmd, "pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster") != nil
+	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop) {
+		r.Cluster = &workspace.ClusterSpec{
+			Port: cmd.String("port"), PgssMax: int(cmd.Int("pgss-max")), MaxClients: int(cmd.Int("max-clients")),
+			Listen: cmd.String("listen"), DataChecksums: cmd.Bool("data-checksums"), Install: cmd.String("install"),
+			Recreate: cmd.Bool("recreate-cluster"), Settings: cmd.StringSlice("set"), CPUs: cmd.String("cpus"),
 		}
 	}
-
-	if remove || stop {
-		return removeOrStop(ctx, env, cfg, run, wt, name, remove, cmd.Bool("force"))
-	}
-	if err := moveAndPatch(ctx, env, run, wt, name, commit, patches); err != nil {
-		return err
-	}
-	if buildType != "" {
-		if _, err := runBuild(ctx, env, cfg, run, wt, name, bopts); err != nil {
-			return err
-		}
-	}
-	if startCluster {
-		cm, err := clusters(cfg, run, env)
-		if err != nil {
-			return err
-		}
-		st, err := cm.Start(ctx, name, copts)
-		if err != nil {
-			return err
-		}
-		if !run.DryRun {
-			fmt.Fprintf(env.Stdout, "source %s\n", st.EnvFile)
-		}
-	}
-	return nil
+	return r, nil
 }
 
-// removeOrStop is switch --remove (cluster, install and worktree) or
-// --stop.
-func removeOrStop(ctx context.Context, env *Env, cfg *config.Loaded, run *proc.Runner, wt *worktree.Manager, name string, remove, force bool) error {
-	cm, err := clusters(cfg, run, env)
+func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
+	r, err := switchRequest(cmd)
 	if err != nil {
 		return err
 	}
-	if remove {
-		if err := cm.Remove(ctx, name); err != nil {
-			return err
-		}
-		if err := removeInstall(cfg, run, name); err != nil {
-			return err
-		}
-		if err := wt.Remove(ctx, name); err != nil {
-			return err
-		}
-		if !run.DryRun {
-			fmt.Fprintf(env.Stdout, "%s: removed cluster, install and worktree\n", name)
-		}
-		return nil
-	}
-	stop := cm.Stop
-	if force {
-		// --stop --force: even while a matrix measures on it.
-		stop = cm.ForceStop
-	}
-	stopped, err := stop(ctx, name)
-	if err != nil || run.DryRun {
-		return err
-	}
-	if stopped {
-		fmt.Fprintf(env.Stdout, "cluster %s: stopped\n", name)
-	} else {
-		fmt.Fprintf(env.Stdout, "cluster %s: not running\n", name)
-	}
-	return nil
-}
-
-// moveAndPatch puts worktree name at commit (when given) and applies
-// patches.
-func moveAndPatch(ctx context.Context, env *Env, run *proc.Runner, wt *worktree.Manager, name, commit string, patches []string) error {
-	if commit != "" {
-		res, err := wt.Switch(ctx, name, commit)
-		if err != nil {
-			return err
-		}
-		if !run.DryRun {
-			switch res.Action {
-			case "moved":
-				fmt.Fprintf(env.Stdout, "worktree %s: moved %s -> %s %s (%s)\n", name, matrix.Short(res.From), matrix.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
-			default:
-				fmt.Fprintf(env.Stdout, "worktree %s: %s at %s %s (%s)\n", name, res.Action, matrix.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
-			}
-		}
-	}
-	if len(patches) == 0 {
-		return nil
-	}
-	applied, err := wt.Apply(ctx, name, patches)
+	ws, err := openWorkspace(cmd, env)
 	if err != nil {
 		return err
 	}
-	for _, p := range applied {
-		if !run.DryRun {
-			fmt.Fprintf(env.Stdout, "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), matrix.Short(p.SHA256), p.Subject)
+	return ws.Switch(ctx, r)
+}
+
+// buildFlags are switch's flags that build and install.
+func buildFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "build", Aliases: []string{"b", "build-type"}, Usage: "build and install: `TYPE` release, debug or debug_noassert"},
+		&cli.StringSliceFlag{Name: "meson-opt", Usage: "extra meson `OPTION` such as -Dfoo=bar (repeatable)"},
+		&cli.StringSliceFlag{Name: "configure-opt", Usage: "extra configure `OPTION` for trees without meson.build (repeatable)"},
+		&cli.BoolFlag{Name: "profiling", Usage: "keep frame pointers and symbols, so perf records call graphs"},
+		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
+		&cli.BoolFlag{Name: "force", Usage: "rebuild even when nothing changed"},
+	}
+}
+
+// buildFlag is switch's build flag name, for another command.
+func buildFlag(name string) cli.Flag {
+	for _, f := range buildFlags() {
+		if f.Names()[0] == name {
+			return f
 		}
 	}
-	return nil
+	panic("no build flag " + name)
 }

@@ -5,11 +5,13 @@ package demo
 
 import (
 	_ "embed"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -68,3 +70,42 @@ const (
 	Repeats  = 12
 	Duration = 3 * time.Second
 )
+
+// RootFor is the demo's root: dir ($ABTEST_DEMO_DIR) when set, else Root.
+func RootFor(dir string, asRoot bool, home string) string {
+	if dir != "" {
+		return dir
+	}
+	return Root(asRoot, home)
+}
+
+// CheckSource refuses a configuration that names no PostgreSQL source:
+// the demo's defaults cannot guess one.
+func CheckSource(cfg *config.Loaded) error {
+	if cfg.SourceOf("source_dir").Kind == "default" {
+		return exitcode.BadInputf("demo: no PostgreSQL source: pass --source DIR or set PG_SOURCE_DIR (make demo prepares one from Debian's source package)")
+	}
+	return nil
+}
+
+// WritePatch writes Patch into root (made when missing) and returns its
+// path: matrix.Prepare hashes the file. For a dry run it goes to a new
+// temporary directory instead, which cleanup removes, so that a dry run
+// changes nothing.
+func WritePatch(root string, dryRun bool) (path string, cleanup func(), err error) {
+	dir, cleanup := root, func() {}
+	if dryRun {
+		if dir, err = os.MkdirTemp("", "abtest-demo-"); err != nil {
+			return "", cleanup, exitcode.Failure(err)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", cleanup, exitcode.Failure(err)
+	}
+	path = filepath.Join(dir, PatchName)
+	if err := os.WriteFile(path, Patch, 0o644); err != nil {
+		cleanup()
+		return "", func() {}, exitcode.Failure(err)
+	}
+	return path, cleanup, nil
+}

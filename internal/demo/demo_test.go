@@ -1,7 +1,14 @@
 package demo
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
 
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
@@ -30,5 +37,45 @@ func TestRequestPlan(t *testing.T) {
 	}
 	if Root(true, "/h") != "/var/tmp/abtest-demo" || Root(false, "/h") != "/h/.cache/abtest-demo" {
 		t.Error("root")
+	}
+}
+
+// TestWritePatchAndSource: the patch lands in the root (made), or for a
+// dry run in a temporary directory that cleanup removes, the root left
+// absent; $ABTEST_DEMO_DIR wins; no source is exit 2.
+func TestWritePatchAndSource(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "demo")
+	p, cleanup, err := WritePatch(root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(p); !bytes.Equal(data, Patch) || strings.HasPrefix(p, root) {
+		t.Errorf("dry-run patch at %s", p)
+	}
+	cleanup()
+	if _, err := os.Stat(p); err == nil {
+		t.Error("cleanup left the dry run's patch")
+	}
+	if _, err := os.Stat(root); err == nil {
+		t.Error("a dry run made the root")
+	}
+	p, cleanup, err = WritePatch(root, false)
+	defer cleanup()
+	if err != nil || p != filepath.Join(root, PatchName) {
+		t.Fatalf("patch at %s, %v", p, err)
+	}
+	if RootFor("/d", true, "/h") != "/d" || RootFor("", false, "/h") != "/h/.cache/abtest-demo" {
+		t.Error("RootFor")
+	}
+	cfg, err := config.Load(config.Options{Dir: t.TempDir(), Home: "/h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSource(cfg); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("no source: %v", err)
+	}
+	cfg, _ = config.Load(config.Options{Dir: t.TempDir(), Home: "/h", Getenv: func(k string) string { return map[string]string{"PG_SOURCE_DIR": "/src"}[k] }})
+	if err := CheckSource(cfg); err != nil {
+		t.Errorf("PG_SOURCE_DIR set: %v", err)
 	}
 }

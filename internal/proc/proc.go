@@ -631,3 +631,17 @@ func TailFile(path string, n int) []string {
 	}
 	return lines
 }
+
+// WriteTail prints, when err wraps an *Error with more than one line of
+// standard error, those lines under "last lines of CMD:": what a person
+// reads first when a tool failed.
+func WriteTail(w io.Writer, err error) {
+	var pe *Error
+	if !errors.As(err, &pe) || len(pe.Tail) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "last lines of %s:\n", pe.Cmd)
+	for _, l := range pe.Tail {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}

@@ -20,11 +20,7 @@ import (
 // Write writes report.md, report.json and plots into a results
 // directory, as every run does at its end, and returns the report.
 func Write(dir string, o analysis.Options) (*analysis.Report, error) {
-	in, err := analysis.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := analysis.Analyze(in, o)
+	rep, err := analysis.AnalyzeDirs(o, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +113,7 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 // α over the looks).
 func Undecided(o analysis.Options) func(dir string, look int) ([]string, error) {
 	return func(dir string, _ int) ([]string, error) {
-		in, err := analysis.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		rep, err := analysis.Analyze(in, o)
+		rep, err := analysis.AnalyzeDirs(o, dir)
 		if err != nil {
 			return nil, err
 		}

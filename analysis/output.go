@@ -1,0 +1,103 @@
+package analysis
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// Formats are the report formats Output writes: markdown, plain text (a
+// terminal, a mail), JSON, and benchstat's format.
+var Formats = []string{"md", "text", "json", "bench"}
+
+// CheckFormat refuses a format Output does not write.
+func CheckFormat(format string) error {
+	if !slices.Contains(Formats, format) {
+		return exitcode.BadInputf("--format %q: use md, text, json or bench", format)
+	}
+	return nil
+}
+
+// Output writes r in format (one of Formats) to w when out is empty,
+// else to the file out (never over a results file; markdown gets its
+// plots in a plots directory beside it), saying so on note. bench with a
+// directory out (an existing one, or a trailing slash) writes one file
+// per commit and says on note the benchstat command that compares them.
+func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
+	if err := CheckFormat(format); err != nil {
+		return err
+	}
+	if format == "bench" && isDir(out) {
+		paths, err := r.WriteBenchFiles(out)
+		if err != nil {
+			return exitcode.Failure(err)
+		}
+		fmt.Fprintf(note, "benchstat %s\n", strings.Join(paths, " "))
+		return nil
+	}
+	var buf bytes.Buffer
+	if out != "" {
+		if err := results.CheckOutput(out); err != nil {
+			return err
+		}
+		w = &buf
+		if format == "md" {
+			if err := r.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
+				return exitcode.Failure(err)
+			}
+		}
+	}
+	write := map[string]func(io.Writer) error{"md": r.WriteMarkdown, "text": r.WriteText, "json": r.WriteJSON, "bench": r.WriteBench}[format]
+	if err := write(w); err != nil {
+		return exitcode.Failure(err)
+	}
+	if out == "" {
+		return nil
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return exitcode.Failure(err)
+	}
+	fmt.Fprintf(note, "report: %s\n", out)
+	return nil
+}
+
+// isDir: a trailing slash or an existing directory.
+func isDir(out string) bool {
+	if out == "" {
+		return false
+	}
+	st, err := os.Stat(out)
+	return strings.HasSuffix(out, "/") || err == nil && st.IsDir()
+}
+
+// ParseThresholds reads --threshold METRIC=PCT values (a trailing % is
+// allowed) into Options.Thresholds.
+func ParseThresholds(list []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, t := range list {
+		name, v, ok := strings.Cut(t, "=")
+		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+		if !ok || err != nil || n < 0 {
+			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT, e.g. tps=3", t)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// AnalyzeDirs loads results directories (Load) and analyses them.
+func AnalyzeDirs(o Options, dirs ...string) (*Report, error) {
+	in, err := Load(dirs...)
+	if err != nil {
+		return nil, err
+	}
+	return Analyze(in, o)
+}

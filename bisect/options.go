@@ -1,0 +1,64 @@
+package bisect
+
+import (
+	"strconv"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// Options are a bisection as a person writes it (abtest bisect's flags):
+// one configuration, durations in seconds. Request checks and types
+// them.
+type Options struct {
+	Good, Bad, Metric string
+	// Threshold is the minimum change in percent; zero means the
+	// metric's own.
+	Threshold float64
+	// Repeats per step; RepeatsGiven says the user chose it (an exact
+	// metric is otherwise decided by one).
+	Repeats, MaxRepeats int
+	RepeatsGiven        bool
+	// Workloads is the workload (a -w list of one).
+	Workloads string
+	// Clients and CPUs (0: not pinned) are the configuration's.
+	Clients, CPUs   int
+	PgssMax         int
+	Settings        []string
+	Seconds, Warmup int
+	Protocol, Build string
+}
+
+// Request returns the Request o asks for (Dir aside).
+func (o Options) Request() (*Request, error) {
+	r := &Request{Good: o.Good, Bad: o.Bad, Metric: o.Metric, Threshold: o.Threshold, Repeats: o.Repeats, MaxRepeats: o.MaxRepeats}
+	if def, ok := workload.Metrics.Get(r.Metric); ok && def.Tier == results.TierExact && !o.RepeatsGiven {
+		// An exact metric (instructions_per_tx) is decided by one
+		// repeat per step.
+		r.Repeats = 1
+	}
+	m := &r.Matrix
+	m.Protocol, m.Clients = o.Protocol, []int{o.Clients}
+	var err error
+	if m.Workloads, err = matrix.WorkloadNames(o.Workloads); err != nil {
+		return nil, err
+	}
+	if o.CPUs != 0 {
+		m.CPUs = []int{o.CPUs}
+	}
+	if m.Duration, err = matrix.Seconds(o.Seconds, "-d"); err != nil {
+		return nil, err
+	}
+	if m.Warmup, err = matrix.Seconds(o.Warmup, "--warmup"); err != nil {
+		return nil, err
+	}
+	if m.Build, err = build.ParseType(o.Build); err != nil {
+		return nil, err
+	}
+	if m.Settings, err = matrix.SettingsAxes(strconv.Itoa(o.PgssMax), o.Settings); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safepath"
+)
+
+// DataDirAt asks the server listening on port for its data directory.
+// host is a host name or socket directory and user a role; empty ones
+// are libpq's defaults. It works for any local server, not only one
+// abtest started: perf record -p PORT profiles a server by its data
+// directory.
+func DataDirAt(ctx context.Context, port int, host, user string) (string, error) {
+	conn := fmt.Sprintf("port=%d dbname=postgres sslmode=disable connect_timeout=5", port)
+	if host != "" {
+		conn += " host=" + host
+	}
+	if user != "" {
+		conn += " user=" + user
+	}
+	c, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		return "", exitcode.Failure(fmt.Errorf("cannot connect to port %d: %v", port, err))
+	}
+	defer c.Close(ctx)
+	var dir string
+	if err := c.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir); err != nil {
+		return "", exitcode.Failure(err)
+	}
+	return dir, nil
+}
+
+// RunningProcesses returns a function that lists the processes of the
+// server running in dir (Processes), or a usage error when none runs
+// there now.
+func RunningProcesses(dir string) (func() []int, error) {
+	if len(Processes(dir)) == 0 {
+		return nil, exitcode.BadInputf("no running server in %s (its postmaster.pid must be readable here)", dir)
+	}
+	return func() []int { return Processes(dir) }, nil
+}
+
+// ReadEnv returns cluster name's env.sh (abtest env -w NAME); a bad name
+// or a cluster without one is a usage error that says how to make it.
+func (m *Manager) ReadEnv(name string) ([]byte, error) {
+	if err := safepath.CheckName(name); err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	data, err := os.ReadFile(m.EnvFile(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch -w %s", name, m.EnvFile(name), name)
+	}
+	return data, exitcode.Failure(err)
+}
+
+// ProcessesOf is RunningProcesses of cluster name's data directory.
+func (m *Manager) ProcessesOf(name string) (func() []int, error) {
+	st, err := m.ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	return RunningProcesses(st.DataDir)
+}

@@ -1,0 +1,112 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+// RunOptions are what happens around a matrix run (matrix and demo):
+// how it is analysed and gated, where it is recorded and where it
+// prints.
+type RunOptions struct {
+	// Analysis decides the verdicts; its Gate adds metrics to the gate.
+	Analysis analysis.Options
+	// Fail gates the run (--fail-on-regression): exit 1 on a regression
+	// in a gated metric, 3 when the run could not answer.
+	Fail bool
+	// Record stores the finished run; nil stores nothing.
+	Record func(ctx context.Context, dir string) error
+	// Out receives the run's lines and summary, Err the warnings.
+	Out, Err io.Writer
+}
+
+// Run runs plan into dir, then writes its report (report.md,
+// report.json, plots), prints its summary, records it and gates it; in a
+// dry run (deps.Proc.DryRun) it only prints the plan on o.Out. A
+// report that cannot be made prints the median TPS instead (and fails a
+// gated run: no report, no gate); a store that cannot be reached is an
+// error, unless the gate has one to return, which wins.
+func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
+	if deps.Proc != nil && deps.Proc.DryRun {
+		matrix.PrintPlan(o.Out, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
+		return nil
+	}
+	if err := CheckGate(plan, o.Analysis.Gate); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
+		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
+	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
+		if errors.Is(err, matrix.ErrInterrupted) {
+			fmt.Fprintf(o.Err, "resume with: abtest matrix --resume %s\n", dir)
+		}
+		return err
+	}
+	rep, err := Write(dir, o.Analysis)
+	if err != nil {
+		fmt.Fprintf(o.Err, "abtest: report: %v\n", err)
+		if merr := Medians(o.Out, dir, plan); merr != nil || !o.Fail {
+			return merr
+		}
+		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
+	}
+	Summary(o.Out, dir, rep)
+	gerr := Gate(rep, o.Fail)
+	if o.Record == nil {
+		return gerr
+	}
+	if err := o.Record(ctx, dir); err != nil {
+		if gerr != nil {
+			// The gate's answer (a regression, say) matters more than
+			// the store: say both, exit with the gate's.
+			fmt.Fprintf(o.Err, "abtest: store: %v\n", err)
+			return gerr
+		}
+		return err
+	}
+	return gerr
+}
+
+// Gate is the run's answer as an exit code when asked for one (fail):
+// analysis.Report.Gate decides, so a candidate whose cells all failed
+// exits 3, never 0.
+func Gate(rep *analysis.Report, fail bool) error {
+	if !fail {
+		return nil
+	}
+	return rep.Gate()
+}
+
+// CheckGate refuses a --gate metric the plan does not define, before
+// anything runs.
+func CheckGate(plan *results.Plan, names []string) error {
+	for _, name := range names {
+		if _, ok := plan.Metrics.Get(name); !ok {
+			return exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(plan.Metrics.Names(), ", "))
+		}
+	}
+	return nil
+}
+
+// OutputDir is where a new run's results go: dir, or a new
+// abtest_TIME directory under resultsDir. A directory that already holds
+// a plan is refused (resume it instead).
+func OutputDir(plan *results.Plan, dir, resultsDir string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(resultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
+		return "", exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
+	}
+	return dir, nil
+}

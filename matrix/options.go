@@ -1,0 +1,282 @@
+package matrix
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// PresetFull is the bash harness's full suite (--preset full): it fills
+// the options not given.
+var PresetFull = Options{
+	Workloads: "select1,churn,slow_churn,within_max", Clients: "1,16,64,128", CPUs: "2,4,8", PgssMax: "1000,5000",
+	Seconds: 30, Repeats: 8,
+}
+
+// Options are a matrix run as a person writes it: lists as
+// comma-separated text, durations in seconds. Request checks and types
+// them; what only the plan can check is left to Prepare.
+type Options struct {
+	// Commits is -k: SPEC[,SPEC…] (ParseSpec).
+	Commits string
+	// Workloads, Clients, CPUs and PgssMax are lists; Settings are
+	// --set GUC=V1,V2 axes (a value in double quotes keeps its commas).
+	Workloads, Clients, CPUs, PgssMax string
+	Settings                          []string
+	Seconds, Warmup, PerfWindow       int
+	Repeats, SleepMS, MaxRepeats      int
+	Build, Protocol, Order            string
+	NameTemplate, Preset, Shard       string
+	Seed                              int64
+	Perf, Instructions, UntilDecided  bool
+	Budget                            time.Duration
+	// BuildOptions are the build's options besides its type (switch
+	// -b's: profiling, meson and configure options).
+	BuildOptions build.Options
+	// Given reports whether an option was given by its flag's long name
+	// (commits, clients, cpus, …): a preset fills only the others, an
+	// explicit -C is not trimmed to the host, shards and a one-commit
+	// run need explicit values. Nil means none was.
+	Given func(flag string) bool
+	// Getenv reads the shard of --shard auto; Now seeds the order when
+	// no seed is given.
+	Getenv func(string) string
+	Now    time.Time
+}
+
+func (o *Options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
+
+// preset returns the preset's value of a list option not given.
+func (o *Options) preset(flag, own, preset string) string {
+	if o.Preset == "full" && !o.given(flag) {
+		return preset
+	}
+	return own
+}
+
+// Request checks o and returns the matrix.Request it asks for.
+func (o Options) Request() (Request, error) {
+	if o.Preset != "" && o.Preset != "full" {
+		return Request{}, exitcode.BadInputf("--preset %q: the preset is full", o.Preset)
+	}
+	r := Request{
+		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
+		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions,
+		Adaptive:     Adaptive{UntilDecided: o.UntilDecided, MaxRepeats: o.MaxRepeats, Budget: o.Budget},
+		BuildOptions: o.BuildOptions,
+	}
+	if !o.given("seed") {
+		r.Seed = o.Now.UnixNano() % 1_000_000_007
+	}
+	if err := o.lists(&r); err != nil {
+		return r, err
+	}
+	if err := o.durations(&r); err != nil {
+		return r, err
+	}
+	var err error
+	if r.Build, err = build.ParseType(o.Build); err != nil {
+		return r, err
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if r.Shard, err = ParseShardEnv(o.Shard, getenv); err != nil {
+		return r, err
+	} else if r.Shard.N > 1 && !o.given("seed") {
+		return r, exitcode.BadInputf("--shard %s: give --seed N, the same on every shard, so that the shards make one run", o.Shard)
+	}
+	if len(r.Commits) == 1 && !o.given("repeats") {
+		return r, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or pass -r N for a noise run of it alone", r.Commits[0].Label)
+	}
+	return r, nil
+}
+
+// lists parses the commits, the workloads and the axes.
+func (o *Options) lists(r *Request) error {
+	var err error
+	if r.Commits, err = ParseSpecs(o.Commits); err != nil {
+		return err
+	}
+	if r.Workloads, err = WorkloadNames(o.preset("workloads", o.Workloads, PresetFull.Workloads)); err != nil {
+		return err
+	}
+	if r.Clients, err = splitInts("-c", o.preset("clients", o.Clients, PresetFull.Clients)); err != nil {
+		return err
+	}
+	if r.CPUs, err = o.cpuCounts(o.preset("cpus", o.CPUs, PresetFull.CPUs)); err != nil {
+		return err
+	}
+	r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Settings)
+	return err
+}
+
+// durations sets the measured, warm-up and perf durations and, under
+// the preset, its repeats.
+func (o *Options) durations(r *Request) error {
+	var err error
+	if r.Duration, err = Seconds(o.Seconds, "-d"); err != nil {
+		return err
+	}
+	if r.Warmup, err = Seconds(o.Warmup, "--warmup"); err != nil {
+		return err
+	}
+	if o.Preset == "full" {
+		if !o.given("repeats") {
+			r.Repeats = PresetFull.Repeats
+		}
+		if !o.given("duration") {
+			r.Duration = time.Duration(PresetFull.Seconds) * time.Second
+		}
+	}
+	if r.Perf {
+		pw, err := Seconds(o.PerfWindow, "--perf-window")
+		if err != nil {
+			return err
+		}
+		r.PerfWindow = min(pw, r.Duration)
+	}
+	return nil
+}
+
+// Seconds is n seconds as a duration, bounded (0 to MaxDuration) so that
+// no product overflows; flag names the option in the error.
+func Seconds(n int, flag string) (time.Duration, error) {
+	most := int(MaxDuration / time.Second)
+	if n < 0 || n > most {
+		return 0, exitcode.BadInputf("%s %d: want 0 to %d seconds", flag, n, most)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// splitInts parses a comma-separated list of positive numbers.
+func splitInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, exitcode.BadInputf("%s %q: want a comma-separated list of positive numbers", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParseSpecs parses -k: comma-separated specs (ParseSpec).
+func ParseSpecs(specs string) ([]Commit, error) {
+	if specs == "" {
+		return nil, exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
+	}
+	var out []Commit
+	for _, s := range strings.Split(specs, ",") {
+		c, err := ParseSpec(strings.TrimSpace(s))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// cpuCounts parses -C; the full preset's larger counts are dropped on a
+// smaller host.
+func (o *Options) cpuCounts(list string) ([]int, error) {
+	if list == "" {
+		return nil, nil
+	}
+	counts, err := splitInts("-C", list)
+	if err != nil || o.given("cpus") {
+		return counts, err
+	}
+	online, err := cluster.OnlineCPUs()
+	if err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return slices.DeleteFunc(counts, func(n int) bool { return n > len(online) }), nil
+}
+
+// SettingsAxes are -m (pg_stat_statements.max values) and every --set
+// GUC=V1,V2 (one axis each).
+func SettingsAxes(pgss string, sets []string) ([]results.Setting, error) {
+	counts, err := splitInts("-m", pgss)
+	if err != nil {
+		return nil, err
+	}
+	ax := results.Setting{Name: "pg_stat_statements.max"}
+	for _, n := range counts {
+		if n < 100 {
+			return nil, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", n)
+		}
+		ax.Values = append(ax.Values, strconv.Itoa(n))
+	}
+	axes := []results.Setting{ax}
+	for _, s := range sets {
+		st, err := cluster.ParseSetting(s)
+		if err != nil || st.Value == "" {
+			return nil, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
+		}
+		if st.Name == ax.Name {
+			return nil, exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", st.Name)
+		}
+		axes = append(axes, results.Setting{Name: st.Name, Values: splitValues(st.Value)})
+	}
+	return axes, nil
+}
+
+// splitValues splits a --set value list on commas outside double quotes;
+// a value in double quotes keeps its commas and loses the quotes:
+// --set 'search_path="a, b",c' is two values, "a, b" and "c".
+func splitValues(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case r == ',' && !quoted:
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(out, strings.TrimSpace(cur.String()))
+}
+
+// WorkloadNames checks a -w list and returns its items as typed (file:
+// items keep their path, so the cells can resolve them again).
+func WorkloadNames(list string) ([]string, error) {
+	if _, err := workload.ResolveList(list); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			names = append(names, item)
+		}
+	}
+	return names, nil
+}
+
+// ResumePlan returns the plan stored in dir, to run its missing cells.
+// given are the plan options given again (their flags' long names): a
+// resume runs the stored plan, so any is a usage error.
+func ResumePlan(dir string, given []string) (*results.Plan, error) {
+	if len(given) > 0 {
+		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
+	}
+	return results.ReadPlan(dir)
+}

@@ -1,0 +1,154 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+)
+
+// MaxDuration bounds a measured duration (bench -d, matrix -d): a longer
+// one is a typo, and no product of it overflows.
+const MaxDuration = 24 * time.Hour
+
+// Bench is `abtest bench`: workloads run one after another against one
+// running server, all with the same settings. Numbers are as given on
+// the command line (seconds, milliseconds), checked by Specs before any
+// arithmetic.
+type Bench struct {
+	Conn Conn
+	// Seconds is each workload's duration, unless Transactions (per
+	// client) is set.
+	Seconds, Transactions int
+	Clients, Threads      int
+	Protocol              string
+	SleepMS               int
+	// Rate is pgbench's -R (open loop), in TPS; 0 is closed loop.
+	Rate                   float64
+	SampleEvery, WaitEvery time.Duration
+	Pgbench                string
+	// Workloads is a comma-separated list (ResolveList).
+	Workloads string
+	// CPUs pins pgbench: a count or a list (cluster.ParseCPUs).
+	CPUs []int
+	// OutDir, when set, keeps each workload's files in OutDir/NAME,
+	// transaction logs included.
+	OutDir string
+}
+
+// Check refuses, before anything runs, every value pgbench or the
+// samplers cannot take.
+func (b *Bench) Check() error {
+	most := int(MaxDuration / time.Second)
+	if t := b.Transactions; t < 0 || t > 1_000_000_000 {
+		return exitcode.BadInputf("-t %d: want 1 to 1000000000 transactions per client", t)
+	}
+	if d := b.Seconds; b.Transactions == 0 && (d < 1 || d > most) {
+		return exitcode.BadInputf("-d %d: want 1 to %d seconds", d, most)
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"sample-every", b.SampleEvery}, {"wait-every", b.WaitEvery}} {
+		if d.d <= 0 || d.d > time.Hour {
+			return exitcode.BadInputf("--%s %s: want an interval above 0 and at most 1h", d.flag, d.d)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		n    int
+	}{{"jobs", b.Threads}, {"sleep", b.SleepMS}} {
+		if n.n < 0 {
+			return exitcode.BadInputf("--%s %d: want 0 or more", n.flag, n.n)
+		}
+	}
+	if r := b.Rate; r < 0 || r > 1e9 {
+		return exitcode.BadInputf("-R %g: want a rate from 0 to 1e9 TPS", r)
+	}
+	var names []string
+	for _, w := range strings.Split(b.Workloads, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			if slices.Contains(names, w) {
+				return exitcode.BadInputf("-w: workload %s given twice", w)
+			}
+			names = append(names, w)
+		}
+	}
+	return nil
+}
+
+// Specs checks b and returns one checked Spec per workload.
+func (b *Bench) Specs() ([]Spec, error) {
+	if err := b.Check(); err != nil {
+		return nil, err
+	}
+	ws, err := ResolveList(b.Workloads)
+	if err != nil {
+		return nil, err
+	}
+	base := Spec{
+		Conn: b.Conn, Duration: time.Duration(b.Seconds) * time.Second, Transactions: b.Transactions,
+		Clients: b.Clients, Threads: b.Threads, Protocol: b.Protocol, SleepMS: b.SleepMS, Rate: b.Rate,
+		CPUs: b.CPUs, SampleEvery: b.SampleEvery, WaitEvery: b.WaitEvery, Pgbench: b.Pgbench,
+	}
+	if base.Transactions > 0 {
+		base.Duration = 0
+	}
+	if base.Clients < 1 {
+		return nil, exitcode.BadInputf("-c %d: want at least 1 client", base.Clients)
+	}
+	specs := make([]Spec, len(ws))
+	for i, w := range ws {
+		specs[i] = base
+		specs[i].Workload = w
+		if b.OutDir != "" {
+			specs[i].OutDir = filepath.Join(b.OutDir, w.Name)
+			specs[i].KeepTxLog = true
+		}
+		if err := specs[i].Check(); err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
+}
+
+// Bench runs specs one after another, after a header line on r.Out;
+// nothing is returned in a dry run.
+func (r *Runner) Bench(ctx context.Context, specs []Spec) ([]*Result, error) {
+	if !r.Proc.DryRun && r.Out != nil && len(specs) > 0 {
+		s := specs[0]
+		d := fmt.Sprintf("%.0fs", s.Duration.Seconds())
+		if s.Transactions > 0 {
+			d = fmt.Sprintf("%d transactions per client", s.Transactions)
+		}
+		fmt.Fprintf(r.Out, "=== abtest bench ===\nDuration: %s, Clients: %d, Protocol: %s\n", d, s.Clients, s.Protocol)
+	}
+	var out []*Result
+	for _, s := range specs {
+		res, err := r.Run(ctx, s)
+		if err != nil {
+			return out, err
+		}
+		if res != nil {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+// WriteTPSSummary prints each result's TPS, saturated ones marked.
+func WriteTPSSummary(w io.Writer, results []*Result) {
+	fmt.Fprintln(w, "\n=== TPS Summary ===")
+	for _, res := range results {
+		mark := ""
+		if res.Saturated {
+			mark = "  (saturated)"
+		}
+		fmt.Fprintf(w, "  %-15s %.0f%s\n", res.Workload, res.Metrics["tps"], mark)
+	}
+}

@@ -1,0 +1,145 @@
+// Package workspace is abtest's hand-managed side: named worktrees, each
+// with its build and its cluster, changed together by Switch (check
+// out, patch, build, start, stop, remove) and listed by Status. The
+// command line only turns flags into a Request and prints; the matrix
+// uses the same managers for its own builds and clusters.
+package workspace
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/worktree"
+)
+
+// Workspace holds the managers of one configuration.
+type Workspace struct {
+	Config *config.Loaded
+	Run    *proc.Runner
+	// Euid is the effective uid: as root, servers and builds run as
+	// Config.RunAs (postgres when empty).
+	Euid int
+	// Now is the clock of the build's progress; nil is time.Now.
+	Now func() time.Time
+	// Out receives what Switch did, one line per step, the build's
+	// progress and the clusters' messages; nil discards them.
+	Out io.Writer
+}
+
+// Worktrees is the worktree manager of the configuration.
+func (w *Workspace) Worktrees() *worktree.Manager {
+	return &worktree.Manager{
+		Source:     w.Config.SourceDir,
+		SourceFrom: w.Config.SourceOf("source_dir").String(),
+		Root:       w.Config.WorktreesDir,
+		Run:        w.Run,
+	}
+}
+
+// ServerUser is the account that runs PostgreSQL: nil when abtest is not
+// root, else run_as (--run-as), postgres by default. A missing or root
+// account is a usage error.
+func ServerUser(cfg *config.Loaded, euid int) (*proc.User, error) {
+	if euid != 0 {
+		return nil, nil
+	}
+	name := cfg.RunAs
+	if name == "" {
+		name = "postgres"
+	}
+	u, err := proc.LookupUser(name)
+	if err != nil {
+		return nil, exitcode.BadInputf("abtest runs as root and PostgreSQL refuses to; the account %q to run it as does not exist: pass --run-as USER (set by %s)", name, cfg.SourceOf("run_as"))
+	}
+	if u.UID == 0 {
+		return nil, exitcode.BadInputf("--run-as %s: the account is root; PostgreSQL needs an unprivileged one", name)
+	}
+	return u, nil
+}
+
+// Clusters is the cluster manager of the configuration, logging to Out.
+// It looks up the server's account (ServerUser), so it is only asked for
+// when a cluster or a build is touched: creating a worktree as root
+// needs no postgres account.
+func (w *Workspace) Clusters() (*cluster.Manager, error) {
+	u, err := ServerUser(w.Config, w.Euid)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster.Manager{
+		Root:         w.Config.DataDir,
+		Run:          w.Run,
+		User:         u,
+		StartTimeout: time.Duration(w.Config.StartTimeout) * time.Second,
+		Log:          w.Out,
+	}, nil
+}
+
+// Builder is the builder of the configuration: it stops cm's servers of
+// an install before installing over them and, as root, builds as the
+// server's account (a patch's build scripts never run as root).
+func (w *Workspace) Builder(cm *cluster.Manager) *build.Builder {
+	return &build.Builder{
+		WorktreesRoot: w.Config.WorktreesDir,
+		InstallRoot:   w.Config.InstallDir,
+		Run:           w.Run,
+		Servers:       cm,
+		User:          cm.User,
+	}
+}
+
+// InstallFor returns the installation for name: given (--install), the
+// configuration's [installs] table, the build under the install root,
+// or else the one the cluster's state recorded (a cluster started once
+// with --install keeps it without being told again).
+func (w *Workspace) InstallFor(name, given string) string {
+	if given != "" {
+		abs, _ := filepath.Abs(given)
+		return abs
+	}
+	if dir, ok := w.Config.Installs[name]; ok {
+		return dir
+	}
+	built := filepath.Join(w.Config.InstallDir, name)
+	if _, err := os.Stat(filepath.Join(built, "bin", "postgres")); err == nil {
+		return built
+	}
+	if st, err := (&cluster.Manager{Root: w.Config.DataDir}).ReadState(name); err == nil && st.Install != "" {
+		return st.Install
+	}
+	return built
+}
+
+// removeInstall removes the install root's NAME (never a prebuilt one).
+func (w *Workspace) removeInstall(name string) error {
+	dir := filepath.Join(w.Config.InstallDir, name)
+	if err := safepath.CheckRemovable(w.Config.InstallDir, dir); err != nil {
+		return exitcode.BadInput(fmt.Errorf("removing install %s: %w", name, err))
+	}
+	return exitcode.Failure(w.Run.RemoveAll(dir))
+}
+
+// now is Now, or time.Now when it is nil.
+func (w *Workspace) now() time.Time {
+	if w.Now == nil {
+		return time.Now()
+	}
+	return w.Now()
+}
+
+// out is Out, or io.Discard when it is nil.
+func (w *Workspace) out() io.Writer {
+	if w.Out == nil {
+		return io.Discard
+	}
+	return w.Out
+}

@@ -1,0 +1,152 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// newWorkspace is a workspace over a two-commit repository, with roots
+// the server account can reach, writing to out.
+func newWorkspace(t *testing.T, out *bytes.Buffer) (*Workspace, string) {
+	t.Helper()
+	repo := testenv.NewRepo(t, map[string]string{"a.c": "int a;\n"})
+	testenv.Commit(t, repo, "second", map[string]string{"a.c": "int a = 2;\n"})
+	root := testenv.SharedTempDir(t)
+	env := map[string]string{
+		"PG_SOURCE_DIR": repo, "PG_WORKTREES_DIR": filepath.Join(root, "wt"), "PG_INSTALL_DIR": filepath.Join(root, "inst"),
+		"PG_DATA_DIR": filepath.Join(root, "data"), "BENCH_RESULTS_DIR": filepath.Join(root, "results"), "ABTEST_RUN_AS": testenv.ServerUser(t),
+	}
+	cfg, err := config.Load(config.Options{Dir: t.TempDir(), Home: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Workspace{Config: cfg, Run: &proc.Runner{}, Euid: os.Geteuid(), Out: out}, repo
+}
+
+// TestSwitchWorktreeAndStatus: a worktree is created at a ref and
+// patched, Status reports both (sha, patch, dirty), and the text table
+// names them.
+func TestSwitchWorktreeAndStatus(t *testing.T) {
+	var out bytes.Buffer
+	ws, repo := newWorkspace(t, &out)
+	ctx := context.Background()
+	patch := filepath.Join(t.TempDir(), "fix.diff")
+	os.WriteFile(patch, []byte("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 9;\n"), 0o644)
+	if err := ws.Switch(ctx, Request{Name: "lru", Commit: "HEAD~1", Patches: []string{patch}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "worktree lru: created at") || !strings.Contains(out.String(), "worktree lru: applied "+patch) {
+		t.Errorf("output:\n%s", out.String())
+	}
+	st, err := ws.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testenv.Git(t, repo, "rev-parse", "HEAD~1")
+	if len(st.Worktrees) != 1 || st.Worktrees[0].SHA != base || len(st.Worktrees[0].Patches) != 1 || st.Worktrees[0].Dirty ||
+		len(st.Builds) != 0 || len(st.Clusters) != 0 || st.Clusters == nil {
+		t.Fatalf("status = %+v", st)
+	}
+	var text bytes.Buffer
+	if err := st.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lru       " + base[:8], "fix.diff", "no clusters; start one with: abtest switch -w NAME", "worktrees: " + ws.Config.WorktreesDir} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("status text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestSwitchBadRequestChangesNothing: every refused request is exit 2,
+// and none creates the worktrees root.
+func TestSwitchBadRequestChangesNothing(t *testing.T) {
+	ws, _ := newWorkspace(t, &bytes.Buffer{})
+	for _, r := range []Request{
+		{Name: "../x", Commit: "HEAD"},
+		{Name: "x", Remove: true, Commit: "HEAD"},
+		{Name: "x", Remove: true, Stop: true},
+		{Name: "x", Commit: "HEAD", Build: &BuildSpec{Type: "fast"}},
+		{Name: "x", Commit: "HEAD", Cluster: &ClusterSpec{Port: "99999", PgssMax: 5000, MaxClients: 1}},
+		{Name: "x", Commit: "HEAD", Cluster: &ClusterSpec{PgssMax: 99, MaxClients: 1}},
+		{Name: "x", Commit: "HEAD", Cluster: &ClusterSpec{PgssMax: 5000, MaxClients: 0}},
+		{Name: "x", Commit: "HEAD", Cluster: &ClusterSpec{PgssMax: 5000, MaxClients: 1, Settings: []string{"novalue"}}},
+		{Name: "x", Commit: "HEAD", Cluster: &ClusterSpec{PgssMax: 5000, MaxClients: 1, CPUs: "0-100000"}},
+	} {
+		if err := ws.Switch(context.Background(), r); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("%+v: err %v (exit %d), want exit 2", r, err, exitcode.Code(err))
+		}
+	}
+	if _, err := os.Stat(ws.Config.WorktreesDir); err == nil {
+		t.Error("a refused request created the worktrees root")
+	}
+}
+
+// TestSwitchClusterStartStop: a cluster of a prebuilt install starts
+// (source env.sh is printed), Status lists it running with its
+// settings, Stop stops it, and a second Stop says it is not running.
+func TestSwitchClusterStartStop(t *testing.T) {
+	install := testenv.PGInstall(t)
+	var out bytes.Buffer
+	ws, _ := newWorkspace(t, &out)
+	ctx := context.Background()
+	t.Cleanup(func() { ws.Switch(context.Background(), Request{Name: "pre", Stop: true}) })
+	spec := &ClusterSpec{Port: "auto", PgssMax: 1000, MaxClients: 4, Install: install, Settings: []string{"work_mem=8MB"}}
+	if err := ws.Switch(ctx, Request{Name: "pre", Cluster: spec}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := ws.Clusters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "source " + cm.EnvFile("pre") + "\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("output %q, want it to end with %q", out.String(), want)
+	}
+	st, err := ws.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Clusters) != 1 || !st.Clusters[0].Running || st.Clusters[0].Settings["pg_stat_statements.max"] != "1000" {
+		t.Errorf("clusters = %+v", st.Clusters)
+	}
+	if got := ws.InstallFor("pre", ""); got != install {
+		t.Errorf("InstallFor after a start with an install: %s, want %s", got, install)
+	}
+	for _, want := range []string{"cluster pre: stopped\n", "cluster pre: not running\n"} {
+		out.Reset()
+		if err := ws.Switch(ctx, Request{Name: "pre", Stop: true}); err != nil || out.String() != want {
+			t.Errorf("stop: %q, %v; want %q", out.String(), err, want)
+		}
+	}
+	if dir, _ := cm.DataDir("pre"); len(cluster.Processes(dir)) != 0 {
+		t.Error("the server still runs")
+	}
+}
+
+// TestMatrixDeps: the matrix gets the workspace's managers, its builder
+// stops the same clusters' servers, the clusters log nothing of their
+// own (the run prints its lines on Out) and ccache follows the
+// configuration.
+func TestMatrixDeps(t *testing.T) {
+	var out bytes.Buffer
+	ws, _ := newWorkspace(t, &out)
+	ws.Config.CCache = false
+	d, err := ws.MatrixDeps(nil, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Clusters.Log != nil || d.Builder.Servers != d.Clusters || d.Out != &out || d.Version != "v1" || !d.BuildOptions.NoCCache ||
+		d.Worktrees.Root != ws.Config.WorktreesDir || d.Clusters.Root != ws.Config.DataDir || d.Builder.InstallRoot != ws.Config.InstallDir {
+		t.Errorf("deps = %+v", d)
+	}
+}
