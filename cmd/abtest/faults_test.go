@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -119,13 +120,15 @@ func aaArgs(install, out string, repeats int) []string {
 		"-r", fmt.Sprint(repeats), "-d", "2", "--warmup", "1", "-o", out, "--sample-every", "1s"}
 }
 
-// SIGINT at five points of a run (preparing, initdb, start, warm-up,
-// measurement: the delays land there on this machine; wherever they
-// land, the same must hold): no server of the run is left, cells.jsonl
-// holds only whole lines, and --resume runs exactly the missing cells.
+// SIGINT at five points of a run (preparing, initdb, start, warm-up:
+// the delays land there on this machine; wherever they land, the same
+// must hold; the fifth, measurement, is TestMatrixInterruptAndResume's
+// interrupt in its third cell): no server of the run is left,
+// cells.jsonl holds only whole lines, and --resume runs exactly the
+// missing cells.
 func TestFaultInterruptAtFivePoints(t *testing.T) {
 	install := testenv.PGInstall(t)
-	for _, delay := range []time.Duration{100 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond, 4 * time.Second} {
+	for _, delay := range []time.Duration{100 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
 			env := matrixEnv(t)
 			out := filepath.Join(env["BENCH_RESULTS_DIR"], "int")
@@ -206,9 +209,12 @@ func TestFaultPostmasterKilledMidCell(t *testing.T) {
 }
 
 // kill -9 of abtest itself: a second run on the same directory meanwhile
-// is refused naming the holder; after the kill, --resume runs exactly
-// the missing cells and leaves no server running, the killed run's
-// included.
+// is refused naming the holder; the kill leaves the run's cluster
+// running (nothing can stop it) and recorded in clusters.json; --resume
+// runs exactly the missing cells and stops every server, the killed
+// run's from its clusters.json. (This was two tests, each with its own
+// matrix; the other, TestMatrixResumeAfterKillStopsItsClusters, killed
+// after the first cell and checked the cluster.)
 func TestFaultAbtestKilledThenResume(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
@@ -228,6 +234,13 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	c.cmd.Process.Kill()
 	c.cmd.Wait()
+	dataDir := filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))
+	if _, running := cluster.PID(dataDir); !running {
+		t.Fatalf("after kill -9 the run's cluster is not running: the test proves nothing\n%s", c.out)
+	}
+	if _, err := os.Stat(filepath.Join(out, matrix.ClustersFile)); err != nil {
+		t.Fatalf("the killed run recorded no clusters: %v", err)
+	}
 	before := records(t, out)
 	code, stdout, stderr := abtest(t, env, "matrix", "--resume", out, "--sample-every", "1s")
 	if code != 0 {
@@ -238,6 +251,9 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 		t.Errorf("the resume ran nothing: %d records before, %d after", len(before), len(after))
 	}
 	noServerLeft(t, env["PG_DATA_DIR"])
+	if len(cluster.Processes(dataDir)) != 0 {
+		t.Error("server processes of the killed run left")
+	}
 }
 
 // A disk that fills up while a record is appended: the run stops with an

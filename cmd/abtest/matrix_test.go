@@ -106,9 +106,13 @@ func TestMatrixBadInputExits2(t *testing.T) {
 
 // TestMatrixAAOnPrebuiltInstall runs a tiny A/A matrix on Debian's
 // binaries: all cells recorded, one build shared, commits alternating.
+// The user's cluster "a" runs meanwhile (from switch): the matrix, whose
+// baseline is labelled "a" too, measures on a cluster of its own and
+// leaves "a" as it found it (see userCluster).
 func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
+	user := startUserCluster(t, env, install, "a")
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "aa")
 	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
 		"-c", "2", "-w", "select1", "-r", "2", "-d", "2", "--warmup", "1", "-o", out, "--sample-every", "1s")
@@ -127,12 +131,10 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 		// Orchestration overhead: wall time minus measured and warm-up.
 		t.Logf("cell %s: wall %.2f s, overhead %.2f s", r.Cell, r.WallS, r.WallS-3)
 	}
+	user.check(t, out, install)
 	plan, err := results.ReadPlan(out)
 	if err != nil || plan.Commits[0].Build != plan.Commits[1].Build {
 		t.Errorf("A/A arms should share one build: %+v, %v", plan, err)
-	}
-	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))); running {
-		t.Error("the matrix left its cluster running")
 	}
 	if !strings.Contains(stdout, "\nSummary\n") || strings.Contains(stdout, "## ") || !strings.Contains(stdout, "A/A:") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.md")) {
 		t.Errorf("no report summary:\n%s", stdout)
@@ -207,9 +209,11 @@ func TestMatrixStoreUnreachable(t *testing.T) {
 	}
 }
 
-// TestMatrixInterruptAndResume sends SIGINT to a running matrix: within
-// 10 s no server of the run is left, cells.jsonl holds only complete
-// lines, and --resume runs exactly the missing cells.
+// TestMatrixInterruptAndResume sends SIGINT to a running matrix in the
+// measurement of its third cell: within 10 s no server of the run is
+// left, cells.jsonl holds only complete lines, and --resume runs exactly
+// the missing cells, keeping the records it found. It is also the fault
+// suite's fifth point (see TestFaultInterruptAtFivePoints).
 func TestMatrixInterruptAndResume(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
@@ -263,17 +267,16 @@ func TestMatrixInterruptAndResume(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	all := records(t, out)
+	all := exactlyOnce(t, out)
 	if len(all) != 6 {
 		t.Errorf("%d cells after resume, want 6", len(all))
 	}
-	seen := map[string]bool{}
-	for _, r := range all {
-		if seen[r.Cell] {
-			t.Errorf("cell %s ran twice", r.Cell)
+	for i, r := range first {
+		if all[i].Cell != r.Cell || all[i].Seq != r.Seq {
+			t.Errorf("record %d changed by the resume: %s -> %s", i, r.Cell, all[i].Cell)
 		}
-		seen[r.Cell] = true
 	}
+	noServerLeft(t, env["PG_DATA_DIR"])
 	if !strings.Contains(stdout, "resuming: "+itoa(len(first))+" of 6 cells done") {
 		t.Errorf("resume output:\n%s", stdout)
 	}

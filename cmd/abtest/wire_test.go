@@ -5,9 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -15,103 +13,66 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// TestMatrixLeavesUserClusterAsFound: the user's cluster "a" runs (from
-// switch, on Debian's binaries); a matrix whose baseline is labelled "a"
-// measures on a cluster of its own and leaves "a" as it was: the same
-// postmaster, port, install and env.sh. Every cell records the server it
-// measured (issue 12: the planned binary, never "(deleted)").
-func TestMatrixLeavesUserClusterAsFound(t *testing.T) {
-	env := matrixEnv(t)
-	install := testenv.PGInstall(t)
-	if code, out, stderr := abtest(t, env, "switch", "-w", "a", "--install", install, "-p", "auto"); code != 0 {
-		t.Fatalf("switch: %d\n%s\n%s", code, out, stderr)
-	}
-	cm := &cluster.Manager{Root: env["PG_DATA_DIR"]}
-	before, err := cm.ReadState("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := cluster.PID(before.DataDir)
-	envSh, _ := os.ReadFile(before.EnvFile)
-
-	out := filepath.Join(env["BENCH_RESULTS_DIR"], "found")
-	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
-		"-c", "1", "-w", "select1", "-r", "1", "-d", "1", "--warmup", "0", "-o", out, "--sample-every", "1s")
-	if code != 0 {
-		t.Fatalf("matrix: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	for _, r := range records(t, out) {
-		if r.Status != results.StatusOK || r.Server == nil || r.Server.Exe != filepath.Join(install, "bin", "postgres") || !strings.Contains(r.Server.Version, "PostgreSQL 15") {
-			t.Errorf("cell %s: %s %s server %+v", r.Cell, r.Status, r.Error, r.Server)
-		} else if r.Server.PID == pid {
-			t.Errorf("cell %s measured the user's cluster (pid %d)", r.Cell, pid)
-		}
-	}
-	after, err := cm.ReadState("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if now, running := cluster.PID(after.DataDir); !running || now != pid {
-		t.Errorf("the user's cluster: running %v, pid %d -> %d", running, pid, now)
-	}
-	if after.Port != before.Port || after.Install != before.Install || after.StartedAt != before.StartedAt {
-		t.Errorf("the user's cluster changed: %+v -> %+v", before, after)
-	}
-	if data, _ := os.ReadFile(after.EnvFile); string(data) != string(envSh) {
-		t.Errorf("env.sh changed:\n%s\n->\n%s", envSh, data)
-	}
-	if _, running := cluster.PID(filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))); running {
-		t.Error("the matrix left its own cluster running")
-	}
-	if _, err := os.Stat(filepath.Join(out, matrix.ClustersFile)); err == nil {
-		t.Errorf("%s left behind after a clean run", matrix.ClustersFile)
-	}
+// userCluster is the user's cluster, started by switch on a prebuilt
+// install, as a matrix found it.
+type userCluster struct {
+	cm     *cluster.Manager
+	name   string
+	before *cluster.State
+	pid    int
+	envSh  []byte
 }
 
-// TestMatrixResumeAfterKillStopsItsClusters: abtest killed with SIGKILL
-// leaves its cluster running (nothing can stop it); --resume runs the
-// rest and stops it too, from the run's clusters.json.
-func TestMatrixResumeAfterKillStopsItsClusters(t *testing.T) {
-	env := matrixEnv(t)
-	install := testenv.PGInstall(t)
-	out := filepath.Join(env["BENCH_RESULTS_DIR"], "kill")
-	cmd := exec.Command(os.Args[0], "matrix", "-k", "a=install:"+install+",b=install:"+install, "-c", "1", "-w", "select1",
-		"-r", "3", "-d", "1", "--warmup", "0", "-o", out, "--sample-every", "1s")
-	cmd.Env = append(os.Environ(), "ABTEST_TEST_MAIN=1")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+// startUserCluster starts the user's cluster name on install, as
+// `abtest switch -w NAME --install DIR -p auto` does.
+func startUserCluster(t *testing.T, env map[string]string, install, name string) *userCluster {
+	t.Helper()
+	if code, out, stderr := abtest(t, env, "switch", "-w", name, "--install", install, "-p", "auto"); code != 0 {
+		t.Fatalf("switch: %d\n%s\n%s", code, out, stderr)
 	}
-	var output strings.Builder
-	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Start(); err != nil {
+	u := &userCluster{cm: &cluster.Manager{Root: env["PG_DATA_DIR"]}, name: name}
+	var err error
+	if u.before, err = u.cm.ReadState(name); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if countLines(filepath.Join(out, results.CellsFile)) >= 1 {
-			break
+	u.pid, _ = cluster.PID(u.before.DataDir)
+	u.envSh, _ = os.ReadFile(u.before.EnvFile)
+	return u
+}
+
+// check asserts that the matrix run in dir, whose baseline has the
+// user's cluster's name as its label, measured on a cluster of its own
+// and left the user's as it was: the same postmaster, port, install and
+// env.sh. Every cell records the server it measured (issue 12: the
+// planned binary, never "(deleted)"), and a clean run leaves no
+// clusters.json.
+func (u *userCluster) check(t *testing.T, dir, install string) {
+	t.Helper()
+	for _, r := range records(t, dir) {
+		if r.Status != results.StatusOK || r.Server == nil || r.Server.Exe != filepath.Join(install, "bin", "postgres") || !strings.Contains(r.Server.Version, "PostgreSQL 15") {
+			t.Errorf("cell %s: %s %s server %+v", r.Cell, r.Status, r.Error, r.Server)
+		} else if r.Server.PID == u.pid {
+			t.Errorf("cell %s measured the user's cluster (pid %d)", r.Cell, u.pid)
 		}
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	dataDir := filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("a"))
-	if _, running := cluster.PID(dataDir); !running {
-		t.Fatalf("after kill -9 the run's cluster is not running: the test proves nothing\n%s", output.String())
+	after, err := u.cm.ReadState(u.name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(out, matrix.ClustersFile)); err != nil {
-		t.Fatalf("the killed run recorded no clusters: %v", err)
+	if now, running := cluster.PID(after.DataDir); !running || now != u.pid {
+		t.Errorf("the user's cluster: running %v, pid %d -> %d", running, u.pid, now)
 	}
-	code, stdout, stderr := abtest(t, env, "matrix", "--resume", out, "--sample-every", "1s")
-	if code != 0 {
-		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
+	if after.Port != u.before.Port || after.Install != u.before.Install || after.StartedAt != u.before.StartedAt {
+		t.Errorf("the user's cluster changed: %+v -> %+v", u.before, after)
 	}
-	if n := len(records(t, out)); n != 6 {
-		t.Errorf("%d cells after resume, want 6", n)
+	if data, _ := os.ReadFile(after.EnvFile); string(data) != string(u.envSh) {
+		t.Errorf("env.sh changed:\n%s\n->\n%s", u.envSh, data)
 	}
-	if _, running := cluster.PID(dataDir); running {
-		t.Errorf("resume left the killed run's cluster running:\n%s", stdout)
+	if _, running := cluster.PID(filepath.Join(u.cm.Root, matrix.ClusterName(u.name))); running {
+		t.Error("the matrix left its own cluster running")
 	}
-	if len(cluster.Processes(dataDir)) != 0 {
-		t.Error("server processes left")
+	if _, err := os.Stat(filepath.Join(dir, matrix.ClustersFile)); err == nil {
+		t.Errorf("%s left behind after a clean run", matrix.ClustersFile)
 	}
 }
 
