@@ -17,8 +17,10 @@ import (
 // instructions_per_tx clearly, the per-function diff puts
 // exec_simple_query first, and base against base (A/A, two data
 // directories) is within issue 15's 0.01 % (measured 0.00057 % at load
-// average 12; the slowed build: +2 497 instructions/tx, +7.2 %).
+// average 12; the slowed build: +2 497 instructions/tx, +7.2 %). In
+// parallel with TestInstructionsRepeat: counts do not depend on load.
 func TestInstructionsSlowedBuild(t *testing.T) {
+	t.Parallel()
 	requireValgrind(t)
 	e := testbuild.PG15(t)
 	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release}).Info.Install

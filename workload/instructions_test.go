@@ -76,46 +76,60 @@ func spreadPct(xs []float64) float64 {
 // TestInstructionsRepeat: instructions_per_tx of select1 and churn on
 // Debian's PostgreSQL 15 repeats within 0.01 % (issue 15's exact tier),
 // also on a loaded machine: 5 runs each at load average 8–13 on this
-// 2-core VM spread 0.00019 % (select1) and 0.00035 % (churn).
+// 2-core VM spread 0.00019 % (select1) and 0.00035 % (churn). Counts do
+// not depend on load, so the workloads run in parallel, each on a
+// cluster of its own, and beside TestInstructionsSlowedBuild: valgrind
+// runs one thread, and these were 360 s of the package's 490 s one after
+// the other at load 13.
 func TestInstructionsRepeat(t *testing.T) {
+	t.Parallel()
 	requireValgrind(t)
 	install := testenv.PGInstall(t)
-	st, u := stoppedCluster(t, install)
 	for _, wl := range []string{"select1", "churn"} {
-		var per []float64
-		for i := 0; i < *instrRepeats; i++ {
-			s := instrSpec(t, st, u, install, wl)
-			res, err := Instructions(context.Background(), &proc.Runner{}, s)
-			if err != nil {
-				t.Fatalf("%s: %v", wl, err)
-			}
-			if res.Method != InstrValgrind || res.Transactions != DefaultInstrTransactions || res.Window <= 0 {
-				t.Fatalf("%s: %+v", wl, res)
-			}
-			for _, r := range res.Runs {
-				// pgbench's setup connection and its one client.
-				if len(r.Backends) != 2 || len(r.Files) != 2 {
-					t.Errorf("%s: run of %d: backends %v files %v, want 2", wl, r.Transactions, r.Backends, r.Files)
-				}
-			}
-			if _, err := os.Stat(res.ProfilePath); err != nil || res.Profile == nil {
-				t.Errorf("%s: profile %s: %v", wl, res.ProfilePath, err)
-			}
-			if m := res.Metrics(); m[MetricInstructionsPerTx] != res.PerTx || m[MetricInstructions] != float64(res.Window) {
-				t.Errorf("%s: metrics %v", wl, m)
-			}
-			if _, err := os.Stat(filepath.Join(st.DataDir, "postmaster.pid")); err == nil {
-				t.Fatalf("%s: the server still runs after Instructions returned", wl)
-			}
-			t.Logf("%s: %.2f instructions/tx (I(%d)=%d, I(%d)=%d), wall %.1f s (runs %.1f s + %.1f s)", wl, res.PerTx,
-				res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[1].Transactions, res.Runs[1].Instructions, res.WallS, res.Runs[0].WallS, res.Runs[1].WallS)
-			per = append(per, res.PerTx)
+		t.Run(wl, func(t *testing.T) {
+			t.Parallel()
+			instructionsRepeat(t, install, wl)
+		})
+	}
+}
+
+// instructionsRepeat measures wl's instructions *instrRepeats times on
+// install and checks their spread.
+func instructionsRepeat(t *testing.T, install, wl string) {
+	st, u := stoppedCluster(t, install)
+	var per []float64
+	for i := 0; i < *instrRepeats; i++ {
+		s := instrSpec(t, st, u, install, wl)
+		res, err := Instructions(context.Background(), &proc.Runner{}, s)
+		if err != nil {
+			t.Fatalf("%s: %v", wl, err)
 		}
-		sp := spreadPct(per)
-		t.Logf("%s: %d runs, spread %.5f %%: %v", wl, len(per), sp, per)
-		if sp > 0.01 {
-			t.Errorf("%s: instructions_per_tx spread %.5f %% > 0.01 %%: %v", wl, sp, per)
+		if res.Method != InstrValgrind || res.Transactions != DefaultInstrTransactions || res.Window <= 0 {
+			t.Fatalf("%s: %+v", wl, res)
 		}
+		for _, r := range res.Runs {
+			// pgbench's setup connection and its one client.
+			if len(r.Backends) != 2 || len(r.Files) != 2 {
+				t.Errorf("%s: run of %d: backends %v files %v, want 2", wl, r.Transactions, r.Backends, r.Files)
+			}
+		}
+		if _, err := os.Stat(res.ProfilePath); err != nil || res.Profile == nil {
+			t.Errorf("%s: profile %s: %v", wl, res.ProfilePath, err)
+		}
+		if m := res.Metrics(); m[MetricInstructionsPerTx] != res.PerTx || m[MetricInstructions] != float64(res.Window) {
+			t.Errorf("%s: metrics %v", wl, m)
+		}
+		if _, err := os.Stat(filepath.Join(st.DataDir, "postmaster.pid")); err == nil {
+			t.Fatalf("%s: the server still runs after Instructions returned", wl)
+		}
+		t.Logf("%s: %.2f instructions/tx (I(%d)=%d, I(%d)=%d), wall %.1f s (runs %.1f s + %.1f s)", wl, res.PerTx,
+			res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[1].Transactions, res.Runs[1].Instructions, res.WallS, res.Runs[0].WallS, res.Runs[1].WallS)
+		per = append(per, res.PerTx)
+	}
+	sp := spreadPct(per)
+	t.Logf("%s: %d runs, spread %.5f %%: %v", wl, len(per), sp, per)
+	if sp > 0.01 {
+		t.Errorf("%s: instructions_per_tx spread %.5f %% > 0.01 %%: %v", wl, sp, per)
 	}
 }
 
