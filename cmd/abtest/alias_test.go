@@ -47,6 +47,7 @@ func parsed(t *testing.T, args ...string) map[string]any {
 // (switch_build.sh, bench.sh, bench_matrix.sh, perf record) and pgbench's
 // -T, -j and -h are accepted and mean what abtest's own spelling means.
 func TestAliasHarnessSpellings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ harness, abtest string }{
 		{"switch -c a21bd27 -w lru", "switch --commit a21bd27 --worktree lru"},
 		{"switch -w lru --patch my_fix.patch", "switch --worktree lru --patch my_fix.patch"},
@@ -78,6 +79,7 @@ func TestAliasHarnessSpellings(t *testing.T) {
 // TestAliasBenchDryRun: in a dry run, bench -h HOST -T S -j N reach
 // pgbench as its own -h, -T and -j (and -h is not help).
 func TestAliasBenchDryRun(t *testing.T) {
+	t.Parallel()
 	code, out, stderr := abtest(t, nil, "-n", "bench", "-h", "/tmp", "-T", "7", "-j", "3", "-c", "6", "-w", "select1", "-p", "5433")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

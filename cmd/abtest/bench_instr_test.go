@@ -14,6 +14,7 @@ import (
 // server by port, no abtest cluster) exits 2 with the reason, before
 // anything runs.
 func TestBenchInstructionsBadInput(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	for _, tc := range []struct {
 		args []string
@@ -38,6 +39,7 @@ func TestBenchInstructionsBadInput(t *testing.T) {
 // transaction with the method and its top functions, and leaves it
 // stopped.
 func TestBenchInstructions(t *testing.T) {
+	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
 	env, install := clusterEnv(t)
 	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-p", "auto"); code != 0 {

@@ -32,6 +32,7 @@ func clusterEnv(t *testing.T) (map[string]string, string) {
 }
 
 func TestSwitchStartsPrebuiltCluster(t *testing.T) {
+	t.Parallel()
 	env, install := clusterEnv(t)
 	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-m", "700", "-p", "auto", "--set", "work_mem=3MB")
 	if code != 0 {
@@ -71,6 +72,7 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 // A cluster held by a measurement: switch --stop says busy (exit 2, one
 // line, naming --force), and --stop --force stops it anyway.
 func TestSwitchStopBusyAndForce(t *testing.T) {
+	t.Parallel()
 	env, install := clusterEnv(t)
 	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
@@ -95,6 +97,7 @@ func TestSwitchStopBusyAndForce(t *testing.T) {
 }
 
 func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
+	t.Parallel()
 	env, install := clusterEnv(t)
 	for _, args := range [][]string{
 		{"--set", "bad syntax"},
@@ -130,6 +133,7 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 // running cluster before installing over its binaries, keeps the data
 // directory (same catalog version) and starts it again.
 func TestRebuildStopsAndRestartsCluster(t *testing.T) {
+	t.Parallel()
 	testbuild.Base(t) // the cached PostgreSQL 15 build; holds the cache lock
 	cache := testenv.CacheRoot(t)
 	base := testenv.SharedTempDir(t)

@@ -12,6 +12,7 @@ import (
 // TestFlagGapsExit2: every bad value is refused up front with one line
 // and exit 2, and nothing is created.
 func TestFlagGapsExit2(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
 	aa := "a=install:/nonexistent,b=install:/nonexistent"
@@ -53,6 +54,7 @@ func TestFlagGapsExit2(t *testing.T) {
 // TestSettingsAxisOneFlag: --set GUC=V1,V2 is one axis with two values
 // (the flag library does not split it), shown by -n.
 func TestSettingsAxisOneFlag(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	code, out, stderr := abtest(t, env, "-n", "matrix", "-k", "a=install:/x,b=install:/x", "-w", "select1", "-r", "1",
 		"--set", "work_mem=1MB,4MB", "--set", `search_path="a, b",c`, "--until-decided", "--max-repeats", "3")
@@ -70,6 +72,7 @@ func TestSettingsAxisOneFlag(t *testing.T) {
 // cells.jsonl or anything under cells/, nor a directory that does not
 // exist; none of those is created or changed.
 func TestAnalyzeOutputNeverOverwritesResults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plan := []byte(`{"version":2,"commits":[{"label":"a","build":"a"},{"label":"b","build":"b"}],"baseline":"a"}`)
 	os.WriteFile(filepath.Join(dir, results.PlanFile), plan, 0o644)

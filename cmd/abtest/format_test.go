@@ -13,6 +13,7 @@ import (
 // with -o DIR/ writes one file per commit (for plain benchstat A B), and
 // an unknown format is bad input.
 func TestFlagAnalyzeFormats(t *testing.T) {
+	t.Parallel()
 	dirs, err := storetest.Nights(filepath.Join(t.TempDir(), "nights"), 1, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func commands(t *testing.T) map[string]*cli.Command {
 // runnable example of CMD for every built-in command, and no example is
 // kept for a command that no longer exists.
 func TestHelpEveryCommandHasExample(t *testing.T) {
+	t.Parallel()
 	cmds := commands(t)
 	for path := range cmds {
 		code, out, stderr := abtest(t, nil, append(strings.Fields(path), "--help")...)
@@ -53,6 +54,7 @@ func TestHelpEveryCommandHasExample(t *testing.T) {
 // flag library prints, and every flag that takes a value names it (a
 // backquoted NAME), so help never shows a bare "string" or "int".
 func TestHelpFlagUsage(t *testing.T) {
+	t.Parallel()
 	for path, c := range commands(t) {
 		for _, f := range c.Flags {
 			df, ok := f.(cli.DocGenerationFlag)
@@ -73,6 +75,7 @@ func TestHelpFlagUsage(t *testing.T) {
 // TestHelpExitCodes: help is success, and a typo is bad input (exit 2)
 // with the nearest name.
 func TestHelpExitCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int

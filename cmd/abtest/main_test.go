@@ -16,6 +16,12 @@ import (
 
 // abtest runs the CLI in-process with env as its whole environment and
 // returns its exit code, stdout and stderr.
+//
+// Tests that time nothing (help, flags, bad input, stores, formats,
+// clusters, instruction counts) call t.Parallel: Go runs them after the
+// sequential ones, two at a time (-parallel is GOMAXPROCS), so they
+// never overlap a test that measures TPS, and the TPS tests, sequential,
+// never overlap each other.
 func abtest(t testing.TB, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr strings.Builder
@@ -40,6 +46,7 @@ func setup(t testing.TB) (map[string]string, string) {
 }
 
 func TestUnknownRefExits2AndCreatesNothing(t *testing.T) {
+	t.Parallel()
 	env, repo := setup(t)
 	exclude, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
 	code, stdout, stderr := abtest(t, env, "switch", "-c", "nosuchref", "-w", "x")
@@ -64,6 +71,7 @@ func TestUnknownRefExits2AndCreatesNothing(t *testing.T) {
 }
 
 func TestSourceErrorsSayWhichSetting(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nope")
 	notRepo := t.TempDir()
 	for _, tc := range []struct {
@@ -89,6 +97,7 @@ func TestSourceErrorsSayWhichSetting(t *testing.T) {
 }
 
 func TestSwitchPatchStatusRemove(t *testing.T) {
+	t.Parallel()
 	env, repo := setup(t)
 	code, out, stderr := abtest(t, env, "switch", "-c", "HEAD~1", "-w", "lru")
 	if code != 0 || !strings.Contains(out, "worktree lru: created at") {
@@ -132,6 +141,7 @@ func TestSwitchPatchStatusRemove(t *testing.T) {
 }
 
 func TestBadUsageExits2(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	for _, args := range [][]string{
 		{"switch", "-c", "HEAD", "-w", "../x"},
@@ -153,6 +163,7 @@ func TestBadUsageExits2(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := abtest(t, nil, "--version")
 	if code != 0 || !strings.Contains(out, version) {
 		t.Errorf("--version: %d %q", code, out)
@@ -160,6 +171,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestBuildBadInput(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	env["PG_INSTALL_DIR"] = filepath.Join(t.TempDir(), "install")
 	code, _, stderr := abtest(t, env, "switch", "-w", "x", "-b", "fast")
@@ -182,6 +194,7 @@ func TestBuildBadInput(t *testing.T) {
 // TestPerfReportCompareView runs the perf subcommands on profiles made
 // from a captured perf script.
 func TestPerfReportCompareView(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base, cur := filepath.Join(dir, "base.pb.gz"), filepath.Join(dir, "new.pb.gz")
 	writeTestProfile(t, base, map[string]int{"entry_dealloc": 40, "exec_simple_query": 60})

@@ -19,6 +19,7 @@ import (
 // a Slurm array, through the injected environment; with neither it is
 // bad input naming the variables it looked for.
 func TestShardAuto(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
@@ -57,6 +58,7 @@ func TestShardAuto(t *testing.T) {
 // a contiguous array), every abtest command in them takes its flags, and
 // each shard's matrix command dry-runs as its own shard of one run.
 func TestShardExamples(t *testing.T) {
+	t.Parallel()
 	env, _ := setup(t)
 	patch := filepath.Join(t.TempDir(), "mine.patch")
 	os.WriteFile(patch, []byte(aPatch), 0o644)

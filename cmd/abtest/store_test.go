@@ -14,6 +14,7 @@ import (
 // 45, imported twice (once in effect); the step at 30 annotated through
 // the CLI; history shows three change points, one expected.
 func TestHistoryAnnotateCLI(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dirs, err := storetest.Nights(filepath.Join(root, "nights"), 60, map[int]float64{15: -8, 30: 6, 45: -7})
 	if err != nil {
@@ -52,6 +53,7 @@ func TestHistoryAnnotateCLI(t *testing.T) {
 }
 
 func TestAnnotateAndStoreBadInput(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dirs, _ := storetest.Nights(filepath.Join(root, "nights"), 2, nil)
 	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
