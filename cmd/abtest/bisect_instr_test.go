@@ -18,36 +18,17 @@ import (
 // with one repeat per step names exactly that commit, every step called
 // from one instruction cell per arm.
 func TestBisectInstructions(t *testing.T) {
-	pg15 := testenv.PG15Source(t)
-	testenv.RequireTools(t, "cc", "make", "valgrind")
-	testenv.ServerUser(t)
-	base := testenv.SharedTempDir(t)
-	t.Cleanup(func() { stopAll(t, filepath.Join(base, "data")) })
-	src := filepath.Join(base, "src")
-	testenv.Git(t, base, "clone", "-q", pg15, src)
-	good := testenv.Git(t, src, "rev-parse", "HEAD")
+	t.Parallel()
+	testenv.RequireTools(t, "valgrind")
 	patch, err := filepath.Abs("../../workload/testdata/slow_exec_simple_query.patch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want string
-	for i := 1; i <= 5; i++ {
-		if i == 3 {
-			testenv.Git(t, src, "apply", patch)
-			testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-am", "slow exec_simple_query")
-			want = testenv.Git(t, src, "rev-parse", "HEAD")
-			continue
-		}
-		testenv.Commit(t, src, "harmless change "+string(rune('0'+i)), map[string]string{"README": strings.Repeat("x", i) + "\n"})
-	}
-	env := map[string]string{
-		"PG_SOURCE_DIR":     src,
-		"PG_WORKTREES_DIR":  filepath.Join(base, "wt"),
-		"PG_INSTALL_DIR":    filepath.Join(base, "install"),
-		"PG_DATA_DIR":       filepath.Join(base, "data"),
-		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
-	}
-	out := filepath.Join(base, "bisect")
+	env, good, want := bisectChain(t, func(src string) {
+		testenv.Git(t, src, "apply", patch)
+		testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-am", "slow exec_simple_query")
+	})
+	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
 	start := time.Now()
 	code, stdout, stderr := abtest(t, env, "bisect", "--good", good, "--bad", "HEAD", "-w", "select1", "-c", "1",
 		"--metric", "instructions_per_tx", "-r", "1", "--max-repeats", "1", "-o", out)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/nightly"
 )
@@ -16,14 +17,14 @@ import (
 // compares with the first; history has two lines and the report a trend
 // section; a concurrent run says it is already running.
 func TestNightlyTwoNights(t *testing.T) {
-	pg15 := testenv.PG15Source(t)
 	testenv.RequireTools(t, "cc", "make")
+	e := testbuild.PG15(t)
 	testenv.PGInstall(t)
 	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
 	t.Cleanup(func() { stopAll(t, filepath.Join(base, "nightly", "data")) })
 	remote := filepath.Join(base, "remote.git")
-	testenv.Git(t, base, "clone", "-q", "--bare", pg15, remote)
+	testenv.Git(t, base, "clone", "-q", "--bare", e.Source, remote)
 	src := filepath.Join(base, "src")
 	testenv.Git(t, base, "clone", "-q", remote, src)
 	pusher := filepath.Join(base, "push")
@@ -35,6 +36,7 @@ func TestNightlyTwoNights(t *testing.T) {
 	os.WriteFile(cfg, []byte(`source_dir = "`+src+`"
 branch = "`+branch+`"
 root = "`+root+`"
+install_dir = "`+e.Installs+`"
 keep = 5
 [matrix]
 workloads = ["select1"]
