@@ -212,9 +212,7 @@ func TestFaultPostmasterKilledMidCell(t *testing.T) {
 // is refused naming the holder; the kill leaves the run's cluster
 // running (nothing can stop it) and recorded in clusters.json; --resume
 // runs exactly the missing cells and stops every server, the killed
-// run's from its clusters.json. (This was two tests, each with its own
-// matrix; the other, TestMatrixResumeAfterKillStopsItsClusters, killed
-// after the first cell and checked the cluster.)
+// run's from its clusters.json.
 func TestFaultAbtestKilledThenResume(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
