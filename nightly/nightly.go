@@ -125,7 +125,7 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	if o.DryRun && !store.Exists(loc) {
 		loc = ""
 	}
-	p, err := readPast(ctx, loc, nc, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
+	p, err := readPast(ctx, loc, nc, o.DryRun, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
 	if err != nil {
 		return exitcode.Failure(err)
 	}

@@ -42,7 +42,7 @@ type past struct {
 // readPast reads the past nights from the store at location (when it
 // opens and has nights of this job), else from history.jsonl, saying on
 // errOut why it fell back.
-func readPast(ctx context.Context, location string, nc *config.Nightly, errOut func(string, ...any)) (*past, error) {
+func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun bool, errOut func(string, ...any)) (*past, error) {
 	histPath := filepath.Join(nc.Root, "history.jsonl")
 	history, err := analysis.ReadHistory(histPath)
 	if err != nil {
@@ -52,7 +52,11 @@ func readPast(ctx context.Context, location string, nc *config.Nightly, errOut f
 	if location == "" {
 		return fallback, nil
 	}
-	s, err := store.Open(ctx, location)
+	open := store.Open
+	if dryRun {
+		open = store.OpenCurrent
+	}
+	s, err := open(ctx, location)
 	if err != nil {
 		errOut("abtest nightly: %v; reading %s instead\n", err, histPath)
 		return fallback, nil

@@ -178,7 +178,7 @@ func TestNightlyFromStore(t *testing.T) {
 
 func readPastOK(t *testing.T, loc string, nc *config.Nightly) *past {
 	t.Helper()
-	p, err := readPast(context.Background(), loc, nc, func(f string, a ...any) { t.Errorf("fell back: "+f, a...) })
+	p, err := readPast(context.Background(), loc, nc, false, func(f string, a ...any) { t.Errorf("fell back: "+f, a...) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestPastFallsBack(t *testing.T) {
 		{filepath.Join(nc.Root, "other", store.DefaultFile), "has no night of " + nc.Root},
 	} {
 		var said []string
-		p, err := readPast(context.Background(), tc.loc, nc, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
+		p, err := readPast(context.Background(), tc.loc, nc, false, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
 		if err != nil || p.store != nil || len(p.nights) != 1 || p.nights[0].SHA != "abc" {
 			t.Errorf("%s: %+v, %v", tc.loc, p, err)
 		}

@@ -549,12 +549,14 @@ func (s *Store) reanalyze(ctx context.Context, run string, n int, alone <-chan a
 	if alone != nil && stored == n && shards == 1 {
 		a = <-alone
 	} else {
+		// A run the store cannot rebuild (a shard stored before schema 2,
+		// plans that differ) keeps its cells: no verdicts, said, as when
+		// the analysis itself fails.
 		in, err := s.input(ctx, tx, run)
-		if err != nil {
-			return 0, nil, err
+		a = analysed{err: err}
+		if err == nil {
+			a.rep, a.err = analysis.Analyze(in, analysis.Options{})
 		}
-		rep, err := analysis.Analyze(in, analysis.Options{})
-		a = analysed{rep, err}
 	}
 	if a.err != nil {
 		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, oneLine(a.err))}, nil

@@ -196,7 +196,9 @@ func (s *Store) judgeNight(ctx context.Context, nt *Night, head string) error {
 		return s.fail("reading night "+nt.Run, err)
 	}
 	var metrics results.Metrics
-	json.Unmarshal([]byte(defs), &metrics)
+	if err := json.Unmarshal([]byte(defs), &metrics); defs != "" && err != nil {
+		return fmt.Errorf("night %s: metric definitions: %w", nt.Run, err)
+	}
 	vs, err := s.Verdicts(ctx, nt.Run)
 	if err != nil {
 		return err

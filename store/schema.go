@@ -159,6 +159,21 @@ var SchemaVersion = migrations[len(migrations)-1].version
 // migrate brings the schema to SchemaVersion, in one transaction that
 // concurrent openers of a new store serialise on (an advisory lock on
 // PostgreSQL, SQLite's write lock taken at BEGIN).
+// current refuses a store whose schema is not this binary's.
+func (s *Store) current(ctx context.Context) error {
+	var cur int
+	if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&cur); err != nil {
+		return s.fail("reading the schema version", err)
+	}
+	if cur > SchemaVersion {
+		return s.newer(cur)
+	}
+	if cur < SchemaVersion {
+		return fmt.Errorf("store %s: schema version %d, this abtest migrates it to %d on its next run that is not a dry run", s.where, cur, SchemaVersion)
+	}
+	return nil
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	id, withoutRowid := "INTEGER PRIMARY KEY", " WITHOUT ROWID"
 	if s.postgres {

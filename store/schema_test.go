@@ -42,6 +42,13 @@ func TestMigrateVersion1(t *testing.T) {
 	}
 	db.Close()
 
+	// A dry run's open refuses the old schema and leaves it as it is.
+	if s, err := OpenCurrent(ctx, path); err == nil || !strings.Contains(err.Error(), "schema version 1") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("OpenCurrent of a version-1 store: %v", err)
+	}
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,17 @@ type Store struct {
 // binary's version. An unreachable store is an infrastructure failure
 // (exit 3); a newer schema is refused (exit 2).
 func Open(ctx context.Context, location string) (*Store, error) {
+	return open(ctx, location, true)
+}
+
+// OpenCurrent opens the store at location for reading without changing
+// it: a store of an older schema is refused instead of migrated (a dry
+// run changes nothing on disk).
+func OpenCurrent(ctx context.Context, location string) (*Store, error) {
+	return open(ctx, location, false)
+}
+
+func open(ctx context.Context, location string, migrate bool) (*Store, error) {
 	if location == "" {
 		return nil, exitcode.BadInputf("store: no location: give --store URL or a results directory")
 	}
@@ -117,7 +128,11 @@ func Open(ctx context.Context, location string) (*Store, error) {
 		}
 		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %s", s.where, ErrUnreachable, oneLine(err)))
 	}
-	if err := s.migrate(ctx); err != nil {
+	check := s.migrate
+	if !migrate {
+		check = s.current
+	}
+	if err := check(ctx); err != nil {
 		s.db.Close()
 		return nil, err
 	}
