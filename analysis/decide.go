@@ -296,9 +296,12 @@ func exactVerdict(t *test, observed bool, alpha float64) {
 	// pg_stat_statements evicts entries, and 2 + 2 repeats put both
 	// candidate values above the baseline's in a third of A/A runs.
 	above, below := s[0] > bmax, s[len(s)-1] < bmin
-	t.p = minUP(len(t.base), len(s))
+	p := minUP(len(t.base), len(s))
+	if above || below {
+		t.p = p // otherwise there is no test to report a p of
+	}
 	switch {
-	case (above || below) && t.p < alpha && math.Abs(t.est) > t.minEffect:
+	case (above || below) && p < alpha && math.Abs(t.est) > t.minEffect:
 		t.verdict = directed(t.dir, above)
 	case s[0] >= bmin && s[len(s)-1] <= bmax:
 		t.verdict = results.Same

@@ -82,14 +82,19 @@ func TestInstructionMethodsNotCompared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		seen := 0
 		for _, row := range r.Rows {
 			if row.Metric != "instructions_per_tx" {
 				continue
 			}
+			seen++
 			st := row.Stats[1]
 			if (st.Verdict == results.Incomplete) != mixed || mixed && !strings.Contains(st.Note, "by perf-stat and valgrind-callgrind in patch") {
 				t.Errorf("mixed %v: %s (%s)", mixed, st.Verdict, st.Note)
 			}
+		}
+		if seen == 0 {
+			t.Fatalf("mixed %v: no instructions_per_tx row", mixed)
 		}
 	}
 }

@@ -48,14 +48,20 @@ func TestWriteAndServe(t *testing.T) {
 			}
 		}()
 	})
+	if err != nil {
+		t.Fatalf("serve: %v", err) // before ready: nothing to wait for
+	}
 	<-done
-	if err != nil || !strings.Contains(index, "<html") {
+	if !strings.Contains(index, "<html") {
 		t.Fatalf("served: %v, index %d bytes", err, len(index))
 	}
 	if _, err := os.Stat(site); err == nil {
 		t.Errorf("the temporary site %s is left", site)
 	}
-	s2, _ := store.Open(context.Background(), filepath.Join(root, store.DefaultFile))
+	s2, err := store.Open(context.Background(), filepath.Join(root, store.DefaultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := dashboard.WriteAndServe(context.Background(), s2, t.TempDir(), "0.0.0.0:0", nil); err == nil {
 		t.Error("served on a public address")
 	}

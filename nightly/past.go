@@ -3,7 +3,9 @@ package nightly
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -170,9 +172,16 @@ func (n *night) expected(regs []analysis.Change) (others []analysis.Change, expe
 	return others, expected
 }
 
+// explains returns the annotation that explains c: the head's own
+// first, then the others in sha order, so the note said is the same
+// every time.
 func (n *night) explains(c analysis.Change) (store.Annotation, bool) {
-	for sha, anns := range n.past.annotated {
-		for _, a := range anns {
+	shas := slices.Sorted(maps.Keys(n.past.annotated))
+	if i := slices.Index(shas, n.head.sha); i > 0 {
+		shas = append([]string{n.head.sha}, slices.Delete(shas, i, i+1)...)
+	}
+	for _, sha := range shas {
+		for _, a := range n.past.annotated[sha] {
 			if a.Metric != c.Metric || (a.Config != "" && a.Config != c.Config) {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,10 +73,26 @@ func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Inpu
 	if err != nil {
 		return nil, fail(err)
 	}
-	for i, name := range names {
-		shards[i].Records = byShard[name]
+	// By shard number, as Load reads directories: text order would put
+	// "10/12" before "2/12".
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
 	}
-	return analysis.Merge(shards)
+	slices.SortStableFunc(order, func(a, b int) int { return shardIndex(names[a]) - shardIndex(names[b]) })
+	sorted := make([]analysis.Shard, len(order))
+	for i, j := range order {
+		sorted[i] = shards[j]
+		sorted[i].Records = byShard[names[j]]
+	}
+	return analysis.Merge(sorted)
+}
+
+// shardIndex is I of a shard named "I/N" (0 for a name without one).
+func shardIndex(name string) int {
+	i, _, _ := strings.Cut(name, "/")
+	n, _ := strconv.Atoi(i)
+	return n
 }
 
 // readRecords reads run's cells back as records, by shard, each shard's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -26,7 +25,7 @@ func historyCommand(env *Env) *cli.Command {
 			if cmd.String("metric") == "" || cmd.String("config") == "" {
 				return exitcode.BadInputf("history: --metric and --config are required")
 			}
-			since, err := store.ParseSince(cmd.String("since"), time.Now())
+			since, err := store.ParseSince(cmd.String("since"), env.Now())
 			if err != nil {
 				return err
 			}

@@ -37,12 +37,12 @@ type RunOptions struct {
 // gated run: no report, no gate); a store that cannot be reached is an
 // error, unless the gate has one to return, which wins.
 func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
+	if err := CheckGate(plan, o.Analysis.Gate); err != nil {
+		return err
+	}
 	if deps.Proc != nil && deps.Proc.DryRun {
 		matrix.PrintPlan(o.Out, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
 		return nil
-	}
-	if err := CheckGate(plan, o.Analysis.Gate); err != nil {
-		return err
 	}
 	fmt.Fprintf(o.Out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
 		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)

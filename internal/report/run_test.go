@@ -26,9 +26,12 @@ func TestRunRefusesUnknownGate(t *testing.T) {
 	var out, errOut bytes.Buffer
 	o := RunOptions{Out: &out, Err: &errOut}
 	o.Analysis.Gate = []string{"tpss"}
-	err := Run(context.Background(), &matrix.Deps{}, plan, t.TempDir(), o)
-	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--gate tpss: unknown metric; known: ") || out.Len()+errOut.Len() != 0 {
-		t.Errorf("err %v, out %q %q", err, out.String(), errOut.String())
+	for _, dry := range []bool{false, true} {
+		// A dry run refuses it too: -n is the trace of the real run.
+		err := Run(context.Background(), &matrix.Deps{Proc: &proc.Runner{DryRun: dry}}, plan, t.TempDir(), o)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--gate tpss: unknown metric; known: ") || out.Len()+errOut.Len() != 0 {
+			t.Errorf("dry run %v: err %v, out %q %q", dry, err, out.String(), errOut.String())
+		}
 	}
 }
 
