@@ -119,9 +119,13 @@ func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}
+	// The cluster's pids, and its program: a backend that exits during
+	// the recording frees its pid, and on a busy host another process
+	// (a multi-threaded one, whose samples perf script keys by thread)
+	// can take it before the window ends.
 	var events []Event
 	for _, e := range all {
-		if keep[e.PID] {
+		if keep[e.PID] && e.Comm == "postgres" {
 			events = append(events, e)
 		}
 	}

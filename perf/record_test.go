@@ -106,7 +106,7 @@ func TestRecordPrebuilt(t *testing.T) {
 	for i, p := range res.PIDs {
 		pids[i] = strconv.Itoa(p)
 	}
-	full, err := exec.Command("perf", "report", "-i", filepath.Join(dir, "perf.data"), "--stdio", "--pid", strings.Join(pids, ","), "--sort", "comm", "-F", "sample,comm").CombinedOutput()
+	full, err := exec.Command("perf", "report", "-i", filepath.Join(dir, "perf.data"), "--stdio", "--pid", strings.Join(pids, ","), "--comms", "postgres", "--sort", "comm", "-F", "sample,comm").CombinedOutput()
 	if err != nil {
 		t.Fatalf("perf report: %v\n%s", err, full)
 	}
@@ -123,7 +123,7 @@ func TestRecordPrebuilt(t *testing.T) {
 		t.Fatalf("no sample count in perf report:\n%.2000s", full)
 	}
 	got := float64(len(res.Profile.Sample))
-	t.Logf("profile %d samples (%s), perf report %.0f", len(res.Profile.Sample), res.Event, n)
+	t.Logf("profile %d samples (%s), %d unparsed, perf report %.0f", len(res.Profile.Sample), res.Event, res.Unparsed, n)
 	if got < 0.8*n || got > 1.2*n || n == 0 {
 		t.Errorf("profile has %.0f samples, perf report %.0f: want within 20%%", got, n)
 	}
