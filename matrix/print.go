@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/worktree"
 )
 
 // BuildEstimate is what one build of a plan is expected to take.
@@ -54,7 +55,7 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate) {
 	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
 	for _, c := range p.Commits {
-		what := c.Ref + " " + Short(c.SHA)
+		what := c.Ref + " " + worktree.Short(c.SHA)
 		if c.Install != "" {
 			what = "install " + c.Install
 		}

@@ -351,7 +351,7 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 		if name, ok := builds[id]; ok {
 			c.Build = name // an A/A arm: same binaries
 		} else {
-			c.Build = strings.NewReplacer("%c", c.Label, "%s", Short(c.SHA)).Replace(tmpl)
+			c.Build = strings.NewReplacer("%c", c.Label, "%s", worktree.Short(c.SHA)).Replace(tmpl)
 			if err := safepath.CheckName(c.Build); err != nil {
 				return nil, exitcode.BadInputf("-W %q gives %q: %v", tmpl, c.Build, err)
 			}
@@ -361,10 +361,6 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 	}
 	return out, nil
 }
-
-// Short is the short form of a sha that abtest prints and names builds
-// with (worktree.Short).
-func Short(sha string) string { return worktree.Short(sha) }
 
 // PlanFor is the plan of a request whose commits are already resolved
 // (shas, patch hashes and build names given): for synthetic result

@@ -233,7 +233,7 @@ func checkTrend(t *testing.T, s *store.Store, dir string) {
 	}
 	report := string(data)
 	label := func(i int) string {
-		return fmt.Sprintf("%s %s", day(ser.Points[i].Time), matrix.Short(ser.Points[i].SHA))
+		return fmt.Sprintf("%s %s", day(ser.Points[i].Time), worktree.Short(ser.Points[i].SHA))
 	}
 	row := ""
 	for _, l := range strings.Split(report, "\n") {
