@@ -44,6 +44,10 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	if err == nil {
 		return exitcode.OK
 	}
+	if strings.HasPrefix(err.Error(), "No help topic for ") {
+		// urfave's help takes an argument as a topic: `switch -h 0`.
+		err = exitcode.BadInputf("%s: see abtest help", err)
+	}
 	fmt.Fprintf(env.Stderr, "abtest: %s\n", oneLine(err.Error()))
 	if exitcode.Code(err) == exitcode.Infra {
 		proc.WriteTail(env.Stderr, err)
