@@ -325,7 +325,14 @@ func (m *Manager) Switch(ctx context.Context, name, ref string) (Result, error) 
 		if err := m.exclude(); err != nil {
 			return res, exitcode.Failure(err)
 		}
-		add := m.git(m.Source, "worktree", "add", "--quiet", "--detach", dir, c.SHA)
+		args := []string{"worktree", "add", "--quiet", "--detach"}
+		if m.registered(ctx, dir) {
+			// Its directory was removed by hand: git refuses to add a
+			// "missing but already registered worktree" unless forced.
+			m.Run.Note("worktree %s: %s is registered in %s but missing; adding it again", name, dir, m.Source)
+			args = append(args, "--force")
+		}
+		add := m.git(m.Source, append(args, dir, c.SHA)...)
 		if err := m.Run.Run(ctx, add); err != nil {
 			return res, exitcode.Failure(fmt.Errorf("creating worktree %s: %w", name, err))
 		}
@@ -415,6 +422,23 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 // git returns a git command run in dir.
 func (m *Manager) git(dir string, args ...string) proc.Cmd {
 	return proc.Cmd{Path: "git", Args: append([]string{"-C", dir}, args...)}
+}
+
+// registered reports whether the source repository lists dir as one of
+// its worktrees (with its directory gone, when Switch asks).
+func (m *Manager) registered(ctx context.Context, dir string) bool {
+	c := m.git(m.Source, "worktree", "list", "--porcelain")
+	c.ReadOnly = true
+	out, err := m.Run.Output(ctx, c)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(l, "worktree "); ok && filepath.Clean(p) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // dirty reports whether dir has uncommitted changes (untracked files

@@ -391,6 +391,32 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+// TestSwitchAfterDirectoryRemovedByHand: a worktree whose directory was
+// deleted (or its root moved aside) while the source repository still
+// registers it is created again; git alone refuses ("missing but
+// already registered worktree").
+func TestSwitchAfterDirectoryRemovedByHand(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "w", "master"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(m.Root); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Switch(ctx, "w", "feature")
+	if err != nil {
+		t.Fatalf("switch after the directory was removed: %v", err)
+	}
+	if res.Action != "created" || res.Commit.SHA != shas[2] {
+		t.Errorf("result %+v, want created at %s", res, shas[2])
+	}
+	if got := testenv.Git(t, filepath.Join(m.Root, "w"), "rev-parse", "HEAD"); got != shas[2] {
+		t.Errorf("worktree HEAD %s, want %s", got, shas[2])
+	}
+}
+
 func TestRemoveRefusesSymlinkOutsideRoot(t *testing.T) {
 	repo, _ := history(t)
 	m := manager(t, repo)
