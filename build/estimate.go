@@ -28,15 +28,16 @@ const (
 	Cold   = "cold"
 )
 
-// Default durations when this machine has no record of a build of the
-// kind: a cold PostgreSQL 15 autotools build took 257 s on 2 cores at
-// load 6–11 (bench/build.sh) and the demo's cold base build 5.5 min; a
-// second worktree of a compiled commit 39 s (autotools, load 6–11) to
-// 109 s (the demo's patched build, before configure results were
-// shared).
-const (
-	DefaultCold = 5 * time.Minute
-	DefaultWarm = 90 * time.Second
+// Reference builds for a machine with no record of a build of the kind:
+// the make demo builds of Debian's PostgreSQL 15.18 (autotools) on this
+// project's 2-core VM, alone on it: cold 122.6 s (configure 12.6 s,
+// compile 107.1 s, 0.1 % ccache hits), a second worktree of the same
+// commit with a one-file patch 18.4 s (98.6 % hits). An estimate from
+// them is scaled by the CPUs and the load of the machine now, like a
+// record of this machine.
+var (
+	ReferenceCold = Info{Seconds: Timings{Total: 122.6}, Load: &Load{Avg1: 0, CPUs: 2}}
+	ReferenceWarm = Info{Seconds: Timings{Total: 18.4}, Load: &Load{Avg1: 0, CPUs: 2}}
 )
 
 // String says the kind, the duration and where it comes from.
@@ -116,9 +117,9 @@ func (b *Builder) Estimate(name, sha, fingerprint string, o Options, compiled bo
 		sort.Slice(all, func(a, b int) bool { return all[a].Seconds.Total < all[b].Seconds.Total })
 		return b.scaled(Estimate{Kind: kind, From: fmt.Sprintf("the median of %d %s builds on this machine", len(all), kind)}, all[len(all)/2])
 	case kind == Warm:
-		return Estimate{Kind: kind, Duration: DefaultWarm, From: "default: no warm build recorded on this machine"}
+		return b.scaled(Estimate{Kind: kind, From: "no warm build recorded on this machine: a 2-CPU reference"}, &ReferenceWarm)
 	}
-	return Estimate{Kind: kind, Duration: DefaultCold, From: "default: no cold build recorded on this machine"}
+	return b.scaled(Estimate{Kind: kind, From: "no cold build recorded on this machine: a 2-CPU reference"}, &ReferenceCold)
 }
 
 // scaled is e with the duration of record r, scaled by the load now
@@ -126,7 +127,8 @@ func (b *Builder) Estimate(name, sha, fingerprint string, o Options, compiled bo
 // many jobs as CPUs; with L other runnable tasks on C CPUs it gets
 // C/(L+C) of them, so its time goes as (L+C)/C: a PostgreSQL 15 tree
 // from ccache took 14 s on 2 CPUs at a low load and 127 s at load 14
-// (model: 8×).
+// (model: 8×). A record of another number of CPUs (a reference) is
+// scaled by the ratio of CPUs too, as if the whole build were parallel.
 func (b *Builder) scaled(e Estimate, r *Info) Estimate {
 	e.Duration = seconds(r.Seconds.Total)
 	now := b.load()
@@ -135,8 +137,13 @@ func (b *Builder) scaled(e Estimate, r *Info) Estimate {
 	}
 	slow := func(l *Load) float64 { return (l.Avg1 + float64(l.CPUs)) / float64(l.CPUs) }
 	f := slow(now) / slow(r.Load)
+	var cpus string
+	if now.CPUs != r.Load.CPUs {
+		f *= float64(r.Load.CPUs) / float64(now.CPUs)
+		cpus = fmt.Sprintf(" and %d CPUs against %d", now.CPUs, r.Load.CPUs)
+	}
 	e.Duration = time.Duration(float64(e.Duration) * f)
-	e.From += fmt.Sprintf(", ×%.1f for load %.1f now against %.1f then", f, now.Avg1, r.Load.Avg1)
+	e.From += fmt.Sprintf(", ×%.1f for load %.1f now against %.1f then%s", f, now.Avg1, r.Load.Avg1, cpus)
 	return e
 }
 

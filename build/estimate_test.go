@@ -36,11 +36,18 @@ func TestEstimate(t *testing.T) {
 	root := t.TempDir()
 	b := &Builder{InstallRoot: root, Load: func() *Load { return &Load{Avg1: 2, CPUs: 2} }}
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != DefaultWarm {
+	// No records: the references (quiet, 2 CPUs) scaled by load 2 on 2
+	// CPUs: ×2.
+	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != 36800*time.Millisecond || !strings.Contains(e.From, "reference, ×2.0 for load 2.0") {
 		t.Errorf("no records, the commit compiled earlier in the plan: %+v", e)
 	}
-	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != DefaultCold || !strings.Contains(e.From, "default") {
+	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != 245200*time.Millisecond || !strings.Contains(e.From, "no cold build recorded") {
 		t.Errorf("no records: %+v", e)
+	}
+	// On 8 idle CPUs the reference is 4 times faster.
+	eight := &Builder{InstallRoot: root, Load: func() *Load { return &Load{Avg1: 0, CPUs: 8} }}
+	if e := eight.Estimate("x", "sha1", "", Options{}, false); e.Duration != 30650*time.Millisecond || !strings.HasSuffix(e.From, "and 8 CPUs against 2") {
+		t.Errorf("no records, 8 CPUs: %+v", e)
 	}
 	record(t, root, Info{Name: "a", Fingerprint: strings.Repeat("f", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day,
 		Seconds: Timings{Total: 250}, CCache: &CCache{Misses: 100}})
@@ -77,7 +84,7 @@ func TestEstimate(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(root, "e"))
 	os.RemoveAll(filepath.Join(root, "b"))
-	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != DefaultWarm {
+	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond {
 		t.Errorf("no warm record: %+v", e)
 	}
 }

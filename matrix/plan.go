@@ -237,15 +237,32 @@ func settingsProduct(axes []results.Setting) []map[string]string {
 }
 
 // Estimate is the plan's expected wall time: measured and warm-up time
-// plus an overhead per cell (builds not counted).
+// plus an overhead per cell, a cluster setup for the first cell of each
+// cluster and a restart whenever a cell's settings or CPUs differ from
+// the previous cell on its cluster (builds not counted).
 func Estimate(p *results.Plan) time.Duration {
 	var d time.Duration
+	last := map[string]string{} // cluster → configuration it runs
 	for _, c := range p.Cells {
+		commit, _ := p.Commit(c.Commit)
+		name := c.Commit
+		if commit != nil {
+			name = commit.Build
+		}
 		if c.Instructions {
 			d += InstrCellTime
-		} else {
-			d += cellTime(p)
+			last[name] = "" // the instruction run leaves it stopped
+			continue
 		}
+		d += cellTime(p)
+		conf := fmt.Sprint(c.CPUs, c.Settings)
+		switch prev, ok := last[name]; {
+		case !ok:
+			d += ClusterSetup
+		case prev != conf:
+			d += Restart
+		}
+		last[name] = conf
 	}
 	return d
 }

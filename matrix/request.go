@@ -103,8 +103,14 @@ const (
 	MaxEstimate = 30 * 24 * time.Hour
 	MaxDuration = workload.MaxDuration
 	// Overhead is the orchestration time per cell the estimate assumes
-	// (cluster start, stats reset, probes).
-	Overhead = 3 * time.Second
+	// (stats reset, probes, recording): make demo's 48 cells of 3 s + 1 s
+	// warm-up took 4.10–4.26 s each.
+	Overhead = 250 * time.Millisecond
+	// ClusterSetup is the first start of a cluster (initdb, start, the
+	// benchmark database: 1.8 s for Debian's PostgreSQL 15) and Restart
+	// a restart with other settings or CPUs.
+	ClusterSetup = 2 * time.Second
+	Restart      = 500 * time.Millisecond
 )
 
 // ownedSettings are the settings abtest decides itself for each cluster.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -44,8 +45,8 @@ func jsonEqual(a, b any) bool {
 
 // TestMatrixDryRunEstimatesBuilds: -n counts the builds and says which
 // estimate each has: the last cold build of this tree from its record,
-// the machine's median for another tree, the stated defaults without
-// records (warm for a commit an earlier build of the plan compiles); the
+// the machine's median for another tree, the 2-CPU references
+// scaled by the load now without records (warm for a commit an earlier build of the plan compiles); the
 // total adds builds and cells.
 func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
 	testenv.RequireTools(t, "ccache")
@@ -67,7 +68,7 @@ func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
 		"# build options: release --profiling --configure-opt --enable-cassert\n",
 		"# build a: cold, about 3m20s (the last cold build of this tree, ",
 		"# build b: cold, about 3m20s (the median of 1 cold builds on this machine)",
-		"# estimate: 7m6s = builds 6m40s (2 cold) + cells 26s (10 s measured + 0 s warm-up per cell, plus about 3s of orchestration)",
+		"# estimate: 7m5s = builds 6m40s (2 cold) + cells 25s (10 s measured + 0 s warm-up per cell, plus about 250ms of orchestration, 2s a cluster's first start, 500ms a restart)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
@@ -80,12 +81,12 @@ func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
 	os.WriteFile(patch, []byte("x"), 0o644)
 	_, out, _ = abtest(t, env, "-n", "matrix", "-k", "a=HEAD,b=HEAD+"+patch, "-c", "1", "-w", "select1", "-r", "1", "-d", "10", "--warmup", "0")
 	for _, want := range []string{
-		"# build a: cold, about 5m0s (default: no cold build recorded on this machine)",
-		"# build b: warm, about 1m30s (default: no warm build recorded on this machine)",
-		"# estimate: 6m56s = builds 6m30s (1 warm, 1 cold) + cells 26s",
+		`(?m)^# build a: cold, about \S+ \(no cold build recorded on this machine: a 2-CPU reference, ×[0-9.]+ for load [0-9.]+ now against 0\.0 then\)$`,
+		`(?m)^# build b: warm, about \S+ \(no warm build recorded on this machine: a 2-CPU reference, ×`,
+		`(?m)^# estimate: \S+ = builds \S+ \(1 warm, 1 cold\) \+ cells 25s`,
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in\n%s", want, out)
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %s in\n%s", want, out)
 		}
 	}
 }
