@@ -534,6 +534,32 @@ func (r *Report) Gate() error {
 	return nil
 }
 
+// Night statuses (Night.Status): what Report.Gate said of a night.
+const (
+	StatusOK         = "ok"
+	StatusRegression = "regression"
+	StatusFailed     = "failed"
+)
+
+// GateStatus names a night by its report's gate (Report.Gate): a
+// regression (exit 1), failed when the run could not answer (exit 3,
+// never a baseline), else ok. Nightly and the store both call it, so a
+// night's status is the one rule.
+func GateStatus(gate error) string {
+	switch {
+	case gate == nil:
+		return StatusOK
+	case errors.Is(gate, ErrRegression):
+		return StatusRegression
+	}
+	return StatusFailed
+}
+
+// Line is the change as a night lists it: "config metric -x.xx%".
+func (c Change) Line() string {
+	return fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct)
+}
+
 // Undecided lists the configurations (IDs) where some gated test is
 // unknown and another look of the sequential design could decide it: the
 // matrix gives each Sequential.Step more blocks and analyses again. Empty

@@ -186,7 +186,7 @@ func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip,
 // lastGood is the last night that did not fail.
 func lastGood(history []analysis.Night) *analysis.Night {
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Status != "failed" {
+		if history[i].Status != analysis.StatusFailed {
 			return &history[i]
 		}
 	}
@@ -221,7 +221,7 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	}
 	if err != nil {
 		if !dry {
-			_ = analysis.AppendHistory(n.histPath, n.entry("failed"))
+			_ = analysis.AppendHistory(n.histPath, n.entry(analysis.StatusFailed))
 			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), worktree.Short(n.head.sha), err)
 		}
 		if exitcode.Code(err) == exitcode.Usage {
@@ -279,20 +279,17 @@ func (n *night) judge(ctx context.Context) error {
 // gate is the night's history line and verdict: the report's gate with
 // the regressions an annotation explains set apart as expected.
 func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
-	nt := n.entry("ok")
+	nt := n.entry(analysis.StatusOK)
 	nt.Medians = rep.NightFrom(HeadLabel)
 	gated := *rep
 	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
 	verdict := gated.Gate()
-	switch {
-	case errors.Is(verdict, analysis.ErrRegression):
-		nt.Status = "regression"
+	// A failed night is not a baseline for the next (lastGood skips it).
+	nt.Status = analysis.GateStatus(verdict)
+	if nt.Status == analysis.StatusRegression {
 		for _, c := range gated.Regressions {
-			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
+			nt.Regressions = append(nt.Regressions, c.Line())
 		}
-	case verdict != nil:
-		// Not a baseline for the next night (lastGood skips it).
-		nt.Status = "failed"
 	}
 	return nt, verdict
 }

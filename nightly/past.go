@@ -95,13 +95,7 @@ func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, 
 		p.annotated[a.SHA] = append(p.annotated[a.SHA], a)
 	}
 	for _, sn := range nights {
-		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: "ok", Regressions: sn.Regressions}
-		switch {
-		case sn.Failed != "":
-			nt.Status = "failed"
-		case len(sn.Regressions) > 0:
-			nt.Status = "regression"
-		}
+		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: sn.Status, Regressions: sn.Regressions}
 		p.nights = append(p.nights, nt)
 	}
 	return p, nil
