@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -38,19 +39,19 @@ func (r *Report) writeProvenance(w io.Writer) {
 	fmt.Fprintf(w, "## Provenance\n\n")
 	fmt.Fprintf(w, "| commit | ref | sha | patches | build | fingerprint | PostgreSQL |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Commits {
-		ref, sha := c.Ref, short(c.SHA)
+		ref, sha := c.Ref, text.Short(c.SHA)
 		if c.Install != "" {
 			ref, sha = "install "+c.Install, "-"
 		}
 		var patches []string
 		for _, pa := range c.Patches {
-			patches = append(patches, fmt.Sprintf("%s (sha256 %s)", filepath.Base(pa.File), short(pa.SHA256)))
+			patches = append(patches, fmt.Sprintf("%s (sha256 %s)", filepath.Base(pa.File), text.Short(pa.SHA256)))
 		}
 		mark := ""
 		if c.Label == r.Baseline {
 			mark = " (baseline)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, orDash(strings.Join(patches, ", ")), c.BuildType, c.Build, orDash(short(c.Fingerprint)), orDash(c.Version))
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, orDash(strings.Join(patches, ", ")), c.BuildType, c.Build, orDash(text.Short(c.Fingerprint)), orDash(c.Version))
 	}
 	h := p.Host
 	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", orDash(h.Hostname), orDash(h.CPU), h.NProc, h.MemoryMB, orDash(h.Kernel))
@@ -508,13 +509,6 @@ func yes(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // pctAbs writes a size in percent: "∞" when it has none.

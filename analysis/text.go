@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // textWidth is the width prose is wrapped to: a mail to pgsql-hackers
@@ -172,7 +174,7 @@ func (r *Report) writeTextSetup(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "\nSetup\n\n")
 	for _, c := range p.Commits {
-		what := c.Ref + " " + short(c.SHA)
+		what := c.Ref + " " + text.Short(c.SHA)
 		if c.Install != "" {
 			what = "install " + c.Install
 		}

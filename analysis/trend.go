@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pgabtest/abtest/internal/jsonl"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // Night is one line of a nightly job's history.jsonl.
@@ -125,7 +126,7 @@ func HistoryTrends(nights []Night, n int, metrics []string) []Trend {
 			for _, nt := range nights {
 				if iv, ok := nt.Medians[id][m]; ok {
 					t.Values = append(t.Values, iv.Median)
-					t.Labels = append(t.Labels, nt.Date+" "+short(nt.SHA))
+					t.Labels = append(t.Labels, nt.Date+" "+text.Short(nt.SHA))
 				}
 			}
 			if len(t.Values) == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -78,7 +79,7 @@ func (s *Status) WriteText(w io.Writer) error {
 			for _, pa := range p.Patches {
 				names = append(names, filepath.Base(pa.File))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, worktree.Short(p.SHA), p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, text.Short(p.SHA), p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
 		}
 		tw.Flush()
 	}
@@ -115,7 +116,7 @@ func (s *Status) writeBuilds(w io.Writer) {
 		if b.Profiling {
 			typ += "+profiling"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, worktree.Short(b.Fingerprint), strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, text.Short(b.Fingerprint), strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
