@@ -51,10 +51,10 @@ func (r *Report) writeProvenance(w io.Writer) {
 		if c.Label == r.Baseline {
 			mark = " (baseline)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, orDash(strings.Join(patches, ", ")), c.BuildType, c.Build, orDash(text.Short(c.Fingerprint)), orDash(c.Version))
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, text.OrDash(strings.Join(patches, ", ")), c.BuildType, c.Build, text.OrDash(text.Short(c.Fingerprint)), text.OrDash(c.Version))
 	}
 	h := p.Host
-	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", orDash(h.Hostname), orDash(h.CPU), h.NProc, h.MemoryMB, orDash(h.Kernel))
+	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.Hostname), text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel))
 	var knobs []string
 	for _, kv := range [][2]string{{"governor", h.Governor}, {"turbo", h.Turbo}, {"THP", h.THP}, {"huge pages", h.HugePages}} {
 		if kv[1] != "" {
@@ -69,7 +69,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 	for _, s := range o.Settings {
 		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))
 	}
-	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), orDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
+	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
 	if o.SleepMS > 0 {
 		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
 	}
@@ -79,7 +79,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
 	}
 	fmt.Fprintf(w, ". better/worse: significant and beyond the metric's bar; same: the interval lies within ±bar; unknown: neither\n")
-	fmt.Fprintf(w, "- abtest %s; results: %s\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+	fmt.Fprintf(w, "- abtest %s; results: %s\n", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 	for _, f := range p.Doctor {
 		if f.Status != "ok" {
 			fmt.Fprintf(w, "- doctor: **%s** %s: %s (%s; fix: %s)\n", f.Status, f.Check, f.Value, f.Why, f.Fix)
@@ -374,7 +374,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			}
 			return fmt.Sprintf("%.3g", x/a.tx)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, orDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
 	}
 	fmt.Fprintln(w)
 }
@@ -488,13 +488,6 @@ func ints(xs []int) string {
 		s = append(s, fmt.Sprint(x))
 	}
 	return strings.Join(s, ",")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func orAll(s string) string {

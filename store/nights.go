@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // Exists says whether Open would find a store at location rather than
@@ -174,14 +175,14 @@ func (s *Store) judgeNight(ctx context.Context, nt *Night, head string) error {
 		if exitcode.Code(err) != exitcode.Usage {
 			return err
 		}
-		nt.Status, nt.Failed = analysis.StatusFailed, "not analysable from the store: "+oneLine(err)
+		nt.Status, nt.Failed = analysis.StatusFailed, "not analysable from the store: "+text.OneLine(err.Error())
 		return nil
 	}
 	gate := rep.Gate()
 	nt.Status = analysis.GateStatus(gate)
 	switch nt.Status {
 	case analysis.StatusFailed:
-		nt.Failed = oneLine(gate)
+		nt.Failed = text.OneLine(gate.Error())
 	case analysis.StatusRegression:
 		for _, c := range rep.Regressions {
 			if c.Commit == head {

@@ -79,7 +79,7 @@ func (s *Status) WriteText(w io.Writer) error {
 			for _, pa := range p.Patches {
 				names = append(names, filepath.Base(pa.File))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, text.Short(p.SHA), p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, text.Short(p.SHA), p.Ref, text.OrDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
 		}
 		tw.Flush()
 	}
@@ -99,7 +99,7 @@ func (s *Status) WriteText(w io.Writer) error {
 			state, pid = "running", strconv.Itoa(c.PID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Port, c.SocketDir,
-			orDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
+			text.OrDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
 	}
 	return tw.Flush()
 }
@@ -120,13 +120,6 @@ func (s *Status) writeBuilds(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func yesNo(b bool) string {
