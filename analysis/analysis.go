@@ -16,7 +16,8 @@
 // Hodges–Lehmann one; otherwise the unpaired U-test is shown. Per
 // commit, Holm's procedure controls the family-wise error over the gated
 // tests, and a sequential design (Options.Sequential) spends α over its
-// looks. Tiers are pooled over the configurations (seed 001): counters
+// looks; a counter whose baseline varied is a test of that family too.
+// Tiers are pooled over the configurations (seed 001): counters
 // are exact, measured noise raises a metric's bar instead of switching
 // its gate off, and only a metric too noisy for any verdict, or a
 // descriptive one, is report-only.
@@ -388,8 +389,10 @@ type Summary struct {
 	Incomplete int    `json:"incomplete"`
 	// GatedUnknown counts the unknown verdicts of gated metrics.
 	GatedUnknown int `json:"gated_unknown"`
-	// Tests is how many gated tests Holm's procedure controlled; Exact
-	// how many deterministic counters were compared exactly; Mirrored how
+	// Tests is how many gated tests Holm's procedure controlled (counters
+	// against a baseline that varied among them); Exact how many
+	// deterministic counters were compared exactly with a constant
+	// baseline; Mirrored how
 	// many metrics were judged by the one they are a function of.
 	Tests    int `json:"tests"`
 	Exact    int `json:"exact"`
@@ -529,6 +532,32 @@ func (r *Report) Gate() error {
 		return exitcode.Failure(fmt.Errorf("%w: the run could not answer for %d: %s", ErrIncomplete, len(names), strings.Join(names, "; ")))
 	}
 	return nil
+}
+
+// Night statuses (Night.Status): what Report.Gate said of a night.
+const (
+	StatusOK         = "ok"
+	StatusRegression = "regression"
+	StatusFailed     = "failed"
+)
+
+// GateStatus names a night by its report's gate (Report.Gate): a
+// regression (exit 1), failed when the run could not answer (exit 3,
+// never a baseline), else ok. Nightly and the store both call it, so a
+// night's status is the one rule.
+func GateStatus(gate error) string {
+	switch {
+	case gate == nil:
+		return StatusOK
+	case errors.Is(gate, ErrRegression):
+		return StatusRegression
+	}
+	return StatusFailed
+}
+
+// Line is the change as a night lists it: "config metric -x.xx%".
+func (c Change) Line() string {
+	return fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct)
 }
 
 // Undecided lists the configurations (IDs) where some gated test is
@@ -822,8 +851,9 @@ func (a *analyzer) measureTiers() {
 		}
 		t := measureTier(def, contains(o.Gate, m), th, spreads, pairs, o.Alpha)
 		if t.Tier == results.TierExact {
-			// A counter's bar is its threshold: exactVerdict weighs a
-			// varying baseline itself (one failed transaction in a
+			// A counter's bar is its threshold: a varying baseline is
+			// weighed by its range (measureRange) in the commit's Holm
+			// family (one failed transaction in a
 			// baseline cell made failed_tx's noise bar infinite, and 5 000
 			// failures a cell passed).
 			for id := range a.minEffect[m] {
@@ -1009,13 +1039,11 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 	}
 }
 
-// decideCommit decides a commit's tests: exact counters, the Holm family
-// of gated tests (look by look under a sequential design), report-only
-// tests alone at α, then the metrics that mirror another; and sums up
-// the commit unless it is the baseline.
+// decideCommit decides a commit's tests (judge), then the metrics that
+// mirror another; and sums up the commit unless it is the baseline.
 func (a *analyzer) decideCommit(c string) {
 	sum := Summary{Commit: c}
-	a.runTests(c, &sum)
+	sum.Tests, sum.Exact, sum.Mirrored = judge(a.byCommit[c], a.d)
 	for _, ct := range a.byCommit[c] {
 		row := &a.r.Rows[ct.row]
 		st := &row.Stats[ct.stat]
@@ -1034,30 +1062,34 @@ func (a *analyzer) decideCommit(c string) {
 	a.r.Summaries = append(a.r.Summaries, sum)
 }
 
-// runTests runs a commit's tests, mirrors aside.
-func (a *analyzer) runTests(c string, sum *Summary) {
-	var family, loose []*test
-	for _, ct := range a.byCommit[c] {
+// judge decides one commit's cell tests: a counter against a constant
+// baseline exactly; the gated tests, counters against a varying
+// baseline among them, as one Holm family (look by look under a
+// sequential design); the report-only tests each alone at α; mirrors
+// are left to their metric. It returns the size of the family, how many
+// gated counters were compared exactly, and how many tests mirror.
+func judge(cts []*cellTest, d design) (family, exact, mirrored int) {
+	var fam, loose []*test
+	for _, ct := range cts {
 		switch {
 		case ct.mirror != "":
-			sum.Mirrored++
-		case ct.exact:
-			exactVerdict(ct.t, ct.observed, a.o.Alpha)
+			mirrored++
+		case ct.exact && exactVerdict(ct.t, ct.observed):
 			if ct.gated {
-				sum.Exact++
+				exact++
 			}
 		case ct.gated:
-			family = append(family, ct.t)
+			fam = append(fam, ct.t)
 		default:
 			loose = append(loose, ct.t)
 		}
 	}
-	decide(family, a.d)
-	sum.Tests = len(family)
+	decide(fam, d)
 	for _, t := range loose {
-		t.measure(len(t.cand), a.o.Alpha)
-		t.classify(t.p < a.o.Alpha, a.o.Alpha, 1)
+		t.measure(len(t.cand), d.alpha)
+		t.classify(t.p < d.alpha, d.alpha, 1)
 	}
+	return len(fam), exact, mirrored
 }
 
 // mirrorVerdict copies to a mirroring metric's Stat the verdict of the
@@ -1104,9 +1136,14 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 	}
 	if t.verdict == results.Unknown {
 		st.DetectablePct = t.detectable()
-		if ct.gated && t.paired && minFlipP(t.n) >= t.level/float64(max(t.family, 1)) {
+		bonf := t.level / float64(max(t.family, 1))
+		switch {
+		case ct.gated && t.paired && minFlipP(t.n) >= bonf:
 			sum.Unreachable++
-			st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, t.level/float64(max(t.family, 1)), t.family)
+			st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, bonf, t.family)
+		case ct.gated && t.counter && minUP(len(t.base), t.n) >= bonf:
+			sum.Unreachable++
+			st.Note = fmt.Sprintf("%d + %d repeats cannot reach p < %.2g (α after Holm over %d tests) against a baseline that varied: give more repeats", len(t.base), t.n, bonf, t.family)
 		}
 		if t.undecided {
 			a.undecided[row.Config] = true

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // HostKind is what makes two hosts' numbers comparable: the CPU model and
@@ -12,7 +13,7 @@ import (
 // name, load or free memory. Nodes of one pool share a kind.
 func HostKind(h host.Host) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s × %d, %d GiB, kernel %s", orDash(h.CPU), h.NProc, (h.MemoryMB+512)/1024, orDash(h.Kernel))
+	fmt.Fprintf(&b, "%s × %d, %d GiB, kernel %s", text.OrDash(h.CPU), h.NProc, (h.MemoryMB+512)/1024, text.OrDash(h.Kernel))
 	if h.SMT != "" {
 		fmt.Fprintf(&b, ", SMT %s", h.SMT)
 	}

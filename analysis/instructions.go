@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/perf/profiles"
 	"github.com/pgabtest/abtest/results"
 )
@@ -167,7 +168,7 @@ func (r *Report) writeInstructions(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %s | %s | - | - | - | - | %s |\n", iw.Config, iw.Commit, iw.Method, iw.Note)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", iw.Config, iw.Commit, iw.Method, groupDigits(iw.Base, false), groupDigits(iw.New, false), groupDigits(iw.Diff, true), pct(iw.DiffPct), orDash(string(iw.Verdict)))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", iw.Config, iw.Commit, iw.Method, groupDigits(iw.Base, false), groupDigits(iw.New, false), groupDigits(iw.Diff, true), pct(iw.DiffPct), text.OrDash(string(iw.Verdict)))
 	}
 	for _, iw := range r.Instructions {
 		if len(iw.Deltas) == 0 {
@@ -195,7 +196,7 @@ func (r *Report) writeInstrText(w io.Writer) {
 			wrap(w, "  ", "    ", fmt.Sprintf("%s %s: %s", iw.Config, iw.Commit, iw.Note))
 			continue
 		}
-		line := fmt.Sprintf("%s %s: %s instructions per transaction, %s (%s): %s", iw.Config, iw.Commit, groupDigits(iw.Diff, true), pct(iw.DiffPct), iw.Method, orDash(string(iw.Verdict)))
+		line := fmt.Sprintf("%s %s: %s instructions per transaction, %s (%s): %s", iw.Config, iw.Commit, groupDigits(iw.Diff, true), pct(iw.DiffPct), iw.Method, text.OrDash(string(iw.Verdict)))
 		if len(iw.Deltas) > 0 {
 			line += fmt.Sprintf("; most in %s (%+.0f)", iw.Deltas[0].Name, iw.Deltas[0].Diff)
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -38,22 +39,22 @@ func (r *Report) writeProvenance(w io.Writer) {
 	fmt.Fprintf(w, "## Provenance\n\n")
 	fmt.Fprintf(w, "| commit | ref | sha | patches | build | fingerprint | PostgreSQL |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Commits {
-		ref, sha := c.Ref, short(c.SHA)
+		ref, sha := c.Ref, text.Short(c.SHA)
 		if c.Install != "" {
 			ref, sha = "install "+c.Install, "-"
 		}
 		var patches []string
 		for _, pa := range c.Patches {
-			patches = append(patches, fmt.Sprintf("%s (sha256 %s)", filepath.Base(pa.File), short(pa.SHA256)))
+			patches = append(patches, fmt.Sprintf("%s (sha256 %s)", filepath.Base(pa.File), text.Short(pa.SHA256)))
 		}
 		mark := ""
 		if c.Label == r.Baseline {
 			mark = " (baseline)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, orDash(strings.Join(patches, ", ")), c.BuildType, c.Build, orDash(short(c.Fingerprint)), orDash(c.Version))
+		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, text.OrDash(strings.Join(patches, ", ")), c.BuildType, c.Build, text.OrDash(text.Short(c.Fingerprint)), text.OrDash(c.Version))
 	}
 	h := p.Host
-	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", orDash(h.Hostname), orDash(h.CPU), h.NProc, h.MemoryMB, orDash(h.Kernel))
+	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.Hostname), text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel))
 	var knobs []string
 	for _, kv := range [][2]string{{"governor", h.Governor}, {"turbo", h.Turbo}, {"THP", h.THP}, {"huge pages", h.HugePages}} {
 		if kv[1] != "" {
@@ -68,7 +69,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 	for _, s := range o.Settings {
 		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))
 	}
-	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), orDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
+	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
 	if o.SleepMS > 0 {
 		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
 	}
@@ -78,7 +79,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
 	}
 	fmt.Fprintf(w, ". better/worse: significant and beyond the metric's bar; same: the interval lies within ±bar; unknown: neither\n")
-	fmt.Fprintf(w, "- abtest %s; results: %s\n", orDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+	fmt.Fprintf(w, "- abtest %s; results: %s\n", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 	for _, f := range p.Doctor {
 		if f.Status != "ok" {
 			fmt.Fprintf(w, "- doctor: **%s** %s: %s (%s; fix: %s)\n", f.Status, f.Check, f.Value, f.Why, f.Fix)
@@ -373,7 +374,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			}
 			return fmt.Sprintf("%.3g", x/a.tx)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, orDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
 	}
 	fmt.Fprintln(w)
 }
@@ -489,13 +490,6 @@ func ints(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func orAll(s string) string {
 	if s == "" {
 		return "all (not pinned)"
@@ -508,13 +502,6 @@ func yes(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // pctAbs writes a size in percent: "∞" when it has none.

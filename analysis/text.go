@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // textWidth is the width prose is wrapped to: a mail to pgsql-hackers
@@ -172,7 +174,7 @@ func (r *Report) writeTextSetup(w io.Writer) {
 	o := p.Options
 	fmt.Fprintf(w, "\nSetup\n\n")
 	for _, c := range p.Commits {
-		what := c.Ref + " " + short(c.SHA)
+		what := c.Ref + " " + text.Short(c.SHA)
 		if c.Install != "" {
 			what = "install " + c.Install
 		}
@@ -182,16 +184,16 @@ func (r *Report) writeTextSetup(w io.Writer) {
 		if c.Version != "" {
 			what += ", " + strings.Replace(c.Version, "postgres (PostgreSQL) ", "PostgreSQL ", 1)
 		}
-		wrap(w, "  ", "    ", fmt.Sprintf("%s: %s (%s build)", c.Label, what, orDash(c.BuildType)))
+		wrap(w, "  ", "    ", fmt.Sprintf("%s: %s (%s build)", c.Label, what, text.OrDash(c.BuildType)))
 	}
 	h := p.Host
-	wrap(w, "  ", "    ", fmt.Sprintf("host: %s, %d CPUs, %d MB, kernel %s", orDash(h.CPU), h.NProc, h.MemoryMB, orDash(h.Kernel)))
+	wrap(w, "  ", "    ", fmt.Sprintf("host: %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel)))
 	var settings []string
 	for _, s := range o.Settings {
 		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))
 	}
 	wrap(w, "  ", "    ", fmt.Sprintf("pgbench: workloads %s, clients %s, server CPUs %s, settings %s; %d repeats of %.0f s after %.0f s warm-up, %s protocol, %s order; %d of %d cells recorded",
-		strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), orDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol, o.Order, len(r.records), r.PlannedCells))
+		strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol, o.Order, len(r.records), r.PlannedCells))
 	wrap(w, "  ", "    ", fmt.Sprintf("statistics: medians with 95%% intervals; the change against %s is the Hodges-Lehmann estimate over the interleaved pairs with its interval, tested by a sign-flip permutation test (Mann-Whitney U when blocks are incomplete), Holm over each commit's gated tests at alpha %v. same: the change's interval lies within +-the metric's bar; unknown: neither same nor a change", r.Baseline, r.Alpha))
 	for _, f := range p.Doctor {
 		if f.Status != "ok" {

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pgabtest/abtest/internal/jsonl"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // Night is one line of a nightly job's history.jsonl.
@@ -25,7 +26,8 @@ type Night struct {
 	Subject  string `json:"subject,omitempty"`
 	Baseline string `json:"baseline,omitempty"`
 	Run      string `json:"run"`
-	// Status is ok, regression or failed.
+	// Status is StatusOK, StatusRegression or StatusFailed: GateStatus
+	// of the night's gate.
 	Status      string   `json:"status"`
 	Regressions []string `json:"regressions,omitempty"`
 	// Expected are the night's regressions an annotation explains
@@ -125,7 +127,7 @@ func HistoryTrends(nights []Night, n int, metrics []string) []Trend {
 			for _, nt := range nights {
 				if iv, ok := nt.Medians[id][m]; ok {
 					t.Values = append(t.Values, iv.Median)
-					t.Labels = append(t.Labels, nt.Date+" "+short(nt.SHA))
+					t.Labels = append(t.Labels, nt.Date+" "+text.Short(nt.SHA))
 				}
 			}
 			if len(t.Values) == 0 {

@@ -27,10 +27,10 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // Verdict is a step's answer.
@@ -235,7 +235,7 @@ func Run(ctx context.Context, deps *Deps, r *Request) (*State, error) {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	fmt.Fprintf(deps.Out, "bisect: %d commits between %s (good) and %s (bad); about %d steps\n", len(revs)-1, worktree.Short(id.Good), worktree.Short(id.Bad), steps)
+	fmt.Fprintf(deps.Out, "bisect: %d commits between %s (good) and %s (bad); about %d steps\n", len(revs)-1, text.Short(id.Good), text.Short(id.Bad), steps)
 	for st.Result < 0 && st.Hi-st.Lo > 1 {
 		mid := (st.Lo + st.Hi) / 2
 		step, err := bisectStep(ctx, deps, r, st, mid, steps)
@@ -248,7 +248,7 @@ func Run(ctx context.Context, deps *Deps, r *Request) (*State, error) {
 		case LikeBad:
 			st.Hi = mid
 		default:
-			st.Note = fmt.Sprintf("step %s stayed inconclusive at %d repeats: the change lies between %s and %s", worktree.Short(step.SHA), r.MaxRepeats, worktree.Short(st.Commits[st.Lo].SHA), worktree.Short(st.Commits[st.Hi].SHA))
+			st.Note = fmt.Sprintf("step %s stayed inconclusive at %d repeats: the change lies between %s and %s", text.Short(step.SHA), r.MaxRepeats, text.Short(st.Commits[st.Lo].SHA), text.Short(st.Commits[st.Hi].SHA))
 			_ = save(r.Dir, st)
 			PrintEvidence(deps.Out, st)
 			return st, exitcode.Failure(errors.New("bisect: " + st.Note))
@@ -281,7 +281,7 @@ func bisectStep(ctx context.Context, deps *Deps, r *Request, st *State, mid, ste
 			return step, exitcode.Failure(err)
 		}
 		fmt.Fprintf(deps.Out, "step %d/%d: %s %s: %s (good %.4g, step %.4g, bad %.4g; vs good %s, vs bad %s; %d repeats)\n",
-			len(st.Steps), steps, worktree.Short(step.SHA), st.Commits[mid].Subject, step.Verdict, step.Good, step.Step, step.Bad, step.VsGood, step.VsBad, n)
+			len(st.Steps), steps, text.Short(step.SHA), st.Commits[mid].Subject, step.Verdict, step.Good, step.Step, step.Bad, step.VsGood, step.VsBad, n)
 		if step.Verdict != Inconclusive || n >= r.MaxRepeats {
 			return step, nil
 		}
@@ -306,7 +306,7 @@ func load(dir string, id Identity, revs []Rev) (*State, error) {
 	}
 	if prev.Identity != id {
 		p := prev.Identity
-		return nil, exitcode.BadInputf("-o %s holds another bisect (%s..%s, %s on %s, %gs); use another -o", dir, worktree.Short(p.Good), worktree.Short(p.Bad), p.Metric, p.Config, p.DurationS)
+		return nil, exitcode.BadInputf("-o %s holds another bisect (%s..%s, %s on %s, %gs); use another -o", dir, text.Short(p.Good), text.Short(p.Bad), p.Metric, p.Config, p.DurationS)
 	}
 	return &prev, nil
 }
@@ -324,7 +324,7 @@ func save(dir string, st *State) error {
 // resuming the step's results directory when it exists.
 func measure(ctx context.Context, deps *Deps, r *Request, st *State, mid, repeats int) (Step, error) {
 	sha := st.Commits[mid].SHA
-	dir := filepath.Join(r.Dir, fmt.Sprintf("step-%s-r%d", worktree.Short(sha), repeats))
+	dir := filepath.Join(r.Dir, fmt.Sprintf("step-%s-r%d", text.Short(sha), repeats))
 	s := Step{Index: mid, SHA: sha, Repeats: repeats, Dir: dir}
 	var err error
 	if _, serr := os.Stat(filepath.Join(dir, results.PlanFile)); serr == nil {
@@ -413,7 +413,7 @@ func firstParents(get func(plumbing.Hash) (*object.Commit, error), good, bad str
 			break
 		}
 		if c.NumParents() == 0 || i > 100000 {
-			return nil, exitcode.BadInputf("bisect: %s is not a first-parent ancestor of %s", worktree.Short(good), worktree.Short(bad))
+			return nil, exitcode.BadInputf("bisect: %s is not a first-parent ancestor of %s", text.Short(good), text.Short(bad))
 		}
 		h = c.ParentHashes[0]
 	}
@@ -430,7 +430,7 @@ func PrintEvidence(w io.Writer, st *State) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "step\tcommit\tsubject\tgood\tstep\tbad\tvs good\tvs bad\tverdict\trepeats")
 	for i, s := range st.Steps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.4g\t%.4g\t%.4g\t%s\t%s\t%s\t%d\n", i+1, worktree.Short(s.SHA), st.Commits[s.Index].Subject, s.Good, s.Step, s.Bad, s.VsGood, s.VsBad, s.Verdict, s.Repeats)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.4g\t%.4g\t%.4g\t%s\t%s\t%s\t%d\n", i+1, text.Short(s.SHA), st.Commits[s.Index].Subject, s.Good, s.Step, s.Bad, s.VsGood, s.VsBad, s.Verdict, s.Repeats)
 	}
 	tw.Flush()
 }

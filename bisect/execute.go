@@ -6,13 +6,13 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/pgabtest/abtest/worktree"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // DefaultDir is where a bisection keeps its state and results when no
 // directory is given: bisect_GOOD_BAD under resultsDir.
 func DefaultDir(resultsDir string, id Identity) string {
-	return filepath.Join(resultsDir, "bisect_"+worktree.Short(id.Good)+"_"+worktree.Short(id.Bad))
+	return filepath.Join(resultsDir, "bisect_"+text.Short(id.Good)+"_"+text.Short(id.Bad))
 }
 
 // WritePlan prints what a bisection of revs would do: the range, the
@@ -20,9 +20,9 @@ func DefaultDir(resultsDir string, id Identity) string {
 // first-parent commits.
 func WritePlan(w io.Writer, r *Request, id Identity, revs []Rev, steps int) {
 	fmt.Fprintf(w, "# bisect %s (good) .. %s (bad): %d first-parent commits, at most %d steps of %d cells (good, step, bad × %d repeats), metric %s; state in %s\n",
-		worktree.Short(id.Good), worktree.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, r.Dir)
+		text.Short(id.Good), text.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, r.Dir)
 	for i, rev := range revs {
-		fmt.Fprintf(w, "%3d %s %s\n", i, worktree.Short(rev.SHA), rev.Subject)
+		fmt.Fprintf(w, "%3d %s %s\n", i, text.Short(rev.SHA), rev.Subject)
 	}
 }
 

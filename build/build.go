@@ -42,6 +42,7 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -253,7 +254,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		return nil, err
 	}
 	if prev, err := ReadInfo(j.install); err == nil && prev.Fingerprint == j.info.Fingerprint && !o.Force && exists(filepath.Join(j.install, "bin", "postgres")) {
-		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, j.info.Fingerprint[:12])
+		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
 		return &Result{Info: prev, Skipped: true}, nil
 	}
 	if err := b.prepare(j); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -84,7 +85,7 @@ func (b *Builder) Estimate(name, sha, fingerprint string, o Options, compiled bo
 	records := Records(b.InstallRoot)
 	for _, r := range records {
 		if r.Name == name && fingerprint != "" && r.Fingerprint == fingerprint && !o.Force && exists(filepath.Join(r.Install, "bin", "postgres")) {
-			return Estimate{Kind: Cached, From: "fingerprint " + fingerprint[:12] + " installed"}
+			return Estimate{Kind: Cached, From: "fingerprint " + text.Short(fingerprint) + " installed"}
 		}
 	}
 	kind := Cold

@@ -64,7 +64,7 @@ func TestEstimate(t *testing.T) {
 		d             time.Duration
 		from          string
 	}{
-		{"a", "sha1", strings.Repeat("f", 64), Options{}, Cached, 0, "fingerprint ffffffffffff installed"},
+		{"a", "sha1", strings.Repeat("f", 64), Options{}, Cached, 0, "fingerprint ffffffff installed"},
 		{"a", "sha1", strings.Repeat("f", 64), Options{Force: true}, Warm, 40 * time.Second, "the median of 1 warm builds on this machine"},
 		{"b", "sha1", "", Options{}, Warm, 40 * time.Second, "the last warm build of this tree, 2026-11-30"},
 		{"a", "sha2", "", Options{}, Cold, 250 * time.Second, "the last cold build of this tree, 2026-11-30"},
@@ -95,8 +95,8 @@ func TestDescribe(t *testing.T) {
 		prov worktree.Provenance
 		want string
 	}{
-		{worktree.Provenance{Ref: "base", SHA: sha}, "base 116bfafc7753"},
-		{worktree.Provenance{Ref: sha, SHA: sha, Patches: []worktree.Patch{{File: "/x/a.patch"}, {File: "b.diff"}}}, "116bfafc7753 + a.patch + b.diff"},
+		{worktree.Provenance{Ref: "base", SHA: sha}, "base 116bfafc"},
+		{worktree.Provenance{Ref: sha, SHA: sha, Patches: []worktree.Patch{{File: "/x/a.patch"}, {File: "b.diff"}}}, "116bfafc + a.patch + b.diff"},
 	} {
 		if got := Describe(&tc.prov); got != tc.want {
 			t.Errorf("Describe(%+v) = %q, want %q", tc.prov, got, tc.want)

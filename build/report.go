@@ -7,16 +7,14 @@ import (
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/progress"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
 // Describe names what a build builds: the ref, its short sha and the
-// patches on top, "master 0123456789ab + fix.patch".
+// patches on top, "master 01234567 + fix.patch".
 func Describe(prov *worktree.Provenance) string {
-	sha := prov.SHA
-	if len(sha) > 12 {
-		sha = sha[:12]
-	}
+	sha := text.Short(prov.SHA)
 	s := sha
 	if !strings.HasPrefix(prov.SHA, prov.Ref) { // a ref typed as a sha is said once
 		s = prov.Ref + " " + sha
@@ -61,7 +59,7 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 		return res, err
 	}
 	if res.Skipped {
-		sink.Emit(progress.Event{Kind: progress.BuildCached, Task: j.name, Detail: Describe(prov), From: "fingerprint " + res.Info.Fingerprint[:12]})
+		sink.Emit(progress.Event{Kind: progress.BuildCached, Task: j.name, Detail: Describe(prov), From: "fingerprint " + text.Short(res.Info.Fingerprint)})
 	} else {
 		sink.Emit(progress.Event{Kind: progress.BuildDone, Task: j.name, Detail: res.Info.Outcome()})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // Action is what Start did.
@@ -101,7 +102,7 @@ func (m *Manager) restartReason(prev *State, pid int, opts Options, id installID
 		return fmt.Sprintf("install changed (%s -> %s)", prev.Install, opts.Install)
 	}
 	if prev.Fingerprint != id.fingerprint {
-		return fmt.Sprintf("build fingerprint changed (%s -> %s)", short(prev.Fingerprint), short(id.fingerprint))
+		return fmt.Sprintf("build fingerprint changed (%s -> %s)", fpOrNone(prev.Fingerprint), fpOrNone(id.fingerprint))
 	}
 	if exe, err := procfs.Exe(pid); err == nil {
 		if strings.HasSuffix(exe, " (deleted)") {
@@ -123,14 +124,11 @@ func (m *Manager) restartReason(prev *State, pid int, opts Options, id installID
 	return ""
 }
 
-func short(fp string) string {
+func fpOrNone(fp string) string {
 	if fp == "" {
 		return "none"
 	}
-	if len(fp) > 12 {
-		return fp[:12]
-	}
-	return fp
+	return text.Short(fp)
 }
 
 // inspect records what the started server really runs (its executable

@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
@@ -250,7 +251,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(tip, storetest.NightSHA(12)[:12]) || !strings.Contains(tip, "head") || !strings.Contains(tip, "bench1") {
+	if !strings.Contains(tip, text.Short(storetest.NightSHA(12))) || !strings.Contains(tip, "head") || !strings.Contains(tip, "bench1") {
 		t.Errorf("tooltip at night 12: %q", tip)
 	}
 }

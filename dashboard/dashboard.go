@@ -35,6 +35,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
 )
 
@@ -45,7 +46,7 @@ var assets embed.FS
 var templateFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"short": short,
+	"short": text.Short,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -285,13 +286,6 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 	return render(path, "trend.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Series": ser, "Points": pts,
 	})
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 func num(p *float64) string {

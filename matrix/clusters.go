@@ -16,8 +16,8 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // ClusterPrefix names the matrix's own clusters: a matrix measures build
@@ -191,7 +191,7 @@ func checkServer(cm *cluster.Manager, name string, commit *results.Commit, rec *
 		return fmt.Errorf("the measured server (pid %d) runs a binary replaced since it started (%s): not the planned build of %s", id.PID, id.Exe, commit.Label)
 	}
 	if id.Fingerprint != commit.Fingerprint {
-		return fmt.Errorf("the measured server (pid %d) was started from build fingerprint %s, the plan's %s is %s", id.PID, worktree.Short(id.Fingerprint), commit.Label, worktree.Short(commit.Fingerprint))
+		return fmt.Errorf("the measured server (pid %d) was started from build fingerprint %s, the plan's %s is %s", id.PID, text.Short(id.Fingerprint), commit.Label, text.Short(commit.Fingerprint))
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // BuildEstimate is what one build of a plan is expected to take.
@@ -55,7 +55,7 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate) {
 	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
 	for _, c := range p.Commits {
-		what := c.Ref + " " + worktree.Short(c.SHA)
+		what := c.Ref + " " + text.Short(c.SHA)
 		if c.Install != "" {
 			what = "install " + c.Install
 		}

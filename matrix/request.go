@@ -13,9 +13,9 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // Commit is one arm of a Request, as the user names it: a ref with
@@ -357,7 +357,7 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 		if name, ok := builds[id]; ok {
 			c.Build = name // an A/A arm: same binaries
 		} else {
-			c.Build = strings.NewReplacer("%c", c.Label, "%s", worktree.Short(c.SHA)).Replace(tmpl)
+			c.Build = strings.NewReplacer("%c", c.Label, "%s", text.Short(c.SHA)).Replace(tmpl)
 			if err := safepath.CheckName(c.Build); err != nil {
 				return nil, exitcode.BadInputf("-W %q gives %q: %v", tmpl, c.Build, err)
 			}

@@ -43,10 +43,10 @@ import (
 	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/report"
 	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // ErrRunning: another nightly holds the lock.
@@ -134,7 +134,7 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	last := lastGood(p.nights)
 	now := deps.Matrix.Clock()
 	if last != nil && last.SHA == head.sha && !o.Force {
-		fmt.Fprintf(deps.Out, "abtest nightly %s: %s/%s %s unchanged since %s; nothing to do (--force runs anyway)\n", day(now), nc.Remote, nc.Branch, worktree.Short(head.sha), last.Date)
+		fmt.Fprintf(deps.Out, "abtest nightly %s: %s/%s %s unchanged since %s; nothing to do (--force runs anyway)\n", day(now), nc.Remote, nc.Branch, text.Short(head.sha), last.Date)
 		return nil
 	}
 	baseline, err := baselineOf(nc, head, p)
@@ -142,7 +142,7 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 		return exitcode.BadInput(err)
 	}
 	n := &night{deps: deps, nc: nc, head: head, baseline: baseline, past: p, histPath: filepath.Join(nc.Root, "history.jsonl"), now: now,
-		dir: filepath.Join(nc.Root, "runs", now.UTC().Format("20060102T150405Z")+"-"+worktree.Short(head.sha))}
+		dir: filepath.Join(nc.Root, "runs", now.UTC().Format("20060102T150405Z")+"-"+text.Short(head.sha))}
 	return n.run(ctx, o.DryRun)
 }
 
@@ -186,7 +186,7 @@ func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip,
 // lastGood is the last night that did not fail.
 func lastGood(history []analysis.Night) *analysis.Night {
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Status != "failed" {
+		if history[i].Status != analysis.StatusFailed {
 			return &history[i]
 		}
 	}
@@ -206,9 +206,9 @@ type night struct {
 }
 
 func (n *night) run(ctx context.Context, dry bool) error {
-	what := "first night: " + worktree.Short(n.head.sha) + " alone (noise run)"
+	what := "first night: " + text.Short(n.head.sha) + " alone (noise run)"
 	if n.baseline != "" {
-		what = fmt.Sprintf("%s vs %s", worktree.Short(n.head.sha), worktree.Short(n.baseline))
+		what = fmt.Sprintf("%s vs %s", text.Short(n.head.sha), text.Short(n.baseline))
 	}
 	fmt.Fprintf(n.deps.Out, "abtest nightly: %s/%s %s (%s)\n", n.nc.Remote, n.nc.Branch, what, n.head.subject)
 	plan, err := matrix.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007))
@@ -221,8 +221,8 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	}
 	if err != nil {
 		if !dry {
-			_ = analysis.AppendHistory(n.histPath, n.entry("failed"))
-			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), worktree.Short(n.head.sha), err)
+			_ = analysis.AppendHistory(n.histPath, n.entry(analysis.StatusFailed))
+			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), text.Short(n.head.sha), err)
 		}
 		if exitcode.Code(err) == exitcode.Usage {
 			return err
@@ -279,20 +279,17 @@ func (n *night) judge(ctx context.Context) error {
 // gate is the night's history line and verdict: the report's gate with
 // the regressions an annotation explains set apart as expected.
 func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
-	nt := n.entry("ok")
+	nt := n.entry(analysis.StatusOK)
 	nt.Medians = rep.NightFrom(HeadLabel)
 	gated := *rep
 	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
 	verdict := gated.Gate()
-	switch {
-	case errors.Is(verdict, analysis.ErrRegression):
-		nt.Status = "regression"
+	// A failed night is not a baseline for the next (lastGood skips it).
+	nt.Status = analysis.GateStatus(verdict)
+	if nt.Status == analysis.StatusRegression {
 		for _, c := range gated.Regressions {
-			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct))
+			nt.Regressions = append(nt.Regressions, c.Line())
 		}
-	case verdict != nil:
-		// Not a baseline for the next night (lastGood skips it).
-		nt.Status = "failed"
 	}
 	return nt, verdict
 }
@@ -318,9 +315,9 @@ func (n *night) trend(ctx context.Context, history []analysis.Night, stored bool
 // summary prints the one line for mail or chat and returns the gate's
 // verdict (exit 1 for a regression, 3 when the run could not answer).
 func (n *night) summary(nt analysis.Night, verdict error) error {
-	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, worktree.Short(n.head.sha), n.head.subject)
+	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, text.Short(n.head.sha), n.head.subject)
 	if n.baseline != "" {
-		s += " vs " + worktree.Short(n.baseline)
+		s += " vs " + text.Short(n.baseline)
 	}
 	switch {
 	case len(nt.Regressions) > 0:
@@ -374,7 +371,7 @@ func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error 
 	want := map[string]bool{}
 	for _, s := range keep {
 		if s != "" {
-			want[BuildPrefix+worktree.Short(s)] = true
+			want[BuildPrefix+text.Short(s)] = true
 		}
 	}
 	ents, _ := os.ReadDir(deps.Worktrees.Root)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 func TestRetain(t *testing.T) {
@@ -45,7 +45,7 @@ func planOf(t *testing.T, req matrix.Request) *results.Plan {
 	t.Helper()
 	var commits []results.Commit
 	for _, c := range req.Commits {
-		commits = append(commits, results.Commit{Label: c.Label, Ref: c.Ref, SHA: c.Ref, Build: BuildPrefix + worktree.Short(c.Ref)})
+		commits = append(commits, results.Commit{Label: c.Label, Ref: c.Ref, SHA: c.Ref, Build: BuildPrefix + text.Short(c.Ref)})
 	}
 	p, err := matrix.PlanFor(req, commits)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/workload"
-	"github.com/pgabtest/abtest/worktree"
 )
 
 // HeadLabel and BaseLabel are the labels of a night's two commits.
@@ -95,13 +95,7 @@ func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, 
 		p.annotated[a.SHA] = append(p.annotated[a.SHA], a)
 	}
 	for _, sn := range nights {
-		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: "ok", Regressions: sn.Regressions}
-		switch {
-		case sn.Failed != "":
-			nt.Status = "failed"
-		case len(sn.Regressions) > 0:
-			nt.Status = "regression"
-		}
+		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: sn.Status, Regressions: sn.Regressions}
 		p.nights = append(p.nights, nt)
 	}
 	return p, nil
@@ -243,7 +237,7 @@ func (n *night) trends(ctx context.Context, history []analysis.Night, stored boo
 		from := max(0, len(ser.Points)-n.nc.TrendNights)
 		t := analysis.Trend{Config: ser.Config, Metric: ser.Metric}
 		for _, pt := range ser.Points[from:] {
-			t.Labels = append(t.Labels, day(pt.Time)+" "+worktree.Short(pt.SHA))
+			t.Labels = append(t.Labels, day(pt.Time)+" "+text.Short(pt.SHA))
 			t.Values = append(t.Values, pt.Value)
 		}
 		for _, cp := range ser.ChangePoints {

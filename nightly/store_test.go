@@ -18,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -233,7 +234,7 @@ func checkTrend(t *testing.T, s *store.Store, dir string) {
 	}
 	report := string(data)
 	label := func(i int) string {
-		return fmt.Sprintf("%s %s", day(ser.Points[i].Time), worktree.Short(ser.Points[i].SHA))
+		return fmt.Sprintf("%s %s", day(ser.Points[i].Time), text.Short(ser.Points[i].SHA))
 	}
 	row := ""
 	for _, l := range strings.Split(report, "\n") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -559,7 +560,7 @@ func (s *Store) reanalyze(ctx context.Context, run string, n int, alone <-chan a
 		}
 	}
 	if a.err != nil {
-		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, oneLine(a.err))}, nil
+		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, text.OneLine(a.err.Error()))}, nil
 	}
 	nv, err := s.putVerdicts(ctx, tx, run, a.rep)
 	if err != nil {

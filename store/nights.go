@@ -2,15 +2,15 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // Exists says whether Open would find a store at location rather than
@@ -37,15 +37,15 @@ type Night struct {
 	// on a night that ran its head alone.
 	Head string `json:"head"`
 	Base string `json:"base,omitempty"`
-	// Failed says why the night could not answer ("" when it could), by
-	// the rule of analysis.Report.Gate: a cell that failed or saturated
-	// (the commit's repeats are incomplete), or a head comparison left
-	// incomplete in a metric its plan does not declare report-only. So
-	// it is never a baseline.
+	// Status is analysis.GateStatus of the night's report as the store
+	// analyses it (default options): regression, failed (the run could
+	// not answer, so it is never a baseline) or ok, by the one rule of
+	// analysis.Report.Gate. Failed says why a failed night could not
+	// answer.
+	Status string `json:"status"`
 	Failed string `json:"failed,omitempty"`
-	// Regressions are the head's gated comparisons for the worse, as the
-	// store's analysis (default options) judged them: "config metric
-	// -x%".
+	// Regressions are the head's gated comparisons for the worse
+	// (analysis.Report.Regressions): "config metric -x%".
 	Regressions []string `json:"regressions,omitempty"`
 }
 
@@ -57,13 +57,9 @@ func (s *Store) Nights(ctx context.Context, dir, head string) ([]Night, error) {
 	if err != nil {
 		return nil, err
 	}
-	bad, err := s.unusableCells(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []Night
 	for _, r := range runs {
-		nt := Night{Run: r, Created: ri.created[r], Dir: ri.dir[r], Failed: bad[r]}
+		nt := Night{Run: r, Created: ri.created[r], Dir: ri.dir[r]}
 		for _, c := range ri.commits[r] {
 			switch {
 			case c.Label == head:
@@ -166,53 +162,32 @@ func (s *Store) nightRuns(ctx context.Context, dir string) (*nightIndex, []strin
 	return &nightIndex{runIndex: *ri, dir: under}, runs, nil
 }
 
-// unusableCells says, by run, why a run's repeats are incomplete: its
-// failed and saturated cells.
-func (s *Store) unusableCells(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END), sum(saturated) FROM cells
-		GROUP BY run_id HAVING sum(CASE WHEN status = 'ok' AND saturated = 0 THEN 0 ELSE 1 END) > 0`)
-	if err != nil {
-		return nil, s.fail("reading nights", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var run string
-		var failed, saturated int
-		if err := rows.Scan(&run, &failed, &saturated); err != nil {
-			return nil, s.fail("reading nights", err)
-		}
-		out[run] = fmt.Sprintf("%d cells failed, %d saturated", failed, saturated)
-	}
-	return out, s.fail("reading nights", rows.Err())
-}
-
-// judgeNight adds to nt what its head's stored verdicts say: an
-// incomplete comparison in a metric that is not report-only fails it, a
-// gated one for the worse is a regression.
+// judgeNight gives nt the status Report.Gate gives its run, analysed
+// from the store as its verdicts were: a night whose run cannot be
+// analysed from the store could not answer either.
 func (s *Store) judgeNight(ctx context.Context, nt *Night, head string) error {
-	var defs string
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT metric_defs FROM runs WHERE id = ?"), nt.Run).Scan(&defs); err != nil {
-		return s.fail("reading night "+nt.Run, err)
+	in, err := s.input(ctx, s.db, nt.Run)
+	var rep *analysis.Report
+	if err == nil {
+		rep, err = analysis.Analyze(in, analysis.Options{})
 	}
-	var metrics results.Metrics
-	if err := json.Unmarshal([]byte(defs), &metrics); defs != "" && err != nil {
-		return fmt.Errorf("night %s: metric definitions: %w", nt.Run, err)
-	}
-	vs, err := s.Verdicts(ctx, nt.Run)
 	if err != nil {
-		return err
-	}
-	for _, v := range vs {
-		if v.Commit != head {
-			continue
+		if exitcode.Code(err) != exitcode.Usage {
+			return err
 		}
-		def, ok := metrics.Get(v.Metric)
-		switch {
-		case v.Verdict == string(results.Incomplete) && nt.Failed == "" && (!ok || def.Tier != results.TierReport):
-			nt.Failed = fmt.Sprintf("%s %s incomplete: %s", v.Config, v.Metric, v.Note)
-		case v.Gated && v.Verdict == string(results.Worse) && v.DeltaPct != nil:
-			nt.Regressions = append(nt.Regressions, fmt.Sprintf("%s %s %+.2f%%", v.Config, v.Metric, *v.DeltaPct))
+		nt.Status, nt.Failed = analysis.StatusFailed, "not analysable from the store: "+text.OneLine(err.Error())
+		return nil
+	}
+	gate := rep.Gate()
+	nt.Status = analysis.GateStatus(gate)
+	switch nt.Status {
+	case analysis.StatusFailed:
+		nt.Failed = text.OneLine(gate.Error())
+	case analysis.StatusRegression:
+		for _, c := range rep.Regressions {
+			if c.Commit == head {
+				nt.Regressions = append(nt.Regressions, c.Line())
+			}
 		}
 	}
 	return nil

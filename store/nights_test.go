@@ -1,10 +1,19 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
 )
@@ -73,5 +82,120 @@ func TestExists(t *testing.T) {
 	s.Close()
 	if !store.Exists(path) || !store.Exists("sqlite:"+path) || !store.Exists("postgres://db.example/abtest") {
 		t.Error("an existing store or a URL does not exist")
+	}
+}
+
+// TestNightStatusIsTheGate: a night's status in the store is what
+// analysis.Report.Gate says of its run (regression → 1, could not answer
+// → 3, else 0), incomplete metrics kept: a gated metric missing in one
+// head cell fails the night; beside a regression in another
+// configuration the regression wins (the store used to say failed); a
+// report-only metric missing, or nothing wrong, is ok; a failed cell
+// fails it.
+func TestNightStatusIsTheGate(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t)
+	root := filepath.Join(t.TempDir(), "runs")
+	other := results.Config{Workload: "churn", Clients: 16, Settings: map[string]string{}}
+	cases := []struct {
+		name string
+		// drop is the metric the head's third repeat of select1 lacks;
+		// slower the head's TPS drop on churn; fail fails that cell.
+		drop   string
+		slower float64
+		fail   bool
+		want   string
+		code   int
+	}{
+		{"incomplete", "tps", 0, false, analysis.StatusFailed, exitcode.Infra},
+		{"regression beside incomplete", "tps", 0.1, false, analysis.StatusRegression, exitcode.Regression},
+		{"report-only metric missing", "latency_p99_ms", 0, false, analysis.StatusOK, exitcode.OK},
+		{"clean", "", 0, false, analysis.StatusOK, exitcode.OK},
+		{"failed cell", "", 0, true, analysis.StatusFailed, exitcode.Infra},
+	}
+	var dirs []string
+	for i, tc := range cases {
+		dir := filepath.Join(root, fmt.Sprintf("night-%d", i))
+		rng := rand.New(rand.NewSource(int64(i)))
+		_, err := storetest.Write(dir, storetest.Run{
+			Created: time.Date(2025, 1, 1+i, 2, 0, 0, 0, time.UTC), Seed: int64(i), Repeats: 8,
+			Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "head", SHA: storetest.NightSHA(i), Build: "head"}},
+			Configs: []results.Config{storetest.Config, other},
+			Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
+				v := 10000 * (1 + 0.005*rng.NormFloat64())
+				if k.Label == "head" && c.Workload == "churn" {
+					v *= 1 - tc.slower
+				}
+				m := map[string]float64{"tps": v, "latency_p99_ms": 1.5e4 / v}
+				if k.Label == "head" && c.Workload == "select1" && rep == 3 {
+					delete(m, tc.drop)
+				}
+				return m
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.fail {
+			failCell(t, dir, storetest.Config.ID()+"/r3/head")
+		}
+		if _, err := s.Import(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	nights, err := s.Nights(ctx, root, "head")
+	if err != nil || len(nights) != len(cases) {
+		t.Fatalf("nights: %+v, %v", nights, err)
+	}
+	for i, tc := range cases {
+		in, err := analysis.Load(dirs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := analysis.Analyze(in, analysis.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := rep.Gate()
+		nt := nights[i]
+		if exitcode.Code(gate) != tc.code || analysis.GateStatus(gate) != tc.want || nt.Status != tc.want {
+			t.Errorf("%s: gate %v (exit %d), store's night %q (%s); want %s, exit %d", tc.name, gate, exitcode.Code(gate), nt.Status, nt.Failed, tc.want, tc.code)
+		}
+		if (nt.Failed != "") != (tc.want == analysis.StatusFailed) || (len(nt.Regressions) > 0) != (tc.want == analysis.StatusRegression) {
+			t.Errorf("%s: night %+v", tc.name, nt)
+		}
+	}
+}
+
+// failCell marks a cell of the run in dir failed, without metrics.
+func failCell(t *testing.T, dir, cell string) {
+	t.Helper()
+	path := filepath.Join(dir, results.CellsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	found := false
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var r results.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Cell == cell {
+			found = true
+			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "server would not start"
+			if line, err = json.Marshal(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(append(out, line...), '\n')
+	}
+	if !found {
+		t.Fatalf("no cell %s in %s", cell, path)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

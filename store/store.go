@@ -51,6 +51,7 @@ import (
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -126,7 +127,7 @@ func open(ctx context.Context, location string, migrate bool) (*Store, error) {
 		if s.db != nil {
 			s.db.Close()
 		}
-		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %s", s.where, ErrUnreachable, oneLine(err)))
+		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %s", s.where, ErrUnreachable, text.OneLine(err.Error())))
 	}
 	check := s.migrate
 	if !migrate {
@@ -175,7 +176,7 @@ func (s *Store) fail(what string, err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	return exitcode.Failure(fmt.Errorf("store %s: %s: %s", s.where, what, oneLine(err)))
+	return exitcode.Failure(fmt.Errorf("store %s: %s: %s", s.where, what, text.OneLine(err.Error())))
 }
 
 func redact(location string) string {
@@ -187,10 +188,6 @@ func redact(location string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxx")
 	}
 	return u.String()
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // RunID is a run's identity: a hash of its plan without the shard and the

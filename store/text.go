@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // WriteText prints s as a table, one point per line, its change points
@@ -32,7 +33,7 @@ func (s *Series) WriteText(w io.Writer) {
 				mark = fmt.Sprintf("<- CHANGE %+.1f%% p=%.3f", cp.DeltaPct, cp.P)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.6g\t%d\t%s\n", p.Time.UTC().Format("2006-01-02 15:04"), p.Run, p.Commit, p.SHA[:min(12, len(p.SHA))], p.Value, p.N, mark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.6g\t%d\t%s\n", p.Time.UTC().Format("2006-01-02 15:04"), p.Run, p.Commit, text.Short(p.SHA), p.Value, p.N, mark)
 	}
 	tw.Flush()
 }

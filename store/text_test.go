@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
 )
@@ -52,7 +53,7 @@ func TestRecordAndSeriesText(t *testing.T) {
 	ser.WriteText(&out)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 22 || !strings.HasPrefix(lines[0], "# tps "+ser.Config+": 20 points, 1 change points (1 unexpected)") ||
-		!strings.Contains(lines[12], "<- CHANGE -") || !strings.Contains(lines[12], storetest.NightSHA(10)[:12]) {
+		!strings.Contains(lines[12], "<- CHANGE -") || !strings.Contains(lines[12], text.Short(storetest.NightSHA(10))) {
 		t.Errorf("table:\n%s", out.String())
 	}
 	if err := store.Record(ctx, "postgres://127.0.0.1:1/none?connect_timeout=2", &out, dirs[0]); err == nil || !strings.Contains(err.Error(), "the results are in "+dirs[0]) {

@@ -13,6 +13,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -78,7 +79,7 @@ func (s *Status) WriteText(w io.Writer) error {
 			for _, pa := range p.Patches {
 				names = append(names, filepath.Base(pa.File))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, worktree.Short(p.SHA), p.Ref, orDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, text.Short(p.SHA), p.Ref, text.OrDash(strings.Join(names, ",")), yesNo(p.Dirty), p.Subject)
 		}
 		tw.Flush()
 	}
@@ -98,7 +99,7 @@ func (s *Status) WriteText(w io.Writer) error {
 			state, pid = "running", strconv.Itoa(c.PID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Port, c.SocketDir,
-			orDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
+			text.OrDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
 	}
 	return tw.Flush()
 }
@@ -115,17 +116,10 @@ func (s *Status) writeBuilds(w io.Writer) {
 		if b.Profiling {
 			typ += "+profiling"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, worktree.Short(b.Fingerprint), strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\n", b.Name, typ, text.Short(b.Fingerprint), strings.TrimPrefix(b.Version, "postgres (PostgreSQL) "), b.BuiltAt.Format("2006-01-02 15:04"), b.Seconds.Total, cc)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func yesNo(b bool) string {

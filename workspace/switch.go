@@ -9,6 +9,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/progress"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -205,9 +206,9 @@ func (w *Workspace) moveAndPatch(ctx context.Context, wt *worktree.Manager, name
 		if !w.Run.DryRun {
 			switch res.Action {
 			case "moved":
-				fmt.Fprintf(w.out(), "worktree %s: moved %s -> %s %s (%s)\n", name, worktree.Short(res.From), worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+				fmt.Fprintf(w.out(), "worktree %s: moved %s -> %s %s (%s)\n", name, text.Short(res.From), text.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
 			default:
-				fmt.Fprintf(w.out(), "worktree %s: %s at %s %s (%s)\n", name, res.Action, worktree.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
+				fmt.Fprintf(w.out(), "worktree %s: %s at %s %s (%s)\n", name, res.Action, text.Short(res.Commit.SHA), res.Commit.Subject, res.Dir)
 			}
 		}
 	}
@@ -220,7 +221,7 @@ func (w *Workspace) moveAndPatch(ctx context.Context, wt *worktree.Manager, name
 	}
 	for _, p := range applied {
 		if !w.Run.DryRun {
-			fmt.Fprintf(w.out(), "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), worktree.Short(p.SHA256), p.Subject)
+			fmt.Fprintf(w.out(), "worktree %s: applied %s (%d commit(s), sha256 %s) %s\n", name, p.File, len(p.Commits), text.Short(p.SHA256), p.Subject)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // identity is the committer of the commits abtest makes from patches; the
@@ -79,7 +80,7 @@ func (m *Manager) Apply(ctx context.Context, name string, files []string) ([]Pat
 		}
 		if err != nil {
 			m.rollback(ctx, dir, orig, in.mail)
-			return nil, exitcode.BadInput(fmt.Errorf("%w: patch %d/%d %s: %s; worktree %s left at %s", ErrPatch, i+1, len(inputs), filepath.Base(in.file), hunkFailure(err), name, short(orig)))
+			return nil, exitcode.BadInput(fmt.Errorf("%w: patch %d/%d %s: %s; worktree %s left at %s", ErrPatch, i+1, len(inputs), filepath.Base(in.file), hunkFailure(err), name, text.Short(orig)))
 		}
 		if !m.Run.DryRun {
 			p.Commits, err = m.commitsSince(ctx, dir, orig, applied)
@@ -184,11 +185,4 @@ func patchSubject(data []byte) string {
 		return ""
 	}
 	return bracketRE.ReplaceAllString(strings.TrimSpace(string(m[1])), "")
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

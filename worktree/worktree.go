@@ -42,6 +42,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // ProvenanceFile is the name of the provenance record in a worktree.
@@ -203,7 +204,7 @@ func (m *Manager) checkBranchTag(r *git.Repository, name string) error {
 		return nil
 	}
 	return exitcode.BadInputf("%w %q: it is the branch refs/heads/%s (%s) and the tag refs/tags/%s (%s); say which, e.g. heads/%s or tags/%s",
-		ErrAmbiguous, name, name, branch.String()[:12], name, tag.String()[:12], name, name)
+		ErrAmbiguous, name, name, text.Short(branch.String()), name, text.Short(tag.String()), name, name)
 }
 
 // resolveWithGit resolves ref with git rev-parse, for the forms go-git
@@ -267,9 +268,9 @@ func (m *Manager) prefixCandidates(r *git.Repository, prefix string) []string {
 			continue
 		}
 		if c, err := r.CommitObject(h); err == nil {
-			out = append(out, fmt.Sprintf("%s (commit: %s)", h.String()[:12], subject(c)))
+			out = append(out, fmt.Sprintf("%s (commit: %s)", text.Short(h.String()), subject(c)))
 		} else if t, err := r.TagObject(h); err == nil {
-			out = append(out, fmt.Sprintf("%s (tag %s)", h.String()[:12], t.Name))
+			out = append(out, fmt.Sprintf("%s (tag %s)", text.Short(h.String()), t.Name))
 		}
 	}
 	sort.Strings(out)
@@ -541,13 +542,4 @@ func (m *Manager) writeProvenance(ctx context.Context, dir string, p *Provenance
 func fileSHA256(data []byte) string {
 	s := sha256.Sum256(data)
 	return hex.EncodeToString(s[:])
-}
-
-// Short is the short form of a sha (or a build fingerprint) that abtest
-// prints and names builds with: 8 characters.
-func Short(sha string) string {
-	if len(sha) > 8 {
-		return sha[:8]
-	}
-	return sha
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/text"
 )
 
 // history makes a repository with five commits on master, a branch, tags
@@ -103,8 +104,8 @@ func TestResolveAmbiguousShortSHA(t *testing.T) {
 		t.Fatalf("Resolve(%q) = %v, want ErrAmbiguous", prefix, err)
 	}
 	for _, sha := range byPrefix[prefix] {
-		if !strings.Contains(err.Error(), sha[:12]) {
-			t.Errorf("error %q does not list candidate %s", err, sha[:12])
+		if !strings.Contains(err.Error(), text.Short(sha)) {
+			t.Errorf("error %q does not list candidate %s", err, text.Short(sha))
 		}
 	}
 	// One more digit than needed resolves it.
@@ -479,7 +480,7 @@ func TestResolveRefusesWrongRefs(t *testing.T) {
 		"master@{upstream}": "no upstream",
 		"HEAD:nonexistent":  "REF:PATH",
 		"HEAD:src/a.c":      "REF:PATH",
-		"feature":           "refs/heads/feature (" + shas[2][:12] + ") and the tag refs/tags/feature (" + shas[1][:12] + ")",
+		"feature":           "refs/heads/feature (" + text.Short(shas[2]) + ") and the tag refs/tags/feature (" + text.Short(shas[1]) + ")",
 	} {
 		c, err := m.Resolve(ref)
 		if exitcode.Code(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), want) {

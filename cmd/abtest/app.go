@@ -12,6 +12,7 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workspace"
 )
@@ -48,15 +49,11 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		// urfave's help takes an argument as a topic: `switch -h 0`.
 		err = exitcode.BadInputf("%s: see abtest help", err)
 	}
-	fmt.Fprintf(env.Stderr, "abtest: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(env.Stderr, "abtest: %s\n", text.OneLine(err.Error()))
 	if exitcode.Code(err) == exitcode.Infra {
 		proc.WriteTail(env.Stderr, err)
 	}
 	return exitcode.Code(err)
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func newApp(env *Env) *cli.Command {

@@ -120,38 +120,6 @@ func TestUntilDecidedSlowedBuild(t *testing.T) {
 	}
 }
 
-// TestGateUnknownMetricWritesNothing (issue 13, bad input): --gate of a
-// metric no plan defines is one line and exit 2 from matrix and
-// analyze, and the matrix creates nothing (no results, data or install
-// directory) before refusing. --max-repeats below -r and a --budget
-// shorter than one block are TestFlagGapsExit2's.
-func TestGateUnknownMetricWritesNothing(t *testing.T) {
-	env := matrixEnv(t)
-	install := testenv.PGInstall(t)
-	out := filepath.Join(env["BENCH_RESULTS_DIR"], "gate")
-	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
-		"-c", "1", "-w", "select1", "-r", "2", "-d", "1", "--warmup", "0", "-o", out, "--gate", "nosuch")
-	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch: unknown metric") {
-		t.Errorf("matrix: exit %d, stderr %q; want 2, one line\n%s", code, stderr, stdout)
-	}
-	for _, d := range []string{env["BENCH_RESULTS_DIR"], env["PG_DATA_DIR"], env["PG_INSTALL_DIR"], env["PG_WORKTREES_DIR"]} {
-		if _, err := os.Stat(d); err == nil {
-			t.Errorf("a refused --gate created %s", d)
-		}
-	}
-	dir := t.TempDir()
-	plan := []byte(`{"version":2,"commits":[{"label":"a","build":"a"},{"label":"b","build":"b"}],"baseline":"a"}`)
-	os.WriteFile(filepath.Join(dir, results.PlanFile), plan, 0o644)
-	report := filepath.Join(t.TempDir(), "r.md")
-	code, stdout, stderr = abtest(t, env, "analyze", "--gate", "nosuch", "-o", report, dir)
-	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch") || stdout != "" {
-		t.Errorf("analyze: exit %d, stdout %q, stderr %q; want 2 and one line", code, stdout, stderr)
-	}
-	if _, err := os.Stat(report); err == nil {
-		t.Error("analyze --gate nosuch wrote its report")
-	}
-}
-
 // aaGatesNothing checks the A/A arm "aa" (base's own build) of a
 // finished run whose --fail-on-regression exit 0 the caller checked
 // (issue 13): the report knows the arms for an A/A pair, no verdict of

@@ -104,7 +104,11 @@ func brokenInstall(t *testing.T, src string) string {
 
 // TestGateFailsClosed: a candidate whose every cell fails is not "no
 // change": matrix and analyze --fail-on-regression exit 3 (issue 13,
-// item 1), and --gate of an unknown metric is exit 2 before anything runs.
+// item 1). --gate of a metric no plan defines is bad input (issue 13):
+// one line and exit 2 from matrix and analyze, and the matrix creates
+// nothing (no results, data, install or worktree directory) before
+// refusing, analyze no report. --max-repeats below -r and a --budget
+// shorter than one block are TestFlagGapsExit2's.
 func TestGateFailsClosed(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
@@ -112,10 +116,16 @@ func TestGateFailsClosed(t *testing.T) {
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "broken")
 	args := []string{"matrix", "-k", "base=install:" + install + ",cand=install:" + broken,
 		"-c", "1", "-w", "select1", "-r", "2", "-d", "1", "--warmup", "0", "--sample-every", "1s", "--fail-on-regression"}
-	if code, _, stderr := abtest(t, env, append(args, "-o", out+"-bad", "--gate", "nosuch")...); code != 2 || !strings.Contains(stderr, "--gate nosuch") {
-		t.Errorf("--gate nosuch: exit %d %q", code, stderr)
+	code, stdout, stderr := abtest(t, env, append(args, "-o", out+"-bad", "--gate", "nosuch")...)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch: unknown metric") {
+		t.Errorf("matrix --gate nosuch: exit %d, stderr %q; want 2, one line\n%s", code, stderr, stdout)
 	}
-	code, stdout, stderr := abtest(t, env, append(args, "-o", out)...)
+	for _, d := range []string{env["BENCH_RESULTS_DIR"], env["PG_DATA_DIR"], env["PG_INSTALL_DIR"], env["PG_WORKTREES_DIR"]} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("a refused --gate created %s", d)
+		}
+	}
+	code, stdout, stderr = abtest(t, env, append(args, "-o", out)...)
 	if code != 3 || !strings.Contains(stderr, "incomplete") {
 		t.Errorf("matrix: exit %d, want 3\n%s\n%s", code, stdout, stderr)
 	}
@@ -132,8 +142,12 @@ func TestGateFailsClosed(t *testing.T) {
 	if code != 3 || !strings.Contains(stderr, "cand") {
 		t.Errorf("analyze --fail-on-regression: exit %d %q; want 3 naming cand", code, stderr)
 	}
-	code, _, stderr = abtest(t, env, "analyze", "--gate", "nosuch", out)
-	if code != 2 {
-		t.Errorf("analyze --gate nosuch: exit %d %q", code, stderr)
+	report := filepath.Join(t.TempDir(), "r.md")
+	code, stdout, stderr = abtest(t, env, "analyze", "--gate", "nosuch", "-o", report, out)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch") || stdout != "" {
+		t.Errorf("analyze --gate nosuch: exit %d, stdout %q, stderr %q; want 2 and one line", code, stdout, stderr)
+	}
+	if _, err := os.Stat(report); err == nil {
+		t.Error("analyze --gate nosuch wrote its report")
 	}
 }

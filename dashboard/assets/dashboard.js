@@ -85,7 +85,8 @@
         trigger: "axis",
         formatter: function (items) {
           var p = pts[items[0].dataIndex];
-          var s = p.date + "<br>" + p.commit + " <code>" + p.sha.slice(0, 12) + "</code><br>" +
+          // The short sha is 8 characters, as text.Short writes it in Go.
+          var s = p.date + "<br>" + p.commit + " <code>" + p.sha.slice(0, 8) + "</code><br>" +
             ser.metric + " = " + p.value.toPrecision(6) + "<br>host " + p.host;
           if (p.doctor) s += " (" + p.doctor + " doctor findings)";
           if (annotated[p.sha] !== undefined) s += "<br>note: " + annotated[p.sha];
