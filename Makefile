@@ -14,10 +14,17 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/abtest ./cmd/abtest
 
-# The whole suite. Tests that need PostgreSQL, perf or a source tree skip
-# when it is missing, unless ABTEST_REQUIRE=1 (as in .ci/run).
+# The source tree the from-source tests build (testenv.PG15Source).
+TEST_SRC := $(or $(ABTEST_PG15_SOURCE),$(DEMO_SRC))
+
+# The whole suite. As root on a fresh Debian it first installs the
+# packages the tests need and prepares the PostgreSQL 15 source, as make
+# demo does; otherwise it says what is missing, and the tests that need
+# it skip, unless ABTEST_REQUIRE=1 (as in .ci/run) makes them fail.
 test:
-	$(GO) test -count=1 -timeout 60m ./...
+	@scripts/deps.sh || echo "make test: the tests that need those packages will skip"
+	@scripts/pg-source.sh "$(TEST_SRC)" || echo "make test: the from-source tests will skip"
+	ABTEST_PG15_SOURCE="$(TEST_SRC)" $(GO) test -count=1 -timeout 60m ./...
 
 # The built-in A/B run: Debian's PostgreSQL 15 source (or $$PG_SOURCE_DIR),
 # HEAD against HEAD with the demo patch. Installs what it needs as root.
