@@ -149,7 +149,9 @@ func TestFaultInterruptAtFivePoints(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			return !clusterFile(env, "")
 		}},
-		{"initdb", func(env map[string]string, _ string) bool { return clusterFile(env, "") && !clusterFile(env, "postmaster.pid") }},
+		{"initdb", func(env map[string]string, _ string) bool {
+			return clusterFile(env, "") && !clusterFile(env, "postmaster.pid")
+		}},
 		{"start", func(env map[string]string, out string) bool {
 			return clusterFile(env, "postmaster.pid") && !hasDir(filepath.Join(out, "cells"), "warm-up")
 		}},
