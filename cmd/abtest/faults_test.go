@@ -273,8 +273,8 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 		t.Errorf("a second run on a directory in use: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
 	code, _, stderr = abtest(t, env, aaArgs(install, out, 2)...)
-	if code != 2 {
-		t.Errorf("a fresh run with the same -o: exit %d %q, want 2", code, stderr)
+	if code != 2 || !strings.Contains(stderr, fmt.Sprint(c.cmd.Process.Pid)) {
+		t.Errorf("a fresh run with the same -o: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
 
 	time.Sleep(1500 * time.Millisecond)
