@@ -155,6 +155,7 @@ func Merge(shards []Shard) (*Input, error) {
 	if len(shards) > 1 {
 		in.Plan.Shard = strings.Join(names, "+")
 	}
+	in.dropUnplanned()
 	if w := mixedHosts(shards); w != "" {
 		in.Warnings = append(in.Warnings, w)
 	}
@@ -162,6 +163,32 @@ func Merge(shards []Shard) (*Input, error) {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("%d of %d planned cells have no result (interrupted run or missing shard?)", missing, len(in.Plan.Cells)))
 	}
 	return in, nil
+}
+
+// dropUnplanned ignores, with a warning, records of cells the plan does
+// not have (a hand-edited or foreign cells.jsonl): counted, they made
+// "7 of 6 cells recorded". A plan without its cell list keeps them all.
+func (in *Input) dropUnplanned() {
+	if len(in.Plan.Cells) == 0 {
+		return
+	}
+	planned := make(map[string]bool, len(in.Plan.Cells))
+	for _, c := range in.Plan.Cells {
+		planned[c.ID] = true
+	}
+	kept := in.Records[:0]
+	var unknown []string
+	for _, r := range in.Records {
+		if planned[r.Cell] {
+			kept = append(kept, r)
+		} else {
+			unknown = append(unknown, r.Cell)
+		}
+	}
+	in.Records = kept
+	if len(unknown) > 0 {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%d record(s) of cells not in the plan ignored (first: %s)", len(unknown), unknown[0]))
+	}
 }
 
 func mergeConfigs(a, b []results.Config) []results.Config {

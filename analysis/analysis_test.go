@@ -320,6 +320,36 @@ func TestTruncatedAndMissing(t *testing.T) {
 	}
 }
 
+// TestUnknownRecordsIgnored (issue 14 item 14): a record of a cell the
+// plan does not have is ignored with a warning, not counted ("81 of 80
+// cells recorded") nor analysed.
+func TestUnknownRecordsIgnored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	fixture(t, dir, matrix.Shard{I: 1, N: 1})
+	rec := results.Record{Cell: "nosuch/c2/cpuall/r1/base", Commit: "base", Workload: "nosuch", Clients: 2, Repeat: 1, Status: "ok", Metrics: map[string]float64{"tps": 1}}
+	if err := results.AppendRecord(dir, &rec); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Records) != 80 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "1 record(s) of cells not in the plan ignored (first: nosuch/") {
+		t.Errorf("%d records, warnings %q; want 80 and one about the unknown cell", len(in.Records), in.Warnings)
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "80 of 80 cells recorded") || !strings.Contains(md.String(), "cells not in the plan ignored") {
+		t.Errorf("markdown: want 80 of 80 cells recorded and the warning:\n%s", md.String())
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	in := input([]float64{1, 2, 3}, []float64{1, 2, 3})
 	for _, o := range []Options{{Baseline: "nope"}, {Alpha: 2}, {Thresholds: map[string]float64{"nope": 1}}} {

@@ -573,7 +573,9 @@ func (m *Manager) initialize(ctx context.Context, st *State) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+	// In public whatever search_path the cluster is given: --set
+	// search_path=a,b names schemas a fresh database does not have.
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public"); err != nil {
 		return fmt.Errorf("CREATE EXTENSION pg_stat_statements: %w", err)
 	}
 	st.Initialized = true

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -104,5 +107,44 @@ func TestCheckBounds(t *testing.T) {
 	}
 	if cells, _ := WorstCase(p); cells != len(p.Cells)*3 {
 		t.Errorf("worst case %d cells, want %d", cells, len(p.Cells)*3)
+	}
+}
+
+// TestWarmupFailureNamesItsLog (issue 14 item 14): a failed warm-up's
+// error names its pgbench log, and that log is still there (it was in a
+// temporary directory removed before the error was read).
+func TestWarmupFailureNamesItsLog(t *testing.T) {
+	deps, pg := prebuiltDeps(t)
+	install := copyInstall(t, pg, "fp-warm")
+	fail := "#!/bin/sh\necho 'pgbench: simulated failure' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(install, "bin", "pgbench"), []byte(fail), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Warmup: time.Second, Protocol: "simple",
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	Run(context.Background(), deps, plan, dir)
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("no records (%v)\n%s", err, out.String())
+	}
+	logRE := regexp.MustCompile(`/[^\s():]*pgbench\.log`)
+	for _, r := range recs {
+		path := logRE.FindString(r.Error)
+		if r.Status != results.StatusFailed || !strings.Contains(r.Error, "warm-up") || path == "" {
+			t.Errorf("cell %s: %s %q; want a failed warm-up naming its pgbench.log", r.Cell, r.Status, r.Error)
+			continue
+		}
+		if data, err := os.ReadFile(path); err != nil || !strings.Contains(string(data), "simulated failure") {
+			t.Errorf("cell %s: the log its error names: %v %q", r.Cell, err, data)
+		}
 	}
 }

@@ -301,6 +301,12 @@ func Lock(dir string) (release func(), err error) {
 	return release, nil
 }
 
+// Holder is the pid of the run writing dir, if one is (held); it
+// changes nothing in dir.
+func Holder(dir string) (pid string, held bool) {
+	return flock.Holder(filepath.Join(dir, LockFile))
+}
+
 var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._=-]`)
 
 // CellDir is where a cell's artefacts go: cells/<cell id>, each part of

@@ -53,7 +53,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatalf("err = %v (exit %d)", err, exitcode.Code(err))
 	}
 	os.WriteFile(filepath.Join(dir, PlanFile), []byte(`{"version": 1}`), 0o644)
-	if _, err := ReadPlan(dir); err == nil || !strings.Contains(err.Error(), "no commits") {
+	// Issue 14 item 14: this was `--baseline "": the plan's commits are`.
+	if _, err := ReadPlan(dir); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "no commits") {
 		t.Fatalf("a plan without commits: %v", err)
 	}
 }

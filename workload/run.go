@@ -632,6 +632,12 @@ func (r *Runner) prepare(ctx context.Context, c Conn, s Spec) (*pgx.Conn, *serve
 	if _, err := conn.Exec(ctx, marker+" CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		return fail(exitcode.Failure(fmt.Errorf("%w: CREATE EXTENSION pg_stat_statements: %v", ErrServer, err)))
 	}
+	// abtest's own session finds the extension's views in their schema,
+	// whatever search_path the server gives the workload's sessions.
+	if _, err := conn.Exec(ctx, marker+` SELECT set_config('search_path', quote_ident(n.nspname), false)
+FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements'`); err != nil {
+		return fail(exitcode.Failure(fmt.Errorf("%w: search_path of pg_stat_statements: %v", ErrServer, err)))
+	}
 	var maxConn, reserved int
 	q := marker + " SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int"
 	if sv.versionNum >= 160000 {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +21,7 @@ import (
 )
 
 // startCluster starts a Debian PostgreSQL 15 cluster for the test.
-func startCluster(t *testing.T, pgssMax int) (*cluster.State, string) {
+func startCluster(t *testing.T, pgssMax int, settings ...cluster.Setting) (*cluster.State, string) {
 	t.Helper()
 	install := testenv.PGInstall(t)
 	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
@@ -31,7 +33,7 @@ func startCluster(t *testing.T, pgssMax int) (*cluster.State, string) {
 		m.User = u
 	}
 	t.Cleanup(func() { m.Stop(context.Background(), "w") })
-	st, err := m.Start(context.Background(), "w", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 16})
+	st, err := m.Start(context.Background(), "w", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 16, Settings: settings})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,5 +307,28 @@ func TestPgbenchRunsAsUser(t *testing.T) {
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != u.UID {
 		t.Errorf("%s is not %s's: pgbench did not run as %s", logs[0], name, name)
+	}
+}
+
+// TestSearchPathSetting (issue 14 item 7): a cluster given a search_path
+// of schemas a fresh database lacks (switch --set search_path=a,b) starts,
+// keeps that search_path, and is measured with pg_stat_statements: abtest
+// made the extension, and read it, through the server's search_path
+// ("CREATE EXTENSION pg_stat_statements: no schema has been selected").
+func TestSearchPathSetting(t *testing.T) {
+	st, install := startCluster(t, 5000, cluster.Setting{Name: "search_path", Value: "a,b"})
+	w, _ := Builtin("select1")
+	s := spec(st, install, w)
+	s.Duration, s.Clients = time.Second, 1
+	res, err := runner().Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics["tps"] <= 0 || res.Metrics["statements_per_tx"] <= 0 || res.Metrics["pgss_entries"] <= 0 {
+		t.Errorf("metrics %v; want tps and pg_stat_statements' counts", res.Metrics)
+	}
+	out, err := exec.Command(filepath.Join(install, "bin", "psql"), "-XAt", "-h", st.SocketDir, "-p", strconv.Itoa(st.Port), "-U", cluster.SuperUser, "-d", cluster.Database, "-c", "SHOW search_path").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "a, b" && strings.TrimSpace(string(out)) != "a,b" {
+		t.Errorf("the server's search_path: %q, %v", out, err)
 	}
 }

@@ -149,4 +149,12 @@ func TestMatrixDeps(t *testing.T) {
 		d.Worktrees.Root != ws.Config.WorktreesDir || d.Clusters.Root != ws.Config.DataDir || d.Builder.InstallRoot != ws.Config.InstallDir {
 		t.Errorf("deps = %+v", d)
 	}
+	// Issue 14 item 13: as root, builds and pgbench run as the server's
+	// account, never as root.
+	if ws.Euid == 0 {
+		u := d.Clusters.User
+		if u == nil || u.UID == 0 || d.Builder.User != u || d.Workload.User != u {
+			t.Errorf("as root: server account %+v, builder's %+v, pgbench's %+v; want one unprivileged account", u, d.Builder.User, d.Workload.User)
+		}
+	}
 }

@@ -120,22 +120,57 @@ func aaArgs(install, out string, repeats int) []string {
 		"-r", fmt.Sprint(repeats), "-d", "2", "--warmup", "1", "-o", out, "--sample-every", "1s"}
 }
 
-// SIGINT at five points of a run (preparing, initdb, start, warm-up:
-// the delays land there on this machine; wherever they land, the same
-// must hold; the fifth, measurement, is TestMatrixInterruptAndResume's
-// interrupt in its third cell): no server of the run is left,
-// cells.jsonl holds only whole lines, and --resume runs exactly the
-// missing cells.
+// SIGINT at five points of a run: while preparing (100 ms in, before
+// any cluster exists), during initdb (the run's data directory appears),
+// during start (its postmaster.pid appears), during the warm-up (the
+// first cell's warm-up directory appears); the fifth, measurement, is
+// TestMatrixInterruptAndResume's interrupt in its third cell. Each point
+// is seen on disk before the signal, so the test knows where it landed:
+// no server of the run is left, cells.jsonl holds only whole lines, and
+// --resume runs exactly the missing cells.
 func TestFaultInterruptAtFivePoints(t *testing.T) {
 	install := testenv.PGInstall(t)
-	for _, delay := range []time.Duration{100 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond} {
-		t.Run(delay.String(), func(t *testing.T) {
+	// clusterFile: name is in the data directory of one of the run's
+	// clusters (name "": that directory exists).
+	clusterFile := func(env map[string]string, name string) bool {
+		found, _ := filepath.Glob(filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("*"), name))
+		for _, f := range found {
+			if fi, err := os.Stat(f); err == nil && (name != "" || fi.IsDir()) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, point := range []struct {
+		name    string
+		reached func(env map[string]string, out string) bool
+	}{
+		{"preparing", func(env map[string]string, _ string) bool {
+			time.Sleep(100 * time.Millisecond)
+			return !clusterFile(env, "")
+		}},
+		{"initdb", func(env map[string]string, _ string) bool {
+			return clusterFile(env, "") && !clusterFile(env, "postmaster.pid")
+		}},
+		{"start", func(env map[string]string, out string) bool {
+			return clusterFile(env, "postmaster.pid") && !hasDir(filepath.Join(out, "cells"), "warm-up")
+		}},
+		{"warm-up", func(env map[string]string, out string) bool { return hasDir(filepath.Join(out, "cells"), "warm-up") }},
+	} {
+		t.Run(point.name, func(t *testing.T) {
 			env := matrixEnv(t)
 			out := filepath.Join(env["BENCH_RESULTS_DIR"], "int")
 			c := startMatrix(t, env, aaArgs(install, out, 1)...)
-			time.Sleep(delay)
+			deadline := time.Now().Add(60 * time.Second)
+			for !point.reached(env, out) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the run did not reach %s in 60 s", point.name)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			c.cmd.Process.Signal(syscall.SIGINT)
 			err := c.cmd.Wait()
+			t.Logf("SIGINT in %s: %v", point.name, err)
 			noServerLeft(t, env["PG_DATA_DIR"])
 			if _, statErr := os.Stat(filepath.Join(out, results.PlanFile)); statErr != nil {
 				// Interrupted before the plan was written: nothing to resume,
@@ -148,7 +183,7 @@ func TestFaultInterruptAtFivePoints(t *testing.T) {
 			before := records(t, out)
 			code, stdout, stderr := abtest(t, env, "matrix", "--resume", out, "--sample-every", "1s")
 			if code != 0 {
-				t.Fatalf("resume after SIGINT at %s: exit %d\n%s\n%s\nfirst run:\n%s", delay, code, stdout, stderr, c.out)
+				t.Fatalf("resume after SIGINT in %s: exit %d\n%s\n%s\nfirst run:\n%s", point.name, code, stdout, stderr, c.out)
 			}
 			after := exactlyOnce(t, out)
 			for i, r := range before {
@@ -159,6 +194,19 @@ func TestFaultInterruptAtFivePoints(t *testing.T) {
 			noServerLeft(t, env["PG_DATA_DIR"])
 		})
 	}
+}
+
+// hasDir reports whether a directory called name is under root.
+func hasDir(root, name string) bool {
+	found := false
+	filepath.WalkDir(root, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == name {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // kill -9 of the postmaster in the middle of a cell: that cell fails with
@@ -225,8 +273,8 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 		t.Errorf("a second run on a directory in use: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
 	code, _, stderr = abtest(t, env, aaArgs(install, out, 2)...)
-	if code != 2 {
-		t.Errorf("a fresh run with the same -o: exit %d %q, want 2", code, stderr)
+	if code != 2 || !strings.Contains(stderr, fmt.Sprint(c.cmd.Process.Pid)) {
+		t.Errorf("a fresh run with the same -o: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
 
 	time.Sleep(1500 * time.Millisecond)

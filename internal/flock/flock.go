@@ -41,3 +41,26 @@ func Try(path string) (release func(), holder string, err error) {
 		f.Close()
 	}, "", nil
 }
+
+// Holder reports the pid another process holding the lock on path
+// recorded; held is false when nobody holds it or path does not exist.
+// Unlike Try it creates nothing: it only looks.
+func Holder(path string) (holder string, held bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return "", false
+		}
+		data, _ := os.ReadFile(path)
+		if holder = strings.TrimSpace(string(data)); holder == "" {
+			holder = "?"
+		}
+		return holder, true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return "", false
+}

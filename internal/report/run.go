@@ -100,10 +100,14 @@ func CheckGate(plan *results.Plan, names []string) error {
 
 // OutputDir is where a new run's results go: dir, or a new
 // abtest_TIME directory under resultsDir. A directory that already holds
-// a plan is refused (resume it instead).
+// a plan is refused (resume it instead), and one another run is writing
+// is refused naming that run's pid.
 func OutputDir(plan *results.Plan, dir, resultsDir string) (string, error) {
 	if dir == "" {
 		dir = filepath.Join(resultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+	}
+	if pid, held := results.Holder(dir); held {
+		return "", exitcode.BadInputf("-o %s: %w: another abtest (pid %s) is writing it; wait for it or use another -o", dir, results.ErrLocked, pid)
 	}
 	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
 		return "", exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +49,27 @@ func TestOutputDir(t *testing.T) {
 	os.WriteFile(filepath.Join(used, results.PlanFile), []byte("{}"), 0o644)
 	if _, err := OutputDir(plan, used, root); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "use --resume "+used) {
 		t.Errorf("used -o: %v", err)
+	}
+	// A run is writing it (issue 14 item 3: two fresh runs with one -o):
+	// refused naming that run's pid, and the lock file is not made where
+	// there was none.
+	release, err := results.Lock(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OutputDir(plan, used, root)
+	if !errors.Is(err, results.ErrLocked) || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("-o of a directory a run is writing: %v; want exit 2 naming pid %d", err, os.Getpid())
+	}
+	release()
+	if _, err := OutputDir(plan, used, root); errors.Is(err, results.ErrLocked) || !strings.Contains(err.Error(), "use --resume") {
+		t.Errorf("after the run: %v", err)
+	}
+	fresh := t.TempDir()
+	os.WriteFile(filepath.Join(fresh, results.PlanFile), []byte("{}"), 0o644)
+	OutputDir(plan, fresh, root)
+	if _, err := os.Stat(filepath.Join(fresh, results.LockFile)); err == nil {
+		t.Error("OutputDir made a lock file")
 	}
 }
 
