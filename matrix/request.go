@@ -278,12 +278,23 @@ func (r *Request) checkSize() error {
 	if n := float64(max(1, r.Shard.N)); n > 1 {
 		cells /= n
 	}
-	est := time.Duration(min(cells*r.cellTime().Seconds(), float64(1<<62)/1e9) * 1e9)
-	if cells > MaxCells || est > MaxEstimate {
-		return exitcode.BadInputf("matrix: %.0f cells, about %s: above the limit of %d cells or %s; use fewer repeats, axes or a shard",
-			cells, est.Round(time.Hour), MaxCells, MaxEstimate)
+	secs := cells * r.cellTime().Seconds()
+	if cells > MaxCells || secs > MaxEstimate.Seconds() {
+		return exitcode.BadInputf("matrix: %.0f cells, about %s: above the limit of %d cells or %.0f days; use fewer repeats, axes or a shard",
+			cells, longTime(secs), MaxCells, MaxEstimate.Hours()/24)
 	}
 	return nil
+}
+
+// longTime says secs in the unit a reader takes in at a glance.
+func longTime(secs float64) string {
+	switch day := 24 * 3600.0; {
+	case secs >= 730*day:
+		return fmt.Sprintf("%.0f years", secs/(365.25*day))
+	case secs >= 2*day:
+		return fmt.Sprintf("%.0f days", secs/day)
+	}
+	return time.Duration(secs * float64(time.Second)).Round(time.Second).String()
 }
 
 // Prepare checks req, resolves its refs, hashes its patches, names its

@@ -92,8 +92,13 @@ func TestTodoIgnoresUnknownRecords(t *testing.T) {
 func TestCheckBounds(t *testing.T) {
 	o := opts()
 	o.Repeats = 100_000_000
-	if err := o.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cells") {
+	if err := o.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cells") || !strings.Contains(err.Error(), " years: above the limit of 100000 cells or 30 days") {
 		t.Errorf("huge -r: %v", err)
+	}
+	for secs, want := range map[float64]string{90: "1m30s", 3 * 86400: "3 days", 3 * 365.25 * 86400: "3 years"} {
+		if got := longTime(secs); got != want {
+			t.Errorf("longTime(%v) = %q, want %q", secs, got, want)
+		}
 	}
 	o = opts()
 	o.Repeats, o.Adaptive = 2, Adaptive{UntilDecided: true, MaxRepeats: 10_000}
