@@ -16,6 +16,7 @@ src=${1:?usage: bench/build.sh SOURCE_REPO [REF]}
 ref=${2:-HEAD}
 go build -o /tmp/abtest-bench ./cmd/abtest
 work=$(mktemp -d /var/tmp/abtest-buildbench-XXXX)
+chmod 755 "$work"  # as root, builds run as the server account: it must enter
 trap 'git -C "$src" worktree prune; rm -rf "$work"' EXIT
 export PG_SOURCE_DIR=$src PG_WORKTREES_DIR=$work/wt PG_INSTALL_DIR=$work/install PG_DATA_DIR=$work/data
 ab=/tmp/abtest-bench

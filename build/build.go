@@ -257,6 +257,9 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
 		return &Result{Info: prev, Skipped: true}, nil
 	}
+	if err := b.reachable(ctx, j.wt, b.InstallRoot); err != nil {
+		return nil, err
+	}
 	if err := b.prepare(j); err != nil {
 		return nil, err
 	}
@@ -591,6 +594,26 @@ func (b *Builder) handOver(wt, install, statsLog string, ccache bool) error {
 		}
 		defer f.Close()
 		return f.Chown(uid, gid)
+	}
+	return nil
+}
+
+// reachable checks that the build account can enter each of dirs (or,
+// for one not made yet, its nearest existing ancestor): as root, a
+// private parent directory otherwise fails the build with "fork/exec
+// ../configure: permission denied".
+func (b *Builder) reachable(ctx context.Context, dirs ...string) error {
+	if b.User == nil {
+		return nil
+	}
+	for _, dir := range dirs {
+		for !exists(dir) && filepath.Dir(dir) != dir {
+			dir = filepath.Dir(dir)
+		}
+		c := proc.Cmd{Path: "test", Args: []string{"-x", dir}, User: b.User, Dir: "/", ReadOnly: true}
+		if err := b.Run.Run(ctx, c); err != nil {
+			return exitcode.BadInputf("user %s (builds run as it when abtest is root) cannot enter %s (a parent directory is private): put worktrees and installs (PG_WORKTREES_DIR, PG_INSTALL_DIR) under a directory it can reach, e.g. /var/tmp/abtest", b.User.Name, dir)
+		}
 	}
 	return nil
 }

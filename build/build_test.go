@@ -335,3 +335,29 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// TestBuildUserMustReachTheTrees: as root, builds run as the server's
+// account; a worktree or install root under a private directory is
+// refused up front in one line (exit 2) instead of failing in configure
+// with "fork/exec ../configure: permission denied".
+func TestBuildUserMustReachTheTrees(t *testing.T) {
+	name := testenv.ServerUser(t)
+	if name == "" {
+		t.Skip("builds run as another account only when the tests are root")
+	}
+	u, err := proc.LookupUser(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{User: u, Run: &proc.Runner{}}
+	ctx := context.Background()
+	shared := testenv.SharedTempDir(t)
+	if err := b.reachable(ctx, shared, filepath.Join(shared, "install", "not-yet")); err != nil {
+		t.Errorf("a directory the account can enter: %v", err)
+	}
+	private := t.TempDir() // 0700, root's
+	err = b.reachable(ctx, shared, filepath.Join(private, "install"))
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cannot enter "+private+" ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a private install root: %v", err)
+	}
+}
