@@ -156,7 +156,10 @@ func (b *Builder) load() *Load {
 	if h.OnlineCPUs < 1 {
 		return nil
 	}
-	return &Load{Avg1: h.Load1, CPUs: h.OnlineCPUs}
+	// The load average lags: right after a build it says the machine is
+	// busy while it is idle. The smaller of it and the tasks running
+	// now (over 100 ms) is the competition a build starting now meets.
+	return &Load{Avg1: min(h.Load1, host.Runnable("/", 6, 20*time.Millisecond)), CPUs: h.OnlineCPUs}
 }
 
 // full keeps the records of whole-tree builds: those that compiled at

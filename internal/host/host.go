@@ -5,11 +5,13 @@
 package host
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Host is what plan.json records about the machine: what decides whether
@@ -253,4 +255,51 @@ func steal(stat string) float64 {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Runnable is how many tasks besides the caller are running or ready to
+// run, averaged over n looks at /proc/loadavg's running count, every
+// apart. Unlike the 1-minute load average it does not remember a build
+// that ended a moment ago.
+func Runnable(root string, n int, every time.Duration) float64 {
+	var sum float64
+	var seen int
+	for i := range n {
+		if i > 0 {
+			time.Sleep(every)
+		}
+		data, err := os.ReadFile(filepath.Join(root, "proc/loadavg"))
+		f := strings.Fields(string(data))
+		if err != nil || len(f) < 4 {
+			continue
+		}
+		running, _, ok := strings.Cut(f[3], "/")
+		r, err := strconv.Atoi(running)
+		if !ok || err != nil {
+			continue
+		}
+		// The caller is running as it reads, and so may be other
+		// threads of its own (the Go runtime's).
+		sum += float64(max(0, r-ownRunning(root)))
+		seen++
+	}
+	if seen == 0 {
+		return 0
+	}
+	return sum / float64(seen)
+}
+
+// ownRunning is how many threads of this process are running (at least
+// the one that asks).
+func ownRunning(root string) int {
+	stats, _ := filepath.Glob(filepath.Join(root, "proc/self/task/*/stat"))
+	n := 0
+	for _, f := range stats {
+		data, err := os.ReadFile(f)
+		// The state follows the command's closing parenthesis.
+		if i := bytes.LastIndexByte(data, ')'); err == nil && i >= 0 && i+2 < len(data) && data[i+2] == 'R' {
+			n++
+		}
+	}
+	return max(1, n)
 }
