@@ -20,11 +20,10 @@ func demoCommand(env *Env) *cli.Command {
 		UsageText: `abtest demo [--source DIR]
 
 Builds the source's HEAD twice (as is, and with the patch shipped inside
-abtest), then runs select1 and churn with pg_stat_statements.max = 1000 at
-2 and 8 clients, 5 repeats, and prints the report. make demo prepares a
-source tree from Debian's PostgreSQL package when PG_SOURCE_DIR is unset.
-Its directories are under $ABTEST_DEMO_DIR (default ~/.cache/abtest-demo)
-unless the config file or the environment names them.`,
+abtest), runs select1 and churn (pg_stat_statements.max = 1000, 8 clients,
+12 repeats of 3 s), prints the report's summary and the environment that
+reuses its worktrees. Its directories are under $ABTEST_DEMO_DIR (default
+/var/tmp/abtest-demo as root, else ~/.cache/abtest-demo).`,
 		Flags: []cli.Flag{
 			storeFlag(),
 			sourceFlag(),
@@ -67,5 +66,7 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-	return runAndReport(ctx, env, cfg, deps, plan, dir, analysis.Options{}, false)
+	err = runAndReport(ctx, env, cfg, deps, plan, dir, analysis.Options{}, false)
+	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config))
+	return err
 }

@@ -5,13 +5,16 @@ package demo
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -108,4 +111,20 @@ func WritePatch(root string, dryRun bool) (path string, cleanup func(), err erro
 		return "", func() {}, exitcode.Failure(err)
 	}
 	return path, cleanup, nil
+}
+
+// Reuse is what the demo prints at its end: the environment that points
+// abtest at the demo's source and directories, so that `abtest status`,
+// `abtest switch -w demo-base` or a matrix of one's own reuse its
+// worktrees and builds.
+func Reuse(c *config.Config) string {
+	var b strings.Builder
+	b.WriteString("To reuse the demo's worktrees and builds (abtest status, abtest switch -w demo-base, abtest matrix -k …):\n")
+	for _, kv := range [][2]string{
+		{"PG_SOURCE_DIR", c.SourceDir}, {"PG_WORKTREES_DIR", c.WorktreesDir}, {"PG_INSTALL_DIR", c.InstallDir},
+		{"PG_DATA_DIR", c.DataDir}, {"BENCH_RESULTS_DIR", c.ResultsDir},
+	} {
+		fmt.Fprintf(&b, "  export %s=%s\n", kv[0], proc.Quote(kv[1]))
+	}
+	return b.String()
 }

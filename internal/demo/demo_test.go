@@ -79,3 +79,31 @@ func TestWritePatchAndSource(t *testing.T) {
 		t.Errorf("PG_SOURCE_DIR set: %v", err)
 	}
 }
+
+// TestReuse: the environment the demo prints, read back by config.Load
+// as an ordinary command would, names the demo's own directories (so
+// `abtest status` with it lists the demo's worktrees); paths are quoted
+// for the shell.
+func TestReuse(t *testing.T) {
+	d := Defaults("/h", "/var/tmp/abtest demo")
+	d.SourceDir = "/src/pg"
+	out := Reuse(&d)
+	env := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if kv, ok := strings.CutPrefix(l, "  export "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = strings.Trim(v, "'")
+		}
+	}
+	if len(env) != 5 || !strings.Contains(out, "'/var/tmp/abtest demo/worktrees'") {
+		t.Fatalf("exports %v in\n%s", env, out)
+	}
+	l, err := config.Load(config.Options{Dir: t.TempDir(), Home: "/elsewhere", Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.Config
+	if got.SourceDir != d.SourceDir || got.WorktreesDir != d.WorktreesDir || got.InstallDir != d.InstallDir || got.DataDir != d.DataDir || got.ResultsDir != d.ResultsDir {
+		t.Errorf("loaded %+v, want the demo's directories %+v", got, d)
+	}
+}
