@@ -99,7 +99,7 @@ func TestProgressGolden(t *testing.T) {
 }
 
 var (
-	shaRE     = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+	shaRE     = regexp.MustCompile(`\b[0-9a-f]{8}\b`)
 	numberRE  = regexp.MustCompile(`=[0-9.]+`)
 	ccacheRE  = regexp.MustCompile(`ccache [0-9.]+% hits \(\d+/\d+\)`)
 	versionRE = regexp.MustCompile(`; [^;]*PostgreSQL.*$`)

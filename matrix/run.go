@@ -247,6 +247,9 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 		r.installs[c.Build] = c.Install
 		c.BuildType = "prebuilt"
 		out, err := r.deps.Proc.Output(ctx, proc.Cmd{Path: filepath.Join(c.Install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true})
+		if ctx.Err() != nil {
+			return exitcode.Failure(err) // interrupted: not the install's fault
+		}
 		if err != nil {
 			return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
 		}
