@@ -241,7 +241,7 @@ func (n *night) entry(status string) analysis.Night {
 // 3 and a failed night, never ok), appends the history line, stores the
 // night, writes the trend, and applies the retention.
 func (n *night) judge(ctx context.Context) error {
-	rep, err := report.Write(n.dir, analysis.Options{Alpha: n.nc.Gate.Alpha, Thresholds: n.nc.Gate.Thresholds})
+	rep, err := report.Write(n.dir, gateOptions(n.nc))
 	if err != nil {
 		return exitcode.Failure(err)
 	}
@@ -414,4 +414,10 @@ func Load(path, home string, getenv func(string) string, ov []config.Override) (
 	}
 	cfg, err := nc.Loaded(getenv, ov)
 	return nc, cfg, exitcode.BadInput(err)
+}
+
+// gateOptions are the analysis options of a night's gate: tonight's
+// report and the store's judgement of past nights use the same.
+func gateOptions(nc *config.Nightly) analysis.Options {
+	return analysis.Options{Alpha: nc.Gate.Alpha, Thresholds: nc.Gate.Thresholds}
 }

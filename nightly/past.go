@@ -82,7 +82,7 @@ func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun b
 // fromStore reads this job's nights (runs under root/runs) and the
 // annotations from s.
 func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, error) {
-	nights, err := s.Nights(ctx, filepath.Join(nc.Root, "runs"), HeadLabel)
+	nights, err := s.Nights(ctx, filepath.Join(nc.Root, "runs"), HeadLabel, gateOptions(nc))
 	if err != nil {
 		return nil, err
 	}

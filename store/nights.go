@@ -51,8 +51,9 @@ type Night struct {
 
 // Nights returns the runs whose results directories lie under dir (a
 // nightly job's root/runs), oldest first; head is the label of the
-// commit a night tracks (nightly's "head").
-func (s *Store) Nights(ctx context.Context, dir, head string) ([]Night, error) {
+// commit a night tracks (nightly's "head"). Each night's status is its
+// report's gate (Report.Gate) under o, the job's gate options.
+func (s *Store) Nights(ctx context.Context, dir, head string, o analysis.Options) ([]Night, error) {
 	ri, runs, err := s.nightRuns(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func (s *Store) Nights(ctx context.Context, dir, head string) ([]Night, error) {
 		if nt.Head == "" {
 			continue
 		}
-		if err := s.judgeNight(ctx, &nt, head); err != nil {
+		if err := s.judgeNight(ctx, &nt, head, o); err != nil {
 			return nil, err
 		}
 		out = append(out, nt)
@@ -165,11 +166,11 @@ func (s *Store) nightRuns(ctx context.Context, dir string) (*nightIndex, []strin
 // judgeNight gives nt the status Report.Gate gives its run, analysed
 // from the store as its verdicts were: a night whose run cannot be
 // analysed from the store could not answer either.
-func (s *Store) judgeNight(ctx context.Context, nt *Night, head string) error {
+func (s *Store) judgeNight(ctx context.Context, nt *Night, head string, o analysis.Options) error {
 	in, err := s.input(ctx, s.db, nt.Run)
 	var rep *analysis.Report
 	if err == nil {
-		rep, err = analysis.Analyze(in, analysis.Options{})
+		rep, err = analysis.Analyze(in, o)
 	}
 	if err != nil {
 		if exitcode.Code(err) != exitcode.Usage {

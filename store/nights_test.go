@@ -46,7 +46,7 @@ func checkNights(t *testing.T, s *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Nights(ctx, filepath.Join(root, "runs"), "head")
+	got, err := s.Nights(ctx, filepath.Join(root, "runs"), "head", analysis.Options{})
 	if err != nil || len(got) != 3 {
 		t.Fatalf("nights: %+v, %v", got, err)
 	}
@@ -63,7 +63,7 @@ func checkNights(t *testing.T, s *store.Store) {
 	if len(all.Points) != 4 {
 		t.Errorf("history of every run: %d points, want 4", len(all.Points))
 	}
-	if none, err := s.Nights(ctx, filepath.Join(root, "run"), "head"); err != nil || len(none) != 0 {
+	if none, err := s.Nights(ctx, filepath.Join(root, "run"), "head", analysis.Options{}); err != nil || len(none) != 0 {
 		t.Errorf("a directory that is only a prefix of runs/: %+v, %v", none, err)
 	}
 }
@@ -144,7 +144,7 @@ func TestNightStatusIsTheGate(t *testing.T) {
 		}
 		dirs = append(dirs, dir)
 	}
-	nights, err := s.Nights(ctx, root, "head")
+	nights, err := s.Nights(ctx, root, "head", analysis.Options{})
 	if err != nil || len(nights) != len(cases) {
 		t.Fatalf("nights: %+v, %v", nights, err)
 	}
@@ -165,6 +165,13 @@ func TestNightStatusIsTheGate(t *testing.T) {
 		if (nt.Failed != "") != (tc.want == analysis.StatusFailed) || (len(nt.Regressions) > 0) != (tc.want == analysis.StatusRegression) {
 			t.Errorf("%s: night %+v", tc.name, nt)
 		}
+	}
+	// The job's gate options decide too: a 10 % TPS drop under a 20 %
+	// threshold is no regression, and the incomplete metric beside it
+	// fails the night.
+	nights, err = s.Nights(ctx, root, "head", analysis.Options{Thresholds: map[string]float64{"tps": 20}})
+	if err != nil || nights[1].Status != analysis.StatusFailed {
+		t.Errorf("with a 20 %% TPS threshold: %+v, %v; want the regression night failed (incomplete), not a regression", nights[1], err)
 	}
 }
 
