@@ -602,9 +602,10 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 		window = spec.Duration
 	}
 	info := &results.PerfInfo{WindowS: window.Seconds()}
-	// pgbench starts after the runner's checks: poll for its backends.
+	// pgbench starts after the runner's checks: poll for its backends
+	// (all of them: the sampler's connection is one more backend too).
 	deadline := r.deps.Clock().Add(30 * time.Second)
-	for len(cluster.Processes(st.DataDir)) <= r.auxProcesses(st) && r.deps.Clock().Before(deadline) {
+	for len(cluster.Processes(st.DataDir)) < r.auxProcesses(st)+spec.Clients && r.deps.Clock().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil

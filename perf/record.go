@@ -44,8 +44,9 @@ func Check() error {
 // Options say what to record.
 type Options struct {
 	// Processes lists the processes to keep: the postmaster and its
-	// children. It is called when the window opens and when it closes,
-	// and samples of any process listed either time are kept.
+	// children. It is called when the window opens, every 100 ms while
+	// it is open and when it closes, and samples of any process listed
+	// at any of those times are kept.
 	Processes func() []int
 	Duration  time.Duration
 	Hz        int
@@ -75,6 +76,43 @@ type Result struct {
 	Path string
 }
 
+// watch looks at the processes every 100 ms from now until the returned
+// function is called, which returns every pid seen (first included): a
+// client's backend that starts and ends inside the window is kept, and
+// so are those of a workload that ends before perf does (on a busy host
+// perf can take a second to start and stop, and a look only at the
+// window's ends found none of a 3 s cell's backends: 0 samples).
+func watch(processes func() []int, first []int) func() map[int]bool {
+	seen := map[int]bool{}
+	for _, p := range first {
+		seen[p] = true
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				for _, p := range processes() {
+					seen[p] = true
+				}
+			}
+		}
+	}()
+	return func() map[int]bool {
+		close(stop)
+		<-done
+		for _, p := range processes() {
+			seen[p] = true
+		}
+		return seen
+	}
+}
+
 // Record runs perf record -g on the processes for the duration, then perf
 // script, and returns the pprof profile.
 func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
@@ -97,15 +135,14 @@ func Record(ctx context.Context, run *proc.Runner, o Options) (*Result, error) {
 	// per transaction: select1 lost 43 % of its TPS that way, 4 % with
 	// -a (bench/perf_overhead.sh).
 	args := []string{"record", "-a", "-g", "-F", strconv.Itoa(o.Hz), "-o", o.Raw, "--", "sleep", fmt.Sprintf("%.3f", o.Duration.Seconds())}
-	if err := run.Run(ctx, proc.Cmd{Path: "perf", Args: args, Log: o.Log}); err != nil {
+	seen := watch(o.Processes, first)
+	err := run.Run(ctx, proc.Cmd{Path: "perf", Args: args, Log: o.Log})
+	keep := seen()
+	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("perf record: %w", err))
 	}
 	if run.DryRun {
 		return nil, nil
-	}
-	keep := map[int]bool{}
-	for _, p := range append(first, o.Processes()...) {
-		keep[p] = true
 	}
 	if !o.KeepRaw {
 		defer os.Remove(o.Raw)
