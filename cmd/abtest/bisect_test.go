@@ -58,6 +58,7 @@ func bisectChain(t *testing.T, change func(src string)) (env map[string]string, 
 // after at most ⌈log2 5⌉ + 1 = 4 steps, and a resumed finished bisect
 // runs nothing.
 func TestBisectDemoPatch(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	testenv.PGInstall(t)
 	env, good, want := bisectChain(t, func(src string) {
 		patch := filepath.Join(t.TempDir(), demo.PatchName)

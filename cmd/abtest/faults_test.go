@@ -129,6 +129,7 @@ func aaArgs(install, out string, repeats int) []string {
 // no server of the run is left, cells.jsonl holds only whole lines, and
 // --resume runs exactly the missing cells.
 func TestFaultInterruptAtFivePoints(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	install := testenv.PGInstall(t)
 	// clusterFile: name is in the data directory of one of the run's
 	// clusters (name "": that directory exists).
@@ -230,6 +231,7 @@ func hasDir(root, name string) bool {
 // the reason and the server log's tail, the run goes on (the next cell
 // starts the cluster again), and the report is written.
 func TestFaultPostmasterKilledMidCell(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "kill")
@@ -279,6 +281,7 @@ func TestFaultPostmasterKilledMidCell(t *testing.T) {
 // runs exactly the missing cells and stops every server, the killed
 // run's from its clusters.json.
 func TestFaultAbtestKilledThenResume(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "kill9")
@@ -323,6 +326,7 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 // infrastructure error, and after space is freed --resume cuts the torn
 // line (saying so) and records every cell exactly once.
 func TestFaultDiskFullMidAppend(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	testenv.Require(t, os.Geteuid() == 0, "root, to mount a small tmpfs")
 	testenv.RequireTools(t, "mount", "umount")
 	env := matrixEnv(t)

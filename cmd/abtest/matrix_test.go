@@ -217,6 +217,7 @@ func TestMatrixStoreUnreachable(t *testing.T) {
 // the missing cells, keeping the records it found. It is also the fault
 // suite's fifth point (see TestFaultInterruptAtFivePoints).
 func TestMatrixInterruptAndResume(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "int")
@@ -367,6 +368,7 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 // TestMatrixPerf records a profile in every cell and reports where the
 // time went.
 func TestMatrixPerf(t *testing.T) {
+	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	if err := perfCheck(); err != nil {
