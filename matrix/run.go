@@ -22,6 +22,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/progress"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
@@ -120,7 +121,6 @@ type run struct {
 	maxClients       int
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
-	aux    map[string]int
 	instr  instrState
 }
 
@@ -602,10 +602,9 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 		window = spec.Duration
 	}
 	info := &results.PerfInfo{WindowS: window.Seconds()}
-	// pgbench starts after the runner's checks: poll for its backends
-	// (all of them: the sampler's connection is one more backend too).
+	// pgbench starts after the runner's checks: poll for its backends.
 	deadline := r.deps.Clock().Add(30 * time.Second)
-	for len(cluster.Processes(st.DataDir)) < r.auxProcesses(st)+spec.Clients && r.deps.Clock().Before(deadline) {
+	for clientBackends(st.DataDir) < spec.Clients && r.deps.Clock().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -635,17 +634,19 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	return info
 }
 
-// auxProcesses is how many processes the cluster has without clients:
-// the postmaster and its auxiliary processes, counted once.
-func (r *run) auxProcesses(st *cluster.State) int {
-	if n, ok := r.aux[st.DataDir]; ok {
-		return n
+// clientBackends counts the cluster's client backends: those whose
+// process title names a connection ("postgres: postgres benchmark
+// [local] SELECT"; abtest's clusters listen on a socket only). Counting
+// processes against a count taken "before the clients" was wrong when
+// the clients had connected first: the wait then ran its 30 s out and
+// the window opened after pgbench had ended (0 samples, on a busy host).
+func clientBackends(dataDir string) int {
+	n := 0
+	for _, p := range cluster.Processes(dataDir) {
+		if args, err := procfs.Cmdline(p); err == nil && strings.Contains(strings.Join(args, " "), "[local]") {
+			n++
+		}
 	}
-	if r.aux == nil {
-		r.aux = map[string]int{}
-	}
-	n := len(cluster.Processes(st.DataDir))
-	r.aux[st.DataDir] = n
 	return n
 }
 
