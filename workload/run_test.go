@@ -17,6 +17,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
@@ -131,7 +132,7 @@ func TestInsertProbeIsExact(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE ins (x int)"); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close(ctx)
+	closeAndWait(t, conn)
 	script := filepath.Join(t.TempDir(), "ins.sql")
 	os.WriteFile(script, []byte("INSERT INTO ins VALUES (1);\n"), 0o644)
 	w, err := Resolve("file:" + script)
@@ -330,5 +331,24 @@ func TestSearchPathSetting(t *testing.T) {
 	out, err := exec.Command(filepath.Join(install, "bin", "psql"), "-XAt", "-h", st.SocketDir, "-p", strconv.Itoa(st.Port), "-U", cluster.SuperUser, "-d", cluster.Database, "-c", "SHOW search_path").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "a, b" && strings.TrimSpace(string(out)) != "a,b" {
 		t.Errorf("the server's search_path: %q, %v", out, err)
+	}
+}
+
+// closeAndWait closes a test's own connection and waits for its backend
+// to exit: a backend still exiting when a run starts is a foreign
+// backend to the run, which then leaves its probe counters out (seen on
+// a busy host: "pid 13597 ("")").
+func closeAndWait(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); procfs.Alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d of a closed connection still there after 10 s", pid)
+		}
 	}
 }
