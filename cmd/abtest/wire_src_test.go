@@ -71,7 +71,7 @@ func checkMeasured(t *testing.T, dir, label string, built bool) string {
 // the binary installed over; the user's cluster runs again afterwards,
 // on the new binary, and the matrix's own cluster is stopped.
 func TestMatrixMeasuresThePlannedBinary(t *testing.T) {
-	t.Parallel() // its proof is no TPS figure: it may share the CPUs
+	t.Parallel()      // its proof is no TPS figure: it may share the CPUs
 	testbuild.Base(t) // the cached PostgreSQL 15 build; holds the cache lock
 	cache := testenv.CacheRoot(t)
 	base := testenv.SharedTempDir(t)
