@@ -92,9 +92,13 @@ func TestUntilDecidedSlowedBuild(t *testing.T) {
 			tps = &row.Stats[1]
 		}
 	}
-	if tps == nil || tps.Verdict != results.Worse || !tps.Gated || tps.Blocks < 5 || tps.Blocks > blocks {
-		t.Fatalf("select1 tps: %+v; want a gated worse after 5 to %d blocks", tps, blocks)
+	// Whether tps gates depends on the noise the run measured: in a CI
+	// run base TPS swung 63 000–147 000 between 1 s cells, the pooled
+	// tier made tps report-only, and latency's regression gated instead.
+	if tps == nil || tps.Verdict != results.Worse || tps.Blocks < 5 || tps.Blocks > blocks {
+		t.Fatalf("select1 tps: %+v; want worse after 5 to %d blocks", tps, blocks)
 	}
+	t.Logf("select1 tps gated: %v", tps.Gated)
 	for _, c := range rep.Regressions {
 		t.Logf("regression: %s %s %+.1f %% (p %.3g)", c.Commit, c.Metric, c.DeltaPct, c.P)
 	}
