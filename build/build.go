@@ -607,11 +607,7 @@ func (b *Builder) reachable(ctx context.Context, dirs ...string) error {
 		return nil
 	}
 	for _, dir := range dirs {
-		for !exists(dir) && filepath.Dir(dir) != dir {
-			dir = filepath.Dir(dir)
-		}
-		c := proc.Cmd{Path: "test", Args: []string{"-x", dir}, User: b.User, Dir: "/", ReadOnly: true}
-		if err := b.Run.Run(ctx, c); err != nil {
+		if dir, ok := b.Run.CanEnter(ctx, b.User, dir); !ok {
 			return exitcode.BadInputf("user %s (builds run as it when abtest is root) cannot enter %s (a parent directory is private): put worktrees and installs (PG_WORKTREES_DIR, PG_INSTALL_DIR) under a directory it can reach, e.g. /var/tmp/abtest", b.User.Name, dir)
 		}
 	}

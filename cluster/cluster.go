@@ -794,12 +794,7 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	if m.User != nil {
 		// The data root (or its nearest existing ancestor, before it is
 		// made) must be enterable by the server's account.
-		dir := m.Root
-		for !exists(dir) && filepath.Dir(dir) != dir {
-			dir = filepath.Dir(dir)
-		}
-		c := proc.Cmd{Path: "test", Args: []string{"-x", dir}, User: m.User, Dir: "/", ReadOnly: true}
-		if err := m.Run.Run(ctx, c); err != nil {
+		if dir, ok := m.Run.CanEnter(ctx, m.User, m.Root); !ok {
 			return exitcode.BadInputf("user %s cannot enter %s (a parent directory is private): set PG_DATA_DIR to a directory it can reach, e.g. /var/tmp/abtest/data", m.User.Name, dir)
 		}
 	}

@@ -645,3 +645,18 @@ func WriteTail(w io.Writer, err error) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 }
+
+// CanEnter reports whether account u can enter dir or, when dir is not
+// made yet, its nearest existing ancestor, which it returns: as root,
+// builds and servers run as u, and a private parent directory fails them
+// late and obscurely ("fork/exec ../configure: permission denied").
+func (r *Runner) CanEnter(ctx context.Context, u *User, dir string) (string, bool) {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	c := Cmd{Path: "test", Args: []string{"-x", dir}, User: u, Dir: "/", ReadOnly: true}
+	return dir, r.Run(ctx, c) == nil
+}
