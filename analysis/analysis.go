@@ -58,11 +58,20 @@ type Options struct {
 	// Gate names metrics to gate although they are descriptive or
 	// declared report-only (--gate).
 	Gate []string
+	// Primary names the primary metrics (--primary): each configuration's
+	// gate asks first whether they changed, and the other gated metrics
+	// are tested behind them. Empty means DefaultPrimary: tps for timed
+	// cells, instructions_per_tx for instruction cells.
+	Primary []string
 	// Sequential, when Step > 0, judges the run as a sequential design
 	// (--until-decided): a look at the plan's repeats, then one every
 	// Step blocks up to MaxRepeats, with α spent across the looks.
 	Sequential Sequential
 }
+
+// DefaultPrimary is the primary metric of a configuration when
+// Options.Primary names none: the first of these its cells have.
+var DefaultPrimary = []string{"tps", metricInstrPerTx}
 
 // Sequential is the adaptive design of --until-decided. The matrix runs
 // the planned repeats, calls Analyze with the same Sequential after each
@@ -217,12 +226,19 @@ type Stat struct {
 	Lo float64 `json:"-"`
 	Hi float64 `json:"-"`
 	// DeltaPct is the change against the baseline in percent: the
-	// Hodges–Lehmann estimate of the pairs' ratio when the blocks are
-	// complete, the ratio of medians otherwise; DeltaLo and DeltaHi bound
-	// it at the confidence the verdict used.
+	// geometric mean of the pairs' ratios when the blocks are complete
+	// (the t test's estimate), the ratio of medians otherwise; DeltaLo
+	// and DeltaHi bound it at 95 %.
 	DeltaPct float64 `json:"-"`
 	DeltaLo  float64 `json:"-"`
 	DeltaHi  float64 `json:"-"`
+	// DecideLo and DecideHi bound the change at 1−2α: same is decided on
+	// it (the two one-sided tests of equivalence at α each).
+	DecideLo float64 `json:"-"`
+	DecideHi float64 `json:"-"`
+	// DeltaAbs is the mean difference in the metric's unit where the
+	// baseline is 0 and a change in percent has no size.
+	DeltaAbs float64 `json:"delta_abs,omitempty"`
 	// P is the test's raw p-value (NaN for exact and baseline rows).
 	P float64 `json:"-"`
 	// Method is how the verdict was reached: "paired", "unpaired",
@@ -293,6 +309,8 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		DeltaPct      *float64          `json:"delta_pct,omitempty"`
 		DeltaLo       *float64          `json:"delta_lo_pct,omitempty"`
 		DeltaHi       *float64          `json:"delta_hi_pct,omitempty"`
+		DecideLo      *float64          `json:"decide_lo_pct,omitempty"`
+		DecideHi      *float64          `json:"decide_hi_pct,omitempty"`
 		P             *float64          `json:"p,omitempty"`
 		MinEffectPct  *float64          `json:"min_effect_pct,omitempty"`
 		DetectablePct *float64          `json:"detectable_pct,omitempty"`
@@ -303,6 +321,8 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		out.DeltaPct = f("delta_pct", s.DeltaPct, deltaWhy)
 		out.DeltaLo = f("delta_lo_pct", s.DeltaLo, dciWhy)
 		out.DeltaHi = f("delta_hi_pct", s.DeltaHi, dciWhy)
+		out.DecideLo = f("decide_lo_pct", s.DecideLo, "")
+		out.DecideHi = f("decide_hi_pct", s.DecideHi, "")
 		out.P = f("p", s.P, pWhy)
 	}
 	if len(und) > 0 {
@@ -379,29 +399,49 @@ type Incomplete struct {
 	Gated bool `json:"gated"`
 }
 
-// Geomean is a commit's geometric mean ratio to the baseline over the
-// configurations with complete blocks, for one metric, with a 95 %
-// interval from the configurations' own pair spreads.
+// Geomean is a commit's run-level answer for a primary metric: the
+// geometric mean of its ratio to the baseline over the configurations
+// with complete blocks, tested as one (the pooled test of the primary:
+// each configuration's mean log ratio, the standard error from their own
+// pair spreads, Student's t with Welch–Satterthwaite's degrees of
+// freedom). Lo and Hi bound a 95 % interval; DecideLo and DecideHi the
+// 1−2α one that same is decided on.
 type Geomean struct {
-	Commit  string  `json:"commit"`
-	Metric  string  `json:"metric"`
-	Ratio   float64 `json:"ratio"`
-	Lo      float64 `json:"lo"`
-	Hi      float64 `json:"hi"`
-	Configs int     `json:"configs"`
-	// NoChange: the interval contains 1.
-	NoChange bool `json:"no_change"`
+	Commit   string  `json:"commit"`
+	Metric   string  `json:"metric"`
+	Ratio    float64 `json:"ratio"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	DecideLo float64 `json:"decide_lo"`
+	DecideHi float64 `json:"decide_hi"`
+	Configs  int     `json:"configs"`
+	// P is the pooled test's p-value; Verdict its answer (better, worse,
+	// same or unknown), at the bar MinEffectPct (the mean of the
+	// configurations' bars).
+	P            float64         `json:"p"`
+	Verdict      results.Verdict `json:"verdict"`
+	MinEffectPct float64         `json:"min_effect_pct"`
+	// DetectablePct is the change it had 80 % power to call, and
+	// NeedRepeats the repeats it would need for that to be MinEffectPct
+	// (set when the verdict is unknown).
+	DetectablePct float64 `json:"-"`
+	NeedRepeats   int     `json:"need_repeats,omitempty"`
+	Look          int     `json:"look,omitempty"`
 }
 
-// MarshalJSON writes non-finite bounds as null.
+// MarshalJSON writes non-finite numbers as null.
 func (g Geomean) MarshalJSON() ([]byte, error) {
 	type plain Geomean
 	return json.Marshal(struct {
 		plain
-		Ratio *float64 `json:"ratio"`
-		Lo    *float64 `json:"lo"`
-		Hi    *float64 `json:"hi"`
-	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi)})
+		Ratio         *float64 `json:"ratio"`
+		Lo            *float64 `json:"lo"`
+		Hi            *float64 `json:"hi"`
+		DecideLo      *float64 `json:"decide_lo"`
+		DecideHi      *float64 `json:"decide_hi"`
+		P             *float64 `json:"p"`
+		DetectablePct *float64 `json:"detectable_pct,omitempty"`
+	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi), Finite(g.DecideLo), Finite(g.DecideHi), Finite(g.P), Finite(g.DetectablePct)})
 }
 
 // Summary is one commit's answer.
@@ -486,6 +526,9 @@ type Report struct {
 	Regressions []Change   `json:"regressions"`
 	Failed      []CellNote `json:"failed"`
 	Saturated   []CellNote `json:"saturated"`
+	// Unanswered says, per commit, which primary answers were unknown,
+	// and what would answer them (Gate's ErrUnanswered).
+	Unanswered []string `json:"unanswered,omitempty"`
 	// AA describes the noise floor when two arms share one build.
 	AA *AA `json:"aa,omitempty"`
 	// TimeWent compares the cells' CPU profiles (matrix --perf).
@@ -529,14 +572,20 @@ var (
 	// ErrIncomplete: the run could not answer for some gated
 	// configuration (exit 3).
 	ErrIncomplete = errors.New("analysis: incomplete")
+	// ErrUnanswered: every cell is there, but the primary's answer is
+	// unknown: the run could not have seen a regression of the size
+	// asked about (exit 3; --allow-unknown accepts it).
+	ErrUnanswered = errors.New("analysis: could not answer")
 )
 
 // Gate is the run's answer as an error, for --fail-on-regression and
-// nightly: nil when every gated test answered and none regressed; an
-// ErrRegression with exit code 1 when a gated metric got worse (a
-// regression is an answer, so it wins over incompleteness); otherwise an
-// ErrIncomplete with exit code 3 when cells, repeats or a gated metric
-// are missing, failed or saturated.
+// nightly: nil when the primary answered and no gated test regressed;
+// an ErrRegression with exit code 1 when a gated metric got worse (a
+// regression is an answer, so it wins); an ErrIncomplete with exit code
+// 3 when cells, repeats or a gated metric are missing, failed or
+// saturated; an ErrUnanswered with exit code 3 when a primary's
+// run-level answer (its pooled test, or the configuration's own where
+// it has none) is unknown.
 func (r *Report) Gate() error {
 	if len(r.Regressions) > 0 {
 		var names []string
@@ -548,7 +597,7 @@ func (r *Report) Gate() error {
 	var names []string
 	for _, in := range r.Incomplete {
 		if in.Gated {
-			n := in.Commit + " " + in.Config
+			n := strings.TrimSpace(in.Commit + " " + in.Config)
 			if in.Metric != "" {
 				n += " " + in.Metric
 			}
@@ -558,6 +607,9 @@ func (r *Report) Gate() error {
 	if len(names) > 0 {
 		return exitcode.Failure(fmt.Errorf("%w: the run could not answer for %d: %s", ErrIncomplete, len(names), strings.Join(names, "; ")))
 	}
+	if len(r.Unanswered) > 0 {
+		return exitcode.Failure(fmt.Errorf("%w: %s", ErrUnanswered, strings.Join(r.Unanswered, "; ")))
+	}
 	return nil
 }
 
@@ -566,18 +618,24 @@ const (
 	StatusOK         = "ok"
 	StatusRegression = "regression"
 	StatusFailed     = "failed"
+	// StatusUnanswered: the night ran, but could not have seen a
+	// regression of the size asked about (ErrUnanswered); never "ok".
+	StatusUnanswered = "unanswered"
 )
 
 // GateStatus names a night by its report's gate (Report.Gate): a
-// regression (exit 1), failed when the run could not answer (exit 3,
-// never a baseline), else ok. Nightly and the store both call it, so a
-// night's status is the one rule.
+// regression (exit 1), unanswered when the primary's answer was unknown,
+// failed when the run could not answer for missing cells (exit 3, never
+// a baseline), else ok. Nightly and the store both call it, so a night's
+// status is the one rule.
 func GateStatus(gate error) string {
 	switch {
 	case gate == nil:
 		return StatusOK
 	case errors.Is(gate, ErrRegression):
 		return StatusRegression
+	case errors.Is(gate, ErrUnanswered):
+		return StatusUnanswered
 	}
 	return StatusFailed
 }
@@ -609,6 +667,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	}
 	a.groupCells()
 	a.chooseMetrics()
+	a.choosePrimary()
 	a.findIncomplete()
 	a.measureTiers()
 	a.planTests()
@@ -630,7 +689,14 @@ type analyzer struct {
 	configs []string
 	groups  map[string]map[string]*group // config → commit
 	ids     map[string]string            // a configuration's settings key → ID, to spare fmt at 10⁵ cells
-	present map[string]bool              // metrics with a finite value in some usable cell
+	present map[string]bool              // metrics with a valid value in some usable cell
+	// positive: metrics whose values must be > 0 (results.Metric.Positive)
+	positive map[string]bool
+	// invalid counts, per metric, the usable cells whose value was not
+	// a measurement (null, zero where impossible, non-finite).
+	invalid map[string]int
+	// primary: the primary metric(s) of each configuration.
+	primary map[string][]string
 	cellWhy map[string]map[string]string // config → commit → why
 
 	tiers     map[string]Tier
@@ -639,6 +705,24 @@ type analyzer struct {
 	rowIdx    map[[2]string]int // config, metric → index in r.Rows
 	byCommit  map[string][]*cellTest
 	undecided map[string]bool // configs
+	pools     []*test         // the commit being decided's pooled tests
+}
+
+// covered reports whether a primary test is part of a pooled test: the
+// pooled one then answers for it.
+func (a *analyzer) covered(t *test) bool {
+	for _, p := range a.pools {
+		if slices.Contains(p.parts, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// unit is a metric's unit.
+func (a *analyzer) unit(m string) string {
+	def, _ := a.p.Metrics.Get(m)
+	return def.Unit
 }
 
 // cellTest is one test of a commit × configuration × metric, and the
@@ -653,6 +737,10 @@ type cellTest struct {
 	observed bool
 	gated    bool
 	mirror   string
+	metric   string
+	// answer: the test answers the run's question (a primary metric);
+	// count: an event count, judged by a rate test.
+	answer, count bool
 }
 
 // newAnalyzer checks the options against the plan and starts the report.
@@ -683,6 +771,15 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	for _, name := range o.Gate {
 		if _, ok := p.Metrics.Get(name); !ok {
 			return nil, exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+	}
+	for _, name := range o.Primary {
+		def, ok := p.Metrics.Get(name)
+		if !ok {
+			return nil, exitcode.BadInputf("--primary %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+		if def.Direction == results.Descriptive {
+			return nil, exitcode.BadInputf("--primary %s: a descriptive metric has no better or worse; choose one with a direction", name)
 		}
 	}
 	a := &analyzer{in: in, o: o, p: p, r: r, d: design{alpha: o.Alpha, r0: p.Options.Repeats}, undecided: map[string]bool{}}
@@ -752,7 +849,10 @@ func (a *analyzer) groupCells() {
 	for i := range p.Cells {
 		a.group(a.configID(p.Cells[i].Config), p.Cells[i].Commit).planned++
 	}
-	a.present = map[string]bool{}
+	a.present, a.positive, a.invalid = map[string]bool{}, map[string]bool{}, map[string]int{}
+	for _, m := range p.Metrics {
+		a.positive[m.Name] = m.Positive
+	}
 	for i := range a.in.Records {
 		rec := &a.in.Records[i]
 		g := a.group(a.configID(rec.Config()), rec.Commit)
@@ -768,8 +868,10 @@ func (a *analyzer) groupCells() {
 		}
 		g.usable[rec.Repeat] = rec
 		for m, v := range rec.Metrics {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if a.valid(m, v) {
 				a.present[m] = true
+			} else {
+				a.invalid[m]++
 			}
 		}
 	}
@@ -802,6 +904,70 @@ func (a *analyzer) chooseMetrics() {
 		if a.present[m.Name] && (len(a.o.Metrics) == 0 || contains(a.o.Metrics, m.Name)) {
 			a.r.Metrics = append(a.r.Metrics, m.Name)
 		}
+	}
+	for m, n := range a.invalid {
+		why := "null, non-finite or 0"
+		if !a.positive[m] {
+			why = "non-finite"
+		}
+		a.r.Warnings = append(a.r.Warnings, fmt.Sprintf("%s was %s in %d usable cell(s): not a measurement, counted as missing", m, why, n))
+	}
+	slices.Sort(a.r.Warnings[len(a.r.Warnings)-len(a.invalid):])
+}
+
+// choosePrimary names each configuration's primary metrics: the ones
+// --primary gave, or the first of tps and instructions_per_tx the
+// configuration's cells have. A primary or --gate metric that no usable
+// cell has is the run not answering (incomplete, exit 3), never a
+// metric silently dropped.
+func (a *analyzer) choosePrimary() {
+	want := a.o.Primary
+	explicit := len(want) > 0
+	if !explicit {
+		want = DefaultPrimary
+	}
+	a.primary = map[string][]string{}
+	for _, id := range a.configs {
+		for _, m := range want {
+			has := false
+			for _, g := range a.groups[id] {
+				if len(a.values(g, m)) > 0 {
+					has = true
+					break
+				}
+			}
+			if has && contains(a.r.Metrics, m) {
+				a.primary[id] = append(a.primary[id], m)
+				if !explicit {
+					break
+				}
+			}
+		}
+	}
+	usable := false
+	for _, byCommit := range a.groups {
+		for _, g := range byCommit {
+			usable = usable || len(g.usable) > 0
+		}
+	}
+	if !usable {
+		return
+	}
+	var absent []string
+	if explicit {
+		absent = append(absent, want...)
+	}
+	absent = append(absent, a.o.Gate...)
+	for _, m := range absent {
+		if a.present[m] {
+			continue
+		}
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: "", Config: "every configuration", Metric: m,
+			Why: fmt.Sprintf("%s is in no usable cell: a --primary or --gate metric the run did not measure", m), Gated: true})
+	}
+	if !explicit && len(a.primary) == 0 && !a.present["tps"] && !a.present[metricInstrPerTx] {
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Config: "every configuration", Metric: "tps",
+			Why: "no usable cell has a valid tps (or instructions_per_tx): the primary metric is missing", Gated: true})
 	}
 }
 
@@ -855,7 +1021,7 @@ func (a *analyzer) measureTiers() {
 		var spreads []float64
 		a.minEffect[m] = map[string]float64{}
 		for _, id := range a.configs {
-			vs := values(a.groups[id][r.Baseline], m)
+			vs := a.values(a.groups[id][r.Baseline], m)
 			if len(vs) < 2 {
 				a.minEffect[m][id] = th
 				continue
@@ -873,10 +1039,10 @@ func (a *analyzer) measureTiers() {
 		if pairs == 0 {
 			pairs = 1
 			for _, id := range a.configs {
-				pairs = max(pairs, len(values(a.groups[id][r.Baseline], m)))
+				pairs = max(pairs, len(a.values(a.groups[id][r.Baseline], m)))
 			}
 		}
-		t := measureTier(def, contains(o.Gate, m), th, spreads, pairs, o.Alpha)
+		t := measureTier(def, contains(o.Gate, m) || contains(o.Primary, m), th, spreads, pairs, o.Alpha)
 		if t.Tier == results.TierExact {
 			// A counter's bar is its threshold: a varying baseline is
 			// weighed by its range (measureRange) in the commit's Holm
@@ -918,7 +1084,7 @@ type rowInputs struct {
 func (a *analyzer) planRow(id, m string) {
 	expected := false
 	for _, c := range a.r.Commits {
-		if len(values(a.groups[id][c], m)) > 0 {
+		if len(a.values(a.groups[id][c], m)) > 0 {
 			expected = true
 		}
 	}
@@ -927,7 +1093,7 @@ func (a *analyzer) planRow(id, m string) {
 	}
 	def, _ := a.p.Metrics.Get(m)
 	bg := a.groups[id][a.r.Baseline]
-	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: values(bg, m)}
+	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: a.values(bg, m)}
 	row := Row{Config: id, Metric: m}
 	for _, c := range a.r.Commits {
 		st, ct := a.planStat(in, c, len(row.Stats))
@@ -944,9 +1110,9 @@ func (a *analyzer) planRow(id, m string) {
 // and either the verdict (baseline, incomplete) or the test to decide it.
 func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest) {
 	g := a.groups[in.id][c]
-	vs := values(g, in.m)
+	vs := a.values(g, in.m)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
-		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
+		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
 	if len(vs) > 0 {
 		s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: a.o.Alpha})
 		sum := benchmath.AssumeNothing.Summary(s, 0.95)
@@ -971,8 +1137,8 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	}
 	// Complete: every repeat of both commits is usable, so the blocks
 	// pair.
-	pb, pc := pairs(in.bg, g, in.m)
-	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
+	pb, pc := a.pairs(in.bg, g, in.m)
+	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, metric: in.m, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
 	me := a.minEffect[in.m][in.id]
 	if ct.exact {
 		ct.t = newTest(in.def, me, in.base, vs, false)
@@ -986,6 +1152,18 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	}
 	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
 		ct.mirror = in.def.SameAs
+	}
+	ct.t.cfg, ct.count = in.id, in.def.Count
+	switch {
+	case contains(a.primary[in.id], in.m):
+		ct.t.role, ct.answer = primary, true
+	case !in.tier.Gated:
+		ct.t.role = reportOnly
+	case in.def.Count:
+		// Events are their own question (a build that fails 5 % of its
+		// transactions is worse whatever its TPS): a primary's share
+		// of α, taken only when some cell had an event.
+		ct.t.role = primary
 	}
 	return st, ct
 }
@@ -1070,7 +1248,11 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 // mirror another; and sums up the commit unless it is the baseline.
 func (a *analyzer) decideCommit(c string) {
 	sum := Summary{Commit: c}
-	sum.Tests, sum.Exact, sum.Mirrored = judge(a.byCommit[c], a.d)
+	var pools []*test
+	sum.Tests, sum.Exact, sum.Mirrored, pools = judge(a.byCommit[c], a.d)
+	a.pools = pools
+	a.pooled(c, pools)
+	a.unanswered(c)
 	for _, ct := range a.byCommit[c] {
 		row := &a.r.Rows[ct.row]
 		st := &row.Stats[ct.stat]
@@ -1089,34 +1271,119 @@ func (a *analyzer) decideCommit(c string) {
 	a.r.Summaries = append(a.r.Summaries, sum)
 }
 
-// judge decides one commit's cell tests: a counter against a constant
-// baseline exactly; the gated tests, counters against a varying
-// baseline among them, as one Holm family (look by look under a
-// sequential design); the report-only tests each alone at α; mirrors
-// are left to their metric. It returns the size of the family, how many
-// gated counters were compared exactly, and how many tests mirror.
-func judge(cts []*cellTest, d design) (family, exact, mirrored int) {
+// judge decides one commit's cell tests: a counter within its band in
+// both arms by comparison; two arms of one constant as same; the gated
+// tests, with one pooled run-level test per primary metric, as one
+// family (hierarchy), look by look under a sequential design; the
+// report-only tests as a family of their own (Holm at α), higher or
+// lower only; mirrors are left to their metric. It returns the size of
+// the gated family, how many gated counters were compared exactly, how
+// many tests mirror, and the pooled tests.
+func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*test) {
 	var fam, loose []*test
+	byMetric := map[string][]*test{}
+	var order []string
 	for _, ct := range cts {
 		switch {
 		case ct.mirror != "":
 			mirrored++
-		case ct.exact && exactVerdict(ct.t, ct.observed):
+		case ct.exact && !ct.count && exactVerdict(ct.t, ct.observed):
 			if ct.gated {
 				exact++
 			}
-		case ct.gated:
-			fam = append(fam, ct.t)
-		default:
+		case constantEqual(ct.t):
+		case ct.count && noEvents(ct.t):
+		case !ct.gated:
 			loose = append(loose, ct.t)
+		default:
+			ct.t.count = ct.count
+			ct.t.counter = ct.t.counter && !ct.count
+			fam = append(fam, ct.t)
+			if ct.answer && ct.t.paired && ct.t.log && !ct.t.counter {
+				if _, ok := byMetric[ct.metric]; !ok {
+					order = append(order, ct.metric)
+				}
+				byMetric[ct.metric] = append(byMetric[ct.metric], ct.t)
+			}
 		}
 	}
-	decide(fam, d)
-	for _, t := range loose {
-		t.measure(len(t.cand), d.alpha)
-		t.classify(t.p < d.alpha, d.alpha, 1)
+	for _, m := range order {
+		parts := byMetric[m]
+		if len(parts) < 2 {
+			continue
+		}
+		pt := &test{dir: parts[0].dir, role: pooled, parts: parts, paired: true, log: true, bmed: 1}
+		for _, p := range parts {
+			pt.minEffect += p.minEffect / float64(len(parts))
+		}
+		pt.cand = make([]float64, slices.Max(lengths(parts))) // only its length counts: the blocks
+		pt.cfg = m
+		pools = append(pools, pt)
+		fam = append(fam, pt)
 	}
-	return len(fam), exact, mirrored
+	decide(fam, d)
+	ps := make([]float64, len(loose))
+	for i, t := range loose {
+		t.measure(len(t.cand), d.alpha)
+		ps[i] = t.p
+		if math.IsNaN(ps[i]) {
+			ps[i] = 1
+		}
+	}
+	sig := holm(ps, d.alpha)
+	for i, t := range loose {
+		t.classify(sig[i], d.alpha/float64(len(loose)), len(loose))
+	}
+	return len(fam), exact, mirrored, pools
+}
+
+func lengths(ts []*test) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		out[i] = len(t.cand)
+	}
+	return out
+}
+
+// constantEqual decides, as same with Δ 0, a test whose two arms are
+// every one the same constant (pgss_deallocs 0 against 0 on select1):
+// there is nothing to test, and it takes no share of α.
+func constantEqual(t *test) bool {
+	if len(t.base) == 0 || len(t.cand) == 0 {
+		return false
+	}
+	c := t.base[0]
+	for _, v := range t.base {
+		if v != c {
+			return false
+		}
+	}
+	for _, v := range t.cand {
+		if v != c {
+			return false
+		}
+	}
+	t.n, t.p, t.est = len(t.cand), math.NaN(), 0
+	t.lo, t.hi, t.lo95, t.hi95 = 0, 0, 0, 0
+	t.mde, t.verdict = t.minEffect, results.Same
+	return true
+}
+
+// noEvents decides an event count whose arms had no event at all: same,
+// with no test (a test of 0 events cannot reject, so it takes no share
+// of α; Tarone's rule for discrete tests).
+func noEvents(t *test) bool {
+	for _, v := range t.base {
+		if v != 0 {
+			return false
+		}
+	}
+	for _, v := range t.cand {
+		if v != 0 {
+			return false
+		}
+	}
+	return constantEqual(t)
 }
 
 // mirrorVerdict copies to a mirroring metric's Stat the verdict of the
@@ -1147,9 +1414,11 @@ func (a *analyzer) mirrorVerdict(c string, ct *cellTest, row *Row, st *Stat) {
 // testVerdict writes a decided test into its Stat.
 func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 	t := ct.t
-	st.P, st.DeltaLo, st.DeltaHi, st.Look = t.p, t.lo, t.hi, t.look
-	if !math.IsNaN(t.est) {
-		st.DeltaPct = t.est
+	st.P, st.DeltaLo, st.DeltaHi, st.DecideLo, st.DecideHi, st.Look = t.p, t.lo95, t.hi95, t.lo, t.hi, t.look
+	st.DeltaPct = t.est
+	if math.IsNaN(t.est) && t.abs != 0 {
+		st.DeltaAbs = t.abs
+		st.Note = fmt.Sprintf("from a baseline of 0: %+.4g %s on average (absolute)", t.abs, a.unit(row.Metric))
 	}
 	st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
 	st.Method = "paired"
@@ -1161,25 +1430,36 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 	case a.r.Sequential != nil:
 		st.Blocks = t.n
 	}
+	if t.count {
+		st.Method = "rate"
+	}
 	if t.verdict == results.Unknown {
 		st.DetectablePct = t.detectable()
-		bonf := t.level / float64(max(t.family, 1))
 		switch {
-		case ct.gated && t.paired && minFlipP(t.n) >= bonf:
+		case t.gatekept:
+			st.Note = "secondary: tested only where the configuration's primary changed, and it did not"
+		case t.paired && t.n < 2:
 			sum.Unreachable++
-			st.Note = fmt.Sprintf("%d pairs cannot reach p < %.2g (α after Holm over %d tests): give more repeats", t.n, bonf, t.family)
-		case ct.gated && t.counter && minUP(len(t.base), t.n) >= bonf:
+			st.Note = fmt.Sprintf("%d pair(s): no test; give more repeats", t.n)
+		case ct.gated && t.counter && t.level > 0 && minUP(len(t.base), t.n) >= t.level:
 			sum.Unreachable++
-			st.Note = fmt.Sprintf("%d + %d repeats cannot reach p < %.2g (α after Holm over %d tests) against a baseline that varied: give more repeats", len(t.base), t.n, bonf, t.family)
+			st.Note = fmt.Sprintf("%d + %d repeats cannot reach p < %.2g against a baseline that varied: give more repeats", len(t.base), t.n, t.level)
 		}
-		if t.undecided {
+		if ct.answer && t.role == primary && !a.covered(t) {
+			if n := needRepeats(t); n > 0 {
+				st.Note = fmt.Sprintf("the primary could not answer: needs r ≥ %d, or a quieter host (abtest doctor)", n)
+			}
+		}
+		if t.undecided && ct.answer {
+			// Only the primary asks for more blocks: a configuration
+			// stops once its primary is decided.
 			a.undecided[row.Config] = true
 		}
 	}
 	if ct.exact && ct.observed && t.verdict == results.Unknown {
 		st.Note = "constant on the baseline, but only some of this commit's cells differ from it: an event, not a shift"
 	}
-	if t.significant && t.verdict == results.Same && t.paired {
+	if t.significant && t.verdict == results.Same && t.paired && t.role != pooled {
 		st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)
 	}
 }
@@ -1273,7 +1553,6 @@ func (a *analyzer) finish() {
 	}
 	sort.SliceStable(r.Incomplete, func(i, j int) bool { return r.Incomplete[i].Commit < r.Incomplete[j].Commit })
 	sort.SliceStable(r.Changes, func(i, j int) bool { return math.Abs(r.Changes[i].DeltaPct) > math.Abs(r.Changes[j].DeltaPct) })
-	r.geomeans(a.groups, a.configs, a.cellWhy)
 	r.aa()
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
@@ -1300,14 +1579,21 @@ func groupWhy(g *group) string {
 	return fmt.Sprintf("%d of %d cells usable (%s)", len(g.usable), g.planned, strings.Join(parts, ", "))
 }
 
-// values returns a group's finite values of m in repeat order.
-func values(g *group, m string) []float64 {
+// valid reports whether v is a measurement of m: finite, and positive
+// where the metric cannot be anything else (a tps of 0, or a null that
+// decoded to 0, is a failure to measure, never a value).
+func (a *analyzer) valid(m string, v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !a.positive[m])
+}
+
+// values returns a group's valid values of m in repeat order.
+func (a *analyzer) values(g *group, m string) []float64 {
 	if g == nil {
 		return nil
 	}
 	reps := make([]int, 0, len(g.usable))
 	for rep, rec := range g.usable {
-		if v, ok := rec.Metrics[m]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v, ok := rec.Metrics[m]; ok && a.valid(m, v) {
 			reps = append(reps, rep)
 		}
 	}
@@ -1320,82 +1606,30 @@ func values(g *group, m string) []float64 {
 }
 
 // pairs returns the values of m of the blocks where both commits have
-// one, in repeat order: the two cells of a block ran back to back.
-func pairs(a, b *group, m string) (pa, pb []float64) {
-	if a == nil || b == nil {
+// a valid one, in repeat order: the two cells of a block ran back to
+// back.
+func (a *analyzer) pairs(ga, gb *group, m string) (pa, pb []float64) {
+	if ga == nil || gb == nil {
 		return nil, nil
 	}
-	reps := make([]int, 0, len(a.usable))
-	for rep, ra := range a.usable {
-		rb, ok := b.usable[rep]
+	reps := make([]int, 0, len(ga.usable))
+	for rep, ra := range ga.usable {
+		rb, ok := gb.usable[rep]
 		if !ok {
 			continue
 		}
 		va, oka := ra.Metrics[m]
 		vb, okb := rb.Metrics[m]
-		if oka && okb && !math.IsNaN(va+vb) && !math.IsInf(va+vb, 0) {
+		if oka && okb && a.valid(m, va) && a.valid(m, vb) {
 			reps = append(reps, rep)
 		}
 	}
 	slices.Sort(reps)
 	for _, rep := range reps {
-		pa = append(pa, a.usable[rep].Metrics[m])
-		pb = append(pb, b.usable[rep].Metrics[m])
+		pa = append(pa, ga.usable[rep].Metrics[m])
+		pb = append(pb, gb.usable[rep].Metrics[m])
 	}
 	return pa, pb
-}
-
-// geomeans computes each commit's TPS geometric mean ratio over the
-// configurations with complete blocks, with a 95 % interval from each
-// configuration's mean log ratio and its standard error (the
-// configurations are fixed, not sampled, so only their own noise
-// counts).
-func (r *Report) geomeans(groups map[string]map[string]*group, configs []string, cellWhy map[string]map[string]string) {
-	if !contains(r.Metrics, "tps") {
-		return
-	}
-	for _, c := range r.Commits {
-		if c == r.Baseline {
-			continue
-		}
-		var sum, v float64
-		n := 0
-		for _, id := range configs {
-			if cellWhy[id][c] != "" {
-				continue
-			}
-			pb, pc := pairs(groups[id][r.Baseline], groups[id][c], "tps")
-			if len(pb) < 2 {
-				continue
-			}
-			d := make([]float64, len(pb))
-			var s float64
-			ok := true
-			for i := range d {
-				if pb[i] <= 0 || pc[i] <= 0 {
-					ok = false
-					break
-				}
-				d[i] = math.Log(pc[i] / pb[i])
-				s += d[i]
-			}
-			if !ok {
-				continue
-			}
-			sd := sdOf(d)
-			sum += s / float64(len(d))
-			v += sd * sd / float64(len(d))
-			n++
-		}
-		if n == 0 {
-			continue
-		}
-		mean := sum / float64(n)
-		half := 1.96 * math.Sqrt(v) / float64(n)
-		g := Geomean{Commit: c, Metric: "tps", Ratio: math.Exp(mean), Lo: math.Exp(mean - half), Hi: math.Exp(mean + half), Configs: n}
-		g.NoChange = g.Lo <= 1 && g.Hi >= 1
-		r.Geomeans = append(r.Geomeans, g)
-	}
 }
 
 func (r *Report) aa() {
@@ -1478,4 +1712,87 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// pooled records a commit's run-level answers: each pooled test as a
+// Geomean, and its regression, as the gate's.
+func (a *analyzer) pooled(c string, pools []*test) {
+	for _, t := range pools {
+		g := Geomean{Commit: c, Metric: t.cfg, Configs: t.n, P: t.p, Verdict: t.verdict, MinEffectPct: t.minEffect, Look: t.look,
+			Ratio: 1 + t.est/100, Lo: 1 + t.lo95/100, Hi: 1 + t.hi95/100, DecideLo: 1 + t.lo/100, DecideHi: 1 + t.hi/100}
+		if t.verdict == results.Unknown {
+			g.DetectablePct = t.detectable()
+			g.NeedRepeats = needRepeats(t)
+		}
+		a.r.Geomeans = append(a.r.Geomeans, g)
+		if t.verdict == results.Worse {
+			a.r.Regressions = append(a.r.Regressions, Change{Commit: c, Config: fmt.Sprintf("run level (geometric mean of %d configurations)", t.n), Metric: t.cfg,
+				DeltaPct: t.est, P: t.p, Verdict: t.verdict, Gated: true})
+		}
+	}
+}
+
+// needRepeats is how many repeats an unknown test would need for its
+// 80 %-power change to shrink to its bar, at the noise it measured (the
+// standard error falls as 1/√n); 0 when it cannot say.
+func needRepeats(t *test) int {
+	n := t.n
+	if t.role == pooled && len(t.parts) > 0 {
+		n = min(len(t.cand), len(t.parts[0].cand))
+	}
+	if math.IsInf(t.mde, 0) || math.IsNaN(t.mde) || t.minEffect <= 0 || n < 1 {
+		return 0
+	}
+	need := math.Ceil(float64(n) * (t.mde / t.minEffect) * (t.mde / t.minEffect))
+	if need > 1e6 {
+		return 0
+	}
+	return max(int(need), n+1)
+}
+
+// Line is the run-level answer as the summaries print it.
+func (g Geomean) Line(alpha float64) string {
+	s := fmt.Sprintf("run-level %s: geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s",
+		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
+	switch g.Verdict {
+	case results.Better, results.Worse:
+		s += fmt.Sprintf(" (p = %.2g, beyond ±%.3g%%)", g.P, g.MinEffectPct)
+	case results.Same:
+		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within ±%.3g%%)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), g.MinEffectPct)
+	case results.Unknown:
+		s += " (neither a change nor within ±" + fmt.Sprintf("%.3g%%", g.MinEffectPct)
+		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
+			s += "; it could have detected " + pctAbs(g.DetectablePct)
+		}
+		if g.NeedRepeats > 0 {
+			s += fmt.Sprintf("; needs r ≥ %d, or a quieter host: abtest doctor", g.NeedRepeats)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// unanswered lists a commit's unknown primary answers: its pooled tests,
+// and the primaries no pooled test covers.
+func (a *analyzer) unanswered(c string) {
+	if c == a.r.Baseline {
+		return
+	}
+	for _, t := range a.pools {
+		if t.verdict == results.Unknown {
+			a.r.Unanswered = append(a.r.Unanswered, fmt.Sprintf("%s run-level %s unknown over %d configurations%s", c, t.cfg, t.n, needText(t)))
+		}
+	}
+	for _, ct := range a.byCommit[c] {
+		if ct.answer && ct.t.verdict == results.Unknown && !a.covered(ct.t) {
+			a.r.Unanswered = append(a.r.Unanswered, fmt.Sprintf("%s %s %s unknown%s", c, ct.t.cfg, ct.metric, needText(ct.t)))
+		}
+	}
+}
+
+func needText(t *test) string {
+	if n := needRepeats(t); n > 0 {
+		return fmt.Sprintf(": needs r ≥ %d (or a quieter host; see abtest doctor)", n)
+	}
+	return ": give more repeats (or a quieter host; see abtest doctor)"
 }

@@ -130,10 +130,16 @@ func TestOnePercentIsNoChange(t *testing.T) {
 	}
 }
 
+// TestTooFewSamples: one pair is no test, however large its change;
+// three consistent pairs of a halving are enough for the t test, which
+// the exact sign-flip test (smallest p 2/2³ = 0.25) could never call.
 func TestTooFewSamples(t *testing.T) {
-	st := tpsVerdict(t, input([]float64{100, 101, 99}, []float64{50, 51, 49}))
-	if st.Verdict != results.Unknown || !strings.Contains(st.Note, "3 pairs cannot reach") {
-		t.Errorf("3 vs 3: verdict %q note %q", st.Verdict, st.Note)
+	st := tpsVerdict(t, input([]float64{100}, []float64{50}))
+	if st.Verdict != results.Unknown || !strings.Contains(st.Note, "1 pair(s): no test") {
+		t.Errorf("1 vs 1: verdict %q note %q", st.Verdict, st.Note)
+	}
+	if st := tpsVerdict(t, input([]float64{100, 101, 99}, []float64{50, 51, 49})); st.Verdict != results.Worse {
+		t.Errorf("3 vs 3 halved: verdict %q note %q", st.Verdict, st.Note)
 	}
 }
 

@@ -120,8 +120,27 @@ func TestGateRateAndFailures(t *testing.T) {
 			failed++
 		}
 	}
+	if failed != 0 {
+		t.Errorf("3 failures in one of 10 cells (p = 0.25 by the rate test) made %d regressions: %+v", failed, r.Regressions)
+	}
+	// A 5× rate is a change: 2 failures a cell against 10.
+	in = loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Metrics["failed_tx"] = 0
+		if r.Workload == "select1" && r.Clients == 8 {
+			r.Metrics["failed_tx"] = map[string]float64{"base": 2, "patch": 10}[r.Commit]
+		}
+	})
+	if r, err = Analyze(in, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Regressions {
+		if c.Metric == "failed_tx" {
+			failed++
+		}
+	}
 	if failed != 1 {
-		t.Errorf("failed_tx regressions %d: %+v", failed, r.Regressions)
+		t.Errorf("a 5× failure rate: failed_tx regressions %d: %+v", failed, r.Regressions)
 	}
 }
 
@@ -187,7 +206,7 @@ func TestNonFinite(t *testing.T) {
 	if !json.Valid(js.Bytes()) || !strings.Contains(js.String(), `"delta_pct": "the baseline's median is 0: the change has no size"`) {
 		t.Errorf("json lacks the reason for a null change")
 	}
-	if !strings.Contains(md.String(), "| +∞ | 0.0215 | unknown (could not detect < ∞), not gated |") {
+	if !strings.Contains(md.String(), "| +1.5 (absolute, from 0) | 0.015 | unknown, not gated |") {
 		t.Errorf("markdown lacks ∞:\n%s", md.String())
 	}
 }

@@ -74,7 +74,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
 	}
 	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
-	fmt.Fprintf(w, "- statistics: median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: sign-flip permutation test of the per-pair log ratios (exact up to %d pairs) and Hodges–Lehmann interval of the change; Mann–Whitney U when blocks are incomplete. Per commit, Holm's procedure over the gated tests at α = %v (family-wise)", r.Baseline, exactFlipMax, r.Alpha)
+	fmt.Fprintf(w, "- statistics: %s", r.method())
 	if sq := r.Sequential; sq != nil {
 		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
 	}
@@ -121,12 +121,12 @@ func (r *Report) writeSummary(w io.Writer) {
 		}
 		fmt.Fprintln(w, line)
 		if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
-			fmt.Fprintf(w, "  - unknown: this run could not have detected changes smaller than %s in the gated metrics (α after Holm, 80%% power)\n", pctAbs(sm.DetectablePct))
+			fmt.Fprintf(w, "  - unknown: this run could not have detected changes smaller than %s in the gated metrics (at each test's level, 80%% power)\n", pctAbs(sm.DetectablePct))
 		}
 		if sm.Unreachable > 0 {
 			fmt.Fprintf(w, "  - %d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict\n", sm.Unreachable)
 		}
-		fmt.Fprintf(w, "  - tests: %d gated tests under Holm at α = %v (family-wise), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
+		fmt.Fprintf(w, "  - tests: %d gated tests in one family at α = %v (family-wise: the primary first, the other gated metrics behind it), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
 		if line := r.blocksLine(sm); line != "" {
 			fmt.Fprintf(w, "  - %s\n", line)
 		}
@@ -134,11 +134,7 @@ func (r *Report) writeSummary(w io.Writer) {
 			if g.Commit != sm.Commit {
 				continue
 			}
-			verdict := "a change"
-			if g.NoChange {
-				verdict = "no change"
-			}
-			fmt.Fprintf(w, "  - TPS geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s\n", g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, verdict)
+			fmt.Fprintf(w, "  - %s\n", g.Line(r.Alpha))
 		}
 	}
 }
@@ -236,7 +232,7 @@ func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
 		for _, st := range row.Stats {
 			fmt.Fprintf(w, " %s |", medianCI(st))
 			if st.Commit != r.Baseline {
-				fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st), pval(st), verdictText(st))
+				fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st, 2), pval(st), verdictText(st))
 			}
 		}
 		fmt.Fprintln(w)
@@ -416,14 +412,18 @@ func pnum(p float64) string {
 
 func isFinite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
 
-// deltaCI writes the change and, when there is one, its interval.
-func deltaCI(st Stat) string {
+// deltaCI writes the change and, when there is one, its 95 % interval
+// with prec decimals; from a baseline of 0, the absolute difference.
+func deltaCI(st Stat, prec int) string {
 	if st.N == 0 {
 		return "-"
 	}
+	if math.IsNaN(st.DeltaPct) && st.DeltaAbs != 0 && isFinite(st.DeltaAbs) {
+		return fmt.Sprintf("%+.4g (absolute, from 0)", st.DeltaAbs)
+	}
 	s := pct(st.DeltaPct)
 	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
-		s += fmt.Sprintf(" [%+.2f, %+.2f]", st.DeltaLo, st.DeltaHi)
+		s += fmt.Sprintf(" [%+.*f, %+.*f]", prec, st.DeltaLo, prec, st.DeltaHi)
 	}
 	return s
 }
@@ -433,7 +433,9 @@ func verdictText(st Stat) string {
 	v := string(st.Verdict)
 	switch st.Verdict {
 	case results.Unknown:
-		v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
+		if isFinite(st.DetectablePct) {
+			v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
+		}
 	case results.Same:
 		v += " (±" + pctAbs(st.MinEffectPct) + ")"
 	case results.Incomplete:
@@ -510,4 +512,15 @@ func pctAbs(x float64) string {
 		return "∞"
 	}
 	return fmt.Sprintf("%.3g%%", x)
+}
+
+// method says how the verdicts were reached, for the report's setup.
+func (r *Report) method() string {
+	return fmt.Sprintf("median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: "+
+		"paired t test of the per-pair log ratios, the change their geometric mean with its 95%% interval (same is decided on the %.0f%% one: "+
+		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals. "+
+		"Per commit, one family at α = %v (family-wise): the primary metric (tps, or instructions per transaction) is tested over all "+
+		"configurations at once (the run-level answer) and in each; the other gated metrics only behind their configuration's primary; "+
+		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar; "+
+		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha)
 }

@@ -66,11 +66,7 @@ func (r *Report) writeTextSummary(w io.Writer) {
 			if g.Commit != sm.Commit {
 				continue
 			}
-			verdict := "a change"
-			if g.NoChange {
-				verdict = "no change"
-			}
-			wrap(w, "    ", "      ", fmt.Sprintf("TPS geometric mean x%.4f (%s, 95%% CI %s .. %s) over %d configurations: %s", g.Ratio, pctText(g.Ratio), pctText(g.Lo), pctText(g.Hi), g.Configs, verdict))
+			wrap(w, "    ", "      ", g.Line(r.Alpha))
 		}
 		if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
 			wrap(w, "    ", "      ", fmt.Sprintf("unknown: changes smaller than %s in the gated metrics could not have been detected", pctAbs(sm.DetectablePct)))
@@ -163,7 +159,7 @@ func (r *Report) writeTextTable(w io.Writer, rows []Row, labels []string, c stri
 		if base == nil || cand == nil {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", labels[i], medianCI(*base), medianCI(*cand), deltaText(*cand), verdictText(*cand))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", labels[i], medianCI(*base), medianCI(*cand), deltaCI(*cand, 1), verdictText(*cand))
 	}
 	tw.Flush()
 }
@@ -194,7 +190,7 @@ func (r *Report) writeTextSetup(w io.Writer) {
 	}
 	wrap(w, "  ", "    ", fmt.Sprintf("pgbench: workloads %s, clients %s, server CPUs %s, settings %s; %d repeats of %.0f s after %.0f s warm-up, %s protocol, %s order; %d of %d cells recorded",
 		strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol, o.Order, len(r.records), r.PlannedCells))
-	wrap(w, "  ", "    ", fmt.Sprintf("statistics: medians with 95%% intervals; the change against %s is the Hodges-Lehmann estimate over the interleaved pairs with its interval, tested by a sign-flip permutation test (Mann-Whitney U when blocks are incomplete), Holm over each commit's gated tests at alpha %v. same: the change's interval lies within +-the metric's bar; unknown: neither same nor a change", r.Baseline, r.Alpha))
+	wrap(w, "  ", "    ", "statistics: "+r.method())
 	for _, f := range p.Doctor {
 		if f.Status != "ok" {
 			wrap(w, "  ", "    ", fmt.Sprintf("doctor: %s %s: %s (%s)", f.Status, f.Check, f.Value, f.Why))
@@ -258,19 +254,6 @@ func configLabels(wl string, rows []Row) (labels []string, common string) {
 		labels = append(labels, strings.Join(own, " "))
 	}
 	return labels, strings.Join(shared, " ")
-}
-
-// deltaText is the change with its interval, or the reason there is
-// none.
-func deltaText(st Stat) string {
-	if st.N == 0 {
-		return "-"
-	}
-	s := pct(st.DeltaPct)
-	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
-		s += fmt.Sprintf(" [%+.1f, %+.1f]", st.DeltaLo, st.DeltaHi)
-	}
-	return s
 }
 
 // pctText is a ratio as a change in percent.

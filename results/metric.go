@@ -87,6 +87,13 @@ type Metric struct {
 	// MeasuredBy is the kind of method the value depends on, when it
 	// depends on one: cells measured differently are not compared.
 	MeasuredBy MeasuredBy `json:"measured_by,omitempty"`
+	// Count marks an event count (failed transactions): compared by a
+	// rate test on the arms' totals, so sporadic events at the
+	// baseline's rate are not a change and a 5× rate is.
+	Count bool `json:"count,omitempty"`
+	// Positive: a value ≤ 0 is impossible (TPS): such a value, or a null
+	// that decoded to 0, is invalid and counted as missing.
+	Positive bool `json:"positive,omitempty"`
 	// Doc says what the metric is.
 	Doc string `json:"doc"`
 }
