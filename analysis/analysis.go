@@ -719,6 +719,16 @@ func (a *analyzer) covered(t *test) bool {
 	return false
 }
 
+// poolDecided reports whether a pooled test covering t was decided.
+func (a *analyzer) poolDecided(t *test) bool {
+	for _, p := range a.pools {
+		if slices.Contains(p.parts, t) && p.verdict != results.Unknown {
+			return true
+		}
+	}
+	return false
+}
+
 // unit is a metric's unit.
 func (a *analyzer) unit(m string) string {
 	def, _ := a.p.Metrics.Get(m)
@@ -1450,9 +1460,11 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 				st.Note = fmt.Sprintf("the primary could not answer: needs r ≥ %d, or a quieter host (abtest doctor)", n)
 			}
 		}
-		if t.undecided && ct.answer {
+		if t.undecided && ct.answer && !a.poolDecided(t) {
 			// Only the primary asks for more blocks: a configuration
-			// stops once its primary is decided.
+			// stops once its primary is decided, or once the run-level
+			// answer that covers it is (the gate's question is
+			// answered; its own verdict stays unknown, with its MDE).
 			a.undecided[row.Config] = true
 		}
 	}

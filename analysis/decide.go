@@ -273,7 +273,12 @@ func (t *test) classify(significant bool, level float64, m int) {
 	t.mde = math.Inf(1)
 	if t.paired && !math.IsNaN(t.se) && level > 0 && (t.log || t.bmed != 0) {
 		if l := mdeT(t.se, t.df, level); !math.IsInf(l, 0) {
-			t.mde = math.Abs(t.pct(l))
+			// Stated for the regression: a drop of a higher-is-better
+			// metric (1 − e^−l), a rise of the others (e^l − 1).
+			t.mde = t.pct(l)
+			if t.dir == results.HigherIsBetter && t.log {
+				t.mde = -t.pct(-l)
+			}
 		}
 	}
 }

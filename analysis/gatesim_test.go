@@ -1,0 +1,215 @@
+package analysis
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/results"
+)
+
+// The whole gate, simulated at the designs users run (issue 21): each
+// synthetic run goes through Analyze and Report.Gate as a user's would.
+// bench/power prints the full table with more runs; these hold the
+// figures the gate must not fall below.
+
+func simRun(t *testing.T, rng *rand.Rand, d gatesim.Design) *Report {
+	t.Helper()
+	p, recs := gatesim.Run(rng, d)
+	r, err := Analyze(&Input{Plan: p, Records: recs}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestGatePower: the README's example (2 workloads × 2 client counts =
+// 4 configurations, -r 8) and nightly.example.toml's design (4
+// configurations, 12 repeats) exit 1 for a −5 % TPS change at 2 % noise
+// and a −15 % change at 6 % bimodal noise in at least 80 % of runs; at
+// -r 8 the exact sign-flip test under Holm over every gated metric
+// called none of them.
+func TestGatePower(t *testing.T) {
+	const runs = 50
+	rng := rand.New(rand.NewSource(21))
+	for _, d := range []gatesim.Design{
+		{Configs: 4, Repeats: 8, Effect: -0.05, Noise: gatesim.Noise{CV: 0.02}, Full: true},
+		{Configs: 4, Repeats: 8, Effect: -0.15, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}, Full: true},
+		{Configs: 4, Repeats: 12, Effect: -0.05, Noise: gatesim.Noise{CV: 0.02}, Full: true},
+		{Configs: 4, Repeats: 12, Effect: -0.15, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}, Full: true},
+	} {
+		called := 0
+		for range runs {
+			r := simRun(t, rng, d)
+			if errors.Is(r.Gate(), ErrRegression) && slices.ContainsFunc(r.Regressions, func(c Change) bool { return c.Metric == "tps" }) {
+				called++
+			}
+		}
+		t.Logf("%d configurations, r %d, %s noise, %+.0f%%: exit 1 in %d of %d runs", d.Configs, d.Repeats, d.Noise, 100*d.Effect, called, runs)
+		if called < runs*8/10 {
+			t.Errorf("%d configurations, r %d, %s noise, %+.0f%%: called in %d of %d runs; want ≥ 80 %%", d.Configs, d.Repeats, d.Noise, 100*d.Effect, called, runs)
+		}
+	}
+}
+
+// TestGateAAFamily: 200 A/A runs of 24 configurations × 8 repeats with
+// the full metric set and sporadic failed transactions in 1 % of cells:
+// gated false alarms ≤ 1 %, runs printing any better/worse ≤ 5 %,
+// failed_tx never called; the 95 % intervals of tps cover 0 in 93–97 %
+// of configurations; and each metric's tier and gated flag are the same
+// in at least 28 of every 30 runs.
+func TestGateAAFamily(t *testing.T) {
+	const runs = 200
+	rng := rand.New(rand.NewSource(2021))
+	var gated, anyCalled, failed, covered, intervals int
+	tiers := map[string]map[string]int{}
+	for range runs {
+		r := simRun(t, rng, gatesim.Design{Configs: 24, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}, Full: true, FailedCells: 0.01})
+		if len(r.Regressions) > 0 {
+			gated++
+		}
+		for _, c := range r.Changes {
+			if c.Verdict == results.Better || c.Verdict == results.Worse {
+				anyCalled++
+				t.Logf("A/A called %s %s %s %+.2f%% p %.3g", c.Verdict, c.Config, c.Metric, c.DeltaPct, c.P)
+				break
+			}
+		}
+		if slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Metric == "failed_tx" }) {
+			failed++
+		}
+		for _, row := range r.Rows {
+			if st := row.Stats[1]; row.Metric == "tps" && !math.IsNaN(st.DeltaLo) {
+				intervals++
+				if st.DeltaLo <= 0 && st.DeltaHi >= 0 {
+					covered++
+				}
+			}
+		}
+		for _, tr := range r.Tiers {
+			if tiers[tr.Metric] == nil {
+				tiers[tr.Metric] = map[string]int{}
+			}
+			tiers[tr.Metric][string(tr.Tier)+map[bool]string{true: " gated", false: ""}[tr.Gated]]++
+		}
+	}
+	cov := float64(covered) / float64(intervals)
+	t.Logf("%d A/A runs: gated alarms %d, any better/worse %d, failed_tx called %d, 95%% intervals covering 0 %.1f%%", runs, gated, anyCalled, failed, 100*cov)
+	if gated > runs/100 || anyCalled > runs*5/100 || failed > runs/100 {
+		t.Errorf("A/A: %d gated alarms (want ≤ %d), %d runs with a better/worse (want ≤ %d), %d failed_tx calls (want ≤ %d)", gated, runs/100, anyCalled, runs*5/100, failed, runs/100)
+	}
+	if cov < 0.93 || cov > 0.97 {
+		t.Errorf("95%% intervals covered 0 in %.1f%% of configurations; want 93–97%%", 100*cov)
+	}
+	for m, seen := range tiers {
+		most := 0
+		for _, n := range seen {
+			most = max(most, n)
+		}
+		if most < runs*28/30 {
+			t.Errorf("%s: tiers %v over %d runs; want one in ≥ 28/30", m, seen, runs)
+		}
+	}
+}
+
+// TestMDEPower: the change a report says it could have detected is
+// detected with about 80 % power: one configuration at -r 12 and 6 %
+// bimodal noise states its MDE in A/A runs; runs with that change (a
+// drop of TPS) exit 1 in 70–90 % of runs (bench/power: 75–85 % at 4×
+// the runs).
+func TestMDEPower(t *testing.T) {
+	const runs = 150
+	rng := rand.New(rand.NewSource(80))
+	d := gatesim.Design{Configs: 1, Repeats: 12, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}}
+	var mdes []float64
+	for range runs {
+		r := simRun(t, rng, d)
+		if st := tpsStat(t, r); st.Verdict == results.Unknown {
+			mdes = append(mdes, st.DetectablePct)
+		}
+	}
+	slices.Sort(mdes)
+	mde := mdes[len(mdes)/2]
+	d.Effect = -mde / 100
+	called := 0
+	for range runs {
+		if errors.Is(simRun(t, rng, d).Gate(), ErrRegression) {
+			called++
+		}
+	}
+	t.Logf("stated MDE %.2f%% (median of %d A/A runs): called in %d of %d runs", mde, len(mdes), called, runs)
+	if called < runs*70/100 || called > runs*90/100 {
+		t.Errorf("at the stated MDE %.2f%%: called in %d of %d runs; want 70–90 %%", mde, called, runs)
+	}
+}
+
+// untilDecided runs d as matrix --until-decided does: the planned
+// repeats, then step more blocks to each configuration Undecided names,
+// up to max. It returns the report at the end and the blocks run.
+func untilDecided(t *testing.T, rng *rand.Rand, d gatesim.Design, step, most int) (*Report, int) {
+	t.Helper()
+	r0 := d.Repeats
+	d.Repeats = most
+	p, recs := gatesim.Run(rng, d)
+	p.Options.Repeats, p.Options.UntilDecided, p.Options.UntilStep, p.Options.MaxRepeats = r0, true, step, most
+	blocks := map[string]int{}
+	for _, c := range p.Configs {
+		blocks[c.ID()] = r0
+	}
+	for {
+		q, rs := gatesim.Upto(p, recs, blocks)
+		r, err := Analyze(&Input{Plan: q, Records: rs}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Undecided()) == 0 {
+			total := 0
+			for _, n := range blocks {
+				total += n
+			}
+			return r, total
+		}
+		for _, id := range r.Undecided() {
+			blocks[id] = min(blocks[id]+step, most)
+		}
+	}
+}
+
+// TestUntilDecidedSaves: --until-decided stops a configuration once its
+// primary (or the run-level answer covering it) is decided. 200 A/A runs
+// of the README's design (4 configurations, -r 8, at most 16) stop on
+// average at ≤ 60 % of the most blocks, with false alarms ≤ α; and one
+// configuration with a −5 % change at 2 % noise, from 4 repeats, is
+// called worse before its maximum of 16.
+func TestUntilDecidedSaves(t *testing.T) {
+	const runs = 200
+	rng := rand.New(rand.NewSource(16))
+	total, alarms := 0, 0
+	for range runs {
+		r, blocks := untilDecided(t, rng, gatesim.Design{Configs: 4, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}, Full: true}, 4, 16)
+		total += blocks
+		if len(r.Regressions) > 0 {
+			alarms++
+		}
+	}
+	share := float64(total) / float64(runs*4*16)
+	t.Logf("A/A until-decided: %.0f%% of the most blocks on average, %d false alarms in %d runs", 100*share, alarms, runs)
+	if share > 0.6 || alarms > runs/100 {
+		t.Errorf("A/A until-decided: %.0f%% of the most blocks (want ≤ 60%%), %d alarms (want ≤ %d)", 100*share, alarms, runs/100)
+	}
+	called, used := 0, 0
+	for range 50 {
+		r, blocks := untilDecided(t, rng, gatesim.Design{Configs: 1, Repeats: 4, Effect: -0.05, Noise: gatesim.Noise{CV: 0.02}}, 2, 16)
+		if st := tpsStat(t, r); st.Verdict == results.Worse && blocks < 16 {
+			called++
+			used += blocks
+		}
+	}
+	t.Logf("−5%% at 2%% noise: called before 16 blocks in %d of 50 runs (mean %.1f blocks)", called, float64(used)/float64(max(called, 1)))
+	if called < 45 {
+		t.Errorf("a −5%% change at 2%% noise was called before the maximum in %d of 50 runs; want ≥ 45", called)
+	}
+}

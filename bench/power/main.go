@@ -1,0 +1,144 @@
+// Command power prints the gate's power table (issue 21): synthetic runs
+// of r ∈ {8, 12, 16} repeats × {1, 4, 24} configurations × TPS effects
+// −3/−5/−10/−15 % × noise 2 % and 6 % bimodal, each judged whole by
+// analysis.Analyze with the full metric set, and the share of runs whose
+// gate (--fail-on-regression) exits 1 for TPS. Then the A/A figures: the
+// false alarms over 24 configurations with sporadic failed transactions,
+// the coverage of the 95 % intervals, and the power at the stated MDE.
+//
+//	go run ./bench/power [-runs 100] [-seed 1]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"slices"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/results"
+)
+
+func main() {
+	runs := flag.Int("runs", 100, "runs per cell of the table")
+	seed := flag.Int64("seed", 1, "random seed")
+	flag.Parse()
+	rng := rand.New(rand.NewSource(*seed))
+	noises := []gatesim.Noise{{CV: 0.02}, {CV: 0.06, Bimodal: true}}
+	effects := []float64{-0.03, -0.05, -0.10, -0.15}
+	fmt.Printf("Power: share of %d runs whose gate exits 1 for tps (α = 0.01, full metric set)\n\n", *runs)
+	fmt.Printf("| r | configurations | noise | −3 %% | −5 %% | −10 %% | −15 %% |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range []int{8, 12, 16} {
+		for _, k := range []int{1, 4, 24} {
+			for _, nz := range noises {
+				fmt.Printf("| %d | %d | %s |", r, k, nz)
+				for _, e := range effects {
+					fmt.Printf(" %d %% |", 100*power(rng, gatesim.Design{Configs: k, Repeats: r, Effect: e, Noise: nz, Full: true}, *runs) / *runs)
+				}
+				fmt.Println()
+			}
+		}
+	}
+	aa(rng, 2**runs)
+	statedMDE(rng, *runs*4)
+}
+
+// analyze judges one synthetic run.
+func analyze(rng *rand.Rand, d gatesim.Design) *analysis.Report {
+	p, recs := gatesim.Run(rng, d)
+	r, err := analysis.Analyze(&analysis.Input{Plan: p, Records: recs}, analysis.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return r
+}
+
+// power counts the runs whose gate exits 1 for a tps regression.
+func power(rng *rand.Rand, d gatesim.Design, runs int) int {
+	called := 0
+	for range runs {
+		r := analyze(rng, d)
+		if errors.Is(r.Gate(), analysis.ErrRegression) && slices.ContainsFunc(r.Regressions, func(c analysis.Change) bool { return c.Metric == "tps" }) {
+			called++
+		}
+	}
+	return called
+}
+
+// aa prints the A/A figures of 24 configurations at -r 8, the full
+// metric set and sporadic failed transactions in 1 % of cells.
+func aa(rng *rand.Rand, runs int) {
+	var gated, anyCalled, failed, unanswered, covered, intervals, geoOut, geo int
+	for range runs {
+		r := analyze(rng, gatesim.Design{Configs: 24, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}, Full: true, FailedCells: 0.01})
+		if len(r.Regressions) > 0 {
+			gated++
+		}
+		if slices.ContainsFunc(r.Changes, func(c analysis.Change) bool { return c.Verdict == results.Better || c.Verdict == results.Worse }) {
+			anyCalled++
+		}
+		if slices.ContainsFunc(r.Changes, func(c analysis.Change) bool { return c.Metric == "failed_tx" }) {
+			failed++
+		}
+		if errors.Is(r.Gate(), analysis.ErrUnanswered) {
+			unanswered++
+		}
+		for _, row := range r.Rows {
+			if row.Metric != "tps" {
+				continue
+			}
+			st := row.Stats[1]
+			if !math.IsInf(st.DeltaLo, 0) && !math.IsNaN(st.DeltaLo) {
+				intervals++
+				if st.DeltaLo <= 0 && st.DeltaHi >= 0 {
+					covered++
+				}
+			}
+		}
+		for _, g := range r.Geomeans {
+			geo++
+			if g.Lo > 1 || g.Hi < 1 {
+				geoOut++
+			}
+		}
+	}
+	fmt.Printf("\nA/A, %d runs of 24 configurations × 8 repeats, 2 %% noise, full metric set, failed transactions in 1 %% of cells:\n", runs)
+	fmt.Printf("  gated false alarms %d (%.1f %%); runs printing any better/worse %d (%.1f %%); failed_tx called %d; unanswered %d\n",
+		gated, pc(gated, runs), anyCalled, pc(anyCalled, runs), failed, unanswered)
+	fmt.Printf("  per-configuration 95 %% intervals of tps covering 0: %d of %d (%.1f %%); run-level 95 %% interval excluding 1: %d of %d (%.1f %%)\n",
+		covered, intervals, pc(covered, intervals), geoOut, geo, pc(geoOut, geo))
+}
+
+// statedMDE measures the power at the change the report says it could
+// have detected: A/A runs of one configuration at -r 12 and 6 % bimodal
+// noise state their MDE; runs with that effect are then called.
+func statedMDE(rng *rand.Rand, runs int) {
+	d := gatesim.Design{Configs: 1, Repeats: 12, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}}
+	var mdes []float64
+	for range runs {
+		r := analyze(rng, d)
+		for _, row := range r.Rows {
+			if row.Metric == "tps" && row.Stats[1].Verdict == results.Unknown {
+				mdes = append(mdes, row.Stats[1].DetectablePct)
+			}
+		}
+	}
+	slices.Sort(mdes)
+	mde := mdes[len(mdes)/2]
+	d.Effect = -mde / 100
+	called := power(rng, d, runs)
+	fmt.Printf("\nStated MDE (1 configuration, r = 12, 6 %% bimodal): median %.2f %% over %d A/A runs; runs with a −%.2f %% change called worse: %d of %d (%.0f %%)\n",
+		mde, len(mdes), mde, called, runs, pc(called, runs))
+}
+
+func pc(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(a) / float64(b)
+}

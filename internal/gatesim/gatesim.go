@@ -1,0 +1,150 @@
+// Package gatesim makes synthetic runs for simulating the whole gate:
+// a plan and its cells with the full metric set, at the designs users
+// run (configurations × repeats), with a chosen TPS effect and noise.
+// The analysis tests and bench/power judge them with analysis.Analyze,
+// so what is measured is the verdict a user would get, not one part of
+// the statistics alone.
+package gatesim
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
+)
+
+// Noise is the cell-to-cell spread of TPS.
+type Noise struct {
+	// CV is the spread as a fraction (0.02: 2 %).
+	CV float64
+	// Bimodal: a cell lands in one of two modes ±CV·0.92 apart from the
+	// centre with equal chance, plus a small Gaussian (0.4·CV): the
+	// scheduling modes a 2-core VM shows. The total spread is CV.
+	Bimodal bool
+}
+
+func (n Noise) String() string {
+	if n.Bimodal {
+		return fmt.Sprintf("%g%% bimodal", 100*n.CV)
+	}
+	return fmt.Sprintf("%g%%", 100*n.CV)
+}
+
+// Design is one synthetic run: Configs configurations (workloads ×
+// client counts), Repeats interleaved blocks, the candidate's TPS scaled
+// by 1+Effect in every configuration.
+type Design struct {
+	Configs, Repeats int
+	Effect           float64
+	Noise            Noise
+	// Full adds the rest of the metric set a pgbench cell carries
+	// (latencies, CPU per transaction, WAL, pg_stat_statements, wait
+	// time), each with the noise seen on this project's VMs; otherwise
+	// only tps and latency_avg_ms.
+	Full bool
+	// FailedCells is the share of cells with sporadic failed
+	// transactions (1–3), in both arms alike.
+	FailedCells float64
+}
+
+// Run draws one run of d: its plan and records.
+func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+		Commits: []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
+		Options: results.PlanOpts{Repeats: d.Repeats}}
+	var recs []results.Record
+	wls := []string{"select1", "churn", "slow_churn", "within_max"}
+	for i := range d.Configs {
+		cfg := results.Config{Workload: wls[i%len(wls)], Clients: 1 << (i / len(wls))}
+		p.Configs = append(p.Configs, cfg)
+		level := 20000 * (1 + float64(i%5))
+		for rep := 1; rep <= d.Repeats; rep++ {
+			for _, c := range []string{"base", "patch"} {
+				id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
+				p.Cells = append(p.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
+				tps := level * d.Noise.draw(rng)
+				if c == "patch" {
+					tps *= 1 + d.Effect
+				}
+				m := map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(cfg.Clients) / tps}
+				if d.Full {
+					full(rng, m, cfg, tps/level)
+				}
+				if d.FailedCells > 0 {
+					m["failed_tx"] = 0
+					if rng.Float64() < d.FailedCells {
+						m["failed_tx"] = float64(1 + rng.Intn(3))
+					}
+				}
+				recs = append(recs, results.Record{Cell: id, Commit: c, Workload: cfg.Workload, Clients: cfg.Clients,
+					Repeat: rep, Status: results.StatusOK, Metrics: m, LatencyMethod: "intervals"})
+			}
+		}
+	}
+	return p, recs
+}
+
+func (n Noise) draw(rng *rand.Rand) float64 {
+	if !n.Bimodal {
+		return 1 + n.CV*rng.NormFloat64()
+	}
+	mode := 0.92 * n.CV
+	if rng.Intn(2) == 0 {
+		mode = -mode
+	}
+	return 1 + mode + 0.4*n.CV*rng.NormFloat64()
+}
+
+// full adds the metrics besides TPS, with no change between the arms:
+// latencies follow the cell's speed (rel) with noise of their own, the
+// tails more; WAL is 0 on select1 with sporadic background records;
+// pg_stat_statements counts are constant on select1 and churn's
+// deallocations vary.
+func full(rng *rand.Rand, m map[string]float64, cfg results.Config, rel float64) {
+	g := func(cv float64) float64 { return math.Max(0.01, 1+cv*rng.NormFloat64()) }
+	base := 1000 * float64(cfg.Clients) / 20000
+	m["latency_p50_ms"] = base / rel * g(0.03)
+	m["latency_p95_ms"] = 2 * base / rel * g(0.08)
+	m["latency_p99_ms"] = 4 * base / rel * g(0.15)
+	m["latency_max_ms"] = 50 * base * g(0.4)
+	m["server_cpu_s_per_tx"] = 4e-5 * g(0.03)
+	m["db_time_pct"] = 40 * g(0.1)
+	m["pgss_entries"] = 5000
+	m["statements_per_tx"] = 1
+	m["rows_per_tx"] = 1
+	if cfg.Workload == "select1" {
+		m["pgss_deallocs"] = 0
+		m["wal_records_per_tx"], m["wal_bytes_per_tx"] = 0, 0
+		if rng.Float64() < 0.1 {
+			m["wal_records_per_tx"], m["wal_bytes_per_tx"] = 0.0001*g(0.5), 0.01*g(0.5)
+		}
+		return
+	}
+	m["pgss_deallocs"] = math.Round(100 * g(0.05))
+	m["wal_records_per_tx"] = 1.5 * g(0.01)
+	m["wal_bytes_per_tx"] = 150 * g(0.4)
+	m["wal_fpi_per_tx"] = 0.05 * g(0.5)
+}
+
+// Upto keeps of a run the cells of each configuration up to its own
+// number of blocks (by configuration ID), as a run of --until-decided
+// that gave some configurations more blocks than others has them; the
+// plan's repeats stay the planned ones.
+func Upto(p *results.Plan, recs []results.Record, blocks map[string]int) (*results.Plan, []results.Record) {
+	q := *p
+	q.Cells = nil
+	for _, c := range p.Cells {
+		if c.Repeat <= blocks[c.Config.ID()] {
+			q.Cells = append(q.Cells, c)
+		}
+	}
+	var out []results.Record
+	for _, r := range recs {
+		if r.Repeat <= blocks[r.Config().ID()] {
+			out = append(out, r)
+		}
+	}
+	return &q, out
+}
