@@ -719,6 +719,15 @@ func (a *analyzer) covered(t *test) bool {
 	return false
 }
 
+// declaredGated reports whether a metric gates by its declaration or
+// the options, whatever its measured tier: a metric missing from the
+// baseline has no spread to measure, and must not thereby stop gating
+// (tps absent from the baseline's cells exited 0).
+func (a *analyzer) declaredGated(m string) bool {
+	def, _ := a.p.Metrics.Get(m)
+	return contains(a.o.Gate, m) || contains(a.o.Primary, m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
+}
+
 // poolDecided reports whether a pooled test covering t was decided.
 func (a *analyzer) poolDecided(t *test) bool {
 	for _, p := range a.pools {
@@ -918,7 +927,7 @@ func (a *analyzer) chooseMetrics() {
 	for m, n := range a.invalid {
 		why := "null, non-finite or 0"
 		if !a.positive[m] {
-			why = "non-finite"
+			why = "null or non-finite"
 		}
 		a.r.Warnings = append(a.r.Warnings, fmt.Sprintf("%s was %s in %d usable cell(s): not a measurement, counted as missing", m, why, n))
 	}
@@ -1186,11 +1195,11 @@ func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64
 	why := a.cellWhy[in.id][c]
 	if why == "" && g != nil && len(vs) < len(g.usable) {
 		why = fmt.Sprintf("%s missing in %d of %d cells", in.m, len(g.usable)-len(vs), len(g.usable))
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: in.tier.Gated})
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
 	}
 	if why == "" && in.bg != nil && len(in.base) < len(in.bg.usable) {
 		why = fmt.Sprintf("%s missing in %d of %d baseline cells", in.m, len(in.bg.usable)-len(in.base), len(in.bg.usable))
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: in.tier.Gated})
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
 	}
 	return why
 }

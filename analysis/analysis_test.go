@@ -314,7 +314,7 @@ func TestTruncatedAndMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Records) != 80 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "incomplete") {
+	if len(in.Records) != 80 || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "a run killed while writing it") {
 		t.Errorf("records %d warnings %v", len(in.Records), in.Warnings)
 	}
 	r, err := Analyze(in, Options{})

@@ -1,12 +1,17 @@
 package analysis
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/gatesim"
 	"github.com/pgabtest/abtest/results"
 )
@@ -211,5 +216,102 @@ func TestUntilDecidedSaves(t *testing.T) {
 	t.Logf("−5%% at 2%% noise: called before 16 blocks in %d of 50 runs (mean %.1f blocks)", called, float64(used)/float64(max(called, 1)))
 	if called < 45 {
 		t.Errorf("a −5%% change at 2%% noise was called before the maximum in %d of 50 runs; want ≥ 45", called)
+	}
+}
+
+// TestFailClosedInputs (issue 21 item 3): every input that let the gate
+// say ok without a measurement is the run not answering (exit 3): a
+// tps written as null (decoded to 0 before), a tps of 0, tps absent from
+// every cell, tps absent from the baseline's cells, a --gate or
+// --primary metric no cell has; a line JSON cannot hold is skipped with
+// a warning that names why.
+func TestFailClosedInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// edit changes a record before it is written; null writes the
+		// patch's third tps as null.
+		edit func(r *results.Record)
+		null bool
+		o    Options
+	}{
+		{"tps null", func(*results.Record) {}, true, Options{}},
+		{"tps 0", func(r *results.Record) {
+			if r.Commit == "patch" && r.Repeat == 3 {
+				r.Metrics["tps"] = 0
+			}
+		}, false, Options{}},
+		{"tps absent everywhere", func(r *results.Record) {
+			delete(r.Metrics, "tps")
+			delete(r.Metrics, "latency_avg_ms")
+		}, false, Options{}},
+		{"tps absent from the baseline", func(r *results.Record) {
+			if r.Commit == "base" {
+				delete(r.Metrics, "tps")
+			}
+		}, false, Options{}},
+		{"--gate pgss_hot absent", func(*results.Record) {}, false, Options{Gate: []string{"pgss_hot"}}},
+		{"--primary latency_p95_ms absent", func(*results.Record) {}, false, Options{Primary: []string{"latency_p95_ms"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, recs := gatesim.Run(rand.New(rand.NewSource(3)), gatesim.Design{Configs: 2, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}})
+			dir := t.TempDir()
+			if err := results.WritePlan(dir, p); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for i := range recs {
+				tc.edit(&recs[i])
+				data, err := json.Marshal(recs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				line := string(data)
+				if tc.null && recs[i].Commit == "patch" && recs[i].Repeat == 3 {
+					line = strings.Replace(line, `"tps":`, `"tps":null,"was":`, 1)
+				}
+				lines = append(lines, line)
+			}
+			if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Analyze(in, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate := r.Gate()
+			if exitcode.Code(gate) != exitcode.Infra || !errors.Is(gate, ErrIncomplete) {
+				t.Errorf("gate %v; want exit 3, incomplete", gate)
+			}
+		})
+	}
+	// NaN and 1e999 do not decode: the line is skipped, the warning says
+	// why, and the missing cell makes the run incomplete.
+	p, recs := gatesim.Run(rand.New(rand.NewSource(3)), gatesim.Design{Configs: 1, Repeats: 4, Noise: gatesim.Noise{CV: 0.02}})
+	dir := t.TempDir()
+	results.WritePlan(dir, p)
+	var lines []string
+	for _, rec := range recs {
+		data, _ := json.Marshal(rec)
+		lines = append(lines, string(data))
+	}
+	lines[1] = strings.Replace(lines[1], `"tps":`, `"tps":1e999,"was":`, 1)
+	os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Warnings) == 0 || !strings.Contains(in.Warnings[0], "1e999") {
+		t.Errorf("warnings %q: want the line's reason, naming 1e999", in.Warnings)
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(r.Gate(), ErrIncomplete) {
+		t.Errorf("a skipped line: gate %v; want incomplete", r.Gate())
 	}
 }

@@ -161,7 +161,8 @@ func TestSequentialAA(t *testing.T) {
 		}
 		looks += tt.look
 		for k := 1; k <= d.looks(); k++ {
-			if signFlipP(tt.diffs(d.n(k))) < alpha {
+			m, se := meanSE(tt.diffs(d.n(k)))
+			if p, _, _ := meanTest(m, se, float64(d.n(k)-1), alpha); p < alpha {
 				naive++
 				break
 			}

@@ -256,8 +256,6 @@ func configLabels(wl string, rows []Row) (labels []string, common string) {
 	return labels, strings.Join(shared, " ")
 }
 
-// pctText is a ratio as a change in percent.
-func pctText(ratio float64) string { return pct(100 * (ratio - 1)) }
 
 // wrap writes s wrapped at textWidth, the first line indented by first,
 // the others by rest. A word longer than the line stays whole.

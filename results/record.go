@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -202,7 +203,7 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 		first int      // line number of lines[0]
 		lines [][]byte // trimmed, non-empty lines; nil marks an empty one
 		recs  []Record
-		bad   []int // line numbers that did not decode
+		bad   []badLine // lines that did not decode
 		done  chan struct{}
 	}
 	work := make(chan *chunk)
@@ -215,9 +216,16 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 					if line == nil {
 						continue
 					}
-					if err := json.Unmarshal(line, &rec); err != nil || rec.Cell == "" {
-						c.bad = append(c.bad, c.first+i)
+					err := json.Unmarshal(line, &rec)
+					if err == nil && rec.Cell == "" {
+						err = errors.New("no cell id")
+					}
+					if err != nil {
+						c.bad = append(c.bad, badLine{c.first + i, err})
 						continue
+					}
+					if bytes.Contains(line, []byte("null")) {
+						nullMetrics(line, &rec)
 					}
 					c.recs = append(c.recs, rec)
 				}
@@ -258,11 +266,33 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 	for c := range order {
 		<-c.done
 		out = append(out, c.recs...)
-		for _, n := range c.bad {
-			warnings = append(warnings, fmt.Sprintf("%s line %d is incomplete (a run killed while writing?); skipped", name, n))
+		for _, b := range c.bad {
+			warnings = append(warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, b.n, b.err))
 		}
 	}
 	return out, warnings, scanErr
+}
+
+// badLine is a line of cells.jsonl that did not decode, and why.
+type badLine struct {
+	n   int
+	err error
+}
+
+// nullMetrics marks a metric written as null as NaN, not a measurement:
+// decoded into the map it would be 0, and a tps of 0 taken for a value.
+func nullMetrics(line []byte, rec *Record) {
+	var v struct {
+		Metrics map[string]*float64 `json:"metrics"`
+	}
+	if json.Unmarshal(line, &v) != nil {
+		return
+	}
+	for m, x := range v.Metrics {
+		if x == nil {
+			rec.Metrics[m] = math.NaN()
+		}
+	}
 }
 
 // AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a
