@@ -1049,19 +1049,7 @@ func (a *analyzer) measureTiers() {
 			spreads = append(spreads, s)
 			a.minEffect[m][id] = math.Max(th, noiseK*s)
 		}
-		// The pairs the design can reach: under --until-decided a metric
-		// too noisy at the planned repeats may still be decided by the
-		// extra blocks (seen on this VM under the suite's load: TPS
-		// spread 25–40 % between cells made TPS report-only at 4 planned
-		// pairs, so the run never asked for its verdict).
-		pairs := max(p.Options.Repeats, a.d.limit)
-		if pairs == 0 {
-			pairs = 1
-			for _, id := range a.configs {
-				pairs = max(pairs, len(a.values(a.groups[id][r.Baseline], m)))
-			}
-		}
-		t := measureTier(def, contains(o.Gate, m) || contains(o.Primary, m), th, spreads, pairs, o.Alpha)
+		t := measureTier(def, contains(o.Gate, m) || contains(o.Primary, m), th, spreads)
 		if t.Tier == results.TierExact {
 			// A counter's bar is its threshold: a varying baseline is
 			// weighed by its range (measureRange) in the commit's Holm
@@ -1141,6 +1129,13 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		st.Verdict = results.VerdictBaseline
 		return st, nil
 	}
+	aroundZero := in.tier.Tier == results.TierBand && math.IsInf(a.minEffect[in.m][in.id], 1)
+	if aroundZero {
+		// The baseline varied around a median of 0 here (sporadic WAL
+		// of a read-only workload): reported, not gated, in this
+		// configuration, whatever the metric's tier.
+		st.Gated = false
+	}
 	why := a.metricMissing(in, c, g, vs)
 	if why == "" {
 		why = a.methodsDiffer(in, c, g, len(vs))
@@ -1173,6 +1168,9 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		ct.mirror = in.def.SameAs
 	}
 	ct.t.cfg, ct.count = in.id, in.def.Count
+	if aroundZero {
+		ct.t.minEffect = in.def.ThresholdPct
+	}
 	switch {
 	case contains(a.primary[in.id], in.m):
 		ct.t.role, ct.answer = primary, true

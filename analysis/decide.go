@@ -20,10 +20,6 @@ import (
 // instead of being switched off.
 const noiseK = 0.25
 
-// maxGatedMDEPct: a metric whose pooled minimum detectable effect at the
-// planned number of pairs exceeds this is too noisy for any verdict and
-// is only reported (a cell CV above ~23 % at 5 pairs, ~33 % at 10).
-const maxGatedMDEPct = 50.0
 
 // role is a test's place in its commit's family (issue 21): the gate
 // asks one question per primary metric, and everything else is tested
@@ -657,7 +653,7 @@ func allLeft(vs []float64, c float64) bool {
 // spreads: one noisy configuration (churn's 10.9 %) no longer decides for
 // all, and a median over many configurations holds still from run to
 // run where the maximum flipped.
-func measureTier(def results.Metric, forced bool, th float64, spreads []float64, pairs int, alpha float64) Tier {
+func measureTier(def results.Metric, forced bool, th float64, spreads []float64) Tier {
 	t := Tier{Metric: def.Name, ThresholdPct: th, Gated: true}
 	finite := spreads[:0:0]
 	for _, s := range spreads {
@@ -681,22 +677,19 @@ func measureTier(def results.Metric, forced bool, th float64, spreads []float64,
 		t.Tier, t.Gated, t.Why = results.TierReport, false, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
 	case slices.Max(spreads) == 0:
 		t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", len(spreads))
+	case len(finite) == 0:
+		t.Tier, t.Gated = results.TierReport, false
+		t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in every one of %d configurations", len(spreads))
 	default:
-		// The normal-approximation MDE of the pooled spread: the
-		// discreteness of small n makes a test unknown, not the metric
-		// report-only.
-		sd := math.Sqrt2 * t.SpreadPct / 100
-		mde := 100 * math.Expm1((zq(1-alpha/2)+zq(0.8))*sd/math.Sqrt(float64(max(pairs, 1))))
-		switch {
-		case len(finite) < len(spreads)/2+1:
-			t.Tier, t.Gated = results.TierReport, false
-			t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in %d of %d configurations", len(spreads)-len(finite), len(spreads))
-		case mde > maxGatedMDEPct:
-			t.Tier, t.Gated = results.TierReport, false
-			t.Why = fmt.Sprintf("too noisy for any verdict at %d pairs: median spread %s over %d configurations, smallest detectable change %s > %.0f%%", pairs, pctAbs(t.SpreadPct), len(spreads), pctAbs(mde), maxGatedMDEPct)
-		default:
-			t.Tier = results.TierBand
-			t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(spreads), th, noiseK)
+		// Noise raises the bar (noiseK) and costs power; it never
+		// switches the gate off: a cutoff on the measured spread flipped
+		// latency_p95's tier in 10 of 30 runs of one design. A
+		// configuration where the baseline varies around 0 is reported,
+		// not gated, there (planStat), and does not decide the tier.
+		t.Tier = results.TierBand
+		t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(finite), th, noiseK)
+		if n := len(spreads) - len(finite); n > 0 {
+			t.Why += fmt.Sprintf("; reported, not gated, in the %d where the baseline varied around 0", n)
 		}
 	}
 	return t

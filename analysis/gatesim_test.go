@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -94,12 +95,7 @@ func TestGateAAFamily(t *testing.T) {
 				}
 			}
 		}
-		for _, tr := range r.Tiers {
-			if tiers[tr.Metric] == nil {
-				tiers[tr.Metric] = map[string]int{}
-			}
-			tiers[tr.Metric][string(tr.Tier)+map[bool]string{true: " gated", false: ""}[tr.Gated]]++
-		}
+		countTiers(tiers, r)
 	}
 	cov := float64(covered) / float64(intervals)
 	t.Logf("%d A/A runs: gated alarms %d, any better/worse %d, failed_tx called %d, 95%% intervals covering 0 %.1f%%", runs, gated, anyCalled, failed, 100*cov)
@@ -109,13 +105,34 @@ func TestGateAAFamily(t *testing.T) {
 	if cov < 0.93 || cov > 0.97 {
 		t.Errorf("95%% intervals covered 0 in %.1f%% of configurations; want 93–97%%", 100*cov)
 	}
+	stableTiers(t, "24 configurations × 8 repeats", tiers, runs)
+	// The demo's design: select1 and churn at 8 clients, 12 repeats.
+	tiers = map[string]map[string]int{}
+	for range 30 {
+		r := simRun(t, rng, gatesim.Design{Configs: 2, Repeats: 12, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}, Full: true, FailedCells: 0.01})
+		countTiers(tiers, r)
+	}
+	stableTiers(t, "the demo's design", tiers, 30)
+}
+
+func countTiers(tiers map[string]map[string]int, r *Report) {
+	for _, tr := range r.Tiers {
+		if tiers[tr.Metric] == nil {
+			tiers[tr.Metric] = map[string]int{}
+		}
+		tiers[tr.Metric][fmt.Sprintf("%s gated=%v", tr.Tier, tr.Gated)]++
+	}
+}
+
+func stableTiers(t *testing.T, design string, tiers map[string]map[string]int, runs int) {
+	t.Helper()
 	for m, seen := range tiers {
 		most := 0
 		for _, n := range seen {
 			most = max(most, n)
 		}
 		if most < runs*28/30 {
-			t.Errorf("%s: tiers %v over %d runs; want one in ≥ 28/30", m, seen, runs)
+			t.Errorf("%s, %s: tiers %v over %d runs; want one in ≥ 28/30", design, m, seen, runs)
 		}
 	}
 }

@@ -153,27 +153,27 @@ func tpsStat(t *testing.T, r *Report) Stat {
 	return Stat{}
 }
 
-// TestSequentialTierCountsReachablePairs: a metric too noisy for a
-// verdict at the planned repeats is still gated under --until-decided
-// when the extra blocks the design allows can decide it (TPS spread
-// ~30 % between cells, as on this VM under the suite's load: the
-// smallest detectable change at 4 pairs is ~100 %, at 20 pairs ~40 %).
-func TestSequentialTierCountsReachablePairs(t *testing.T) {
+// TestNoiseNeverUngates: a TPS spread of 30 % between cells raises the
+// bar and costs power, but leaves tps gated, with or without the extra
+// blocks of --until-decided: a cutoff on the measured spread switched
+// tiers from run to run (issue 21 item 9), and the primary must answer
+// or say it could not (exit 3), never drop out of the gate.
+func TestNoiseNeverUngates(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	in := input(noisy(rng, 4, 30000, 0.3), noisy(rng, 4, 30000, 0.3))
 	in.Plan.Options.Repeats = 4
-	for _, tc := range []struct {
-		seq   Sequential
-		gated bool
-	}{{Sequential{}, false}, {Sequential{Step: 1, MaxRepeats: 20}, true}} {
-		r, err := Analyze(in, Options{Sequential: tc.seq})
+	for _, seq := range []Sequential{{}, {Step: 1, MaxRepeats: 20}} {
+		r, err := Analyze(in, Options{Sequential: seq})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tier := range r.Tiers {
-			if tier.Metric == "tps" && tier.Gated != tc.gated {
-				t.Errorf("%+v: tps %s, gated %v (%s); want gated %v", tc.seq, tier.Tier, tier.Gated, tier.Why, tc.gated)
+			if tier.Metric == "tps" && (!tier.Gated || tier.Tier != results.TierBand) {
+				t.Errorf("%+v: tps %s, gated %v (%s); want band, gated", seq, tier.Tier, tier.Gated, tier.Why)
 			}
+		}
+		if seq == (Sequential{}) && !errors.Is(r.Gate(), ErrUnanswered) {
+			t.Errorf("4 pairs at 30%% noise: gate %v; want could not answer", r.Gate())
 		}
 	}
 }
