@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -17,7 +18,7 @@ func analyzeCommand(env *Env) *cli.Command {
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
 		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
-               [--threshold METRIC=PCT]… [--gate METRIC]… [--fail-on-regression]
+               [--threshold METRIC=PCT]… [--gate METRIC]… [--primary METRIC]… [--fail-on-regression [--allow-unknown]]
 abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the results store)`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
@@ -57,7 +58,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			if err := rep.Output(env.Stdout, cmd.String("format"), cmd.String("output"), env.Stderr); err != nil {
 				return err
 			}
-			return report.Gate(rep, cmd.Bool("fail-on-regression"))
+			return report.Gate(rep, cmd.Bool("fail-on-regression"), cmd.Bool("allow-unknown"), env.Stderr)
 		},
 	}
 }
@@ -77,14 +78,40 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
-	th, err := analysis.ParseThresholds(cmd.StringSlice("threshold"))
-	return analysis.Options{Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Thresholds: th, Gate: cmd.StringSlice("gate")}, err
+	o, err := gateOptions(cmd)
+	if err != nil {
+		return o, err
+	}
+	o.Baseline, o.Alpha = cmd.String("baseline"), cmd.Float("alpha")
+	o.Thresholds, err = analysis.ParseThresholds(cmd.StringSlice("threshold"))
+	return o, err
+}
+
+// gateOptions are the analysis options gateFlags set; --allow-unknown
+// alone is refused (there is no gate to waive).
+func gateOptions(cmd *cli.Command) (analysis.Options, error) {
+	if cmd.Bool("allow-unknown") && !cmd.Bool("fail-on-regression") {
+		return analysis.Options{}, exitcode.BadInputf("--allow-unknown goes with --fail-on-regression")
+	}
+	var primary []string
+	for _, v := range cmd.StringSlice("primary") {
+		// Slice flags are not split on commas (configure), but a
+		// metric's name never holds one.
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				primary = append(primary, name)
+			}
+		}
+	}
+	return analysis.Options{Gate: cmd.StringSlice("gate"), Primary: primary}, nil
 }
 
 // gateFlags are the gate's flags, the same for analyze and matrix.
 func gateFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "gate", Usage: "gate `METRIC` too although it is descriptive or report-only (repeatable)"},
-		&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses, 3 when the run could not answer (failed, missing or saturated cells)"},
+		&cli.StringSliceFlag{Name: "primary", Usage: "the primary `METRIC`s the gate answers for first (repeatable, or a comma list)", DefaultText: "tps; instructions_per_tx for instruction cells"},
+		&cli.BoolFlag{Name: "fail-on-regression", Usage: "exit 1 when a gated metric regresses, 3 when the run could not answer (failed, missing or saturated cells, or a primary whose answer is unknown: could not answer, needs r ≥ N)"},
+		&cli.BoolFlag{Name: "allow-unknown", Usage: "with --fail-on-regression: exit 0, with one line, when only the primary's answer is unknown (a regression or missing cells still fail)"},
 	}
 }

@@ -40,6 +40,8 @@ func TestFlagGapsExit2(t *testing.T) {
 		{[]string{"matrix", "-k", aa, "--until-decided", "--budget", "10s"}, "--budget 10s"},
 		{[]string{"matrix", "-k", aa, "--max-repeats", "4"}, "go with --until-decided"},
 		{[]string{"matrix", "-k", aa, "--sample-every", "0s"}, "--sample-every"},
+		{[]string{"matrix", "-k", aa, "--allow-unknown"}, "--allow-unknown goes with --fail-on-regression"},
+		{[]string{"analyze", "--allow-unknown", "/nonexistent"}, "--allow-unknown goes with --fail-on-regression"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
@@ -65,6 +67,44 @@ func TestSettingsAxisOneFlag(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("-n output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestMatrixDryRunStatesReach: -n says after the plan what the gate can
+// detect at its repeats; with --fail-on-regression a plan below r_min
+// is exit 2 in one line naming it, and so is a --primary the plan does
+// not define or that has no direction. --primary takes a comma list.
+func TestMatrixDryRunStatesReach(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
+	args := []string{"-n", "matrix", "-k", "a=install:/x,b=install:/x", "-w", "select1", "-c", "1,16", "-r", "2"}
+	code, out, stderr := abtest(t, env, args...)
+	if code != 0 || !strings.Contains(out, "\n# gate: tps in 2 configurations at 2 repeats (reachable from r ≥ 3)") {
+		t.Errorf("-n -r 2: exit %d, %s; want 0 and the gate line\n%s", code, stderr, out)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--fail-on-regression"}, "r ≥ 3"},
+		{[]string{"--fail-on-regression", "--allow-unknown"}, "r ≥ 3"},
+		{[]string{"--primary", "tps,nosuch"}, "--primary nosuch: unknown metric"},
+		{[]string{"--primary", "pgss_hot"}, "--primary pgss_hot: a descriptive metric"},
+	} {
+		code, _, stderr := abtest(t, env, append(args, tc.flags...)...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("-n -r 2 %v: exit %d, stderr %q; want 2, one line with %q", tc.flags, code, stderr, tc.want)
+		}
+	}
+	code, out, stderr = abtest(t, env, append(args[:len(args)-1], "3", "--fail-on-regression", "--primary", "latency_p95_ms,tps", "--primary", "server_cpu_s_per_tx")...)
+	for _, m := range []string{"latency_p95_ms", "tps", "server_cpu_s_per_tx"} {
+		if !strings.Contains(out, "\n# gate: "+m+" in 2 configurations at 3 repeats") {
+			t.Errorf("-r 3 --fail-on-regression --primary: exit %d, %s; no gate line for %s\n%s", code, stderr, m, out)
+		}
+	}
+	if _, err := os.Stat(env["BENCH_RESULTS_DIR"]); err == nil {
+		t.Error("a dry run created the results directory")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -94,6 +93,10 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 }
 
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
+	o, err := gateOptions(cmd)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return err
@@ -109,24 +112,25 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	o := analysis.Options{Gate: cmd.StringSlice("gate")}
 	deps.Decide = report.Undecided(o)
 	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
 	if err != nil {
 		return err
 	}
-	return runAndReport(ctx, env, cfg, deps, plan, dir, o, cmd.Bool("fail-on-regression"))
+	return runAndReport(ctx, env, cfg, deps, plan, dir, report.RunOptions{
+		Analysis: o, Fail: cmd.Bool("fail-on-regression"), AllowUnknown: cmd.Bool("allow-unknown"),
+	})
 }
 
-// runAndReport runs a plan with report.Run, recording it in the
-// configured store.
-func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, o analysis.Options, fail bool) error {
-	return report.Run(ctx, deps, plan, dir, report.RunOptions{
-		Analysis: o, Fail: fail, Out: env.Stdout, Err: env.Stderr,
-		Record: func(ctx context.Context, dir string) error {
-			return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
-		},
-	})
+// runAndReport runs a plan with report.Run under ro's analysis and
+// gate, printing on env's streams and recording it in the configured
+// store.
+func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro report.RunOptions) error {
+	ro.Out, ro.Err = env.Stdout, env.Stderr
+	ro.Record = func(ctx context.Context, dir string) error {
+		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
+	}
+	return report.Run(ctx, deps, plan, dir, ro)
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the

@@ -115,7 +115,7 @@ func TestGateFailsClosed(t *testing.T) {
 	broken := brokenInstall(t, install)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "broken")
 	args := []string{"matrix", "-k", "base=install:" + install + ",cand=install:" + broken,
-		"-c", "1", "-w", "select1", "-r", "2", "-d", "1", "--warmup", "0", "--sample-every", "1s", "--fail-on-regression"}
+		"-c", "1", "-w", "select1", "-r", "3", "-d", "1", "--warmup", "0", "--sample-every", "1s", "--fail-on-regression"}
 	code, stdout, stderr := abtest(t, env, append(args, "-o", out+"-bad", "--gate", "nosuch")...)
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch: unknown metric") {
 		t.Errorf("matrix --gate nosuch: exit %d, stderr %q; want 2, one line\n%s", code, stderr, stdout)

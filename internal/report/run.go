@@ -22,8 +22,14 @@ type RunOptions struct {
 	// Analysis decides the verdicts; its Gate adds metrics to the gate.
 	Analysis analysis.Options
 	// Fail gates the run (--fail-on-regression): exit 1 on a regression
-	// in a gated metric, 3 when the run could not answer.
+	// in a gated metric, 3 when the run could not answer. A plan whose
+	// primary cannot be answered at its repeats is refused before it
+	// runs (analysis.CheckReach).
 	Fail bool
+	// AllowUnknown (--allow-unknown) accepts a primary whose answer is
+	// unknown (analysis.ErrUnanswered) as exit 0, said in one line; a
+	// regression or missing cells still fail the gate.
+	AllowUnknown bool
 	// Record stores the finished run; nil stores nothing.
 	Record func(ctx context.Context, dir string) error
 	// Out receives the run's lines and summary, Err the warnings.
@@ -32,20 +38,34 @@ type RunOptions struct {
 
 // Run runs plan into dir, then writes its report (report.md,
 // report.json, plots), prints its summary, records it and gates it; in a
-// dry run (deps.Proc.DryRun) it only prints the plan on o.Out. A
-// report that cannot be made prints the median TPS instead (and fails a
-// gated run: no report, no gate); a store that cannot be reached is an
-// error, unless the gate has one to return, which wins.
+// dry run (deps.Proc.DryRun) it only prints the plan on o.Out. Either
+// way the gate's reach (analysis.PlanReach) is said before the first
+// cell, and a gated plan that cannot reach an answer is refused first.
+// A report that cannot be made prints the median TPS instead (and fails
+// a gated run: no report, no gate); a store that cannot be reached is
+// an error, unless the gate has one to return, which wins.
 func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
-	if err := CheckGate(plan, o.Analysis.Gate); err != nil {
+	if err := CheckGate(plan, o.Analysis); err != nil {
 		return err
 	}
+	if o.Fail {
+		if err := analysis.CheckReach(plan, o.Analysis); err != nil {
+			return err
+		}
+	}
+	reach := analysis.PlanReach(plan, o.Analysis)
 	if deps.Proc != nil && deps.Proc.DryRun {
 		matrix.PrintPlan(o.Out, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
+		for _, r := range reach {
+			fmt.Fprintf(o.Out, "# %s\n", r)
+		}
 		return nil
 	}
 	fmt.Fprintf(o.Out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
 		len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
+	for _, r := range reach {
+		fmt.Fprintln(o.Out, r)
+	}
 	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
 		if errors.Is(err, matrix.ErrInterrupted) {
 			fmt.Fprintf(o.Err, "resume with: abtest matrix --resume %s\n", dir)
@@ -61,7 +81,7 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
 	}
 	Summary(o.Out, dir, rep)
-	gerr := Gate(rep, o.Fail)
+	gerr := Gate(rep, o.Fail, o.AllowUnknown, o.Err)
 	if o.Record == nil {
 		return gerr
 	}
@@ -79,20 +99,39 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 
 // Gate is the run's answer as an exit code when asked for one (fail):
 // analysis.Report.Gate decides, so a candidate whose cells all failed
-// exits 3, never 0.
-func Gate(rep *analysis.Report, fail bool) error {
+// exits 3, never 0. Under allowUnknown a primary whose answer is unknown
+// (analysis.ErrUnanswered) exits 0 and says so on errOut in one line;
+// a regression or an incomplete run is never waived (Report.Gate
+// returns those first).
+func Gate(rep *analysis.Report, fail, allowUnknown bool, errOut io.Writer) error {
 	if !fail {
 		return nil
 	}
-	return rep.Gate()
+	err := rep.Gate()
+	if allowUnknown && errors.Is(err, analysis.ErrUnanswered) {
+		fmt.Fprintf(errOut, "abtest: could not answer: %s; exit 0 under --allow-unknown\n", strings.Join(rep.Unanswered, "; "))
+		return nil
+	}
+	return err
 }
 
-// CheckGate refuses a --gate metric the plan does not define, before
-// anything runs.
-func CheckGate(plan *results.Plan, names []string) error {
-	for _, name := range names {
+// CheckGate refuses, before anything runs, a --gate or --primary metric
+// the plan does not define, and a --primary that is descriptive (no
+// better or worse to answer): analysis.Analyze refuses them too, but
+// only once the run is over.
+func CheckGate(plan *results.Plan, o analysis.Options) error {
+	for _, name := range o.Gate {
 		if _, ok := plan.Metrics.Get(name); !ok {
 			return exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(plan.Metrics.Names(), ", "))
+		}
+	}
+	for _, name := range o.Primary {
+		def, ok := plan.Metrics.Get(name)
+		if !ok {
+			return exitcode.BadInputf("--primary %s: unknown metric; known: %s", name, strings.Join(plan.Metrics.Names(), ", "))
+		}
+		if def.Direction == results.Descriptive {
+			return exitcode.BadInputf("--primary %s: a descriptive metric has no better or worse; choose one with a direction", name)
 		}
 	}
 	return nil

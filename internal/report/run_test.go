@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
@@ -18,21 +19,91 @@ import (
 	"github.com/pgabtest/abtest/workload"
 )
 
-// TestRunRefusesUnknownGate: a --gate metric the plan does not define is
-// exit 2 before anything runs or prints.
+// TestRunRefusesUnknownGate: a --gate or --primary metric the plan does
+// not define, or a descriptive --primary, is exit 2 before anything runs
+// or prints.
 func TestRunRefusesUnknownGate(t *testing.T) {
 	plan := &results.Plan{Metrics: workload.Metrics}
-	if err := CheckGate(plan, []string{"tps", "latency_p99_ms"}); err != nil {
+	if err := CheckGate(plan, analysis.Options{Gate: []string{"tps", "latency_p99_ms"}, Primary: []string{"latency_p95_ms"}}); err != nil {
 		t.Errorf("known metrics: %v", err)
 	}
-	var out, errOut bytes.Buffer
-	o := RunOptions{Out: &out, Err: &errOut}
-	o.Analysis.Gate = []string{"tpss"}
+	for _, tc := range []struct {
+		o    analysis.Options
+		want string
+	}{
+		{analysis.Options{Gate: []string{"tpss"}}, "--gate tpss: unknown metric; known: "},
+		{analysis.Options{Primary: []string{"tps", "tpss"}}, "--primary tpss: unknown metric; known: "},
+		{analysis.Options{Primary: []string{"pgss_hot"}}, "--primary pgss_hot: a descriptive metric"},
+	} {
+		var out, errOut bytes.Buffer
+		o := RunOptions{Analysis: tc.o, Out: &out, Err: &errOut}
+		for _, dry := range []bool{false, true} {
+			// A dry run refuses it too: -n is the trace of the real run.
+			err := Run(context.Background(), &matrix.Deps{Proc: &proc.Runner{DryRun: dry}}, plan, t.TempDir(), o)
+			if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) || out.Len()+errOut.Len() != 0 {
+				t.Errorf("%+v, dry run %v: err %v, out %q %q; want exit 2 with %q", tc.o, dry, err, out.String(), errOut.String(), tc.want)
+			}
+		}
+	}
+}
+
+// TestRunStatesReach: a dry run prints the gate's reach after the plan;
+// a gated plan below r_min is refused, dry or not, before anything runs
+// or prints, and one at r_min is not.
+func TestRunStatesReach(t *testing.T) {
+	cfg := results.Config{Workload: "select1", Clients: 1, Settings: map[string]string{}}
+	plan := &results.Plan{Metrics: workload.Metrics, Configs: []results.Config{cfg}}
+	plan.Options.Repeats = 2
 	for _, dry := range []bool{false, true} {
-		// A dry run refuses it too: -n is the trace of the real run.
-		err := Run(context.Background(), &matrix.Deps{Proc: &proc.Runner{DryRun: dry}}, plan, t.TempDir(), o)
-		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--gate tpss: unknown metric; known: ") || out.Len()+errOut.Len() != 0 {
-			t.Errorf("dry run %v: err %v, out %q %q", dry, err, out.String(), errOut.String())
+		var out, errOut bytes.Buffer
+		dir := filepath.Join(t.TempDir(), "run")
+		err := Run(context.Background(), &matrix.Deps{Proc: &proc.Runner{DryRun: dry}}, plan, dir, RunOptions{Fail: true, Out: &out, Err: &errOut})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "r ≥ 3") || out.Len()+errOut.Len() != 0 {
+			t.Errorf("dry run %v, -r 2 gated: err %v, out %q %q; want exit 2 naming r ≥ 3", dry, err, out.String(), errOut.String())
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("dry run %v: a refused plan made its directory", dry)
+		}
+	}
+	var out bytes.Buffer
+	deps := &matrix.Deps{Proc: &proc.Runner{DryRun: true}}
+	if err := Run(context.Background(), deps, plan, t.TempDir(), RunOptions{Out: &out, Err: &out}); err != nil {
+		t.Fatalf("ungated -r 2: %v", err)
+	}
+	if !strings.Contains(out.String(), "\n# gate: tps in 1 configurations at 2 repeats (reachable from r ≥ 3)") {
+		t.Errorf("ungated dry run: no gate line after the plan:\n%s", out.String())
+	}
+	plan.Options.Repeats = 3
+	out.Reset()
+	if err := Run(context.Background(), deps, plan, t.TempDir(), RunOptions{Fail: true, Out: &out, Err: &out}); err != nil || !strings.Contains(out.String(), "# gate: tps") {
+		t.Errorf("gated -r 3: %v\n%s", err, out.String())
+	}
+}
+
+// TestGateAllowUnknown: --allow-unknown waives only an unanswered
+// primary, in one line on stderr; a regression or an incomplete run
+// keeps its exit code, and nothing is gated without fail.
+func TestGateAllowUnknown(t *testing.T) {
+	unanswered := &analysis.Report{Unanswered: []string{"cand run-level tps unknown over 4 configurations: needs r ≥ 14"}}
+	regressed := &analysis.Report{Unanswered: unanswered.Unanswered, Regressions: []analysis.Change{{Commit: "cand", Config: "select1/c1", Metric: "tps", DeltaPct: -9}}}
+	incomplete := &analysis.Report{Unanswered: unanswered.Unanswered, Incomplete: []analysis.Incomplete{{Commit: "cand", Config: "select1/c1", Gated: true, Why: "failed"}}}
+	for _, tc := range []struct {
+		name        string
+		rep         *analysis.Report
+		fail, allow bool
+		code        int
+		line        string
+	}{
+		{"unanswered", unanswered, true, false, exitcode.Infra, ""},
+		{"unanswered, allowed", unanswered, true, true, exitcode.OK, "abtest: could not answer: cand run-level tps unknown over 4 configurations: needs r ≥ 14; exit 0 under --allow-unknown\n"},
+		{"unanswered, not gated", unanswered, false, true, exitcode.OK, ""},
+		{"regression, allowed", regressed, true, true, exitcode.Regression, ""},
+		{"incomplete, allowed", incomplete, true, true, exitcode.Infra, ""},
+	} {
+		var errOut bytes.Buffer
+		err := Gate(tc.rep, tc.fail, tc.allow, &errOut)
+		if exitcode.Code(err) != tc.code || errOut.String() != tc.line {
+			t.Errorf("%s: %v (exit %d), stderr %q; want exit %d, stderr %q", tc.name, err, exitcode.Code(err), errOut.String(), tc.code, tc.line)
 		}
 	}
 }
