@@ -60,6 +60,10 @@ type NightlyMatrix struct {
 type NightlyGate struct {
 	Alpha      float64            `toml:"alpha"`
 	Thresholds map[string]float64 `toml:"thresholds"`
+	// AllowUnknown (matrix --allow-unknown) makes a night whose primary
+	// could not be answered exit 0; it is still recorded as unanswered,
+	// never ok.
+	AllowUnknown bool `toml:"allow_unknown"`
 }
 
 // DefaultNightly returns the defaults for a user whose home is home.

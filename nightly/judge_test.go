@@ -3,6 +3,8 @@ package nightly
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -50,6 +52,43 @@ func TestNightWhoseHeadFailedIsNotOK(t *testing.T) {
 	}
 }
 
+// TestNightUnansweredIsNotOK: a night whose TPS is too noisy for its
+// repeats to answer (every cell there) exits 3 with "COULD NOT ANSWER"
+// and the repeats it needs in the summary line, and is recorded as
+// "unanswered", never "ok"; it is still the next night's baseline.
+// Under allow_unknown = true it exits 0, the line and the history
+// saying the same.
+func TestNightUnansweredIsNotOK(t *testing.T) {
+	const toml = "[matrix]\nworkloads = [\"select1\"]\nclients = [4]\npgss_max = [5000]\nrepeats = 3\n"
+	for _, allow := range []bool{false, true} {
+		nc := loadNightly(t, toml+fmt.Sprintf("[gate]\nallow_unknown = %v\n", allow))
+		n, out := writeNight(t, nc, func(c results.Cell, rec *results.Record) {
+			// ±10 % alternating: no answer from three pairs.
+			rec.Metrics = map[string]float64{"tps": 10000 * (1 + 0.1*float64(c.Seq%3-1))}
+		})
+		err := n.judge(context.Background())
+		want := exitcode.Infra
+		if allow {
+			want = exitcode.OK
+		}
+		if exitcode.Code(err) != want || (err != nil && !errors.Is(err, analysis.ErrUnanswered)) {
+			t.Errorf("allow_unknown = %v: judge: %v (exit %d), want exit %d", allow, err, exitcode.Code(err), want)
+		}
+		line := out.String()
+		if !strings.Contains(line, ": COULD NOT ANSWER: head ") || !strings.Contains(line, "tps unknown: needs r ≥ ") || strings.Contains(line, ": ok") ||
+			strings.Contains(line, "exit 0 under allow_unknown") != allow {
+			t.Errorf("allow_unknown = %v: summary %q", allow, line)
+		}
+		hist, err := analysis.ReadHistory(n.histPath)
+		if err != nil || len(hist) != 1 || hist[0].Status != analysis.StatusUnanswered {
+			t.Errorf("allow_unknown = %v: history %+v %v; want one unanswered night", allow, hist, err)
+		}
+		if last := lastGood(hist); last == nil || last.SHA != n.head.sha {
+			t.Errorf("allow_unknown = %v: the unanswered night is not the next baseline: %+v", allow, last)
+		}
+	}
+}
+
 // writeNight writes a night of nc's matrix (head against base, the plan
 // of Request) under a new root, each cell's record filled in by fill,
 // and returns the night, ready to judge, and where its summary goes.
@@ -84,7 +123,8 @@ func writeNight(t *testing.T, nc *config.Nightly, fill func(results.Cell, *resul
 // instructions_per_tx is gated on the exact tier: +0.2 % (34 820 → 34 890
 // instructions per transaction, far inside TPS noise) is a regression,
 // +0.05 % is within its 0.1 % band, and the TPS noise around it decides
-// nothing.
+// nothing: TPS, the timed configurations' primary, is unanswered, so
+// that night exits 3 naming tps alone (a regression wins over it).
 func TestNightGatesInstructions(t *testing.T) {
 	toml := "[matrix]\nworkloads = [\"select1\", \"churn\"]\nclients = [4, 16]\npgss_max = [5000]\nrepeats = 3\ninstructions = true\n"
 	nc := loadNightly(t, toml)
@@ -112,7 +152,7 @@ func TestNightGatesInstructions(t *testing.T) {
 		pct   float64
 		code  int
 		words string
-	}{{0.2, exitcode.Regression, "1 REGRESSION(S): select1/instr/cpuall/pgss.max=5000 instructions_per_tx +0.20%"}, {0.05, exitcode.OK, ": ok |"}} {
+	}{{0.2, exitcode.Regression, "1 REGRESSION(S): select1/instr/cpuall/pgss.max=5000 instructions_per_tx +0.20%"}, {0.05, exitcode.Infra, ": COULD NOT ANSWER: head run-level tps unknown over 4 configurations: needs r ≥ "}} {
 		n, out := writeNight(t, loadNightly(t, toml), func(c results.Cell, rec *results.Record) {
 			if !c.Instructions {
 				// ±3 % noise, alternating: no TPS verdict.
@@ -127,7 +167,7 @@ func TestNightGatesInstructions(t *testing.T) {
 			rec.Metrics = map[string]float64{"instructions_per_tx": per, "instructions": per * 2000}
 		})
 		err := n.judge(context.Background())
-		if exitcode.Code(err) != tc.code || !strings.Contains(out.String(), tc.words) {
+		if exitcode.Code(err) != tc.code || !strings.Contains(out.String(), tc.words) || strings.Count(out.String(), "instructions_per_tx") != strings.Count(tc.words, "instructions_per_tx") {
 			t.Errorf("instructions_per_tx %+.2f%%: %v (exit %d), want exit %d and %q\n%s", tc.pct, err, exitcode.Code(err), tc.code, tc.words, out)
 		}
 		var rep analysis.Report

@@ -183,7 +183,8 @@ func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip,
 	return t, nil
 }
 
-// lastGood is the last night that did not fail.
+// lastGood is the last night that did not fail: a regression or an
+// unanswered night is a baseline (its cells are all there).
 func lastGood(history []analysis.Night) *analysis.Night {
 	for i := len(history) - 1; i >= 0; i-- {
 		if history[i].Status != analysis.StatusFailed {
@@ -238,8 +239,10 @@ func (n *night) entry(status string) analysis.Night {
 
 // judge gates the run (analysis.Report.Gate: a regression is exit 1, a
 // run that could not answer, such as a head whose cells all failed, exit
-// 3 and a failed night, never ok), appends the history line, stores the
-// night, writes the trend, and applies the retention.
+// 3 and a failed night, never ok; a primary whose answer is unknown exit
+// 3, or 0 under allow_unknown, and an unanswered night, never ok),
+// appends the history line, stores the night, writes the trend, and
+// applies the retention.
 func (n *night) judge(ctx context.Context) error {
 	rep, err := report.Write(n.dir, gateOptions(n.nc))
 	if err != nil {
@@ -265,7 +268,7 @@ func (n *night) judge(ctx context.Context) error {
 	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
 		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
 	}
-	serr := n.summary(nt, verdict)
+	serr := n.summary(nt, verdict, rep.Unanswered)
 	if rerr != nil {
 		if serr != nil {
 			fmt.Fprintf(n.deps.Err, "abtest nightly: store: %v\n", rerr)
@@ -284,7 +287,8 @@ func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
 	gated := *rep
 	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
 	verdict := gated.Gate()
-	// A failed night is not a baseline for the next (lastGood skips it).
+	// A failed night is not a baseline for the next (lastGood skips it);
+	// an unanswered one is: its cells are all there.
 	nt.Status = analysis.GateStatus(verdict)
 	if nt.Status == analysis.StatusRegression {
 		for _, c := range gated.Regressions {
@@ -313,17 +317,29 @@ func (n *night) trend(ctx context.Context, history []analysis.Night, stored bool
 }
 
 // summary prints the one line for mail or chat and returns the gate's
-// verdict (exit 1 for a regression, 3 when the run could not answer).
-func (n *night) summary(nt analysis.Night, verdict error) error {
+// verdict (exit 1 for a regression, 3 when the run could not answer:
+// cells missing, or unanswered, the primary's answers that were unknown;
+// the latter is exit 0 under allow_unknown, the line still saying so).
+func (n *night) summary(nt analysis.Night, verdict error, unanswered []string) error {
 	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, text.Short(n.head.sha), n.head.subject)
 	if n.baseline != "" {
 		s += " vs " + text.Short(n.baseline)
 	}
+	expected := ""
+	if len(nt.Expected) > 0 {
+		expected = "; expected: " + strings.Join(nt.Expected, "; ")
+	}
 	switch {
 	case len(nt.Regressions) > 0:
 		s += fmt.Sprintf(": %d REGRESSION(S): %s", len(nt.Regressions), strings.Join(nt.Regressions, "; "))
-	case verdict == nil && len(nt.Expected) > 0:
-		s += ": ok; expected: " + strings.Join(nt.Expected, "; ")
+	case nt.Status == analysis.StatusUnanswered:
+		s += ": COULD NOT ANSWER: " + strings.Join(unanswered, "; ") + expected
+		if n.nc.Gate.AllowUnknown {
+			s += " (exit 0 under allow_unknown)"
+			verdict = nil
+		}
+	case verdict == nil && expected != "":
+		s += ": ok" + expected
 	case verdict != nil:
 		s += ": INCOMPLETE (the run could not answer; see the report)"
 	default:

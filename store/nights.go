@@ -38,8 +38,10 @@ type Night struct {
 	Head string `json:"head"`
 	Base string `json:"base,omitempty"`
 	// Status is analysis.GateStatus of the night's report as the store
-	// analyses it (default options): regression, failed (the run could
-	// not answer, so it is never a baseline) or ok, by the one rule of
+	// analyses it (the job's gate options): regression, failed (cells
+	// missing: the run could not answer, so it is never a baseline),
+	// unanswered (every cell there, but the primary's answer unknown:
+	// never ok, still a baseline) or ok, by the one rule of
 	// analysis.Report.Gate. Failed says why a failed night could not
 	// answer.
 	Status string `json:"status"`

@@ -91,7 +91,8 @@ func TestExists(t *testing.T) {
 // head cell fails the night; beside a regression in another
 // configuration the regression wins (the store used to say failed); a
 // report-only metric missing, or nothing wrong, is ok; a failed cell
-// fails it.
+// fails it; every cell there but TPS too noisy for an answer is
+// unanswered (exit 3), neither ok nor failed.
 func TestNightStatusIsTheGate(t *testing.T) {
 	ctx := context.Background()
 	s := openSQLite(t)
@@ -100,18 +101,21 @@ func TestNightStatusIsTheGate(t *testing.T) {
 	cases := []struct {
 		name string
 		// drop is the metric the head's third repeat of select1 lacks;
-		// slower the head's TPS drop on churn; fail fails that cell.
+		// slower the head's TPS drop on churn; fail fails that cell;
+		// noise the spread of TPS (0.5 % when zero).
 		drop   string
 		slower float64
 		fail   bool
+		noise  float64
 		want   string
 		code   int
 	}{
-		{"incomplete", "tps", 0, false, analysis.StatusFailed, exitcode.Infra},
-		{"regression beside incomplete", "tps", 0.1, false, analysis.StatusRegression, exitcode.Regression},
-		{"report-only metric missing", "latency_p99_ms", 0, false, analysis.StatusOK, exitcode.OK},
-		{"clean", "", 0, false, analysis.StatusOK, exitcode.OK},
-		{"failed cell", "", 0, true, analysis.StatusFailed, exitcode.Infra},
+		{"incomplete", "tps", 0, false, 0, analysis.StatusFailed, exitcode.Infra},
+		{"regression beside incomplete", "tps", 0.1, false, 0, analysis.StatusRegression, exitcode.Regression},
+		{"report-only metric missing", "latency_p99_ms", 0, false, 0, analysis.StatusOK, exitcode.OK},
+		{"clean", "", 0, false, 0, analysis.StatusOK, exitcode.OK},
+		{"failed cell", "", 0, true, 0, analysis.StatusFailed, exitcode.Infra},
+		{"too noisy to answer", "", 0, false, 0.15, analysis.StatusUnanswered, exitcode.Infra},
 	}
 	var dirs []string
 	for i, tc := range cases {
@@ -122,7 +126,7 @@ func TestNightStatusIsTheGate(t *testing.T) {
 			Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "head", SHA: storetest.NightSHA(i), Build: "head"}},
 			Configs: []results.Config{storetest.Config, other},
 			Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
-				v := 10000 * (1 + 0.005*rng.NormFloat64())
+				v := 10000 * (1 + max(tc.noise, 0.005)*rng.NormFloat64())
 				if k.Label == "head" && c.Workload == "churn" {
 					v *= 1 - tc.slower
 				}

@@ -16,8 +16,9 @@ func nightlyCommand(env *Env) *cli.Command {
 		UsageText: `abtest nightly --config nightly.toml [--no-fetch] [--force] [-n]
 
 Exit: 0 ok (or nothing new), 1 a regression in a gated metric, 3 an
-infrastructure failure. The last line is a one-line summary for mail or
-chat. See nightly.example.toml and docs/nightly/.`,
+infrastructure failure or a night that could not answer (its primary
+unknown: 0 under allow_unknown = true). The last line is a one-line
+summary for mail or chat. See nightly.example.toml and docs/nightly/.`,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.BoolFlag{Name: "no-fetch", Usage: "use the remote-tracking branch as it is"},
