@@ -257,6 +257,10 @@ type Stat struct {
 	Blocks  int             `json:"blocks,omitempty"`
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
+	// Behind: a secondary gated metric left untested because its
+	// configuration's primary did not change (its verdict is unknown;
+	// it is counted apart, as Summary.Behind).
+	Behind bool `json:"behind_primary,omitempty"`
 	// Note explains the verdict when it needs it.
 	Note string `json:"note,omitempty"`
 }
@@ -454,6 +458,9 @@ type Summary struct {
 	Same       int    `json:"same"`
 	Unknown    int    `json:"unknown"`
 	Incomplete int    `json:"incomplete"`
+	// Behind counts the secondary gated tests left untested behind a
+	// primary that did not change.
+	Behind int `json:"behind_primary"`
 	// GatedUnknown counts the unknown verdicts of gated metrics.
 	GatedUnknown int `json:"gated_unknown"`
 	// Tests is how many gated tests Holm's procedure controlled (counters
@@ -1454,6 +1461,8 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 		st.DetectablePct = t.detectable()
 		switch {
 		case t.gatekept:
+			st.Behind = true
+			st.DetectablePct = math.NaN()
 			st.Note = "secondary: tested only where the configuration's primary changed, and it did not"
 		case t.paired && t.n < 2:
 			sum.Unreachable++
@@ -1507,6 +1516,15 @@ func (a *analyzer) countVerdicts(c string, sum *Summary) {
 			if st.Gated {
 				sum.Blocks = max(sum.Blocks, st.Blocks)
 			}
+			switch {
+			case st.Behind:
+				sum.Behind++
+				continue
+			case !st.Gated && st.Verdict != results.Higher && st.Verdict != results.Lower && st.Verdict != results.Incomplete:
+				// Report-only rows never enter the headline: only
+				// their higher/lower is counted, apart.
+				continue
+			}
 			switch st.Verdict {
 			case results.Better:
 				sum.Better++
@@ -1538,6 +1556,9 @@ func (a *analyzer) boundNoChange(c string, sum *Summary) {
 				continue
 			}
 			anyGated = true
+			if st.Behind {
+				continue
+			}
 			switch st.Verdict {
 			case results.Same:
 				sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)

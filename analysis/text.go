@@ -58,8 +58,11 @@ func (r *Report) writeTextSummary(w io.Writer) {
 			line += fmt.Sprintf("no change of %.3g%% or more in any gated metric; ", sm.NoChangePct)
 		}
 		line += fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
+		if sm.Behind > 0 {
+			line += fmt.Sprintf(" (and %d secondary tests not run: their primary did not change)", sm.Behind)
+		}
 		if sm.Higher+sm.Lower > 0 {
-			line += fmt.Sprintf("; descriptive: %d higher, %d lower", sm.Higher, sm.Lower)
+			line += fmt.Sprintf("; report-only: %d higher, %d lower", sm.Higher, sm.Lower)
 		}
 		wrap(w, "  ", "    ", line)
 		for _, g := range r.Geomeans {
