@@ -794,25 +794,35 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 			return nil, exitcode.BadInputf("--threshold %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
 		}
 	}
-	for _, name := range o.Gate {
-		if _, ok := p.Metrics.Get(name); !ok {
-			return nil, exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
-		}
-	}
-	for _, name := range o.Primary {
-		def, ok := p.Metrics.Get(name)
-		if !ok {
-			return nil, exitcode.BadInputf("--primary %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
-		}
-		if def.Direction == results.Descriptive {
-			return nil, exitcode.BadInputf("--primary %s: a descriptive metric has no better or worse; choose one with a direction", name)
-		}
+	if err := CheckMetrics(p, o); err != nil {
+		return nil, err
 	}
 	a := &analyzer{in: in, o: o, p: p, r: r, d: design{alpha: o.Alpha, r0: p.Options.Repeats}, undecided: map[string]bool{}}
 	if err := a.sequentialDesign(); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// CheckMetrics refuses a --gate or --primary metric the plan does not
+// define, and a descriptive --primary (it has no better or worse): the
+// one rule, for Analyze and for a run before anything starts.
+func CheckMetrics(p *results.Plan, o Options) error {
+	for _, name := range o.Gate {
+		if _, ok := p.Metrics.Get(name); !ok {
+			return exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+	}
+	for _, name := range o.Primary {
+		def, ok := p.Metrics.Get(name)
+		if !ok {
+			return exitcode.BadInputf("--primary %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+		if def.Direction == results.Descriptive {
+			return exitcode.BadInputf("--primary %s: a descriptive metric has no better or worse; choose one with a direction", name)
+		}
+	}
+	return nil
 }
 
 // sequentialDesign sets the design of --until-decided, from the options

@@ -20,7 +20,6 @@ import (
 // instead of being switched off.
 const noiseK = 0.25
 
-
 // role is a test's place in its commit's family (issue 21): the gate
 // asks one question per primary metric, and everything else is tested
 // behind it or on its own.

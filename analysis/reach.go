@@ -108,13 +108,20 @@ func PlanReach(p *results.Plan, o Options) []Reach {
 // String is the plan's gate line.
 func (r Reach) String() string {
 	if r.Exact {
-		return fmt.Sprintf("gate: %s in %d configurations, compared exactly within its band: one repeat answers", r.Metric, r.Configs)
+		return fmt.Sprintf("gate: %s in %s, compared exactly within its band: one repeat answers", r.Metric, configurations(r.Configs))
 	}
-	s := fmt.Sprintf("gate: %s in %d configurations at %d repeats (reachable from r ≥ %d); at %.0f%% cell noise it detects ", r.Metric, r.Configs, r.Repeats, r.RMin, r.CVPct)
+	s := fmt.Sprintf("gate: %s in %s at %d repeats (reachable from r ≥ %d); at %.0f%% cell noise it detects ", r.Metric, configurations(r.Configs), r.Repeats, r.RMin, r.CVPct)
 	if r.Configs > 1 {
 		s += fmt.Sprintf("%s over the run and ", pctAbs(r.RunMDEPct))
 	}
 	return s + fmt.Sprintf("%s in one configuration (80%% power; each configuration's test at level %.2g)", pctAbs(r.ConfigMDEPct), r.Level)
+}
+
+func configurations(n int) string {
+	if n == 1 {
+		return "1 configuration"
+	}
+	return fmt.Sprintf("%d configurations", n)
 }
 
 // CheckReach refuses a plan whose primary's tests cannot reach their
@@ -124,7 +131,7 @@ func (r Reach) String() string {
 func CheckReach(p *results.Plan, o Options) error {
 	for _, r := range PlanReach(p, o) {
 		if r.Repeats < r.RMin && r.Configs > 0 {
-			return exitcode.BadInputf("--fail-on-regression: %s cannot be answered at %d repeats: its tests need r ≥ %d (use -r %d, or --until-decided --max-repeats %d)", r.Metric, r.Repeats, r.RMin, r.RMin, r.RMin)
+			return exitcode.BadInputf("the gate cannot answer for %s at %d repeats: its tests need r ≥ %d (use -r %d, or --until-decided --max-repeats %d)", r.Metric, r.Repeats, r.RMin, r.RMin, r.RMin)
 		}
 	}
 	return nil

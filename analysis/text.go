@@ -259,7 +259,6 @@ func configLabels(wl string, rows []Row) (labels []string, common string) {
 	return labels, strings.Join(shared, " ")
 }
 
-
 // wrap writes s wrapped at textWidth, the first line indented by first,
 // the others by rest. A word longer than the line stays whole.
 func wrap(w io.Writer, first, rest, s string) {

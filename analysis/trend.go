@@ -26,7 +26,8 @@ type Night struct {
 	Subject  string `json:"subject,omitempty"`
 	Baseline string `json:"baseline,omitempty"`
 	Run      string `json:"run"`
-	// Status is StatusOK, StatusRegression or StatusFailed: GateStatus
+	// Status is StatusOK, StatusRegression, StatusUnanswered or
+	// StatusFailed: GateStatus
 	// of the night's gate.
 	Status      string   `json:"status"`
 	Regressions []string `json:"regressions,omitempty"`

@@ -120,21 +120,7 @@ func Gate(rep *analysis.Report, fail, allowUnknown bool, errOut io.Writer) error
 // better or worse to answer): analysis.Analyze refuses them too, but
 // only once the run is over.
 func CheckGate(plan *results.Plan, o analysis.Options) error {
-	for _, name := range o.Gate {
-		if _, ok := plan.Metrics.Get(name); !ok {
-			return exitcode.BadInputf("--gate %s: unknown metric; known: %s", name, strings.Join(plan.Metrics.Names(), ", "))
-		}
-	}
-	for _, name := range o.Primary {
-		def, ok := plan.Metrics.Get(name)
-		if !ok {
-			return exitcode.BadInputf("--primary %s: unknown metric; known: %s", name, strings.Join(plan.Metrics.Names(), ", "))
-		}
-		if def.Direction == results.Descriptive {
-			return exitcode.BadInputf("--primary %s: a descriptive metric has no better or worse; choose one with a direction", name)
-		}
-	}
-	return nil
+	return analysis.CheckMetrics(plan, o)
 }
 
 // OutputDir is where a new run's results go: dir, or a new

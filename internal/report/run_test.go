@@ -70,7 +70,7 @@ func TestRunStatesReach(t *testing.T) {
 	if err := Run(context.Background(), deps, plan, t.TempDir(), RunOptions{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("ungated -r 2: %v", err)
 	}
-	if !strings.Contains(out.String(), "\n# gate: tps in 1 configurations at 2 repeats (reachable from r ≥ 3)") {
+	if !strings.Contains(out.String(), "\n# gate: tps in 1 configuration at 2 repeats (reachable from r ≥ 3)") {
 		t.Errorf("ungated dry run: no gate line after the plan:\n%s", out.String())
 	}
 	plan.Options.Repeats = 3
