@@ -213,8 +213,16 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	}
 	fmt.Fprintf(n.deps.Out, "abtest nightly: %s/%s %s (%s)\n", n.nc.Remote, n.nc.Branch, what, n.head.subject)
 	plan, err := matrix.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007))
+	if err == nil && !n.nc.Gate.AllowUnknown {
+		// A design whose gate cannot answer would run in full every
+		// night and end in exit 3: refused before it runs.
+		err = analysis.CheckReach(plan, gateOptions(n.nc))
+	}
 	if err == nil && dry {
 		matrix.PrintPlan(n.deps.Out, plan, n.dir, matrix.EstimateBuilds(ctx, n.deps.Matrix, plan))
+		for _, r := range analysis.PlanReach(plan, gateOptions(n.nc)) {
+			fmt.Fprintf(n.deps.Out, "# %s\n", r)
+		}
 		return nil
 	}
 	if err == nil {
