@@ -43,7 +43,7 @@ func main() {
 			}
 		}
 	}
-	aa(rng, 2**runs)
+	aa(rng, 10**runs)
 	statedMDE(rng, *runs*4)
 }
 
