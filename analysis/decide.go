@@ -414,92 +414,12 @@ func hierarchy(ts []*test) graph {
 	for i := range g.g {
 		g.g[i] = make([]float64, m)
 	}
-	var poolIdx []int
-	prims := map[string][]int{} // config → primaries there
-	secs := map[string][]int{}  // config → secondaries there
-	var primAll []int
-	for i, t := range ts {
-		switch t.role {
-		case pooled:
-			poolIdx = append(poolIdx, i)
-		case primary:
-			prims[t.cfg] = append(prims[t.cfg], i)
-			primAll = append(primAll, i)
-		case secondary:
-			secs[t.cfg] = append(secs[t.cfg], i)
-		}
-	}
-	// Primary metrics: the pooled tests name theirs by parts; a
-	// configuration's primaries without a pooled test form one group.
-	groups := [][]int{}
-	covered := map[int]int{} // primary index → its pooled test
-	for _, pi := range poolIdx {
-		var members []int
-		for _, part := range ts[pi].parts {
-			for _, j := range primAll {
-				if ts[j] == part {
-					members = append(members, j)
-					covered[j] = pi
-				}
-			}
-		}
-		groups = append(groups, append([]int{pi}, members...))
-	}
-	var loose []int
-	for _, j := range primAll {
-		if _, ok := covered[j]; !ok {
-			loose = append(loose, j)
-		}
-	}
-	if len(loose) > 0 {
-		groups = append(groups, append([]int{-1}, loose...))
-	}
-	share := 1 / float64(max(len(groups), 1))
-	for _, grp := range groups {
-		pi, members := grp[0], grp[1:]
-		cfgShare := share
-		if pi >= 0 {
-			cfgShare = share / 2
-			g.w[pi] = share / 2
-			if len(members) == 0 {
-				g.w[pi] = share
-			}
-			for _, j := range members {
-				g.g[pi][j] = 1 / float64(len(members))
-			}
-		}
-		for _, j := range members {
-			g.w[j] = cfgShare / float64(len(members))
-			var others []int
-			for _, o := range members {
-				if o != j {
-					others = append(others, o)
-				}
-			}
-			if pi >= 0 && len(others) == 0 {
-				others = []int{pi}
-			}
-			sc := secs[ts[j].cfg]
-			toSec := 0.0
-			switch {
-			case len(sc) > 0 && len(others) > 0:
-				toSec = 0.5
-			case len(sc) > 0:
-				toSec = 1
-			}
-			for _, s := range sc {
-				g.g[j][s] += toSec / float64(len(sc)) / float64(len(prims[ts[j].cfg]))
-			}
-			for _, o := range others {
-				g.g[j][o] += (1 - toSec) / float64(len(others))
-			}
-		}
-	}
-	if len(groups) == 0 {
+	f := familyOf(ts)
+	if len(f.groups) == 0 {
 		// No primary open (each decided at an earlier look): the
 		// secondaries share α equally, Holm's procedure among them.
 		var all []int
-		for _, sc := range secs {
+		for _, sc := range f.secs {
 			all = append(all, sc...)
 		}
 		for _, s := range all {
@@ -512,7 +432,108 @@ func hierarchy(ts []*test) graph {
 		}
 		return g
 	}
-	for cfg, sc := range secs {
+	share := 1 / float64(len(f.groups))
+	for _, grp := range f.groups {
+		f.wirePrimary(g, ts, grp, share)
+	}
+	f.wireSecondaries(g, ts)
+	return g
+}
+
+// family is a look's open gated tests by role: each group is a primary
+// metric's pooled test (−1 without one) followed by its configurations'
+// primaries; secs are the secondaries by configuration.
+type family struct {
+	groups  [][]int
+	prims   map[string][]int // configuration → its primaries
+	secs    map[string][]int // configuration → its secondaries
+	primAll []int
+}
+
+func familyOf(ts []*test) family {
+	f := family{prims: map[string][]int{}, secs: map[string][]int{}}
+	var poolIdx []int
+	for i, t := range ts {
+		switch t.role {
+		case pooled:
+			poolIdx = append(poolIdx, i)
+		case primary:
+			f.prims[t.cfg] = append(f.prims[t.cfg], i)
+			f.primAll = append(f.primAll, i)
+		case secondary:
+			f.secs[t.cfg] = append(f.secs[t.cfg], i)
+		}
+	}
+	covered := map[int]bool{}
+	for _, pi := range poolIdx {
+		grp := []int{pi}
+		for _, j := range f.primAll {
+			if slices.Contains(ts[pi].parts, ts[j]) {
+				grp = append(grp, j)
+				covered[j] = true
+			}
+		}
+		f.groups = append(f.groups, grp)
+	}
+	loose := []int{-1}
+	for _, j := range f.primAll {
+		if !covered[j] {
+			loose = append(loose, j)
+		}
+	}
+	if len(loose) > 1 {
+		f.groups = append(f.groups, loose)
+	}
+	return f
+}
+
+// wirePrimary weighs one primary metric's group (its share of α: half
+// to the pooled test, half over the configurations) and its edges.
+func (f family) wirePrimary(g graph, ts []*test, grp []int, share float64) {
+	pi, members := grp[0], grp[1:]
+	cfgShare := share
+	if pi >= 0 {
+		cfgShare, g.w[pi] = share/2, share/2
+		if len(members) == 0 {
+			g.w[pi] = share
+		}
+		for _, j := range members {
+			g.g[pi][j] = 1 / float64(len(members))
+		}
+	}
+	for _, j := range members {
+		g.w[j] = cfgShare / float64(len(members))
+		var others []int
+		for _, o := range members {
+			if o != j {
+				others = append(others, o)
+			}
+		}
+		if pi >= 0 && len(others) == 0 {
+			others = []int{pi}
+		}
+		sc := f.secs[ts[j].cfg]
+		toSec := 0.0
+		switch {
+		case len(sc) > 0 && len(others) > 0:
+			toSec = 0.5
+		case len(sc) > 0:
+			toSec = 1
+		}
+		for _, s := range sc {
+			g.g[j][s] += toSec / float64(len(sc)) / float64(len(f.prims[ts[j].cfg]))
+		}
+		for _, o := range others {
+			g.g[j][o] += (1 - toSec) / float64(len(others))
+		}
+	}
+}
+
+// wireSecondaries passes a rejected secondary's α to the other
+// secondaries of its configuration, the last one's to the primaries of
+// the other configurations.
+func (f family) wireSecondaries(g graph, ts []*test) {
+	for cfg, sc := range f.secs {
 		for _, s := range sc {
 			var to []int
 			for _, o := range sc {
@@ -521,7 +542,7 @@ func hierarchy(ts []*test) graph {
 				}
 			}
 			if len(to) == 0 {
-				for _, j := range primAll {
+				for _, j := range f.primAll {
 					if ts[j].cfg != cfg {
 						to = append(to, j)
 					}
@@ -532,7 +553,6 @@ func hierarchy(ts []*test) graph {
 			}
 		}
 	}
-	return g
 }
 
 // exactVerdict judges a deterministic counter (seed 001) against a

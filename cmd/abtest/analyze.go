@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"runtime/debug"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -28,7 +26,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
 			storeFlag(),
 			&cli.StringFlag{Name: "run", Usage: "analyse the stored run `ID` (or a prefix of it, or seed:N) from the store instead of directories"},
-		}, gateFlags()...),
+		}, gateFlagSet()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			dirs := cmd.Args().Slice()
 			switch {
@@ -38,27 +36,17 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 				return exitcode.BadInputf("analyze: give results directories or --run ID, not both")
 			}
 			o, err := analysisOptions(cmd)
+			if err == nil {
+				err = report.BeforeAnalyze(cmd.String("format"))
+			}
 			if err != nil {
 				return err
 			}
-			if err := analysis.CheckFormat(cmd.String("format")); err != nil {
-				return err
-			}
-			// Big result sets (10⁵ cells) are mostly garbage from JSON
-			// decoding: a soft limit makes the GC keep the peak down.
-			debug.SetMemoryLimit(400 << 20)
 			in, err := loadInput(ctx, cmd, env, dirs)
 			if err != nil {
 				return err
 			}
-			rep, err := analysis.Analyze(in, o)
-			if err != nil {
-				return err
-			}
-			if err := rep.Output(env.Stdout, cmd.String("format"), cmd.String("output"), env.Stderr); err != nil {
-				return err
-			}
-			return report.Gate(rep, cmd.Bool("fail-on-regression"), cmd.Bool("allow-unknown"), env.Stderr)
+			return report.Analyze(in, o, gateFlags(cmd), cmd.String("format"), cmd.String("output"), env.Stdout, env.Stderr)
 		},
 	}
 }
@@ -78,7 +66,7 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
-	o, err := gateOptions(cmd)
+	o, err := gateFlags(cmd).Options()
 	if err != nil {
 		return o, err
 	}
@@ -87,27 +75,13 @@ func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 	return o, err
 }
 
-// gateOptions are the analysis options gateFlags set; --allow-unknown
-// alone is refused (there is no gate to waive).
-func gateOptions(cmd *cli.Command) (analysis.Options, error) {
-	if cmd.Bool("allow-unknown") && !cmd.Bool("fail-on-regression") {
-		return analysis.Options{}, exitcode.BadInputf("--allow-unknown goes with --fail-on-regression")
-	}
-	var primary []string
-	for _, v := range cmd.StringSlice("primary") {
-		// Slice flags are not split on commas (configure), but a
-		// metric's name never holds one.
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				primary = append(primary, name)
-			}
-		}
-	}
-	return analysis.Options{Gate: cmd.StringSlice("gate"), Primary: primary}, nil
+// gateFlags are the gate's flags as given.
+func gateFlags(cmd *cli.Command) report.GateFlags {
+	return report.GateFlags{Gate: cmd.StringSlice("gate"), Primary: cmd.StringSlice("primary"), Fail: cmd.Bool("fail-on-regression"), AllowUnknown: cmd.Bool("allow-unknown")}
 }
 
-// gateFlags are the gate's flags, the same for analyze and matrix.
-func gateFlags() []cli.Flag {
+// gateFlagSet are the gate's flags, the same for analyze and matrix.
+func gateFlagSet() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "gate", Usage: "gate `METRIC` too although it is descriptive or report-only (repeatable)"},
 		&cli.StringSliceFlag{Name: "primary", Usage: "the primary `METRIC`s the gate answers for first (repeatable, or a comma list)", DefaultText: "tps; instructions_per_tx for instruction cells"},

@@ -61,7 +61,7 @@ func matrixCommand(env *Env) *cli.Command {
               [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
 
 Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
-		Flags: append(append(matrixFlags(), gateFlags()...), storeFlag()),
+		Flags: append(append(matrixFlags(), gateFlagSet()...), storeFlag()),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runMatrix(ctx, cmd, env)
 		},
@@ -93,7 +93,7 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 }
 
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
-	o, err := gateOptions(cmd)
+	ro, err := gateFlags(cmd).RunOptions()
 	if err != nil {
 		return err
 	}
@@ -112,19 +112,15 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	deps.Decide = report.Undecided(o)
+	deps.Decide = report.Undecided(ro.Analysis)
 	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
 	if err != nil {
 		return err
 	}
-	return runAndReport(ctx, env, cfg, deps, plan, dir, report.RunOptions{
-		Analysis: o, Fail: cmd.Bool("fail-on-regression"), AllowUnknown: cmd.Bool("allow-unknown"),
-	})
+	return runAndReport(ctx, env, cfg, deps, plan, dir, ro)
 }
 
-// runAndReport runs a plan with report.Run under ro's analysis and
-// gate, printing on env's streams and recording it in the configured
-// store.
+// runAndReport runs a plan (report.Run), printing on env, recording in cfg's store.
 func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro report.RunOptions) error {
 	ro.Out, ro.Err = env.Stdout, env.Stderr
 	ro.Record = func(ctx context.Context, dir string) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -113,6 +114,65 @@ func Gate(rep *analysis.Report, fail, allowUnknown bool, errOut io.Writer) error
 		return nil
 	}
 	return err
+}
+
+// GateFlags are the gate's flags as given (matrix, analyze): --gate,
+// --primary (repeatable, or comma lists), --fail-on-regression and
+// --allow-unknown.
+type GateFlags struct {
+	Gate, Primary      []string
+	Fail, AllowUnknown bool
+}
+
+// Options are the analysis options the flags set; --allow-unknown alone
+// is refused (there is no gate to waive).
+func (f GateFlags) Options() (analysis.Options, error) {
+	if f.AllowUnknown && !f.Fail {
+		return analysis.Options{}, exitcode.BadInputf("--allow-unknown goes with --fail-on-regression")
+	}
+	var primary []string
+	for _, v := range f.Primary {
+		// Slice flags are not split on commas (configure), but a
+		// metric's name never holds one.
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				primary = append(primary, name)
+			}
+		}
+	}
+	return analysis.Options{Gate: f.Gate, Primary: primary}, nil
+}
+
+// BeforeAnalyze checks the report's format before anything is read, and
+// sets a soft memory limit: big result sets (10⁵ cells) are mostly
+// garbage from JSON decoding, and the limit makes the GC keep the peak
+// down.
+func BeforeAnalyze(format string) error {
+	if err := analysis.CheckFormat(format); err != nil {
+		return err
+	}
+	debug.SetMemoryLimit(400 << 20)
+	return nil
+}
+
+// RunOptions are the run options the flags set (the analysis and the
+// gate); the caller adds where it prints and records.
+func (f GateFlags) RunOptions() (RunOptions, error) {
+	o, err := f.Options()
+	return RunOptions{Analysis: o, Fail: f.Fail, AllowUnknown: f.AllowUnknown}, err
+}
+
+// Analyze analyses an input under o, writes its report in format (to
+// output, or out), and gates it as the flags ask.
+func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output string, out, errOut io.Writer) error {
+	rep, err := analysis.Analyze(in, o)
+	if err != nil {
+		return err
+	}
+	if err := rep.Output(out, format, output, errOut); err != nil {
+		return err
+	}
+	return Gate(rep, f.Fail, f.AllowUnknown, errOut)
 }
 
 // CheckGate refuses, before anything runs, a --gate or --primary metric
