@@ -1,26 +1,27 @@
 // Package analysis turns result directories into verdicts: per
 // configuration and metric, the median of every commit with a
-// distribution-free confidence interval, the Mann–Whitney U p-value
-// against the baseline, and the change in percent
-// (golang.org/x/perf/benchmath, what benchstat uses).
+// distribution-free confidence interval (golang.org/x/perf/benchmath,
+// what benchstat uses) and the change against the baseline.
 //
 // Verdicts (results.Verdict), per commit × configuration × metric:
 // better/worse when significant and beyond the metric's minimum effect;
-// same when the change's interval lies within ±that effect; unknown
-// otherwise, with the smallest change this run could have detected;
-// incomplete when fewer repeats than planned are usable (failed,
-// saturated, absent, metric missing), which gates (Report.Gate).
-// Descriptive metrics say higher/lower. When the interleaved blocks are
-// complete, the two cells of a block are a pair: the test is a sign-flip
-// permutation test of the per-pair log ratios and the interval the
-// Hodges–Lehmann one; otherwise the unpaired U-test is shown. Per
-// commit, Holm's procedure controls the family-wise error over the gated
-// tests, and a sequential design (Options.Sequential) spends α over its
-// looks; a counter whose baseline varied is a test of that family too.
-// Tiers are pooled over the configurations (seed 001): counters
-// are exact, measured noise raises a metric's bar instead of switching
-// its gate off, and only a metric too noisy for any verdict, or a
-// descriptive one, is report-only.
+// same when the change's 1−2α interval lies within ±that effect;
+// unknown otherwise, with the smallest change this run could have
+// detected; incomplete when fewer repeats than planned are usable
+// (failed, saturated, absent, metric missing or not a measurement),
+// which gates (Report.Gate). When the interleaved blocks are complete,
+// the two cells of a block are a pair: a paired t test of the per-pair
+// log ratios, the change their geometric mean; otherwise the unpaired
+// U-test is shown. Per commit, one family at α (issue 21): each primary
+// metric (Options.Primary; tps, instructions_per_tx) is tested over all
+// configurations at once (the run-level answer, Report.Geomeans) and in
+// each, and the other gated metrics only behind their configuration's
+// primary (a graph of Bretz et al., hierarchy); a sequential design
+// (Options.Sequential) spends α over its looks. Counters within their
+// band are compared, event counts tested by their rates, report-only
+// and descriptive metrics say higher/lower in a family of their own.
+// Tiers come from the declarations (seed 001): measured noise raises a
+// metric's bar and never switches its gate off.
 //
 // It reads only result files (plan.json, cells.jsonl), so results copied
 // from another host, shards, and resumed runs all analyse the same way.
@@ -246,9 +247,9 @@ type Stat struct {
 	Method string `json:"method,omitempty"`
 	// MinEffectPct is the bar a change must pass: max(threshold, noise).
 	MinEffectPct float64 `json:"-"`
-	// DetectablePct, for an unknown verdict, is the smallest change this
-	// number of pairs and this noise could have detected (α after Holm,
-	// 80 % power).
+	// DetectablePct, for an unknown verdict, is the smallest regression
+	// this number of pairs and this noise had 80 % power to call at the
+	// test's level.
 	DetectablePct float64 `json:"-"`
 	// Look is the look (1-based) the verdict was reached at, and Blocks,
 	// under a sequential design (--until-decided), how many interleaved
@@ -294,7 +295,7 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 			pWhy = "not tested"
 		}
 		if s.Verdict == results.Unknown {
-			mdeWhy = fmt.Sprintf("%d pairs cannot reach the level after Holm: no change of any size could have been called", s.N)
+			mdeWhy = fmt.Sprintf("%d pairs, or a secondary never given α: no change of any size could have been called", s.N)
 		}
 	}
 	var mde *float64
@@ -463,11 +464,11 @@ type Summary struct {
 	Behind int `json:"behind_primary"`
 	// GatedUnknown counts the unknown verdicts of gated metrics.
 	GatedUnknown int `json:"gated_unknown"`
-	// Tests is how many gated tests Holm's procedure controlled (counters
-	// against a baseline that varied among them); Exact how many
-	// deterministic counters were compared exactly with a constant
-	// baseline; Mirrored how
-	// many metrics were judged by the one they are a function of.
+	// Tests is how many gated tests the family controlled (the pooled
+	// run-level tests and counters against a baseline that varied among
+	// them); Exact how many deterministic counters were compared exactly;
+	// Mirrored how many metrics were judged by the one they are a
+	// function of.
 	Tests    int `json:"tests"`
 	Exact    int `json:"exact"`
 	Mirrored int `json:"mirrored"`
@@ -477,8 +478,8 @@ type Summary struct {
 	// DetectablePct is the largest smallest-detectable change over the
 	// gated unknown verdicts: changes below it could have been missed.
 	DetectablePct float64 `json:"-"`
-	// Unreachable counts gated tests whose number of pairs can never
-	// reach the level after Holm.
+	// Unreachable counts gated tests whose repeats can never reach their
+	// level (one pair; a counter's range test on too few repeats).
 	Unreachable int `json:"unreachable"`
 	// Blocks, under a sequential design, is the most blocks a gated
 	// verdict of the commit rested on.
@@ -1069,7 +1070,7 @@ func (a *analyzer) measureTiers() {
 		t := measureTier(def, contains(o.Gate, m) || contains(o.Primary, m), th, spreads)
 		if t.Tier == results.TierExact {
 			// A counter's bar is its threshold: a varying baseline is
-			// weighed by its range (measureRange) in the commit's Holm
+			// weighed by its range (measureRange) in the commit's
 			// family (one failed transaction in a
 			// baseline cell made failed_tx's noise bar infinite, and 5 000
 			// failures a cell passed).
