@@ -247,9 +247,9 @@ type Stat struct {
 	Method string `json:"method,omitempty"`
 	// MinEffectPct is the bar a change must pass: max(threshold, noise).
 	MinEffectPct float64 `json:"-"`
-	// DetectablePct, for an unknown verdict, is the smallest regression
-	// this number of pairs and this noise had 80 % power to call at the
-	// test's level.
+	// DetectablePct is the smallest regression this number of pairs and
+	// this noise had 80 % power to call at the test's level (set for
+	// every paired test; the report shows it for unknown verdicts).
 	DetectablePct float64 `json:"-"`
 	// Look is the look (1-based) the verdict was reached at, and Blocks,
 	// under a sequential design (--until-decided), how many interleaved
@@ -727,6 +727,20 @@ func (a *analyzer) covered(t *test) bool {
 	return false
 }
 
+// noPrimary marks each commit incomplete in a configuration whose cells
+// have none of the primary metrics: its gated metrics, tested only
+// behind a primary, would otherwise never be tested there and the run
+// would say ok.
+func (a *analyzer) noPrimary(id string, want []string) {
+	for _, c := range a.r.Commits {
+		if c == a.r.Baseline {
+			continue
+		}
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: id, Metric: strings.Join(want, "|"),
+			Why: fmt.Sprintf("no primary metric (%s) in this configuration's cells: nothing to test its gated metrics behind", strings.Join(want, " or ")), Gated: true})
+	}
+}
+
 // declaredGated reports whether a metric gates by its declaration or
 // the options, whatever its measured tier: a metric missing from the
 // baseline has no spread to measure, and must not thereby stop gating
@@ -982,9 +996,14 @@ func (a *analyzer) choosePrimary() {
 		}
 	}
 	usable := false
-	for _, byCommit := range a.groups {
-		for _, g := range byCommit {
-			usable = usable || len(g.usable) > 0
+	for _, id := range a.configs {
+		here := false
+		for _, g := range a.groups[id] {
+			here = here || len(g.usable) > 0
+		}
+		usable = usable || here
+		if here && len(a.primary[id]) == 0 {
+			a.noPrimary(id, want)
 		}
 	}
 	if !usable {
@@ -1147,7 +1166,12 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		st.Verdict = results.VerdictBaseline
 		return st, nil
 	}
-	aroundZero := in.tier.Tier == results.TierBand && math.IsInf(a.minEffect[in.m][in.id], 1)
+	isPrimary := contains(a.primary[in.id], in.m)
+	aroundZero := in.tier.Tier == results.TierBand && math.IsInf(a.minEffect[in.m][in.id], 1) && !isPrimary
+	if isPrimary {
+		// The primary always gates: its answer is the run's.
+		st.Gated = true
+	}
 	if aroundZero {
 		// The baseline varied around a median of 0 here (sporadic WAL
 		// of a read-only workload): reported, not gated, in this
@@ -1172,7 +1196,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	pb, pc := a.pairs(in.bg, g, in.m)
 	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, metric: in.m, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
 	me := a.minEffect[in.m][in.id]
-	if ct.exact {
+	if ct.exact && !in.def.Count {
 		ct.t = newTest(in.def, me, in.base, vs, false)
 	} else {
 		paired := len(pb) == len(in.base) && len(pc) == len(vs)
@@ -1190,7 +1214,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		ct.t.minEffect = in.def.ThresholdPct
 	}
 	switch {
-	case contains(a.primary[in.id], in.m):
+	case isPrimary:
 		ct.t.role, ct.answer = primary, true
 	case !in.tier.Gated:
 		ct.t.role = reportOnly
@@ -1328,6 +1352,7 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 			}
 		case constantEqual(ct.t):
 		case ct.count && noEvents(ct.t):
+		case ct.count && fewEvents(ct.t, d.alpha):
 		case !ct.gated:
 			loose = append(loose, ct.t)
 		default:
@@ -1404,6 +1429,25 @@ func constantEqual(t *test) bool {
 	return true
 }
 
+// fewEvents leaves out of the family, unknown, an event count whose
+// total is too small for its rate test ever to reach α (2 events
+// against 1, say): the smallest p of N events is 2·min(q, 1−q)^N, q the
+// candidate's share of the cells, and a test that cannot reject takes
+// no share of α (Tarone).
+// Sporadic failures in a few cells would otherwise halve the primary's
+// α whenever they happen.
+func fewEvents(t *test, alpha float64) bool {
+	b, c := meanOf(t.base)*float64(len(t.base)), meanOf(t.cand)*float64(len(t.cand))
+	q := float64(len(t.cand)) / float64(len(t.base)+len(t.cand))
+	if 2*math.Pow(math.Min(q, 1-q), math.Round(b+c)) <= alpha {
+		return false
+	}
+	t.count = true
+	t.measureCount(float64(len(t.cand)), alpha)
+	t.verdict, t.mde = results.Unknown, math.Inf(1)
+	return true
+}
+
 // noEvents decides an event count whose arms had no event at all: same,
 // with no test (a test of 0 events cannot reject, so it takes no share
 // of α; Tarone's rule for discrete tests).
@@ -1467,6 +1511,9 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 	}
 	if t.count {
 		st.Method = "rate"
+	}
+	if t.paired && !ct.exact {
+		st.DetectablePct = t.detectable()
 	}
 	if t.verdict == results.Unknown {
 		st.DetectablePct = t.detectable()

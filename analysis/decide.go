@@ -138,7 +138,7 @@ func (t *test) measure(n int, alpha float64) {
 		return
 	}
 	if t.count {
-		t.measureCount()
+		t.measureCount(float64(n), alpha)
 		return
 	}
 	if t.role == pooled {
@@ -221,16 +221,34 @@ func (t *test) measurePooled(n int, alpha float64) {
 // Poisson rates). One failed transaction in 1 of 12 candidate cells is
 // p = 1, not "+∞ worse"; the change is the ratio of the rates, or the
 // candidate's rate per cell from a baseline that had none.
-func (t *test) measureCount() {
+//
+// Counts that vary more than Poisson events do between cells
+// (serialization failures of a contended workload, 100 ± 20 a cell)
+// make that test far too eager (7 of 100 A/A runs alarmed at α = 0.01):
+// where the cells' dispersion exceeds 1.5, the per-cell values are
+// compared by the paired t test instead, as any other metric.
+func (t *test) measureCount(n, alpha float64) {
+	base, cand := t.base, t.cand
+	if t.paired {
+		m := min(int(n), len(base), len(cand))
+		base, cand = base[:m], cand[:m]
+	}
+	if t.paired && len(cand) >= 3 && meanOf(base, cand) >= 5 && dispersion(base, cand) > 1.5 {
+		d := t.diffs(len(cand))
+		mean, se := meanSE(d)
+		t.n, t.sd, t.se, t.df = len(cand), sdOf(d), se, float64(len(cand)-1)
+		t.interval(mean, alpha)
+		return
+	}
 	var b, c float64
-	for _, v := range t.base {
+	for _, v := range base {
 		b += v
 	}
-	for _, v := range t.cand {
+	for _, v := range cand {
 		c += v
 	}
-	nb, nc := float64(len(t.base)), float64(len(t.cand))
-	t.n = len(t.cand)
+	nb, nc := float64(len(base)), float64(len(cand))
+	t.n = len(cand)
 	t.p = binomTwoSided(int(math.Round(c)), int(math.Round(b+c)), nc/(nb+nc))
 	t.lo, t.hi, t.lo95, t.hi95, t.se, t.sd, t.mde = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.Inf(1)
 	if b == 0 {
@@ -238,6 +256,47 @@ func (t *test) measureCount() {
 		return
 	}
 	t.est = 100 * ((c/nc)/(b/nb) - 1)
+}
+
+// meanOf is the mean of every value of both arms.
+func meanOf(arms ...[]float64) float64 {
+	var sum float64
+	n := 0
+	for _, arm := range arms {
+		for _, v := range arm {
+			sum += v
+		}
+		n += len(arm)
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// dispersion is the Pearson χ² of two arms' counts around their own
+// means over its degrees of freedom: about 1 for Poisson events.
+func dispersion(base, cand []float64) float64 {
+	var chi2 float64
+	df := -2
+	for _, arm := range [][]float64{base, cand} {
+		var sum float64
+		for _, v := range arm {
+			sum += v
+		}
+		if len(arm) == 0 || sum == 0 {
+			continue
+		}
+		mean := sum / float64(len(arm))
+		for _, v := range arm {
+			chi2 += (v - mean) * (v - mean) / mean
+		}
+		df += len(arm)
+	}
+	if df < 1 {
+		return 0
+	}
+	return chi2 / float64(df)
 }
 
 // classify turns the measured test into a verdict: significant (by the
@@ -280,7 +339,17 @@ func (t *test) classify(significant bool, level float64, m int) {
 
 // detectable is the smallest change this test could have called: its MDE
 // or its minimum effect, whichever is larger.
-func (t *test) detectable() float64 { return math.Max(t.mde, t.minEffect) }
+//
+// A call needs the estimate beyond the bar as well as significance, so
+// at a change of exactly the bar the power is about half: the bar is
+// passed with 80 % power only at bar + z₀.₈ standard errors.
+func (t *test) detectable() float64 {
+	d := math.Max(t.mde, t.minEffect)
+	if !math.IsNaN(t.se) && t.se > 0 && !math.IsInf(t.mde, 0) {
+		d = math.Max(d, t.minEffect+100*zq(0.8)*t.se)
+	}
+	return d
+}
 
 // directed names a change by the metric's direction.
 func directed(dir results.Direction, up bool) results.Verdict {
@@ -341,18 +410,29 @@ func (d design) level(k int) float64 {
 
 // decide judges one commit's family of gated tests, look by look: at
 // each, the tests still open are measured on their first n_k pairs and
-// the family's graph (hierarchy) at that look's level says which are
-// significant; a test leaves the family once decided (better, worse or
-// same) or when it has no pairs for the next look. Each look is a
-// procedure valid at its own level, and the levels sum to α (the union
-// bound). Replaying the looks from the data makes the verdict of a
-// resumed or re-analysed run the one the run stopped on.
+// the family's graph (hierarchy, built once over every test) at that
+// look's level says which are significant; a test leaves the family
+// once decided (better, worse or same) or when it has no pairs for the
+// next look, and counts as p = 1 at the looks after. Each look is then a
+// graph procedure on p-values no smaller than the true ones, valid at
+// its own level (graphs are monotone in the p-values), and the levels
+// sum to α (the union bound); a closed test's α is never handed on.
+// Replaying the looks from the data makes the verdict of a resumed or
+// re-analysed run the one the run stopped on.
 func decide(tests []*test, d design) {
+	g := hierarchy(tests)
+	index := make(map[*test]int, len(tests))
+	for i, t := range tests {
+		index[t] = i
+	}
 	open := tests
 	for k := 1; k <= d.looks() && len(open) > 0; k++ {
 		nk, a := d.n(k), d.level(k)
-		ps := make([]float64, len(open))
-		for i, t := range open {
+		ps := make([]float64, len(tests))
+		for i := range ps {
+			ps[i] = 1
+		}
+		for _, t := range open {
 			n := len(t.cand)
 			if t.paired && d.looks() > 1 {
 				n = min(n, nk)
@@ -365,17 +445,16 @@ func decide(tests []*test, d design) {
 			}
 			t.measure(n, d.alpha)
 			t.look = k
-			ps[i] = t.p
-			if math.IsNaN(t.p) {
-				ps[i] = 1 // no test to reject: a counter inside the range
+			if !math.IsNaN(t.p) {
+				ps[index[t]] = t.p // NaN: no test to reject, a counter inside the range
 			}
 		}
-		g := hierarchy(open)
-		sig := g.reject(ps, a)
+		sig, w := g.reject(ps, a)
 		var next []*test
-		for i, t := range open {
-			t.classify(sig[i], g.w[i]*a, len(open))
-			t.gatekept = t.role == secondary && g.w[i] == 0 && !sig[i]
+		for _, t := range open {
+			i := index[t]
+			t.classify(sig[i], w[i]*a, len(open))
+			t.gatekept = t.role == secondary && w[i] == 0 && !sig[i]
 			if t.verdict != results.Unknown || k == d.looks() || t.counter {
 				// A counter is judged once, on every value, at the first
 				// look's level: it never asks for more blocks.
@@ -396,7 +475,7 @@ func decide(tests []*test, d design) {
 	}
 }
 
-// hierarchy is the graph (Bretz et al. 2009) of one look's open gated
+// hierarchy is the graph (Bretz et al. 2009) of a commit's gated
 // tests. Each primary metric has an equal share of α; within it the
 // run-level (pooled) test holds half and the configurations' primaries
 // share the other half (all of it without a pooled test). A rejected
@@ -416,8 +495,10 @@ func hierarchy(ts []*test) graph {
 	}
 	f := familyOf(ts)
 	if len(f.groups) == 0 {
-		// No primary open (each decided at an earlier look): the
-		// secondaries share α equally, Holm's procedure among them.
+		// No primary in the family at all (a commit whose configurations
+		// all lack one is incomplete; this is for the simulations and
+		// plans without a primary): the secondaries share α equally,
+		// Holm's procedure among them.
 		var all []int
 		for _, sc := range f.secs {
 			all = append(all, sc...)
@@ -635,14 +716,18 @@ func (t *test) measureRange() {
 }
 
 // classifyRange: a counter beyond the baseline's range and significant
-// in its family is better or worse; inside the range it is the same;
-// else unknown. Its bar is its threshold, or none at all when its
-// repeats cannot reach the Bonferroni level a of Holm's first step.
+// in its family is better or worse; inside the range it is the same
+// only when that range itself lies within ±its bar (a baseline of
+// 1 000 ×5 and one 1 030 would otherwise call +2 % instructions, 20×
+// the band, same); else unknown. Its bar is its threshold, or none at
+// all when its repeats cannot reach its level a.
 func (t *test) classifyRange(a float64) {
+	bmin, bmax := slices.Min(t.base), slices.Max(t.base)
+	narrow := t.bmed != 0 && 100*(bmax-bmin)/2 <= t.minEffect*math.Abs(t.bmed)
 	switch {
 	case t.significant && math.Abs(t.est) > t.minEffect:
-		t.verdict = directed(t.dir, slices.Min(t.cand) > slices.Max(t.base))
-	case t.within:
+		t.verdict = directed(t.dir, slices.Min(t.cand) > bmax)
+	case t.within && narrow:
 		t.verdict = results.Same
 	default:
 		t.verdict = results.Unknown

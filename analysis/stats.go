@@ -212,11 +212,12 @@ type graph struct {
 // alpha on the p-values ps: reject a test whose p is below its weight ×
 // alpha (the one with the smallest p/w first), pass its weight along its
 // edges, rewire the graph around it, and repeat until none is left.
-// g.w is left holding the weights at the end: a test's final level is
-// g.w[i] × alpha.
-func (gr graph) reject(ps []float64, alpha float64) []bool {
+// It returns which it rejected and each test's weight: at its
+// rejection, or at the end (its final level is that weight × alpha).
+func (gr graph) reject(ps []float64, alpha float64) (out []bool, weight []float64) {
 	m := len(ps)
-	w := gr.w
+	w := append([]float64(nil), gr.w...)
+	weight = make([]float64, m)
 	g := make([][]float64, m)
 	for i := range g {
 		g[i] = append([]float64(nil), gr.g[i]...)
@@ -225,7 +226,7 @@ func (gr graph) reject(ps []float64, alpha float64) []bool {
 	for i := range in {
 		in[i] = true
 	}
-	out := make([]bool, m)
+	out = make([]bool, m)
 	for {
 		j, best := -1, math.Inf(1)
 		for i := range m {
@@ -234,9 +235,14 @@ func (gr graph) reject(ps []float64, alpha float64) []bool {
 			}
 		}
 		if j < 0 {
-			return out
+			for i := range m {
+				if in[i] {
+					weight[i] = w[i]
+				}
+			}
+			return out, weight
 		}
-		out[j], in[j] = true, false
+		out[j], in[j], weight[j] = true, false, w[j]
 		ng := make([][]float64, m)
 		for l := range m {
 			ng[l] = make([]float64, m)
