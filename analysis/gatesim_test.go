@@ -142,33 +142,39 @@ func stableTiers(t *testing.T, design string, tiers map[string]map[string]int, r
 }
 
 // TestMDEPower: the change a report says it could have detected is
-// detected with about 80 % power: one configuration at -r 12 and 6 %
-// bimodal noise states its MDE in A/A runs; runs with that change (a
-// drop of TPS) exit 1 in 70–90 % of runs (bench/power: 75–85 % at 4×
-// the runs).
+// detected with about 80 % power. A/A runs of a design state their MDE
+// (the median is taken); runs with that change (a drop of TPS) exit 1
+// in 70–90 % of runs (bench/power: 78 % at 4× the runs). One
+// configuration at -r 12 and 6 % bimodal noise has an MDE far above
+// its bar; at -r 24 and 2 % noise the MDE is near the 2 % bar, where a
+// call needs the estimate beyond the bar too (68 % before the MDE
+// allowed for it).
 func TestMDEPower(t *testing.T) {
 	const runs = 150
 	rng := rand.New(rand.NewSource(80))
-	d := gatesim.Design{Configs: 1, Repeats: 12, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}}
-	var mdes []float64
-	for range runs {
-		r := simRun(t, rng, d)
-		if st := tpsStat(t, r); st.Verdict == results.Unknown {
-			mdes = append(mdes, st.DetectablePct)
+	for _, d := range []gatesim.Design{
+		{Configs: 1, Repeats: 12, Noise: gatesim.Noise{CV: 0.06, Bimodal: true}},
+		{Configs: 1, Repeats: 24, Noise: gatesim.Noise{CV: 0.02}},
+	} {
+		var mdes []float64
+		for range runs {
+			if st := tpsStat(t, simRun(t, rng, d)); !math.IsNaN(st.DetectablePct) && st.DetectablePct > 0 {
+				mdes = append(mdes, st.DetectablePct)
+			}
 		}
-	}
-	slices.Sort(mdes)
-	mde := mdes[len(mdes)/2]
-	d.Effect = -mde / 100
-	called := 0
-	for range runs {
-		if errors.Is(simRun(t, rng, d).Gate(), ErrRegression) {
-			called++
+		slices.Sort(mdes)
+		mde := mdes[len(mdes)/2]
+		d.Effect = -mde / 100
+		called := 0
+		for range runs {
+			if errors.Is(simRun(t, rng, d).Gate(), ErrRegression) {
+				called++
+			}
 		}
-	}
-	t.Logf("stated MDE %.2f%% (median of %d A/A runs): called in %d of %d runs", mde, len(mdes), called, runs)
-	if called < runs*70/100 || called > runs*90/100 {
-		t.Errorf("at the stated MDE %.2f%%: called in %d of %d runs; want 70–90 %%", mde, called, runs)
+		t.Logf("r %d, %s noise: stated MDE %.2f%% (median of %d A/A runs): called in %d of %d runs", d.Repeats, d.Noise, mde, len(mdes), called, runs)
+		if called < runs*70/100 || called > runs*90/100 {
+			t.Errorf("r %d, %s noise: at the stated MDE %.2f%%: called in %d of %d runs; want 70–90 %%", d.Repeats, d.Noise, mde, called, runs)
+		}
 	}
 }
 
@@ -471,34 +477,5 @@ func TestOverdispersedCountsAA(t *testing.T) {
 	t.Logf("overdispersed failed_tx: %d of 200 A/A runs called a change", alarms)
 	if alarms > 2 {
 		t.Errorf("overdispersed failed_tx: %d of 200 A/A runs called a change; want ≤ 2", alarms)
-	}
-}
-
-// TestMDEPowerAtTheBar: where the stated MDE is near the metric's bar
-// (one configuration, -r 24, 2 % noise: a 2 % bar), a call needs the
-// estimate beyond the bar too; the stated MDE allows for it, and runs
-// with that change exit 1 in 70–90 % of runs (68 % before).
-func TestMDEPowerAtTheBar(t *testing.T) {
-	const runs = 150
-	rng := rand.New(rand.NewSource(24))
-	d := gatesim.Design{Configs: 1, Repeats: 24, Noise: gatesim.Noise{CV: 0.02}}
-	var mdes []float64
-	for range runs {
-		if st := tpsStat(t, simRun(t, rng, d)); st.Verdict == results.Unknown || st.Verdict == results.Same {
-			mdes = append(mdes, st.DetectablePct)
-		}
-	}
-	slices.Sort(mdes)
-	mde := mdes[len(mdes)/2]
-	d.Effect = -mde / 100
-	called := 0
-	for range runs {
-		if errors.Is(simRun(t, rng, d).Gate(), ErrRegression) {
-			called++
-		}
-	}
-	t.Logf("stated MDE %.2f%% at a 2%% bar: called in %d of %d runs", mde, called, runs)
-	if called < runs*70/100 || called > runs*90/100 {
-		t.Errorf("at the stated MDE %.2f%%: called in %d of %d runs; want 70–90 %%", mde, called, runs)
 	}
 }
