@@ -52,10 +52,12 @@ func busyPatch(t *testing.T) string {
 
 // TestUntilDecidedSlowedBuild (issue 13): PostgreSQL 15 from source
 // against the same tree with a busy loop in exec_simple_query, on
-// select1, starting at 4 repeats (where the sign-flip test cannot reach
-// α) with --until-decided: the run adds 4 blocks a look until the TPS
-// verdict is worse, --fail-on-regression exits 1, and the console and report.md say
-// after how many blocks.
+// select1, starting at 4 repeats with --until-decided: the run adds 4
+// blocks a look until the TPS verdict is worse (with the t test of issue
+// 21 the −90 % change is called at the first look, where the sign-flip
+// test could not reach α), --fail-on-regression exits 1, and the
+// console and report.md say after how many blocks. matrix's adaptive
+// tests and TestRunInstructionsSlowedBuild run the extra blocks.
 func TestUntilDecidedSlowedBuild(t *testing.T) {
 	testenv.RequireTools(t, "cc", "make")
 	env := matrixEnv(t)
@@ -78,8 +80,8 @@ func TestUntilDecidedSlowedBuild(t *testing.T) {
 		t.Fatalf("the console does not say when the run was decided:\n%s", stdout)
 	}
 	blocks, _ := strconv.Atoi(m[1])
-	if blocks <= 4 || blocks >= maxRepeats || blocks%4 != 0 {
-		t.Errorf("decided after %d blocks; want more than the planned 4, fewer than --max-repeats %d, 4 per look", blocks, maxRepeats)
+	if blocks < 4 || blocks >= maxRepeats || blocks%4 != 0 {
+		t.Errorf("decided after %d blocks; want the planned 4 or more, fewer than --max-repeats %d, 4 per look", blocks, maxRepeats)
 	}
 	var rep analysis.Report
 	data, err := os.ReadFile(filepath.Join(out, "report.json"))
@@ -95,8 +97,8 @@ func TestUntilDecidedSlowedBuild(t *testing.T) {
 	// Whether tps gates depends on the noise the run measured: in a CI
 	// run base TPS swung 63 000–147 000 between 1 s cells, the pooled
 	// tier made tps report-only, and latency's regression gated instead.
-	if tps == nil || tps.Verdict != results.Worse || tps.Blocks < 5 || tps.Blocks > blocks {
-		t.Fatalf("select1 tps: %+v; want worse after 5 to %d blocks", tps, blocks)
+	if tps == nil || tps.Verdict != results.Worse || tps.Blocks < 4 || tps.Blocks > blocks {
+		t.Fatalf("select1 tps: %+v; want worse after 4 to %d blocks", tps, blocks)
 	}
 	t.Logf("select1 tps gated: %v", tps.Gated)
 	for _, c := range rep.Regressions {
