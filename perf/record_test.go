@@ -133,7 +133,11 @@ func TestRecordPrebuilt(t *testing.T) {
 
 // TestCompareDemoPatch profiles churn on the PostgreSQL 15 build and on
 // the build with the demo patch: the per-transaction deltas name
-// pg_stat_statements' functions among the top ones.
+// pg_stat_statements' functions among the top ones. The patch moves
+// about 1 % of the CPU, and other load on the host (the suite's other
+// packages) can bury that in one pair of 3 s windows (a make test run saw
+// kernel functions and LWLockRelease above entry_cmp at z 2.6): one more
+// pair is profiled before the test fails.
 func TestCompareDemoPatch(t *testing.T) {
 	requirePerf(t)
 	e := testbuild.PG15(t)
@@ -141,15 +145,39 @@ func TestCompareDemoPatch(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), demo.PatchName)
 	os.WriteFile(patch, demo.Patch, 0o644)
 	patched := e.Build(t, "pg15-patch", "base", []string{patch}, build.Options{Type: build.Release}).Info.Install
-	// The patch moves about 1 % of the CPU (entry_dealloc sorting the
-	// table, four times less often): sample at 3 999 Hz so that those
-	// functions have hundreds of samples, not ten.
-	rb, _, tb := profileUnderLoad(t, base, "churn", 100, false, 3999)
-	rn, _, tn := profileUnderLoad(t, patched, "churn", 100, false, 3999)
+	var top []string
+	for try := 1; try <= 2; try++ {
+		rb, rn, tb, tn := profileDemoPair(t, base, patched)
+		if _, err := profiles.Diff(rb.Profile, rn.Profile, tb*3, tn*3); err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		if top, found = pgssAmongTop(t, rb, rn, tb, tn); found {
+			return
+		}
+		t.Logf("try %d: no pg_stat_statements function among the top deltas: %v", try, top)
+	}
+	t.Errorf("no pg_stat_statements function among the top deltas in two tries: %v", top)
+}
+
+// profileDemoPair profiles churn on both builds, at 3 999 Hz so that the
+// functions the patch moves have hundreds of samples, not ten, and
+// returns the profiles and the runs' TPS.
+func profileDemoPair(t *testing.T, base, patched string) (rb, rn *perf.Result, tb, tn float64) {
+	t.Helper()
+	rb, _, tb = profileUnderLoad(t, base, "churn", 100, false, 3999)
+	rn, _, tn = profileUnderLoad(t, patched, "churn", 100, false, 3999)
 	if tb == 0 || tn == 0 {
 		t.Fatal("no throughput")
 	}
-	// Transactions in each 3 s window, from the runs' TPS.
+	return rb, rn, tb, tn
+}
+
+// pgssAmongTop lists the ten functions whose time per transaction
+// changed most significantly (transactions in each 3 s window, from the
+// runs' TPS) and reports whether one is pg_stat_statements'.
+func pgssAmongTop(t *testing.T, rb, rn *perf.Result, tb, tn float64) ([]string, bool) {
+	t.Helper()
 	ds := profiles.Compare(rb.Profile, rn.Profile, tb*3, tn*3)
 	profiles.SortBySignificance(ds)
 	var top []string
@@ -165,16 +193,10 @@ func TestCompareDemoPatch(t *testing.T) {
 			t.Logf("  %s: %.1f -> %.1f ns/tx (z %.1f)", d.Name, d.Base, d.New, d.Z)
 		}
 	}
-	found := false
 	for _, n := range top {
 		if strings.Contains(n, "entry_") || strings.Contains(n, "pgss") || strings.Contains(n, "pg_stat_statements") || strings.Contains(n, "qsort") {
-			found = true
+			return top, true
 		}
 	}
-	if !found {
-		t.Errorf("no pg_stat_statements function among the top deltas: %v", top)
-	}
-	if _, err := profiles.Diff(rb.Profile, rn.Profile, tb*3, tn*3); err != nil {
-		t.Error(err)
-	}
+	return top, false
 }
