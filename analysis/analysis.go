@@ -1021,10 +1021,6 @@ func (a *analyzer) choosePrimary() {
 		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: "", Config: "every configuration", Metric: m,
 			Why: fmt.Sprintf("%s is in no usable cell: a --primary or --gate metric the run did not measure", m), Gated: true})
 	}
-	if !explicit && len(a.primary) == 0 && !a.present["tps"] && !a.present[metricInstrPerTx] {
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Config: "every configuration", Metric: "tps",
-			Why: "no usable cell has a valid tps (or instructions_per_tx): the primary metric is missing", Gated: true})
-	}
 }
 
 // findIncomplete notes each commit × configuration whose cells are fewer
