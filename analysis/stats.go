@@ -264,24 +264,33 @@ func (gr graph) reject(ps []float64, alpha float64) (out []bool, weight []float6
 	}
 }
 
+// binomExactMax is the most trials binomTwoSided computes exactly.
+const binomExactMax = 2000
+
 // binomTwoSided is the two-sided p-value of k successes in n trials of
-// probability q: twice the smaller tail, at most 1.
+// probability q: twice the smaller tail, at most 1. The tails are
+// regularized incomplete beta functions up to binomExactMax trials, and
+// the normal approximation with continuity correction above (where the
+// beta function's continued fraction does not converge, and the
+// standard deviation is over 20), so the cost does not grow with n
+// (failed_tx of 1 000 a cell over 250 repeats is n = 500 000: a sum over
+// the terms made analyze of 100 000 cells 2.4× slower).
 func binomTwoSided(k, n int, q float64) float64 {
 	if n == 0 {
 		return 1
 	}
-	lower, upper := 0.0, 0.0
-	for i := 0; i <= n; i++ {
-		lg, _ := math.Lgamma(float64(n + 1))
-		li, _ := math.Lgamma(float64(i + 1))
-		lr, _ := math.Lgamma(float64(n - i + 1))
-		pr := math.Exp(lg - li - lr + float64(i)*math.Log(q) + float64(n-i)*math.Log1p(-q))
-		if i <= k {
-			lower += pr
-		}
-		if i >= k {
-			upper += pr
-		}
+	lower, upper := 1.0, 1.0 // P(X ≤ k), P(X ≥ k)
+	if n > binomExactMax {
+		mu, sd := float64(n)*q, math.Sqrt(float64(n)*q*(1-q))
+		phi := func(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+		lower, upper = phi((float64(k)+0.5-mu)/sd), 1-phi((float64(k)-0.5-mu)/sd)
+		return math.Min(1, 2*math.Min(lower, upper))
+	}
+	if k < n {
+		lower = mathx.BetaInc(1-q, float64(n-k), float64(k+1))
+	}
+	if k > 0 {
+		upper = mathx.BetaInc(q, float64(k), float64(n-k+1))
 	}
 	return math.Min(1, 2*math.Min(lower, upper))
 }
