@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -956,14 +957,13 @@ func (a *analyzer) chooseMetrics() {
 			a.r.Metrics = append(a.r.Metrics, m.Name)
 		}
 	}
-	for m, n := range a.invalid {
+	for _, m := range slices.Sorted(maps.Keys(a.invalid)) {
 		why := "null, non-finite or 0"
 		if !a.positive[m] {
 			why = "null or non-finite"
 		}
-		a.r.Warnings = append(a.r.Warnings, fmt.Sprintf("%s was %s in %d usable cell(s): not a measurement, counted as missing", m, why, n))
+		a.r.Warnings = append(a.r.Warnings, fmt.Sprintf("%s was %s in %d usable cell(s): not a measurement, counted as missing", m, why, a.invalid[m]))
 	}
-	slices.Sort(a.r.Warnings[len(a.r.Warnings)-len(a.invalid):])
 }
 
 // choosePrimary names each configuration's primary metrics: the ones
@@ -1372,7 +1372,6 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 		for _, p := range parts {
 			pt.minEffect += p.minEffect / float64(len(parts))
 		}
-		pt.cand = make([]float64, slices.Max(lengths(parts))) // only its length counts: the blocks
 		pt.cfg = m
 		pools = append(pools, pt)
 		fam = append(fam, pt)
@@ -1388,17 +1387,9 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 	}
 	sig := holm(ps, d.alpha)
 	for i, t := range loose {
-		t.classify(sig[i], d.alpha/float64(len(loose)), len(loose))
+		t.classify(sig[i], d.alpha/float64(len(loose)))
 	}
 	return len(fam), exact, mirrored, pools
-}
-
-func lengths(ts []*test) []int {
-	out := make([]int, len(ts))
-	for i, t := range ts {
-		out[i] = len(t.cand)
-	}
-	return out
 }
 
 // constantEqual decides, as same with Δ 0, a test whose two arms are
@@ -1508,11 +1499,10 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 	if t.count {
 		st.Method = "rate"
 	}
-	if t.paired && !ct.exact {
+	if t.paired && !ct.exact || t.verdict == results.Unknown {
 		st.DetectablePct = t.detectable()
 	}
 	if t.verdict == results.Unknown {
-		st.DetectablePct = t.detectable()
 		switch {
 		case t.gatekept:
 			st.Behind = true
@@ -1831,8 +1821,11 @@ func (a *analyzer) pooled(c string, pools []*test) {
 // standard error falls as 1/√n); 0 when it cannot say.
 func needRepeats(t *test) int {
 	n := t.n
-	if t.role == pooled && len(t.parts) > 0 {
-		n = min(len(t.cand), len(t.parts[0].cand))
+	if t.role == pooled {
+		n = 0 // the blocks, not the configurations it pools
+		for _, p := range t.parts {
+			n = max(n, len(p.cand))
+		}
 	}
 	if math.IsInf(t.mde, 0) || math.IsNaN(t.mde) || t.minEffect <= 0 || n < 1 {
 		return 0

@@ -79,7 +79,6 @@ type test struct {
 	mde         float64 // percent: what this n could have detected
 	look        int
 	level       float64 // the test's own level at its look: its weight × the look's α
-	family      int
 	significant bool
 	// gatekept: a secondary whose primary was not rejected, so it was
 	// never given α.
@@ -304,8 +303,8 @@ func dispersion(base, cand []float64) float64 {
 // higher/lower); the decision interval within ±minimum effect → same;
 // else unknown, with the smallest change it could have detected at its
 // own level (80 % power).
-func (t *test) classify(significant bool, level float64, m int) {
-	t.significant, t.level, t.family = significant, level, m
+func (t *test) classify(significant bool, level float64) {
+	t.significant, t.level = significant, level
 	if t.counter {
 		t.classifyRange(level)
 		return
@@ -453,7 +452,7 @@ func decide(tests []*test, d design) {
 		var next []*test
 		for _, t := range open {
 			i := index[t]
-			t.classify(sig[i], w[i]*a, len(open))
+			t.classify(sig[i], w[i]*a)
 			t.gatekept = t.role == secondary && w[i] == 0 && !sig[i]
 			if t.verdict != results.Unknown || k == d.looks() || t.counter {
 				// A counter is judged once, on every value, at the first

@@ -46,7 +46,7 @@ type RunOptions struct {
 // a gated run: no report, no gate); a store that cannot be reached is
 // an error, unless the gate has one to return, which wins.
 func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
-	if err := CheckGate(plan, o.Analysis); err != nil {
+	if err := analysis.CheckMetrics(plan, o.Analysis); err != nil {
 		return err
 	}
 	if o.Fail {
@@ -173,14 +173,6 @@ func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output
 		return err
 	}
 	return Gate(rep, f.Fail, f.AllowUnknown, errOut)
-}
-
-// CheckGate refuses, before anything runs, a --gate or --primary metric
-// the plan does not define, and a --primary that is descriptive (no
-// better or worse to answer): analysis.Analyze refuses them too, but
-// only once the run is over.
-func CheckGate(plan *results.Plan, o analysis.Options) error {
-	return analysis.CheckMetrics(plan, o)
 }
 
 // OutputDir is where a new run's results go: dir, or a new

@@ -24,7 +24,7 @@ import (
 // or prints.
 func TestRunRefusesUnknownGate(t *testing.T) {
 	plan := &results.Plan{Metrics: workload.Metrics}
-	if err := CheckGate(plan, analysis.Options{Gate: []string{"tps", "latency_p99_ms"}, Primary: []string{"latency_p95_ms"}}); err != nil {
+	if err := analysis.CheckMetrics(plan, analysis.Options{Gate: []string{"tps", "latency_p99_ms"}, Primary: []string{"latency_p95_ms"}}); err != nil {
 		t.Errorf("known metrics: %v", err)
 	}
 	for _, tc := range []struct {
