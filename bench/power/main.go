@@ -43,8 +43,41 @@ func main() {
 			}
 		}
 	}
+	designs(rng, *runs)
 	aa(rng, 10**runs)
 	statedMDE(rng, *runs*4)
+}
+
+// designs prints, for the designs users run, the share of runs the gate
+// calls (exit 1 for tps) and, in A/A runs, the shares that alarm (exit
+// 1) and that could not answer (exit 3).
+func designs(rng *rand.Rand, runs int) {
+	fmt.Printf("\nThe designs users run (%d runs each, full metric set, failed transactions in 1 %% of cells)\n\n", runs)
+	fmt.Printf("| design | configs × r | −5 %% at 2 %% | −15 %% at 6 %% bimodal | A/A 2 %%: exit 1 / exit 3 | A/A 6 %% bimodal: exit 1 / exit 3 |\n|---|---|---|---|---|---|\n")
+	two, six := gatesim.Noise{CV: 0.02}, gatesim.Noise{CV: 0.06, Bimodal: true}
+	for _, d := range []struct {
+		name    string
+		configs int
+		r       int
+	}{{"README example", 4, 8}, {"make demo", 2, 12}, {"nightly.example.toml", 4, 12}, {"24 configurations", 24, 8}} {
+		at := func(e float64, nz gatesim.Noise) gatesim.Design {
+			return gatesim.Design{Configs: d.configs, Repeats: d.r, Effect: e, Noise: nz, Full: true, FailedCells: 0.01}
+		}
+		fmt.Printf("| %s | %d × %d | %d %% | %d %% |", d.name, d.configs, d.r, 100*power(rng, at(-0.05, two), runs)/runs, 100*power(rng, at(-0.15, six), runs)/runs)
+		for _, nz := range []gatesim.Noise{two, six} {
+			alarms, unanswered := 0, 0
+			for range runs {
+				switch g := analyze(rng, at(0, nz)).Gate(); {
+				case errors.Is(g, analysis.ErrRegression):
+					alarms++
+				case errors.Is(g, analysis.ErrUnanswered):
+					unanswered++
+				}
+			}
+			fmt.Printf(" %d %% / %d %% |", 100*alarms/runs, 100*unanswered/runs)
+		}
+		fmt.Println()
+	}
 }
 
 // analyze judges one synthetic run.
