@@ -73,7 +73,7 @@ type Options struct {
 
 // DefaultPrimary is the primary metric of a configuration when
 // Options.Primary names none: the first of these its cells have.
-var DefaultPrimary = []string{"tps", metricInstrPerTx}
+var DefaultPrimary = []string{results.MetricTPS, results.MetricInstructionsPerTx}
 
 // Sequential is the adaptive design of --until-decided. The matrix runs
 // the planned repeats, calls Analyze with the same Sequential after each
@@ -622,31 +622,21 @@ func (r *Report) Gate() error {
 	return nil
 }
 
-// Night statuses (Night.Status): what Report.Gate said of a night.
-const (
-	StatusOK         = "ok"
-	StatusRegression = "regression"
-	StatusFailed     = "failed"
-	// StatusUnanswered: the night ran, but could not have seen a
-	// regression of the size asked about (ErrUnanswered); never "ok".
-	StatusUnanswered = "unanswered"
-)
-
 // GateStatus names a night by its report's gate (Report.Gate): a
 // regression (exit 1), unanswered when the primary's answer was unknown,
 // failed when the run could not answer for missing cells (exit 3, never
 // a baseline), else ok. Nightly and the store both call it, so a night's
 // status is the one rule.
-func GateStatus(gate error) string {
+func GateStatus(gate error) results.GateStatus {
 	switch {
 	case gate == nil:
-		return StatusOK
+		return results.GateOK
 	case errors.Is(gate, ErrRegression):
-		return StatusRegression
+		return results.GateRegression
 	case errors.Is(gate, ErrUnanswered):
-		return StatusUnanswered
+		return results.GateUnanswered
 	}
-	return StatusFailed
+	return results.GateFailed
 }
 
 // Line is the change as a night lists it: "config metric -x.xx%".
@@ -1727,7 +1717,7 @@ func (r *Report) aa() {
 		}
 		a := &AA{Arms: arms}
 		for _, row := range r.Rows {
-			if row.Metric != "tps" {
+			if row.Metric != results.MetricTPS {
 				continue
 			}
 			for _, st := range row.Stats {

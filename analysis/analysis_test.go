@@ -14,7 +14,6 @@ import (
 
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -27,7 +26,7 @@ func input(base, patch []float64) *Input {
 	p := &results.Plan{
 		Version: results.Version, Baseline: "base",
 		Commits: []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
-		Configs: []results.Config{cfg}, Metrics: workload.Metrics,
+		Configs: []results.Config{cfg}, Metrics: results.Builtin,
 	}
 	in := &Input{Plan: p}
 	add := func(commit string, vs []float64) {

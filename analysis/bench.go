@@ -18,24 +18,21 @@ import (
 // (seconds, not milliseconds, so benchstat scales it as 61.9m/61.9µ),
 // distinct per metric because benchstat makes one table per unit, and
 // the factor that converts the metric's value to it.
-func benchUnit(name string) (unit string, factor float64) {
-	dash := func(s string) string { return strings.ReplaceAll(s, "_", "-") }
+func benchUnit(def results.Metric) (unit string, factor float64) {
+	stem := strings.ReplaceAll(strings.TrimSuffix(strings.TrimSuffix(def.Name, "_ms"), "_per_tx"), "_", "-")
 	switch {
-	case name == "tps":
-		return "tx/s", 1
-	case name == "latency_avg_ms":
-		return "sec/tx", 1e-3
-	case strings.HasSuffix(name, "_ms"):
-		// latency_p99_ms → latency-p99-sec
-		return dash(strings.TrimSuffix(name, "_ms")) + "-sec", 1e-3
-	case name == "server_cpu_s_per_tx":
-		return "server-cpu-sec/tx", 1
-	case name == "wal_bytes_per_tx":
-		return "wal-B/tx", 1
-	case strings.HasSuffix(name, "_per_tx"):
-		return dash(strings.TrimSuffix(name, "_per_tx")) + "/tx", 1
+	case def.Unit == "tx/s":
+		return def.Unit, 1
+	case def.Unit == "ms" && def.SameAs != "":
+		return "sec/tx", 1e-3 // the mean latency, the inverse of TPS
+	case def.Unit == "ms":
+		return stem + "-sec", 1e-3
+	case def.Unit == "s/tx":
+		return stem + "-sec/tx", 1
+	case strings.HasSuffix(def.Unit, "/tx"):
+		return stem + "/tx", 1
 	}
-	return dash(name), 1
+	return stem, 1
 }
 
 // benchName is a configuration as a benchmark name with /key=value
@@ -76,7 +73,7 @@ func (r *Report) benchUnits() []*benchfmt.UnitMetadata {
 	var out []*benchfmt.UnitMetadata
 	for _, name := range r.Metrics {
 		m, _ := r.Plan.Metrics.Get(name)
-		unit, _ := benchUnit(name)
+		unit, _ := benchUnit(m)
 		switch m.Direction {
 		case results.HigherIsBetter:
 			out = append(out, &benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: unit, Key: "better"}, OrigUnit: unit, Value: "higher"})
@@ -128,7 +125,8 @@ func (r *Report) benchResults(commit string, withCommit bool) []*benchfmt.Result
 			if !ok || !isFinite(v) {
 				continue
 			}
-			unit, f := benchUnit(m)
+			def, _ := r.Plan.Metrics.Get(m)
+			unit, f := benchUnit(def)
 			res.Values = append(res.Values, benchfmt.Value{Value: v * f, Unit: unit})
 		}
 		if len(res.Values) > 0 {

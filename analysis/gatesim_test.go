@@ -15,7 +15,6 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/gatesim"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // The whole gate, simulated at the designs users run (issue 21): each
@@ -353,7 +352,7 @@ func TestExactSurvivesTimedBlocks(t *testing.T) {
 	rng := rand.New(rand.NewSource(10))
 	timed := results.Config{Workload: "select1", Clients: 8}
 	instr := results.Config{Workload: "select1", Clients: 1, Instructions: true}
-	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: results.Builtin,
 		Commits: []results.Commit{{Label: "base", Build: "base"}, {Label: "slow", Build: "slow"}, {Label: "aa", Build: "base"}},
 		Configs: []results.Config{timed, instr},
 		Options: results.PlanOpts{Repeats: 6, UntilDecided: true, UntilStep: 2, MaxRepeats: 16, Instructions: true}}

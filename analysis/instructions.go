@@ -16,10 +16,6 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// metricInstrPerTx is workload.MetricInstructionsPerTx (analysis reads
-// result files only and does not import workload).
-const metricInstrPerTx = "instructions_per_tx"
-
 // InstrWent is, for one instruction configuration (matrix
 // --instructions) and commit, the instructions per transaction against
 // the baseline, as an absolute and a relative change, and where they
@@ -72,7 +68,7 @@ func (r *Report) instructions() {
 			groups[k] = g
 			keys = append(keys, k)
 		}
-		g.values = append(g.values, rec.Metrics[metricInstrPerTx])
+		g.values = append(g.values, rec.Metrics[results.MetricInstructionsPerTx])
 		if !slices.Contains(g.methods, rec.Instr.Method) {
 			g.methods = append(g.methods, rec.Instr.Method)
 		}
@@ -115,7 +111,7 @@ func (r *Report) instrWent(config, commit string, b, c *instrGroup) InstrWent {
 	iw.Base, iw.New = Median(b.values), Median(c.values)
 	iw.Diff = iw.New - iw.Base
 	iw.DiffPct = 100 * iw.Diff / iw.Base
-	for _, row := range r.rowsFor(strings.SplitN(config, "/", 2)[0], metricInstrPerTx) {
+	for _, row := range r.rowsFor(strings.SplitN(config, "/", 2)[0], results.MetricInstructionsPerTx) {
 		for _, st := range row.Stats {
 			if row.Config == config && st.Commit == commit {
 				iw.Verdict = st.Verdict

@@ -112,7 +112,7 @@ func (w *plotWriter) clientGroups() []*clientGroup {
 	byName := map[string]*clientGroup{}
 	for _, row := range w.r.Rows {
 		c, ok := w.cfgs[row.Config]
-		if row.Metric != "tps" || !ok {
+		if row.Metric != results.MetricTPS || !ok {
 			continue
 		}
 		k := c

@@ -66,15 +66,15 @@ func PlanReach(p *results.Plan, o Options) []Reach {
 	primaries := o.Primary
 	if len(primaries) == 0 {
 		if timed > 0 {
-			primaries = append(primaries, "tps")
+			primaries = append(primaries, results.MetricTPS)
 		}
 		if instr > 0 {
-			primaries = append(primaries, metricInstrPerTx)
+			primaries = append(primaries, results.MetricInstructionsPerTx)
 		}
 	}
 	for _, m := range primaries {
 		k := timed
-		if m == metricInstrPerTx {
+		if m == results.MetricInstructionsPerTx {
 			k = instr
 		}
 		def, _ := p.Metrics.Get(m)

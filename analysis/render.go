@@ -81,7 +81,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 	fmt.Fprintf(w, ". better/worse: significant and beyond the metric's bar; same: the interval lies within ±bar; unknown: neither\n")
 	fmt.Fprintf(w, "- abtest %s; results: %s\n", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 	for _, f := range p.Doctor {
-		if f.Status != "ok" {
+		if f.Status != results.FindingOK {
 			fmt.Fprintf(w, "- doctor: **%s** %s: %s (%s; fix: %s)\n", f.Status, f.Check, f.Value, f.Why, f.Fix)
 		}
 	}
@@ -197,9 +197,8 @@ func (r *Report) writeChanges(w io.Writer) {
 // writeWorkload shows a workload's main metrics as tables by
 // configuration, then its cells' details.
 func (r *Report) writeWorkload(w io.Writer, wl string) {
-	main := []string{"tps", "latency_avg_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
 	fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
-	for _, m := range main {
+	for _, m := range results.Summary {
 		if rows := r.rowsFor(wl, m); len(rows) > 0 {
 			r.writeMetricTable(w, wl, m, rows)
 		}
@@ -306,7 +305,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 	}
 	by := map[string]*agg{}
 	for _, rec := range r.records {
-		if rec.Workload != wl || rec.Status != "ok" {
+		if rec.Workload != wl || rec.Status != results.StatusOK {
 			continue
 		}
 		a := by[rec.Commit]
@@ -328,7 +327,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			a.total += rec.Waits.Active + rec.Waits.Idle
 		}
 		if rec.Probe != nil {
-			tx := rec.Metrics["tps"] * rec.DurationS
+			tx := rec.Metrics[results.MetricTPS] * rec.DurationS
 			a.tx += tx
 			a.ins += float64(rec.Probe.Tables.Ins)
 			a.upd += float64(rec.Probe.Tables.Upd)

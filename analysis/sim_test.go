@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // The simulations of issue 13, seeded and deterministic. They drive the
@@ -16,7 +15,7 @@ import (
 // the records around it, to stay fast: 1 000 runs of 192 tests take
 // about a second.
 
-var tpsDef, _ = workload.Metrics.Get("tps")
+var tpsDef, _ = results.Builtin.Get("tps")
 
 // pairsOf draws n blocks of a base and a candidate cell: level × (1 +
 // cv·N(0,1)), the candidate scaled by 1+effect.
@@ -181,7 +180,7 @@ func TestSequentialAA(t *testing.T) {
 // counts × 2 CPU counts) with 5 repeats and metrics of given cell CVs;
 // failed_tx is 0 throughout.
 func aaInput(rng *rand.Rand, cvs map[string]float64) *Input {
-	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: results.Builtin,
 		Commits: []results.Commit{{Label: "base", Build: "b"}, {Label: "patch", Build: "p"}}, Options: results.PlanOpts{Repeats: 5}}
 	in := &Input{Plan: p}
 	for _, wl := range []string{"select1", "churn"} {
@@ -249,7 +248,7 @@ func TestTierStability(t *testing.T) {
 // (pg_stat_statements evicting entries on churn), the patch's scaled by
 // 1+effect in the first configuration.
 func counterInput(rng *rand.Rand, repeats int, effect float64) *Input {
-	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: results.Builtin,
 		Commits: []results.Commit{{Label: "base", Build: "b"}, {Label: "patch", Build: "p"}}, Options: results.PlanOpts{Repeats: repeats}}
 	in := &Input{Plan: p}
 	for _, wl := range []string{"select1", "churn"} {

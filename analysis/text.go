@@ -9,14 +9,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 )
 
 // textWidth is the width prose is wrapped to: a mail to pgsql-hackers
 // is read at 80 columns.
 const textWidth = 76
-
-// textMetrics are the metrics the text report tables, in this order.
-var textMetrics = []string{"tps", "latency_avg_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "pgss_deallocs", "pgss_entries", "server_cpu_s_per_tx", "wal_bytes_per_tx", "wal_records_per_tx", "db_time_pct"}
 
 // WriteText writes the report as aligned plain text to paste into a
 // mail (pgsql-hackers) or show on a terminal: no markdown, lines within
@@ -37,7 +35,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeTextSummary(w)
 	r.writeTextSummaryNotes(w)
 	for _, wl := range r.Plan.Options.Workloads {
-		for _, m := range textMetrics {
+		for _, m := range results.Summary {
 			if rows := r.rowsFor(wl, m); len(rows) > 0 {
 				r.writeTextTables(w, wl, m, rows, others)
 			}
@@ -195,7 +193,7 @@ func (r *Report) writeTextSetup(w io.Writer) {
 		strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol, o.Order, len(r.records), r.PlannedCells))
 	wrap(w, "  ", "    ", "statistics: "+r.method())
 	for _, f := range p.Doctor {
-		if f.Status != "ok" {
+		if f.Status != results.FindingOK {
 			wrap(w, "  ", "    ", fmt.Sprintf("doctor: %s %s: %s (%s)", f.Status, f.Check, f.Value, f.Why))
 		}
 	}

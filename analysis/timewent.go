@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/pgabtest/abtest/perf/profiles"
+	"github.com/pgabtest/abtest/results"
 
 	"github.com/google/pprof/profile"
 )
@@ -35,7 +36,7 @@ func (r *Report) profiles(base string) {
 	count := map[key]int{}
 	var keys []key
 	for _, rec := range r.records {
-		if rec.Status != "ok" || rec.Perf == nil || rec.Perf.Profile == "" {
+		if rec.Status != results.StatusOK || rec.Perf == nil || rec.Perf.Profile == "" {
 			continue
 		}
 		p, err := readProfile(r.Dirs, rec.Perf.Profile)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/jsonl"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 )
 
 // Night is one line of a nightly job's history.jsonl.
@@ -26,11 +27,9 @@ type Night struct {
 	Subject  string `json:"subject,omitempty"`
 	Baseline string `json:"baseline,omitempty"`
 	Run      string `json:"run"`
-	// Status is StatusOK, StatusRegression, StatusUnanswered or
-	// StatusFailed: GateStatus
-	// of the night's gate.
-	Status      string   `json:"status"`
-	Regressions []string `json:"regressions,omitempty"`
+	// Status is GateStatus of the night's gate.
+	Status      results.GateStatus `json:"status"`
+	Regressions []string           `json:"regressions,omitempty"`
 	// Expected are the night's regressions an annotation explains
 	// (abtest annotate): shown, not gated.
 	Expected []string `json:"expected,omitempty"`
@@ -174,7 +173,7 @@ func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %.6g | %.6g | %s |\n", t.Config, t.Metric, len(t.Values), t.Values[0], t.Values[len(t.Values)-1], desc)
 		name := "trend-" + fileSafe.ReplaceAllString(t.Config, "_")
-		if t.Metric != "tps" {
+		if t.Metric != results.MetricTPS {
 			name += "-" + t.Metric
 		}
 		path := filepath.Join(plotsDir, name+".svg")

@@ -30,7 +30,6 @@ import (
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // Verdict is a step's answer.
@@ -121,7 +120,7 @@ func (r *Request) Check() error {
 	if r.Good == "" || r.Bad == "" {
 		return exitcode.BadInputf("bisect: --good REF and --bad REF are required")
 	}
-	def, ok := workload.Metrics.Get(r.Metric)
+	def, ok := results.Builtin.Get(r.Metric)
 	if !ok {
 		return exitcode.BadInputf("--metric %q: unknown metric", r.Metric)
 	}
@@ -162,7 +161,7 @@ func (r *Request) step(good, sha, bad string, repeats int) matrix.Request {
 
 // instructions says whether the metric is counted by instruction cells.
 func (r *Request) instructions() bool {
-	return r.Metric == workload.MetricInstructionsPerTx || r.Metric == workload.MetricInstructions
+	return r.Metric == results.MetricInstructionsPerTx || r.Metric == results.MetricInstructions
 }
 
 // threshold is the request's threshold, or the metric's own.
@@ -170,7 +169,7 @@ func (r *Request) threshold() float64 {
 	if r.Threshold > 0 {
 		return r.Threshold
 	}
-	def, _ := workload.Metrics.Get(r.Metric)
+	def, _ := results.Builtin.Get(r.Metric)
 	return def.ThresholdPct
 }
 

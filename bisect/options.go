@@ -6,8 +6,10 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
+
+// DefaultMetric is the metric a bisection follows unless told another.
+const DefaultMetric = results.MetricTPS
 
 // Options are a bisection as a person writes it (abtest bisect's flags):
 // one configuration, durations in seconds. Request checks and types
@@ -34,7 +36,7 @@ type Options struct {
 // Request returns the Request o asks for (Dir aside).
 func (o Options) Request() (*Request, error) {
 	r := &Request{Good: o.Good, Bad: o.Bad, Metric: o.Metric, Threshold: o.Threshold, Repeats: o.Repeats, MaxRepeats: o.MaxRepeats}
-	if def, ok := workload.Metrics.Get(r.Metric); ok && def.Tier == results.TierExact && !o.RepeatsGiven {
+	if def, ok := results.Builtin.Get(r.Metric); ok && def.Tier == results.TierExact && !o.RepeatsGiven {
 		// An exact metric (instructions_per_tx) is decided by one
 		// repeat per step.
 		r.Repeats = 1

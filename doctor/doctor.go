@@ -19,17 +19,17 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// Statuses.
+// Statuses, the vocabulary's (results.FindingStatus) under short names.
 const (
-	OK   = "ok"
-	Warn = "warn"
-	Fail = "fail"
+	OK   = results.FindingOK
+	Warn = results.FindingWarn
+	Fail = results.FindingFail
 )
 
 // Finding is one check's outcome.
 type Finding = results.Finding
 
-func finding(check, status, value, why, fix string) Finding {
+func finding(check string, status results.FindingStatus, value, why, fix string) Finding {
 	return Finding{Check: check, Status: status, Value: value, Why: why, Fix: fix}
 }
 
@@ -226,7 +226,7 @@ func joinCounts(m map[string]int) string {
 }
 
 // Worst returns the worst status among findings.
-func Worst(fs []Finding) string {
+func Worst(fs []Finding) results.FindingStatus {
 	w := OK
 	for _, f := range fs {
 		if f.Status == Fail {

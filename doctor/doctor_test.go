@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/results"
 )
 
 func tree(t *testing.T, files map[string]string) string {
@@ -52,7 +53,7 @@ func TestNoisyHost(t *testing.T) {
 		return "/usr/bin/" + name, nil
 	}
 	fs := Check(Host{Facts: host.Read(root), LookPath: missing, Euid: 1000})
-	for check, want := range map[string]string{
+	for check, want := range map[string]results.FindingStatus{
 		"cpu governor": Warn, "turbo": Warn, "smt": Warn, "transparent huge pages": Warn,
 		"free memory": Warn, "load average": Warn, "perf": Warn, "build tools": Warn, "run-as account": OK,
 	} {
@@ -129,7 +130,7 @@ func TestVirtualHost(t *testing.T) {
 		t.Fatalf("facts = %+v", h)
 	}
 	fs := Check(Host{Facts: h, LookPath: allTools, Euid: 0, RunAs: "root"})
-	for check, want := range map[string]string{"virtualization": Warn, "steal time": Warn, "cpu quota": Warn} {
+	for check, want := range map[string]results.FindingStatus{"virtualization": Warn, "steal time": Warn, "cpu quota": Warn} {
 		if f := find(fs, check); f.Status != want || f.Why == "" || f.Fix == "" {
 			t.Errorf("%s: %+v, want %s with why and fix", check, f, want)
 		}

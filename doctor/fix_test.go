@@ -60,7 +60,7 @@ func TestWriteText(t *testing.T) {
 		{Check: "turbo", Status: Warn, Value: "on", Why: "clocks vary", Fix: "turn it off"},
 		{Check: "smt", Status: OK, Value: "off"},
 	})
-	want := Warn + "  turbo  on\n" + OK + "    smt    off\n\nturbo: on\n  why: clocks vary\n  fix: turn it off\n\noverall: " + Warn + "\n"
+	want := string(Warn) + "  turbo  on\n" + string(OK) + "    smt    off\n\nturbo: on\n  why: clocks vary\n  fix: turn it off\n\noverall: " + string(Warn) + "\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
 	}

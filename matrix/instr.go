@@ -113,5 +113,5 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 // instrResult is the result of an instruction cell, for its progress
 // line.
 func instrResult(rec *results.Record) string {
-	return fmt.Sprintf("instructions/tx=%.1f (%s, %d tx)", rec.Metrics[workload.MetricInstructionsPerTx], rec.Instr.Method, rec.Instr.Transactions)
+	return fmt.Sprintf("instructions/tx=%.1f (%s, %d tx)", rec.Metrics[results.MetricInstructionsPerTx], rec.Instr.Method, rec.Instr.Transactions)
 }

@@ -47,7 +47,6 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // Shard is I of N.
@@ -91,7 +90,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
 		},
 		Shard:   req.Shard.String(),
-		Metrics: workload.Metrics,
+		Metrics: results.Builtin,
 	}
 	if req.Adaptive.UntilDecided {
 		p.Options.UntilDecided = true

@@ -448,7 +448,7 @@ func result(rec *results.Record) (string, bool) {
 	if rec.Saturated {
 		sat = " SATURATED"
 	}
-	return fmt.Sprintf("tps=%.0f p99=%.3fms deallocs=%.0f%s", rec.Metrics["tps"], rec.Metrics["latency_p99_ms"], rec.Metrics["pgss_deallocs"], sat), false
+	return fmt.Sprintf("tps=%.0f p99=%.3fms deallocs=%.0f%s", rec.Metrics[results.MetricTPS], rec.Metrics[results.MetricLatencyP99], rec.Metrics[results.MetricPGSSDeallocs], sat), false
 }
 
 // failed records a failed cell with the tail of the failing tool's

@@ -80,7 +80,7 @@ func TestNightUnansweredIsNotOK(t *testing.T) {
 			t.Errorf("allow_unknown = %v: summary %q", allow, line)
 		}
 		hist, err := analysis.ReadHistory(n.histPath)
-		if err != nil || len(hist) != 1 || hist[0].Status != analysis.StatusUnanswered {
+		if err != nil || len(hist) != 1 || hist[0].Status != results.GateUnanswered {
 			t.Errorf("allow_unknown = %v: history %+v %v; want one unanswered night", allow, hist, err)
 		}
 		if last := lastGood(hist); last == nil || last.SHA != n.head.sha {

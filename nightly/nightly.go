@@ -187,7 +187,7 @@ func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip,
 // unanswered night is a baseline (its cells are all there).
 func lastGood(history []analysis.Night) *analysis.Night {
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Status != analysis.StatusFailed {
+		if history[i].Status != results.GateFailed {
 			return &history[i]
 		}
 	}
@@ -230,7 +230,7 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	}
 	if err != nil {
 		if !dry {
-			_ = analysis.AppendHistory(n.histPath, n.entry(analysis.StatusFailed))
+			_ = analysis.AppendHistory(n.histPath, n.entry(results.GateFailed))
 			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), text.Short(n.head.sha), err)
 		}
 		if exitcode.Code(err) == exitcode.Usage {
@@ -241,7 +241,7 @@ func (n *night) run(ctx context.Context, dry bool) error {
 	return n.judge(ctx)
 }
 
-func (n *night) entry(status string) analysis.Night {
+func (n *night) entry(status results.GateStatus) analysis.Night {
 	return analysis.Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
 }
 
@@ -290,7 +290,7 @@ func (n *night) judge(ctx context.Context) error {
 // gate is the night's history line and verdict: the report's gate with
 // the regressions an annotation explains set apart as expected.
 func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
-	nt := n.entry(analysis.StatusOK)
+	nt := n.entry(results.GateOK)
 	nt.Medians = rep.NightFrom(HeadLabel)
 	gated := *rep
 	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
@@ -298,7 +298,7 @@ func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
 	// A failed night is not a baseline for the next (lastGood skips it);
 	// an unanswered one is: its cells are all there.
 	nt.Status = analysis.GateStatus(verdict)
-	if nt.Status == analysis.StatusRegression {
+	if nt.Status == results.GateRegression {
 		for _, c := range gated.Regressions {
 			nt.Regressions = append(nt.Regressions, c.Line())
 		}
@@ -340,7 +340,7 @@ func (n *night) summary(nt analysis.Night, verdict error, unanswered []string) e
 	switch {
 	case len(nt.Regressions) > 0:
 		s += fmt.Sprintf(": %d REGRESSION(S): %s", len(nt.Regressions), strings.Join(nt.Regressions, "; "))
-	case nt.Status == analysis.StatusUnanswered:
+	case nt.Status == results.GateUnanswered:
 		s += ": COULD NOT ANSWER: " + strings.Join(unanswered, "; ") + expected
 		if n.nc.Gate.AllowUnknown {
 			s += " (exit 0 under allow_unknown)"

@@ -13,8 +13,8 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // HeadLabel and BaseLabel are the labels of a night's two commits.
@@ -26,7 +26,7 @@ const (
 // TrendMetrics are the metrics the trend section follows: TPS of the
 // timed configurations, instructions per transaction of the instruction
 // ones.
-var TrendMetrics = []string{"tps", workload.MetricInstructionsPerTx}
+var TrendMetrics = []string{results.MetricTPS, results.MetricInstructionsPerTx}
 
 // past is what a night knows of the nights before it.
 type past struct {

@@ -141,14 +141,14 @@ func TestNightlyFromStore(t *testing.T) {
 		if nt.SHA != storetest.NightSHA(i) || nt.Baseline != storetest.BaseSHA || nt.Date != time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format("2006-01-02") {
 			t.Fatalf("night %d = %+v", i, nt)
 		}
-		want := []string{analysis.StatusOK, analysis.StatusUnanswered}
+		want := []results.GateStatus{results.GateOK, results.GateUnanswered}
 		if i >= 15 {
-			want = []string{analysis.StatusRegression, analysis.StatusUnanswered}
+			want = []results.GateStatus{results.GateRegression, results.GateUnanswered}
 		}
 		if !slices.Contains(want, nt.Status) {
 			t.Errorf("night %d: status %q, want one of %q", i, nt.Status, want)
 		}
-		if nt.Status == analysis.StatusUnanswered {
+		if nt.Status == results.GateUnanswered {
 			unanswered++
 		}
 	}

@@ -168,6 +168,19 @@ const (
 	StatusFailed Status = "failed"
 )
 
+// GateStatus is what a run's gate said (analysis.GateStatus): the status
+// of a night in nightly's history and the store.
+type GateStatus string
+
+const (
+	GateOK         GateStatus = "ok"
+	GateRegression GateStatus = "regression"
+	GateFailed     GateStatus = "failed"
+	// GateUnanswered: the run ran, but could not have seen a regression
+	// of the size asked about (analysis.ErrUnanswered); never "ok".
+	GateUnanswered GateStatus = "unanswered"
+)
+
 // Verdict is the analysis' answer for one commit, configuration and
 // metric against the baseline.
 type Verdict string

@@ -107,14 +107,23 @@ type Setting struct {
 	Values []string `json:"values"`
 }
 
+// FindingStatus says how a host check came out.
+type FindingStatus string
+
+const (
+	FindingOK   FindingStatus = "ok"
+	FindingWarn FindingStatus = "warn"
+	FindingFail FindingStatus = "fail"
+)
+
 // Finding is one host check (abtest doctor): its status, why it matters
 // for the numbers and how to fix it.
 type Finding struct {
-	Check  string `json:"check"`
-	Status string `json:"status"`
-	Value  string `json:"value"`
-	Why    string `json:"why,omitempty"`
-	Fix    string `json:"fix,omitempty"`
+	Check  string        `json:"check"`
+	Status FindingStatus `json:"status"`
+	Value  string        `json:"value"`
+	Why    string        `json:"why,omitempty"`
+	Fix    string        `json:"fix,omitempty"`
 }
 
 // Plan is the whole run, decided before anything runs.

@@ -11,6 +11,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 )
 
 // Exists says whether Open would find a store at location rather than
@@ -44,8 +45,8 @@ type Night struct {
 	// never ok, still a baseline) or ok, by the one rule of
 	// analysis.Report.Gate. Failed says why a failed night could not
 	// answer.
-	Status string `json:"status"`
-	Failed string `json:"failed,omitempty"`
+	Status results.GateStatus `json:"status"`
+	Failed string             `json:"failed,omitempty"`
 	// Regressions are the head's gated comparisons for the worse
 	// (analysis.Report.Regressions): "config metric -x%".
 	Regressions []string `json:"regressions,omitempty"`
@@ -178,15 +179,15 @@ func (s *Store) judgeNight(ctx context.Context, nt *Night, head string, o analys
 		if exitcode.Code(err) != exitcode.Usage {
 			return err
 		}
-		nt.Status, nt.Failed = analysis.StatusFailed, "not analysable from the store: "+text.OneLine(err.Error())
+		nt.Status, nt.Failed = results.GateFailed, "not analysable from the store: "+text.OneLine(err.Error())
 		return nil
 	}
 	gate := rep.Gate()
 	nt.Status = analysis.GateStatus(gate)
 	switch nt.Status {
-	case analysis.StatusFailed:
+	case results.GateFailed:
 		nt.Failed = text.OneLine(gate.Error())
-	case analysis.StatusRegression:
+	case results.GateRegression:
 		for _, c := range rep.Regressions {
 			if c.Commit == head {
 				nt.Regressions = append(nt.Regressions, c.Line())

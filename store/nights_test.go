@@ -107,15 +107,15 @@ func TestNightStatusIsTheGate(t *testing.T) {
 		slower float64
 		fail   bool
 		noise  float64
-		want   string
+		want   results.GateStatus
 		code   int
 	}{
-		{"incomplete", "tps", 0, false, 0, analysis.StatusFailed, exitcode.Infra},
-		{"regression beside incomplete", "tps", 0.1, false, 0, analysis.StatusRegression, exitcode.Regression},
-		{"report-only metric missing", "latency_p99_ms", 0, false, 0, analysis.StatusOK, exitcode.OK},
-		{"clean", "", 0, false, 0, analysis.StatusOK, exitcode.OK},
-		{"failed cell", "", 0, true, 0, analysis.StatusFailed, exitcode.Infra},
-		{"too noisy to answer", "", 0, false, 0.15, analysis.StatusUnanswered, exitcode.Infra},
+		{"incomplete", "tps", 0, false, 0, results.GateFailed, exitcode.Infra},
+		{"regression beside incomplete", "tps", 0.1, false, 0, results.GateRegression, exitcode.Regression},
+		{"report-only metric missing", "latency_p99_ms", 0, false, 0, results.GateOK, exitcode.OK},
+		{"clean", "", 0, false, 0, results.GateOK, exitcode.OK},
+		{"failed cell", "", 0, true, 0, results.GateFailed, exitcode.Infra},
+		{"too noisy to answer", "", 0, false, 0.15, results.GateUnanswered, exitcode.Infra},
 	}
 	var dirs []string
 	for i, tc := range cases {
@@ -166,7 +166,7 @@ func TestNightStatusIsTheGate(t *testing.T) {
 		if exitcode.Code(gate) != tc.code || analysis.GateStatus(gate) != tc.want || nt.Status != tc.want {
 			t.Errorf("%s: gate %v (exit %d), store's night %q (%s); want %s, exit %d", tc.name, gate, exitcode.Code(gate), nt.Status, nt.Failed, tc.want, tc.code)
 		}
-		if (nt.Failed != "") != (tc.want == analysis.StatusFailed) || (len(nt.Regressions) > 0) != (tc.want == analysis.StatusRegression) {
+		if (nt.Failed != "") != (tc.want == results.GateFailed) || (len(nt.Regressions) > 0) != (tc.want == results.GateRegression) {
 			t.Errorf("%s: night %+v", tc.name, nt)
 		}
 	}
@@ -174,7 +174,7 @@ func TestNightStatusIsTheGate(t *testing.T) {
 	// threshold is no regression, and the incomplete metric beside it
 	// fails the night.
 	nights, err = s.Nights(ctx, root, "head", analysis.Options{Thresholds: map[string]float64{"tps": 20}})
-	if err != nil || nights[1].Status != analysis.StatusFailed {
+	if err != nil || nights[1].Status != results.GateFailed {
 		t.Errorf("with a 20 %% TPS threshold: %+v, %v; want the regression night failed (incomplete), not a regression", nights[1], err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
 )
 
 // MaxDuration bounds a measured duration (bench -d, matrix -d): a longer
@@ -142,13 +143,13 @@ func (r *Runner) Bench(ctx context.Context, specs []Spec) ([]*Result, error) {
 }
 
 // WriteTPSSummary prints each result's TPS, saturated ones marked.
-func WriteTPSSummary(w io.Writer, results []*Result) {
+func WriteTPSSummary(w io.Writer, all []*Result) {
 	fmt.Fprintln(w, "\n=== TPS Summary ===")
-	for _, res := range results {
+	for _, res := range all {
 		mark := ""
 		if res.Saturated {
 			mark = "  (saturated)"
 		}
-		fmt.Fprintf(w, "  %-15s %.0f%s\n", res.Workload, res.Metrics["tps"], mark)
+		fmt.Fprintf(w, "  %-15s %.0f%s\n", res.Workload, res.Metrics[results.MetricTPS], mark)
 	}
 }

@@ -108,6 +108,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/perf"
+	"github.com/pgabtest/abtest/results"
 )
 
 // InstrMethod is how instructions were counted. Values measured by
@@ -124,15 +125,6 @@ const (
 	InstrValgrind InstrMethod = "valgrind-callgrind"
 	// InstrPerfStat counts instructions:u with the CPU's own counter.
 	InstrPerfStat InstrMethod = "perf-stat"
-)
-
-// The metrics an instruction measurement yields.
-const (
-	// MetricInstructionsPerTx is (I(2N) − I(N)) / N.
-	MetricInstructionsPerTx = "instructions_per_tx"
-	// MetricInstructions is I(2N) − I(N): the instructions of the N
-	// transactions of the measured window.
-	MetricInstructions = "instructions"
 )
 
 // DefaultInstrTransactions is N. Under valgrind, Debian's PostgreSQL 15
@@ -259,7 +251,7 @@ type InstrResult struct {
 
 // Metrics returns the result as flat metrics for a cell.
 func (r *InstrResult) Metrics() map[string]float64 {
-	return map[string]float64{MetricInstructionsPerTx: r.PerTx, MetricInstructions: float64(r.Window)}
+	return map[string]float64{results.MetricInstructionsPerTx: r.PerTx, results.MetricInstructions: float64(r.Window)}
 }
 
 // DetectInstrMethod returns the method this host can use: perf stat

@@ -14,6 +14,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
 )
 
 var instrRepeats = flag.Int("instr.repeats", 3, "instruction measurements per workload in TestInstructionsRepeat")
@@ -116,7 +117,7 @@ func instructionsRepeat(t *testing.T, install, wl string) {
 		if _, err := os.Stat(res.ProfilePath); err != nil || res.Profile == nil {
 			t.Errorf("%s: profile %s: %v", wl, res.ProfilePath, err)
 		}
-		if m := res.Metrics(); m[MetricInstructionsPerTx] != res.PerTx || m[MetricInstructions] != float64(res.Window) {
+		if m := res.Metrics(); m[results.MetricInstructionsPerTx] != res.PerTx || m[results.MetricInstructions] != float64(res.Window) {
 			t.Errorf("%s: metrics %v", wl, m)
 		}
 		if _, err := os.Stat(filepath.Join(st.DataDir, "postmaster.pid")); err == nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/results"
 )
 
 // MaxLoggedTx bounds the per-transaction log: the sampling rate is chosen
@@ -700,7 +701,7 @@ func (r *Runner) waitBackendsGone(ctx context.Context, conn *pgx.Conn, db, app s
 func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	m := res.Metrics
 	sum := res.Summary
-	m["tps"] = sum.TPS
+	m[results.MetricTPS] = sum.TPS
 	res.LatencyMethod = latencyMethod(s)
 	var lat []float64
 	if res.LatencyMethod == LatencyPgbench {
@@ -713,47 +714,47 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 		lat = nil
 	}
 	if s.Rate > 0 || sum.TPS <= 0 {
-		m["latency_avg_ms"] = sum.LatencyAvgMS
+		m[results.MetricLatencyAvg] = sum.LatencyAvgMS
 	} else {
-		m["latency_avg_ms"] = 1000 * float64(s.Clients) / sum.TPS
+		m[results.MetricLatencyAvg] = 1000 * float64(s.Clients) / sum.TPS
 	}
 	if p50, p95, p99, mx, ok := Percentiles(lat); ok {
-		m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"] = p50, p95, p99, mx
+		m[results.MetricLatencyP50], m[results.MetricLatencyP95], m[results.MetricLatencyP99], m[results.MetricLatencyMax] = p50, p95, p99, mx
 		res.LatencyDetail = fmt.Sprintf("%s, %d values from %d logged transactions (sampling rate %.4g)", res.LatencyMethod, len(lat), txlog.Count(), res.SamplingRate)
 	}
-	m["failed_tx"] = float64(sum.Failed)
-	m["pgss_entries"] = float64(res.Final.Entries)
-	m["pgss_deallocs"] = float64(res.Final.Deallocs)
+	m[results.MetricFailedTx] = float64(sum.Failed)
+	m[results.MetricPGSSEntries] = float64(res.Final.Entries)
+	m[results.MetricPGSSDeallocs] = float64(res.Final.Deallocs)
 	if res.Final.HasClass {
-		m["pgss_hot"] = float64(res.Final.Hot)
-		m["pgss_cold"] = float64(res.Final.Cold)
+		m[results.MetricPGSSHot] = float64(res.Final.Hot)
+		m[results.MetricPGSSCold] = float64(res.Final.Cold)
 	}
 	if total := res.Waits.Idle + res.Waits.Active; total > 0 {
-		m["db_time_pct"] = 100 * float64(res.Waits.Active) / float64(total)
+		m[results.MetricDBTimePct] = 100 * float64(res.Waits.Active) / float64(total)
 	}
 	tx := float64(sum.Processed)
 	if p := res.Probe; p != nil && tx > 0 {
 		if p.WAL != nil {
-			m["wal_records_per_tx"] = float64(p.WAL.Records) / tx
-			m["wal_bytes_per_tx"] = float64(p.WAL.Bytes) / tx
-			m["wal_fpi_per_tx"] = float64(p.WAL.FPI) / tx
+			m[results.MetricWALRecordsPerTx] = float64(p.WAL.Records) / tx
+			m[results.MetricWALBytesPerTx] = float64(p.WAL.Bytes) / tx
+			m[results.MetricWALFPIPerTx] = float64(p.WAL.FPI) / tx
 		}
 		var rows, calls int64
 		for _, k := range p.Kinds {
 			rows += k.Rows
 			calls += k.Calls
 		}
-		m["statements_per_tx"] = float64(calls) / tx
-		m["rows_per_tx"] = float64(rows) / tx
-		m["tup_ins"] = float64(p.Tables.Ins)
-		m["tup_upd"] = float64(p.Tables.Upd)
-		m["tup_del"] = float64(p.Tables.Del)
+		m[results.MetricStatementsPerTx] = float64(calls) / tx
+		m[results.MetricRowsPerTx] = float64(rows) / tx
+		m[results.MetricTupIns] = float64(p.Tables.Ins)
+		m[results.MetricTupUpd] = float64(p.Tables.Upd)
+		m[results.MetricTupDel] = float64(p.Tables.Del)
 		if p.HasCPU {
-			m["server_cpu_s_per_tx"] = float64(p.CPUTicks) / clockTicks / tx
+			m[results.MetricServerCPUPerTx] = float64(p.CPUTicks) / clockTicks / tx
 		}
 	}
 	if s.Rate > 0 {
-		m["lag_avg_ms"] = sum.LagAvgMS
+		m[results.MetricLagAvg] = sum.LagAvgMS
 		res.Saturated = Saturated(res.Progress, sum)
 	}
 }
@@ -798,9 +799,9 @@ func (r *Runner) report(w io.Writer, res *Result) {
 	}
 	fmt.Fprintln(w)
 	m := res.Metrics
-	if _, ok := m["latency_p50_ms"]; ok {
+	if _, ok := m[results.MetricLatencyP50]; ok {
 		fmt.Fprintf(w, "  latency: avg=%.3f p50=%.3f p95=%.3f p99=%.3f max=%.3f ms (%s)\n",
-			m["latency_avg_ms"], m["latency_p50_ms"], m["latency_p95_ms"], m["latency_p99_ms"], m["latency_max_ms"], res.LatencyDetail)
+			m[results.MetricLatencyAvg], m[results.MetricLatencyP50], m[results.MetricLatencyP95], m[results.MetricLatencyP99], m[results.MetricLatencyMax], res.LatencyDetail)
 	}
 	f := res.Final
 	if f.HasClass {
@@ -821,7 +822,7 @@ func (r *Runner) report(w io.Writer, res *Result) {
 		if p.WAL != nil {
 			line += fmt.Sprintf(" wal_records=%d wal_bytes=%d fpi=%d", p.WAL.Records, p.WAL.Bytes, p.WAL.FPI)
 		}
-		if v, ok := m["server_cpu_s_per_tx"]; ok {
+		if v, ok := m[results.MetricServerCPUPerTx]; ok {
 			line += fmt.Sprintf(" server_cpu=%.1fµs/tx", v*1e6)
 		}
 		fmt.Fprintln(w, line)

@@ -50,12 +50,12 @@ func main() {
 	rng := rand.New(rand.NewSource(1))
 	for _, c := range p.Cells {
 		m := map[string]float64{}
-		for _, def := range workload.Metrics[:12] {
+		for _, def := range results.Builtin[:12] {
 			m[def.Name] = 1000 * (1 + 0.02*rng.NormFloat64())
 		}
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
-			Repeat: c.Repeat, Status: "ok", DurationS: 20, Metrics: m,
-			Progress: []workload.Progress{{T: 5, TPS: m["tps"]}, {T: 10, TPS: m["tps"]}, {T: 15, TPS: m["tps"]}}}
+			Repeat: c.Repeat, Status: results.StatusOK, DurationS: 20, Metrics: m,
+			Progress: []workload.Progress{{T: 5, TPS: m[results.MetricTPS]}, {T: 10, TPS: m[results.MetricTPS]}, {T: 15, TPS: m[results.MetricTPS]}}}
 		line, _ := json.Marshal(rec)
 		w.Write(append(line, '\n'))
 	}

@@ -96,7 +96,7 @@ func power(rng *rand.Rand, d gatesim.Design, runs int) int {
 	called := 0
 	for range runs {
 		r := analyze(rng, d)
-		if errors.Is(r.Gate(), analysis.ErrRegression) && slices.ContainsFunc(r.Regressions, func(c analysis.Change) bool { return c.Metric == "tps" }) {
+		if errors.Is(r.Gate(), analysis.ErrRegression) && slices.ContainsFunc(r.Regressions, func(c analysis.Change) bool { return c.Metric == results.MetricTPS }) {
 			called++
 		}
 	}
@@ -115,14 +115,14 @@ func aa(rng *rand.Rand, runs int) {
 		if slices.ContainsFunc(r.Changes, func(c analysis.Change) bool { return c.Verdict == results.Better || c.Verdict == results.Worse }) {
 			anyCalled++
 		}
-		if slices.ContainsFunc(r.Changes, func(c analysis.Change) bool { return c.Metric == "failed_tx" }) {
+		if slices.ContainsFunc(r.Changes, func(c analysis.Change) bool { return c.Metric == results.MetricFailedTx }) {
 			failed++
 		}
 		if errors.Is(r.Gate(), analysis.ErrUnanswered) {
 			unanswered++
 		}
 		for _, row := range r.Rows {
-			if row.Metric != "tps" {
+			if row.Metric != results.MetricTPS {
 				continue
 			}
 			st := row.Stats[1]
@@ -156,7 +156,7 @@ func statedMDE(rng *rand.Rand, runs int) {
 	for range runs {
 		r := analyze(rng, d)
 		for _, row := range r.Rows {
-			if row.Metric == "tps" && row.Stats[1].Verdict == results.Unknown {
+			if row.Metric == results.MetricTPS && row.Stats[1].Verdict == results.Unknown {
 				mdes = append(mdes, row.Stats[1].DetectablePct)
 			}
 		}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 func main() {
@@ -98,7 +97,7 @@ func verdict(in *analysis.Input, o analysis.Options) (*analysis.Report, results.
 		os.Exit(3)
 	}
 	for _, row := range r.Rows {
-		if row.Metric == "tps" {
+		if row.Metric == results.MetricTPS {
 			return r, row.Stats[1].Verdict
 		}
 	}
@@ -106,7 +105,7 @@ func verdict(in *analysis.Input, o analysis.Options) (*analysis.Report, results.
 }
 
 func newInput(repeats int) *analysis.Input {
-	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: results.Builtin,
 		Commits: []results.Commit{{Label: "base", Build: "b"}, {Label: "patch", Build: "p"}},
 		Configs: []results.Config{{Workload: "select1", Clients: 8}}, Options: results.PlanOpts{Repeats: repeats}}
 	return &analysis.Input{Plan: p}
@@ -125,7 +124,7 @@ func add(in *analysis.Input, n int, cell func(float64) float64, effect float64) 
 			id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
 			in.Plan.Cells = append(in.Plan.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
 			in.Records = append(in.Records, results.Record{Cell: id, Commit: c, Workload: cfg.Workload, Clients: cfg.Clients,
-				Repeat: rep, Status: results.StatusOK, Metrics: map[string]float64{"tps": cell(mult)}})
+				Repeat: rep, Status: results.StatusOK, Metrics: map[string]float64{results.MetricTPS: cell(mult)}})
 		}
 	}
 }

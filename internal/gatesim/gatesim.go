@@ -12,7 +12,6 @@ import (
 	"math/rand"
 
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // Noise is the cell-to-cell spread of TPS.
@@ -51,7 +50,7 @@ type Design struct {
 
 // Run draws one run of d: its plan and records.
 func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
-	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: workload.Metrics,
+	p := &results.Plan{Version: results.Version, Baseline: "base", Metrics: results.Builtin,
 		Commits: []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}},
 		Options: results.PlanOpts{Repeats: d.Repeats}}
 	var recs []results.Record
@@ -68,14 +67,14 @@ func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
 				if c == "patch" {
 					tps *= 1 + d.Effect
 				}
-				m := map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(cfg.Clients) / tps}
+				m := map[string]float64{results.MetricTPS: tps, results.MetricLatencyAvg: 1000 * float64(cfg.Clients) / tps}
 				if d.Full {
 					full(rng, m, cfg, tps/level)
 				}
 				if d.FailedCells > 0 {
-					m["failed_tx"] = 0
+					m[results.MetricFailedTx] = 0
 					if rng.Float64() < d.FailedCells {
-						m["failed_tx"] = float64(1 + rng.Intn(3))
+						m[results.MetricFailedTx] = float64(1 + rng.Intn(3))
 					}
 				}
 				recs = append(recs, results.Record{Cell: id, Commit: c, Workload: cfg.Workload, Clients: cfg.Clients,
@@ -105,27 +104,27 @@ func (n Noise) draw(rng *rand.Rand) float64 {
 func full(rng *rand.Rand, m map[string]float64, cfg results.Config, rel float64) {
 	g := func(cv float64) float64 { return math.Max(0.01, 1+cv*rng.NormFloat64()) }
 	base := 1000 * float64(cfg.Clients) / 20000
-	m["latency_p50_ms"] = base / rel * g(0.03)
-	m["latency_p95_ms"] = 2 * base / rel * g(0.08)
-	m["latency_p99_ms"] = 4 * base / rel * g(0.15)
-	m["latency_max_ms"] = 50 * base * g(0.4)
-	m["server_cpu_s_per_tx"] = 4e-5 * g(0.03)
-	m["db_time_pct"] = 40 * g(0.1)
-	m["pgss_entries"] = 5000
-	m["statements_per_tx"] = 1
-	m["rows_per_tx"] = 1
+	m[results.MetricLatencyP50] = base / rel * g(0.03)
+	m[results.MetricLatencyP95] = 2 * base / rel * g(0.08)
+	m[results.MetricLatencyP99] = 4 * base / rel * g(0.15)
+	m[results.MetricLatencyMax] = 50 * base * g(0.4)
+	m[results.MetricServerCPUPerTx] = 4e-5 * g(0.03)
+	m[results.MetricDBTimePct] = 40 * g(0.1)
+	m[results.MetricPGSSEntries] = 5000
+	m[results.MetricStatementsPerTx] = 1
+	m[results.MetricRowsPerTx] = 1
 	if cfg.Workload == "select1" {
-		m["pgss_deallocs"] = 0
-		m["wal_records_per_tx"], m["wal_bytes_per_tx"] = 0, 0
+		m[results.MetricPGSSDeallocs] = 0
+		m[results.MetricWALRecordsPerTx], m[results.MetricWALBytesPerTx] = 0, 0
 		if rng.Float64() < 0.1 {
-			m["wal_records_per_tx"], m["wal_bytes_per_tx"] = 0.0001*g(0.5), 0.01*g(0.5)
+			m[results.MetricWALRecordsPerTx], m[results.MetricWALBytesPerTx] = 0.0001*g(0.5), 0.01*g(0.5)
 		}
 		return
 	}
-	m["pgss_deallocs"] = math.Round(100 * g(0.05))
-	m["wal_records_per_tx"] = 1.5 * g(0.01)
-	m["wal_bytes_per_tx"] = 150 * g(0.4)
-	m["wal_fpi_per_tx"] = 0.05 * g(0.5)
+	m[results.MetricPGSSDeallocs] = math.Round(100 * g(0.05))
+	m[results.MetricWALRecordsPerTx] = 1.5 * g(0.01)
+	m[results.MetricWALBytesPerTx] = 150 * g(0.4)
+	m[results.MetricWALFPIPerTx] = 0.05 * g(0.5)
 }
 
 // Upto keeps of a run the cells of each configuration up to its own

@@ -82,7 +82,7 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 		if tps[id] == nil {
 			tps[id] = map[string][]float64{}
 		}
-		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics["tps"])
+		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics[results.MetricTPS])
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "configuration\t")

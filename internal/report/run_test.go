@@ -16,14 +16,13 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // TestRunRefusesUnknownGate: a --gate or --primary metric the plan does
 // not define, or a descriptive --primary, is exit 2 before anything runs
 // or prints.
 func TestRunRefusesUnknownGate(t *testing.T) {
-	plan := &results.Plan{Metrics: workload.Metrics}
+	plan := &results.Plan{Metrics: results.Builtin}
 	if err := analysis.CheckMetrics(plan, analysis.Options{Gate: []string{"tps", "latency_p99_ms"}, Primary: []string{"latency_p95_ms"}}); err != nil {
 		t.Errorf("known metrics: %v", err)
 	}
@@ -52,7 +51,7 @@ func TestRunRefusesUnknownGate(t *testing.T) {
 // or prints, and one at r_min is not.
 func TestRunStatesReach(t *testing.T) {
 	cfg := results.Config{Workload: "select1", Clients: 1, Settings: map[string]string{}}
-	plan := &results.Plan{Metrics: workload.Metrics, Configs: []results.Config{cfg}}
+	plan := &results.Plan{Metrics: results.Builtin, Configs: []results.Config{cfg}}
 	plan.Options.Repeats = 2
 	for _, dry := range []bool{false, true} {
 		var out, errOut bytes.Buffer
@@ -150,7 +149,7 @@ func TestRunDryRunPrintsThePlan(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	var out, errOut bytes.Buffer
 	deps := &matrix.Deps{Proc: &proc.Runner{DryRun: true}}
-	if err := Run(context.Background(), deps, &results.Plan{Metrics: workload.Metrics}, dir, RunOptions{Out: &out, Err: &errOut}); err != nil {
+	if err := Run(context.Background(), deps, &results.Plan{Metrics: results.Builtin}, dir, RunOptions{Out: &out, Err: &errOut}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "# plan: 0 cells") || !strings.Contains(out.String(), "results in "+dir) || errOut.Len() != 0 {

@@ -36,8 +36,8 @@ type Run struct {
 
 // Metrics are the definitions synthetic plans carry.
 var Metrics = results.Metrics{
-	{Name: "tps", Unit: "tx/s", Direction: results.HigherIsBetter, ThresholdPct: 2, Tier: results.TierBand, Doc: "transactions per second"},
-	{Name: "latency_p99_ms", Unit: "ms", Direction: results.LowerIsBetter, ThresholdPct: 5, Tier: results.TierReport, Doc: "99th percentile latency"},
+	{Name: results.MetricTPS, Unit: "tx/s", Direction: results.HigherIsBetter, ThresholdPct: 2, Tier: results.TierBand, Doc: "transactions per second"},
+	{Name: results.MetricLatencyP99, Unit: "ms", Direction: results.LowerIsBetter, ThresholdPct: 5, Tier: results.TierReport, Doc: "99th percentile latency"},
 }
 
 // Write writes r into dir (plan.json and cells.jsonl) and returns the
@@ -134,7 +134,7 @@ func Nights(root string, n int, steps map[int]float64) ([]string, error) {
 					v = level
 				}
 				v *= 1 + 0.005*rng.NormFloat64()
-				return map[string]float64{"tps": v, "latency_p99_ms": 16 / v * 1000 * 1.5}
+				return map[string]float64{results.MetricTPS: v, results.MetricLatencyP99: 16 / v * 1000 * 1.5}
 			},
 		})
 		if err != nil {
@@ -170,7 +170,7 @@ func Shards(root string, seed int64, hosts []host.Host) ([]string, error) {
 				if k.Label == "patch" && c.Workload == "churn" {
 					v *= 0.9
 				}
-				return map[string]float64{"tps": v, "latency_p99_ms": 1e4 / v}
+				return map[string]float64{results.MetricTPS: v, results.MetricLatencyP99: 1e4 / v}
 			},
 		})
 		if err != nil {

@@ -1,0 +1,72 @@
+package results
+
+// The names of the built-in metrics. A metric is named by its constant
+// everywhere outside this file; a workload file's own metrics are named
+// by the file.
+const (
+	MetricTPS               = "tps"
+	MetricLatencyAvg        = "latency_avg_ms"
+	MetricLatencyP50        = "latency_p50_ms"
+	MetricLatencyP95        = "latency_p95_ms"
+	MetricLatencyP99        = "latency_p99_ms"
+	MetricLatencyMax        = "latency_max_ms"
+	MetricLagAvg            = "lag_avg_ms"
+	MetricFailedTx          = "failed_tx"
+	MetricPGSSEntries       = "pgss_entries"
+	MetricPGSSHot           = "pgss_hot"
+	MetricPGSSCold          = "pgss_cold"
+	MetricPGSSDeallocs      = "pgss_deallocs"
+	MetricDBTimePct         = "db_time_pct"
+	MetricStatementsPerTx   = "statements_per_tx"
+	MetricRowsPerTx         = "rows_per_tx"
+	MetricTupIns            = "tup_ins"
+	MetricTupUpd            = "tup_upd"
+	MetricTupDel            = "tup_del"
+	MetricWALRecordsPerTx   = "wal_records_per_tx"
+	MetricWALBytesPerTx     = "wal_bytes_per_tx"
+	MetricWALFPIPerTx       = "wal_fpi_per_tx"
+	MetricServerCPUPerTx    = "server_cpu_s_per_tx"
+	MetricInstructionsPerTx = "instructions_per_tx"
+	MetricInstructions      = "instructions"
+)
+
+// Builtin declares every metric a cell of the built-in probes can carry:
+// its unit, which direction is better (or that it only describes), the
+// smallest change that matters and the tier it starts in. The analysis
+// measures each metric's determinism on the baseline's own repeats and
+// may move it to a looser tier (seed 001: a counter that never varies is
+// gated exactly; TPS on a shared host only within a band; WAL bytes,
+// dominated by full-page images, are reported but not gated). The matrix
+// writes these definitions into plan.json, and the analysis judges a run
+// by the ones it was run under.
+var Builtin = Metrics{
+	{Name: MetricTPS, Unit: "tx/s", Direction: HigherIsBetter, ThresholdPct: 2, Tier: TierBand, Positive: true, Doc: "transactions per second (pgbench)"},
+	{Name: MetricLatencyAvg, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 2, Tier: TierBand, SameAs: MetricTPS, Doc: "mean latency: clients/TPS in a closed loop, pgbench's own with -R"},
+	{Name: MetricLatencyP50, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, MeasuredBy: ByLatency, Doc: "median latency"},
+	{Name: MetricLatencyP95, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, MeasuredBy: ByLatency, Doc: "95th percentile latency"},
+	{Name: MetricLatencyP99, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 10, Tier: TierReport, MeasuredBy: ByLatency, Doc: "99th percentile latency"},
+	{Name: MetricLatencyMax, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 50, Tier: TierReport, MeasuredBy: ByLatency, Doc: "largest logged latency"},
+	{Name: MetricLagAvg, Unit: "ms", Direction: LowerIsBetter, ThresholdPct: 10, Tier: TierReport, Doc: "mean schedule lag (-R)"},
+	{Name: MetricFailedTx, Unit: "tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Count: true, Doc: "failed transactions"},
+	{Name: MetricPGSSEntries, Unit: "entries", Direction: Descriptive, ThresholdPct: 1, Tier: TierBand, Doc: "pg_stat_statements entries at the end"},
+	{Name: MetricPGSSHot, Unit: "entries", Direction: Descriptive, ThresholdPct: 1, Tier: TierBand, Doc: "hot entries kept at the end"},
+	{Name: MetricPGSSCold, Unit: "entries", Direction: Descriptive, ThresholdPct: 5, Tier: TierReport, Doc: "cold entries at the end"},
+	{Name: MetricPGSSDeallocs, Unit: "deallocs", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, Doc: "pg_stat_statements eviction cycles"},
+	{Name: MetricDBTimePct, Unit: "%", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierReport, Doc: "share of backend samples that were active"},
+	{Name: MetricStatementsPerTx, Unit: "stmts/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "statements per transaction (pg_stat_statements)"},
+	{Name: MetricRowsPerTx, Unit: "rows/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows per transaction (pg_stat_statements)"},
+	{Name: MetricTupIns, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows inserted (pg_stat_user_tables)"},
+	{Name: MetricTupUpd, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows updated"},
+	{Name: MetricTupDel, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows deleted"},
+	{Name: MetricWALRecordsPerTx, Unit: "records/tx", Direction: LowerIsBetter, ThresholdPct: 1, Tier: TierBand, Doc: "WAL records per transaction"},
+	{Name: MetricWALBytesPerTx, Unit: "B/tx", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierReport, Doc: "WAL bytes per transaction (full-page images make it noisy)"},
+	{Name: MetricWALFPIPerTx, Unit: "fpi/tx", Direction: LowerIsBetter, ThresholdPct: 10, Tier: TierReport, Doc: "full-page images per transaction"},
+	{Name: MetricInstructionsPerTx, Unit: "instr/tx", Direction: LowerIsBetter, ThresholdPct: 0.1, Tier: TierExact, MeasuredBy: ByInstructions, Positive: true, Doc: "instructions per transaction of the server's backends, by simulation or the CPU's counter (see workload.Instructions; matrix --instructions)"},
+	{Name: MetricInstructions, Unit: "instr", Direction: Descriptive, ThresholdPct: 0.1, Tier: TierExact, MeasuredBy: ByInstructions, Doc: "instructions of the measured window: instructions_per_tx × its transactions"},
+	{Name: MetricServerCPUPerTx, Unit: "s/tx", Direction: LowerIsBetter, ThresholdPct: 2, Tier: TierBand, Doc: "server CPU seconds per transaction (/proc)"},
+}
+
+// Summary lists the metrics a report's per-workload tables show, in
+// their order: throughput, latency, the pg_stat_statements counters and
+// the costs per transaction.
+var Summary = []string{MetricTPS, MetricLatencyAvg, MetricLatencyP50, MetricLatencyP95, MetricLatencyP99, MetricPGSSDeallocs, MetricPGSSEntries, MetricServerCPUPerTx, MetricWALBytesPerTx, MetricWALRecordsPerTx, MetricDBTimePct}
