@@ -2,12 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/results"
 )
 
 // ConfFile is the include file abtest writes into the data directory.
@@ -25,19 +24,10 @@ type Setting struct {
 	Value string
 }
 
-var gucNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
-
-// ParseSetting parses NAME=VALUE.
+// ParseSetting parses NAME=VALUE (results.ParseSetting).
 func ParseSetting(s string) (Setting, error) {
-	name, value, ok := strings.Cut(s, "=")
-	name = strings.TrimSpace(name)
-	if !ok || !gucNameRE.MatchString(name) {
-		return Setting{}, exitcode.BadInputf("--set %q: want NAME=VALUE with a PostgreSQL setting name, e.g. --set work_mem=64MB", s)
-	}
-	if strings.ContainsAny(value, "\n\r") {
-		return Setting{}, exitcode.BadInputf("--set %q: the value may not contain a newline", s)
-	}
-	return Setting{Name: strings.ToLower(name), Value: strings.TrimSpace(value)}, nil
+	name, value, err := results.ParseSetting(s)
+	return Setting{Name: name, Value: value}, err
 }
 
 // confValue quotes v for postgresql.conf.

@@ -6,31 +6,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/results"
 )
 
 // DefaultSettings are the settings every cluster gets unless a --set of
 // the same name says otherwise: ordinary settings, overridden like any
 // other.
 var DefaultSettings = []Setting{
-	{Name: "pg_stat_statements.max", Value: strconv.Itoa(DefaultPgssMax)},
-}
-
-// ownedSettings are decided by abtest and not settable with --set: they
-// are how abtest reaches, isolates and finds its server, so another value
-// would make it wait for a server it cannot see (or expose it).
-var ownedSettings = map[string]string{
-	"port":                    "pass -p instead",
-	"unix_socket_directories": "abtest keeps each cluster's socket in a private directory",
-	"unix_socket_permissions": "abtest keeps each cluster's socket private (0700)",
-	"listen_addresses":        "pass --listen instead",
-	"data_directory":          "the data directory is the cluster's name under PG_DATA_DIR",
+	{Name: results.PgssMax, Value: strconv.Itoa(DefaultPgssMax)},
 }
 
 // effectiveSettings is DefaultSettings, then the PgssMax shorthand, then
@@ -43,25 +32,12 @@ func effectiveSettings(opts Options) []Setting {
 	return dedupSettings(append(s, opts.Settings...))
 }
 
-// checkOwned refuses the settings abtest owns, and a
-// shared_preload_libraries without pg_stat_statements (the samplers and
-// probes read it).
+// checkOwned applies the GUC policy (results.CheckSetting) to every
+// setting.
 func checkOwned(settings []Setting) error {
 	for _, s := range settings {
-		if why, ok := ownedSettings[s.Name]; ok {
-			return exitcode.BadInputf("%w: --set %s: abtest sets %s itself; %s", ErrSetting, s.Name, s.Name, why)
-		}
-		if s.Name == "shared_preload_libraries" {
-			var libs []string
-			for _, l := range strings.Split(s.Value, ",") {
-				libs = append(libs, strings.Trim(strings.TrimSpace(l), `"`))
-			}
-			if !slices.Contains(libs, "pg_stat_statements") {
-				return exitcode.BadInputf("%w: --set shared_preload_libraries=%s: it must include pg_stat_statements, which abtest's samplers and probes read", ErrSetting, s.Value)
-			}
-		}
-		if !gucNameRE.MatchString(s.Name) || strings.ContainsAny(s.Value, "\n\r") {
-			return exitcode.BadInputf("%w: --set %s=%q: not a setting name and one-line value", ErrSetting, s.Name, s.Value)
+		if err := results.CheckSetting(s.Name, s.Value); err != nil {
+			return fmt.Errorf("%w: %w", ErrSetting, err)
 		}
 	}
 	return nil

@@ -214,46 +214,25 @@ func SettingsAxes(pgss string, sets []string) ([]results.Setting, error) {
 	if err != nil {
 		return nil, err
 	}
-	ax := results.Setting{Name: "pg_stat_statements.max"}
+	ax := results.Setting{Name: results.PgssMax}
 	for _, n := range counts {
-		if n < 100 {
-			return nil, exitcode.BadInputf("-m %d: pg_stat_statements.max must be at least 100", n)
-		}
 		ax.Values = append(ax.Values, strconv.Itoa(n))
+	}
+	if err := ax.Check(); err != nil {
+		return nil, err
 	}
 	axes := []results.Setting{ax}
 	for _, s := range sets {
-		st, err := cluster.ParseSetting(s)
-		if err != nil || st.Value == "" {
-			return nil, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
+		st, err := results.ParseAxis(s)
+		if err != nil {
+			return nil, err
 		}
 		if st.Name == ax.Name {
 			return nil, exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", st.Name)
 		}
-		axes = append(axes, results.Setting{Name: st.Name, Values: splitValues(st.Value)})
+		axes = append(axes, st)
 	}
 	return axes, nil
-}
-
-// splitValues splits a --set value list on commas outside double quotes;
-// a value in double quotes keeps its commas and loses the quotes:
-// --set 'search_path="a, b",c' is two values, "a, b" and "c".
-func splitValues(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-		case r == ',' && !quoted:
-			out = append(out, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	return append(out, strings.TrimSpace(cur.String()))
 }
 
 // WorkloadNames checks a -w list and returns its items as typed (file:

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -113,9 +112,6 @@ const (
 	Restart      = 500 * time.Millisecond
 )
 
-// ownedSettings are the settings abtest decides itself for each cluster.
-var ownedSettings = []string{"port", "unix_socket_directories", "listen_addresses", "data_directory", "config_file", "hba_file", "ident_file"}
-
 // Check validates the request without touching anything: every error is
 // bad input (exit 2), and the size of the plan is bounded before it is
 // built.
@@ -188,21 +184,12 @@ func checkAxes(r *Request) error {
 	}
 	names := map[string]bool{}
 	for _, s := range r.Settings {
-		if slices.Contains(ownedSettings, s.Name) {
-			return exitcode.BadInputf("--set %s: abtest sets %s itself for every cluster; it cannot be an axis", s.Name, s.Name)
-		}
 		if names[s.Name] {
 			return exitcode.BadInputf("--set %s given twice: give one axis with all its values, --set %s=V1,V2", s.Name, s.Name)
 		}
 		names[s.Name] = true
-		if len(s.Values) == 0 {
-			return exitcode.BadInputf("--set %s: no value", s.Name)
-		}
-		if slices.Contains(s.Values, "") {
-			return exitcode.BadInputf("--set %s: an empty value; quote a value with commas: --set '%s=\"a, b\",c'", s.Name, s.Name)
-		}
-		if d := firstDup(s.Values); d != "" {
-			return exitcode.BadInputf("--set %s: value %s given twice", s.Name, d)
+		if err := s.Check(); err != nil {
+			return err
 		}
 	}
 	return nil
