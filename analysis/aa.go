@@ -1,0 +1,70 @@
+package analysis
+
+// An A/A run: two arms of one build differ only by noise, and the
+// report says how much.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// AA is what an A/A run (two arms of one build) says about noise.
+type AA struct {
+	Arms []string `json:"arms"`
+	// MaxDeltaPct is the largest |Δ| of TPS between the arms.
+	MaxDeltaPct float64 `json:"max_delta_pct"`
+	// DetectablePct is the smallest TPS change this run could have
+	// called in its least precise configuration.
+	DetectablePct float64 `json:"-"`
+	Note          string  `json:"note"`
+}
+
+// MarshalJSON writes an infinite detectable change as null.
+func (a AA) MarshalJSON() ([]byte, error) {
+	type plain AA
+	return json.Marshal(struct {
+		plain
+		DetectablePct *float64 `json:"detectable_pct"`
+	}{plain(a), Finite(a.DetectablePct)})
+}
+
+func (r *Report) aa() {
+	builds := map[string][]string{}
+	for _, c := range r.Plan.Commits {
+		builds[c.Build] = append(builds[c.Build], c.Label)
+	}
+	for _, arms := range builds {
+		if len(arms) < 2 || !contains(arms, r.Baseline) {
+			continue
+		}
+		a := &AA{Arms: arms}
+		for _, row := range r.Rows {
+			if row.Metric != results.MetricTPS {
+				continue
+			}
+			for _, st := range row.Stats {
+				if st.Commit == r.Baseline || !contains(arms, st.Commit) {
+					continue
+				}
+				if !math.IsInf(st.DeltaPct, 0) && !math.IsNaN(st.DeltaPct) {
+					a.MaxDeltaPct = math.Max(a.MaxDeltaPct, math.Abs(st.DeltaPct))
+				}
+				det := st.MinEffectPct
+				if st.Verdict == results.Unknown || st.Verdict == results.Incomplete {
+					det = st.DetectablePct
+					if st.Verdict == results.Incomplete {
+						det = math.Inf(1)
+					}
+				}
+				a.DetectablePct = math.Max(a.DetectablePct, det)
+			}
+		}
+		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; this run could not have detected a TPS change smaller than %s in its least precise configuration.", strings.Join(arms, " and "), a.MaxDeltaPct, pctAbs(a.DetectablePct))
+		r.AA = a
+		return
+	}
+}

@@ -1,0 +1,142 @@
+package analysis
+
+// Reading result directories and merging them: the shards of one plan,
+// or a run and its resumption, become one Input.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
+)
+
+// Input is one or more merged result directories.
+type Input struct {
+	Dirs     []string
+	Plan     *results.Plan
+	Records  []results.Record
+	Warnings []string
+}
+
+// ErrPlansDiffer: result directories of different plans cannot merge.
+var ErrPlansDiffer = errors.New("analysis: plans differ")
+
+// Load reads and merges result directories (shards of one plan, or a run
+// and its resumption). Plans must agree on everything but the shard.
+func Load(dirs ...string) (*Input, error) {
+	if len(dirs) == 0 {
+		return nil, exitcode.BadInputf("analyze: give at least one results directory")
+	}
+	shards := make([]Shard, 0, len(dirs))
+	for _, d := range dirs {
+		p, err := results.ReadPlan(d)
+		if err != nil {
+			return nil, err
+		}
+		recs, warnings, err := results.ReadRecords(d)
+		if err != nil {
+			return nil, exitcode.Failure(err)
+		}
+		shards = append(shards, Shard{Dir: d, Plan: p, Records: recs, Warnings: warnings})
+	}
+	return Merge(shards)
+}
+
+// Shard is one results directory's plan and records, read from its files
+// (Load) or rebuilt from a results store.
+type Shard struct {
+	Dir      string
+	Plan     *results.Plan
+	Records  []results.Record
+	Warnings []string
+}
+
+// Merge merges the shards of one plan (or a run and its resumption) into
+// one input: plans must agree on everything but the shard; a cell in
+// several shards counts once, from the first. Shards that ran on
+// different kinds of host are said to have.
+func Merge(shards []Shard) (*Input, error) {
+	if len(shards) == 0 {
+		return nil, exitcode.BadInputf("analyze: give at least one results directory")
+	}
+	in := &Input{}
+	seen := map[string]bool{}
+	var names []string
+	for _, sh := range shards {
+		p := sh.Plan
+		if in.Plan == nil {
+			first := *p
+			in.Plan = &first
+		} else {
+			a, b := *in.Plan, *p
+			a.Shard, b.Shard = "", ""
+			if diff := results.Diff(&a, &b); len(diff) > 0 {
+				return nil, exitcode.BadInputf("%w: %s and %s are not shards of one plan (%s)", ErrPlansDiffer, shards[0].Dir, sh.Dir, strings.Join(diff, "; "))
+			}
+			in.Plan.Configs = mergeConfigs(in.Plan.Configs, p.Configs)
+			in.Plan.Cells = append(in.Plan.Cells[:len(in.Plan.Cells):len(in.Plan.Cells)], p.Cells...)
+		}
+		in.Dirs = append(in.Dirs, sh.Dir)
+		names = append(names, p.Shard)
+		in.Warnings = append(in.Warnings, sh.Warnings...)
+		for _, r := range sh.Records {
+			if seen[r.Cell] {
+				continue
+			}
+			seen[r.Cell] = true
+			in.Records = append(in.Records, r)
+		}
+	}
+	if len(shards) > 1 {
+		in.Plan.Shard = strings.Join(names, "+")
+	}
+	in.dropUnplanned()
+	if w := mixedHosts(shards); w != "" {
+		in.Warnings = append(in.Warnings, w)
+	}
+	if missing := len(in.Plan.Cells) - len(in.Records); missing > 0 {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%d of %d planned cells have no result (interrupted run or missing shard?)", missing, len(in.Plan.Cells)))
+	}
+	return in, nil
+}
+
+// dropUnplanned ignores, with a warning, records of cells the plan does
+// not have (a hand-edited or foreign cells.jsonl): counted, they made
+// "7 of 6 cells recorded". A plan without its cell list keeps them all.
+func (in *Input) dropUnplanned() {
+	if len(in.Plan.Cells) == 0 {
+		return
+	}
+	planned := make(map[string]bool, len(in.Plan.Cells))
+	for _, c := range in.Plan.Cells {
+		planned[c.ID] = true
+	}
+	kept := in.Records[:0]
+	var unknown []string
+	for _, r := range in.Records {
+		if planned[r.Cell] {
+			kept = append(kept, r)
+		} else {
+			unknown = append(unknown, r.Cell)
+		}
+	}
+	in.Records = kept
+	if len(unknown) > 0 {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%d record(s) of cells not in the plan ignored (first: %s)", len(unknown), unknown[0]))
+	}
+}
+
+func mergeConfigs(a, b []results.Config) []results.Config {
+	have := map[string]bool{}
+	for _, c := range a {
+		have[c.ID()] = true
+	}
+	for _, c := range b {
+		if !have[c.ID()] {
+			a = append(a, c)
+		}
+	}
+	return a
+}

@@ -1,0 +1,387 @@
+package analysis
+
+// The report model: rows of Stats per configuration and metric, the
+// changes, the incomplete answers, the run-level Geomeans and each
+// commit's Summary, each type with the JSON it writes (a number that is
+// not finite as null).
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// Stat is one commit's numbers for one metric in one configuration.
+type Stat struct {
+	Commit string `json:"commit"`
+	N      int    `json:"n"`
+	// Values are the cells' values (not in the JSON: cells.jsonl has
+	// them, and at 100 000 cells they would dominate the report).
+	Values []float64 `json:"-"`
+	Median float64   `json:"-"`
+	// Lo and Hi bound the 95 % confidence interval of the median; they
+	// are ±Inf (null in JSON) when there are too few values for one.
+	Lo float64 `json:"-"`
+	Hi float64 `json:"-"`
+	// DeltaPct is the change against the baseline in percent: the
+	// geometric mean of the pairs' ratios when the blocks are complete
+	// (the t test's estimate), the ratio of medians otherwise; DeltaLo
+	// and DeltaHi bound it at 95 %.
+	DeltaPct float64 `json:"-"`
+	DeltaLo  float64 `json:"-"`
+	DeltaHi  float64 `json:"-"`
+	// DecideLo and DecideHi bound the change at 1−2α: same is decided on
+	// it (the two one-sided tests of equivalence at α each).
+	DecideLo float64 `json:"-"`
+	DecideHi float64 `json:"-"`
+	// DeltaAbs is the mean difference in the metric's unit where the
+	// baseline is 0 and a change in percent has no size.
+	DeltaAbs float64 `json:"delta_abs,omitempty"`
+	// P is the test's raw p-value (NaN for exact and baseline rows).
+	P float64 `json:"-"`
+	// Method is how the verdict was reached: "paired", "unpaired",
+	// "exact", "as tps".
+	Method string `json:"method,omitempty"`
+	// MinEffectPct is the bar a change must pass: max(threshold, noise).
+	MinEffectPct float64 `json:"-"`
+	// DetectablePct is the smallest regression this number of pairs and
+	// this noise had 80 % power to call at the test's level (set for
+	// every paired test; the report shows it for unknown verdicts).
+	DetectablePct float64 `json:"-"`
+	// Look is the look (1-based) the verdict was reached at, and Blocks,
+	// under a sequential design (--until-decided), how many interleaved
+	// blocks (pairs) it rests on: what the run needed to decide.
+	Look    int             `json:"look,omitempty"`
+	Blocks  int             `json:"blocks,omitempty"`
+	Verdict results.Verdict `json:"verdict"`
+	Gated   bool            `json:"gated"`
+	// Behind: a secondary gated metric left untested because its
+	// configuration's primary did not change (its verdict is unknown;
+	// it is counted apart, as Summary.Behind).
+	Behind bool `json:"behind_primary,omitempty"`
+	// Note explains the verdict when it needs it.
+	Note string `json:"note,omitempty"`
+}
+
+// MarshalJSON writes every number that is not finite as null, and says
+// why in "undefined".
+func (s Stat) MarshalJSON() ([]byte, error) {
+	type plain Stat
+	und := map[string]string{}
+	f := func(name string, x float64, why string) *float64 {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			if why != "" {
+				und[name] = why
+			}
+			return nil
+		}
+		return &x
+	}
+	base := s.Verdict == results.VerdictBaseline
+	ciWhy := ""
+	if s.N > 0 {
+		ciWhy = fmt.Sprintf("%d values are too few for a 95%% interval", s.N)
+	}
+	deltaWhy, dciWhy, pWhy, mdeWhy := "", "", "", ""
+	if !base && s.N > 0 {
+		deltaWhy = "the baseline's median is 0: the change has no size"
+		dciWhy = "too few pairs for an interval at this level, or no pairs"
+		if s.Method == "exact" {
+			dciWhy, pWhy = "", ""
+		} else {
+			pWhy = "not tested"
+		}
+		if s.Verdict == results.Unknown {
+			mdeWhy = fmt.Sprintf("%d pairs, or a secondary never given α: no change of any size could have been called", s.N)
+		}
+	}
+	var mde *float64
+	if s.Verdict == results.Unknown {
+		mde = f("detectable_pct", s.DetectablePct, mdeWhy)
+	}
+	var minEffect *float64
+	if !base && s.Verdict != results.Incomplete {
+		minEffect = f("min_effect_pct", s.MinEffectPct, "the baseline varied around a median of 0")
+	}
+	out := struct {
+		plain
+		Median        *float64          `json:"median"`
+		Lo            *float64          `json:"ci_lo"`
+		Hi            *float64          `json:"ci_hi"`
+		DeltaPct      *float64          `json:"delta_pct,omitempty"`
+		DeltaLo       *float64          `json:"delta_lo_pct,omitempty"`
+		DeltaHi       *float64          `json:"delta_hi_pct,omitempty"`
+		DecideLo      *float64          `json:"decide_lo_pct,omitempty"`
+		DecideHi      *float64          `json:"decide_hi_pct,omitempty"`
+		P             *float64          `json:"p,omitempty"`
+		MinEffectPct  *float64          `json:"min_effect_pct,omitempty"`
+		DetectablePct *float64          `json:"detectable_pct,omitempty"`
+		Undefined     map[string]string `json:"undefined,omitempty"`
+	}{plain: plain(s), Median: f("median", s.Median, "no values"), Lo: f("ci_lo", s.Lo, ciWhy), Hi: f("ci_hi", s.Hi, ciWhy),
+		MinEffectPct: minEffect, DetectablePct: mde}
+	if !base && s.N > 0 {
+		out.DeltaPct = f("delta_pct", s.DeltaPct, deltaWhy)
+		out.DeltaLo = f("delta_lo_pct", s.DeltaLo, dciWhy)
+		out.DeltaHi = f("delta_hi_pct", s.DeltaHi, dciWhy)
+		out.DecideLo = f("decide_lo_pct", s.DecideLo, "")
+		out.DecideHi = f("decide_hi_pct", s.DecideHi, "")
+		out.P = f("p", s.P, pWhy)
+	}
+	if len(und) > 0 {
+		out.Undefined = und
+	}
+	return json.Marshal(out)
+}
+
+// Finite is x, or nil (JSON null, SQL NULL) when x is ±Inf or NaN.
+func Finite(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+// Row is one configuration and metric across commits.
+type Row struct {
+	Config string `json:"config"`
+	Metric string `json:"metric"`
+	Stats  []Stat `json:"stats"`
+}
+
+// Tier is a metric's measured tier, pooled over the configurations.
+type Tier struct {
+	Metric string       `json:"metric"`
+	Tier   results.Tier `json:"tier"`
+	// Gated is false for report-only metrics.
+	Gated bool `json:"gated"`
+	// SpreadPct is the median over configurations of the baseline's
+	// robust CV.
+	SpreadPct    float64 `json:"spread_pct"`
+	ThresholdPct float64 `json:"threshold_pct"`
+	Why          string  `json:"why"`
+}
+
+// Change is a called change (better, worse, higher, lower), for the
+// summary and the gate.
+type Change struct {
+	Commit   string          `json:"commit"`
+	Config   string          `json:"config"`
+	Metric   string          `json:"metric"`
+	DeltaPct float64         `json:"delta_pct"`
+	P        float64         `json:"p"`
+	Verdict  results.Verdict `json:"verdict"`
+	Gated    bool            `json:"gated"`
+	Note     string          `json:"note,omitempty"`
+}
+
+// MarshalJSON writes an infinite change (from a zero baseline) or an
+// undefined p (an exact comparison) as null.
+func (c Change) MarshalJSON() ([]byte, error) {
+	type plain Change
+	return json.Marshal(struct {
+		plain
+		DeltaPct *float64 `json:"delta_pct"`
+		P        *float64 `json:"p"`
+	}{plain(c), Finite(c.DeltaPct), Finite(c.P)})
+}
+
+// Incomplete is a commit × configuration (× metric, when only a metric
+// is missing) with fewer usable repeats than planned: the run could not
+// answer there.
+type Incomplete struct {
+	Commit string `json:"commit"`
+	Config string `json:"config"`
+	// Metric is set when the cells are there but lack this metric.
+	Metric  string `json:"metric,omitempty"`
+	Usable  int    `json:"usable"`
+	Planned int    `json:"planned"`
+	Why     string `json:"why"`
+	// Gated: a missing cell always gates; a missing metric gates when
+	// the metric does.
+	Gated bool `json:"gated"`
+}
+
+// Geomean is a commit's run-level answer for a primary metric: the
+// geometric mean of its ratio to the baseline over the configurations
+// with complete blocks, tested as one (the pooled test of the primary:
+// each configuration's mean log ratio, the standard error from their own
+// pair spreads, Student's t with Welch–Satterthwaite's degrees of
+// freedom). Lo and Hi bound a 95 % interval; DecideLo and DecideHi the
+// 1−2α one that same is decided on.
+type Geomean struct {
+	Commit   string  `json:"commit"`
+	Metric   string  `json:"metric"`
+	Ratio    float64 `json:"ratio"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	DecideLo float64 `json:"decide_lo"`
+	DecideHi float64 `json:"decide_hi"`
+	Configs  int     `json:"configs"`
+	// P is the pooled test's p-value; Verdict its answer (better, worse,
+	// same or unknown), at the bar MinEffectPct (the mean of the
+	// configurations' bars).
+	P            float64         `json:"p"`
+	Verdict      results.Verdict `json:"verdict"`
+	MinEffectPct float64         `json:"min_effect_pct"`
+	// DetectablePct is the change it had 80 % power to call, and
+	// NeedRepeats the repeats it would need for that to be MinEffectPct
+	// (set when the verdict is unknown).
+	DetectablePct float64 `json:"-"`
+	NeedRepeats   int     `json:"need_repeats,omitempty"`
+	Look          int     `json:"look,omitempty"`
+}
+
+// MarshalJSON writes non-finite numbers as null.
+func (g Geomean) MarshalJSON() ([]byte, error) {
+	type plain Geomean
+	return json.Marshal(struct {
+		plain
+		Ratio         *float64 `json:"ratio"`
+		Lo            *float64 `json:"lo"`
+		Hi            *float64 `json:"hi"`
+		DecideLo      *float64 `json:"decide_lo"`
+		DecideHi      *float64 `json:"decide_hi"`
+		P             *float64 `json:"p"`
+		DetectablePct *float64 `json:"detectable_pct,omitempty"`
+	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi), Finite(g.DecideLo), Finite(g.DecideHi), Finite(g.P), Finite(g.DetectablePct)})
+}
+
+// Summary is one commit's answer.
+type Summary struct {
+	Commit     string `json:"commit"`
+	Better     int    `json:"better"`
+	Worse      int    `json:"worse"`
+	Higher     int    `json:"higher"`
+	Lower      int    `json:"lower"`
+	Same       int    `json:"same"`
+	Unknown    int    `json:"unknown"`
+	Incomplete int    `json:"incomplete"`
+	// Behind counts the secondary gated tests left untested behind a
+	// primary that did not change.
+	Behind int `json:"behind_primary"`
+	// GatedUnknown counts the unknown verdicts of gated metrics.
+	GatedUnknown int `json:"gated_unknown"`
+	// Tests is how many gated tests the family controlled (the pooled
+	// run-level tests and counters against a baseline that varied among
+	// them); Exact how many deterministic counters were compared exactly;
+	// Mirrored how many metrics were judged by the one they are a
+	// function of.
+	Tests    int `json:"tests"`
+	Exact    int `json:"exact"`
+	Mirrored int `json:"mirrored"`
+	// NoChangePct is set when every gated verdict is same: no gated
+	// metric changed by this much or more.
+	NoChangePct float64 `json:"no_change_pct,omitempty"`
+	// DetectablePct is the largest smallest-detectable change over the
+	// gated unknown verdicts: changes below it could have been missed.
+	DetectablePct float64 `json:"-"`
+	// Unreachable counts gated tests whose repeats can never reach their
+	// level (one pair; a counter's range test on too few repeats).
+	Unreachable int `json:"unreachable"`
+	// Blocks, under a sequential design, is the most blocks a gated
+	// verdict of the commit rested on.
+	Blocks int `json:"blocks,omitempty"`
+}
+
+// MarshalJSON writes an infinite detectable change as null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	var d *float64
+	if s.GatedUnknown > 0 {
+		d = Finite(s.DetectablePct)
+	}
+	return json.Marshal(struct {
+		plain
+		DetectablePct *float64 `json:"detectable_pct,omitempty"`
+	}{plain(s), d})
+}
+
+// CellNote is a failed or saturated cell.
+type CellNote struct {
+	Cell   string         `json:"cell"`
+	Status results.Status `json:"status"`
+	Error  string         `json:"error,omitempty"`
+	Tail   []string       `json:"log_tail,omitempty"`
+}
+
+// Report is the analysis, rendered by WriteMarkdown, WriteJSON and
+// WriteBench.
+type Report struct {
+	// Plan is the plan without its cell list (cells.jsonl and plan.json
+	// have it); PlannedCells counts them.
+	Plan         *results.Plan `json:"plan"`
+	PlannedCells int           `json:"planned_cells"`
+	Dirs         []string      `json:"dirs"`
+	Baseline     string        `json:"baseline"`
+	Alpha        float64       `json:"alpha"`
+	// Sequential is the adaptive design the run was judged under, when
+	// there was one.
+	Sequential *Sequential `json:"sequential,omitempty"`
+	Commits    []string    `json:"commits"`
+	Metrics    []string    `json:"metrics"`
+	// Incomplete comes first: where the run could not answer.
+	Incomplete []Incomplete `json:"incomplete"`
+	Summaries  []Summary    `json:"summaries"`
+	Rows       []Row        `json:"rows"`
+	Tiers      []Tier       `json:"tiers"`
+	Changes    []Change     `json:"changes"`
+	Geomeans   []Geomean    `json:"geomeans"`
+	// Regressions are the gated changes for the worse (and, for a
+	// descriptive metric gated with Options.Gate, any called change).
+	Regressions []Change   `json:"regressions"`
+	Failed      []CellNote `json:"failed"`
+	Saturated   []CellNote `json:"saturated"`
+	// Unanswered says, per commit, which primary answers were unknown,
+	// and what would answer them (Gate's ErrUnanswered).
+	Unanswered []string `json:"unanswered,omitempty"`
+	// AA describes the noise floor when two arms share one build.
+	AA *AA `json:"aa,omitempty"`
+	// TimeWent compares the cells' CPU profiles (matrix --perf).
+	TimeWent []TimeWent `json:"time_went,omitempty"`
+	Warnings []string   `json:"warnings"`
+	Plots    []string   `json:"plots,omitempty"`
+	// PlotNotes say which plots WritePlots did not draw, and why.
+	PlotNotes []string `json:"plot_notes,omitempty"`
+
+	// Instructions compares the instruction cells (matrix --instructions).
+	Instructions []InstrWent `json:"instructions,omitempty"`
+
+	records   []results.Record
+	undecided []string
+}
+
+// Line is the change as a night lists it: "config metric -x.xx%".
+func (c Change) Line() string {
+	return fmt.Sprintf("%s %s %+.2f%%", c.Config, c.Metric, c.DeltaPct)
+}
+
+// Undecided lists the configurations (IDs) where some gated test is
+// unknown and another look of the sequential design could decide it: the
+// matrix gives each Sequential.Step more blocks and analyses again. Empty
+// without Options.Sequential, and once every configuration is decided or
+// at MaxRepeats.
+func (r *Report) Undecided() []string { return r.undecided }
+
+// Line is the run-level answer as the summaries print it.
+func (g Geomean) Line(alpha float64) string {
+	s := fmt.Sprintf("run-level %s: geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s",
+		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
+	switch g.Verdict {
+	case results.Better, results.Worse:
+		s += fmt.Sprintf(" (p = %.2g, beyond ±%.3g%%)", g.P, g.MinEffectPct)
+	case results.Same:
+		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within ±%.3g%%)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), g.MinEffectPct)
+	case results.Unknown:
+		s += " (neither a change nor within ±" + fmt.Sprintf("%.3g%%", g.MinEffectPct)
+		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
+			s += "; it could have detected " + pctAbs(g.DetectablePct)
+		}
+		if g.NeedRepeats > 0 {
+			s += fmt.Sprintf("; needs r ≥ %d, or a quieter host: abtest doctor", g.NeedRepeats)
+		}
+		s += ")"
+	}
+	return s
+}

@@ -1,0 +1,244 @@
+package analysis
+
+// Planning the tests: a row per configuration and metric, a Stat per
+// commit, and a test for each Stat that can be decided; an incomplete
+// one gets its verdict here.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// cellTest is one test of a commit × configuration × metric, and the
+// Stat its verdict goes to.
+type cellTest struct {
+	t     *test
+	row   int
+	stat  int
+	exact bool
+	// observed: exact only because the baseline never varied here (the
+	// metric is declared banded).
+	observed bool
+	gated    bool
+	mirror   string
+	metric   string
+	// answer: the test answers the run's question (a primary metric);
+	// count: an event count, judged by a rate test.
+	answer, count bool
+}
+
+// planTests makes the rows, one per configuration × metric that has
+// values, and one test per commit × configuration × metric.
+func (a *analyzer) planTests() {
+	a.rowIdx = map[[2]string]int{}
+	a.byCommit = map[string][]*cellTest{}
+	for _, id := range a.configs {
+		for _, m := range a.r.Metrics {
+			a.planRow(id, m)
+		}
+	}
+}
+
+// rowInputs is what the commits of one row share.
+type rowInputs struct {
+	id, m string
+	def   results.Metric
+	tier  Tier
+	bg    *group
+	base  []float64
+}
+
+// planRow makes the row of a configuration and metric, if any commit has
+// values there.
+func (a *analyzer) planRow(id, m string) {
+	expected := false
+	for _, c := range a.r.Commits {
+		if len(a.values(a.groups[id][c], m)) > 0 {
+			expected = true
+		}
+	}
+	if !expected {
+		return
+	}
+	def, _ := a.p.Metrics.Get(m)
+	bg := a.groups[id][a.r.Baseline]
+	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: a.values(bg, m)}
+	row := Row{Config: id, Metric: m}
+	for _, c := range a.r.Commits {
+		st, ct := a.planStat(in, c, len(row.Stats))
+		if ct != nil {
+			a.byCommit[c] = append(a.byCommit[c], ct)
+		}
+		row.Stats = append(row.Stats, st)
+	}
+	a.rowIdx[[2]string{id, m}] = len(a.r.Rows)
+	a.r.Rows = append(a.r.Rows, row)
+}
+
+// planStat makes a commit's Stat in a row: the median and its interval,
+// and either the verdict (baseline, incomplete) or the test to decide it.
+func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest) {
+	g := a.groups[in.id][c]
+	vs := a.values(g, in.m)
+	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
+		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
+	if len(vs) > 0 {
+		s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: a.o.Alpha})
+		sum := benchmath.AssumeNothing.Summary(s, 0.95)
+		st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+	}
+	if c == a.r.Baseline {
+		st.Verdict = results.VerdictBaseline
+		return st, nil
+	}
+	isPrimary := contains(a.primary[in.id], in.m)
+	aroundZero := in.tier.Tier == results.TierBand && math.IsInf(a.minEffect[in.m][in.id], 1) && !isPrimary
+	if isPrimary {
+		// The primary always gates: its answer is the run's.
+		st.Gated = true
+	}
+	if aroundZero {
+		// The baseline varied around a median of 0 here (sporadic WAL
+		// of a read-only workload): reported, not gated, in this
+		// configuration, whatever the metric's tier.
+		st.Gated = false
+	}
+	why := a.metricMissing(in, c, g, vs)
+	if why == "" {
+		why = a.methodsDiffer(in, c, g, len(vs))
+	}
+	if len(vs) > 0 && len(in.base) > 0 {
+		bs := append([]float64(nil), in.base...)
+		slices.Sort(bs)
+		st.DeltaPct = deltaPct(median(bs), st.Median)
+	}
+	if why != "" {
+		a.judgeIncomplete(&st, in, vs, why)
+		return st, nil
+	}
+	// Complete: every repeat of both commits is usable, so the blocks
+	// pair.
+	pb, pc := a.pairs(in.bg, g, in.m)
+	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, metric: in.m, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
+	me := a.minEffect[in.m][in.id]
+	if ct.exact && !in.def.Count {
+		ct.t = newTest(in.def, me, in.base, vs, false)
+	} else {
+		paired := len(pb) == len(in.base) && len(pc) == len(vs)
+		if paired {
+			ct.t = newTest(in.def, me, pb, pc, true)
+		} else {
+			ct.t = newTest(in.def, me, in.base, vs, false)
+		}
+	}
+	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
+		ct.mirror = in.def.SameAs
+	}
+	ct.t.cfg, ct.count = in.id, in.def.Count
+	if aroundZero {
+		ct.t.minEffect = in.def.ThresholdPct
+	}
+	switch {
+	case isPrimary:
+		ct.t.role, ct.answer = primary, true
+	case !in.tier.Gated:
+		ct.t.role = reportOnly
+	case in.def.Count:
+		// Events are their own question (a build that fails 5 % of its
+		// transactions is worse whatever its TPS): a primary's share
+		// of α, taken only when some cell had an event.
+		ct.t.role = primary
+	}
+	return st, ct
+}
+
+// metricMissing says why a commit's cells in a configuration cannot be
+// tested for a metric: the cells are incomplete, or complete but some
+// lack the metric (which it adds to the report's incomplete list); ""
+// when they can.
+func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64) string {
+	why := a.cellWhy[in.id][c]
+	if why == "" && g != nil && len(vs) < len(g.usable) {
+		why = fmt.Sprintf("%s missing in %d of %d cells", in.m, len(g.usable)-len(vs), len(g.usable))
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
+	}
+	if why == "" && in.bg != nil && len(in.base) < len(in.bg.usable) {
+		why = fmt.Sprintf("%s missing in %d of %d baseline cells", in.m, len(in.bg.usable)-len(in.base), len(in.bg.usable))
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
+	}
+	return why
+}
+
+// declaredGated reports whether a metric gates by its declaration or
+// the options, whatever its measured tier: a metric missing from the
+// baseline has no spread to measure, and must not thereby stop gating
+// (tps absent from the baseline's cells exited 0).
+func (a *analyzer) declaredGated(m string) bool {
+	def, _ := a.p.Metrics.Get(m)
+	return contains(a.o.Gate, m) || contains(a.o.Primary, m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
+}
+
+// methodsDiffer refuses to compare a metric that depends on how it was
+// measured (results.Metric.MeasuredBy) when the baseline's and the
+// commit's cells in a configuration were not all measured by one method
+// (shards or a resumption run by different abtest versions, say): it
+// says why and adds the refusal to the report's incomplete list; ""
+// when one method measured them all.
+func (a *analyzer) methodsDiffer(in *rowInputs, c string, g *group, n int) string {
+	by := in.def.MeasuredBy
+	if by == "" {
+		return ""
+	}
+	bm, cm := methodsOf(in.bg, in.m, by), methodsOf(g, in.m, by)
+	if len(bm) == 0 || len(cm) == 0 || len(bm) == 1 && slices.Equal(bm, cm) {
+		return ""
+	}
+	why := fmt.Sprintf("%s measured by %s in %s and by %s in %s: different %s methods are not compared", in.m, strings.Join(bm, " and "), a.r.Baseline, strings.Join(cm, " and "), c, by)
+	a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: n, Planned: g.planned, Why: why, Gated: in.tier.Gated})
+	return why
+}
+
+// methodsOf lists, sorted, the methods of a kind that measured a
+// group's usable cells having the metric; "unrecorded" for cells that do
+// not say.
+func methodsOf(g *group, m string, by results.MeasuredBy) []string {
+	var out []string
+	if g == nil {
+		return out
+	}
+	for _, rec := range g.usable {
+		if _, ok := rec.Metrics[m]; !ok {
+			continue
+		}
+		name := rec.Method(by)
+		if name == "" {
+			name = "unrecorded"
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// judgeIncomplete gives an incomplete Stat its verdict, and the unpaired
+// p-value of what values there are, for information.
+func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why string) {
+	st.Verdict, st.Note = results.Incomplete, why
+	if len(vs) == 0 || len(in.base) == 0 {
+		return
+	}
+	t := newTest(in.def, a.minEffect[in.m][in.id], in.base, vs, false)
+	t.measure(len(vs), a.o.Alpha)
+	st.P, st.Method = t.p, "unpaired"
+	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {
+		st.Note += fmt.Sprintf("; %d + %d repeats can never reach p < %v (smallest U-test p %.2g)", len(in.base), len(vs), a.o.Alpha, mp)
+	}
+}

@@ -1,0 +1,191 @@
+package analysis
+
+// A decided test into the report: its Stat's verdict, method and note,
+// the called changes and regressions, and the commit's Summary.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// unit is a metric's unit.
+func (a *analyzer) unit(m string) string {
+	def, _ := a.p.Metrics.Get(m)
+	return def.Unit
+}
+
+// mirrorVerdict copies to a mirroring metric's Stat the verdict of the
+// metric it mirrors.
+func (a *analyzer) mirrorVerdict(c string, ct *cellTest, row *Row, st *Stat) {
+	j, ok := a.rowIdx[[2]string{row.Config, ct.mirror}]
+	var src *Stat
+	if ok {
+		for k := range a.r.Rows[j].Stats {
+			if a.r.Rows[j].Stats[k].Commit == c {
+				src = &a.r.Rows[j].Stats[k]
+			}
+		}
+	}
+	if src == nil {
+		return
+	}
+	st.Verdict, st.P, st.Look, st.Blocks, st.Method = src.Verdict, src.P, src.Look, src.Blocks, "as "+ct.mirror
+	st.MinEffectPct, st.DetectablePct = ct.t.minEffect, src.DetectablePct
+	st.Note = "one statistic with " + ct.mirror + ": tested once, as " + ct.mirror
+	if src.Verdict == results.Better || src.Verdict == results.Worse {
+		// Better and worse agree across the pair by
+		// construction (both directions say the same).
+		st.Verdict = src.Verdict
+	}
+}
+
+// testVerdict writes a decided test into its Stat.
+func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
+	t := ct.t
+	st.P, st.DeltaLo, st.DeltaHi, st.DecideLo, st.DecideHi, st.Look = t.p, t.lo95, t.hi95, t.lo, t.hi, t.look
+	st.DeltaPct = t.est
+	if math.IsNaN(t.est) && t.abs != 0 {
+		st.DeltaAbs = t.abs
+		st.Note = fmt.Sprintf("from a baseline of 0: %+.4g %s on average (absolute)", t.abs, a.unit(row.Metric))
+	}
+	st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
+	st.Method = "paired"
+	switch {
+	case ct.exact:
+		st.Method = "exact"
+	case !t.paired:
+		st.Method = "unpaired"
+	case a.r.Sequential != nil:
+		st.Blocks = t.n
+	}
+	if t.count {
+		st.Method = "rate"
+	}
+	if t.paired && !ct.exact || t.verdict == results.Unknown {
+		st.DetectablePct = t.detectable()
+	}
+	if t.verdict == results.Unknown {
+		switch {
+		case t.gatekept:
+			st.Behind = true
+			st.DetectablePct = math.NaN()
+			st.Note = "secondary: tested only where the configuration's primary changed, and it did not"
+		case t.paired && t.n < 2:
+			sum.Unreachable++
+			st.Note = fmt.Sprintf("%d pair(s): no test; give more repeats", t.n)
+		case ct.gated && t.counter && t.level > 0 && minUP(len(t.base), t.n) >= t.level:
+			sum.Unreachable++
+			st.Note = fmt.Sprintf("%d + %d repeats cannot reach p < %.2g against a baseline that varied: give more repeats", len(t.base), t.n, t.level)
+		}
+		if ct.answer && t.role == primary && !a.covered(t) {
+			if n := needRepeats(t); n > 0 {
+				st.Note = fmt.Sprintf("the primary could not answer: needs r ≥ %d, or a quieter host (abtest doctor)", n)
+			}
+		}
+		if t.undecided && ct.answer && !a.poolDecided(t) {
+			// Only the primary asks for more blocks: a configuration
+			// stops once its primary is decided, or once the run-level
+			// answer that covers it is (the gate's question is
+			// answered; its own verdict stays unknown, with its MDE).
+			a.undecided[row.Config] = true
+		}
+	}
+	if ct.exact && ct.observed && t.verdict == results.Unknown {
+		st.Note = "constant on the baseline, but only some of this commit's cells differ from it: an event, not a shift"
+	}
+	if t.significant && t.verdict == results.Same && t.paired && t.role != pooled {
+		st.Note = fmt.Sprintf("significant, but within ±%.3g%%", t.minEffect)
+	}
+}
+
+// noteChange lists a called change, and a gated one for the worse as a
+// regression.
+func (a *analyzer) noteChange(c string, ct *cellTest, row *Row, st *Stat) {
+	switch st.Verdict {
+	case results.Better, results.Worse, results.Higher, results.Lower:
+		ch := Change{Commit: c, Config: row.Config, Metric: row.Metric, DeltaPct: st.DeltaPct, P: st.P, Verdict: st.Verdict, Gated: st.Gated}
+		a.r.Changes = append(a.r.Changes, ch)
+		if ch.Gated && st.Verdict != results.Better && ct.mirror == "" {
+			a.r.Regressions = append(a.r.Regressions, ch)
+		}
+	}
+}
+
+// countVerdicts counts a commit's verdicts into its summary.
+func (a *analyzer) countVerdicts(c string, sum *Summary) {
+	for _, row := range a.r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
+				// A mirrored metric is the same answer again.
+				continue
+			}
+			if st.Gated {
+				sum.Blocks = max(sum.Blocks, st.Blocks)
+			}
+			switch {
+			case st.Behind:
+				sum.Behind++
+				continue
+			case !st.Gated && st.Verdict != results.Higher && st.Verdict != results.Lower && st.Verdict != results.Incomplete:
+				// Report-only rows never enter the headline: only
+				// their higher/lower is counted, apart.
+				continue
+			}
+			switch st.Verdict {
+			case results.Better:
+				sum.Better++
+			case results.Worse:
+				sum.Worse++
+			case results.Higher:
+				sum.Higher++
+			case results.Lower:
+				sum.Lower++
+			case results.Same:
+				sum.Same++
+			case results.Unknown:
+				sum.Unknown++
+			case results.Incomplete:
+				sum.Incomplete++
+			}
+		}
+	}
+}
+
+// boundNoChange sets the summary's no-change bound when every gated
+// verdict of the commit is same and none is incomplete, and the largest
+// change its gated unknowns could have missed.
+func (a *analyzer) boundNoChange(c string, sum *Summary) {
+	allSame, anyGated := true, false
+	for _, row := range a.r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit != c || !st.Gated || strings.HasPrefix(st.Method, "as ") {
+				continue
+			}
+			anyGated = true
+			if st.Behind {
+				continue
+			}
+			switch st.Verdict {
+			case results.Same:
+				sum.NoChangePct = math.Max(sum.NoChangePct, st.MinEffectPct)
+			case results.Unknown:
+				allSame = false
+				sum.GatedUnknown++
+				sum.DetectablePct = math.Max(sum.DetectablePct, st.DetectablePct)
+			default:
+				allSame = false
+			}
+		}
+	}
+	if !allSame || !anyGated {
+		sum.NoChangePct = 0
+	}
+	for _, in := range a.r.Incomplete {
+		if in.Commit == c && in.Gated {
+			sum.NoChangePct = 0
+		}
+	}
+}

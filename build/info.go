@@ -1,0 +1,200 @@
+package build
+
+// The build record, INSTALL/.abtest-build.json, and what it holds: the
+// fingerprint's inputs, the timings, the ccache outcome.
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/worktree"
+)
+
+// InfoFile is the build record in an install prefix.
+const InfoFile = ".abtest-build.json"
+
+// recipe changes whenever the way abtest builds changes, so that old
+// installs are rebuilt.
+const recipe = "2"
+
+// Info is a build's record (INSTALL/.abtest-build.json).
+type Info struct {
+	Name        string   `json:"name"`
+	Worktree    string   `json:"worktree"`
+	Install     string   `json:"install"`
+	System      string   `json:"system"` // meson or autotools
+	Type        Type     `json:"type"`
+	Options     []string `json:"options"`
+	Profiling   bool     `json:"profiling"`
+	Fingerprint string   `json:"fingerprint"`
+	Inputs      Inputs   `json:"inputs"`
+	// Version is `postgres --version` of the result.
+	Version string `json:"version"`
+	// CatalogVersion is CATALOG_VERSION_NO of the tree: a data
+	// directory of another catalog version cannot be started.
+	CatalogVersion string    `json:"catalog_version"`
+	BuiltAt        time.Time `json:"built_at"`
+	Seconds        Timings   `json:"seconds"`
+	CCache         *CCache   `json:"ccache,omitempty"`
+	Log            string    `json:"log"`
+	// Load is the host's load when the build began: a build's time
+	// depends on it, and Estimate scales by it.
+	Load *Load `json:"load,omitempty"`
+}
+
+// Load is a host's load average over a minute and its online CPUs.
+type Load struct {
+	Avg1 float64 `json:"avg1"`
+	CPUs int     `json:"cpus"`
+}
+
+// Inputs are what the fingerprint hashes.
+type Inputs struct {
+	SHA      string   `json:"sha"`
+	Head     string   `json:"head"`
+	Patches  []string `json:"patches_sha256"`
+	Changes  string   `json:"uncommitted_sha256"`
+	Compiler string   `json:"compiler"`
+	Recipe   string   `json:"recipe"`
+}
+
+// Timings are the seconds each phase took.
+type Timings struct {
+	Configure float64 `json:"configure"`
+	Compile   float64 `json:"compile"`
+	Install   float64 `json:"install"`
+	Total     float64 `json:"total"`
+}
+
+// CCache is a build's ccache outcome.
+type CCache struct {
+	Hits    int     `json:"hits"`
+	Misses  int     `json:"misses"`
+	HitRate float64 `json:"hit_rate"`
+}
+
+// ReadInfo reads the build record of the install prefix dir.
+func ReadInfo(dir string) (*Info, error) {
+	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
+	if err != nil {
+		return nil, err
+	}
+	var i Info
+	if err := json.Unmarshal(data, &i); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, InfoFile), err)
+	}
+	return &i, nil
+}
+
+// inputs gathers what the fingerprint hashes.
+func (b *Builder) inputs(ctx context.Context, prov *worktree.Provenance, wt string) (Inputs, error) {
+	in := Inputs{SHA: prov.SHA, Recipe: recipe, Patches: []string{}}
+	for _, p := range prov.Patches {
+		in.Patches = append(in.Patches, p.SHA256)
+	}
+	git := func(args ...string) (string, error) {
+		c := proc.Cmd{Path: "git", Args: append([]string{"-C", wt}, args...), ReadOnly: true}
+		return b.Run.Output(ctx, c)
+	}
+	head, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return in, exitcode.Failure(err)
+	}
+	in.Head = strings.TrimSpace(head)
+	// Uncommitted changes: the diff of tracked files, plus the names and
+	// contents of untracked ones.
+	h := sha256.New()
+	diff, err := git("diff", "HEAD", "--binary")
+	if err != nil {
+		return in, exitcode.Failure(err)
+	}
+	io.WriteString(h, diff)
+	untracked, err := git("ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return in, exitcode.Failure(err)
+	}
+	files := strings.Split(strings.TrimRight(untracked, "\x00"), "\x00")
+	sort.Strings(files)
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		io.WriteString(h, "\x00"+f+"\x00")
+		if data, err := os.ReadFile(filepath.Join(wt, f)); err == nil {
+			h.Write(data)
+		}
+	}
+	if diff != "" || untracked != "" {
+		in.Changes = hex.EncodeToString(h.Sum(nil))
+	}
+	cc := proc.Cmd{Path: "cc", Args: []string{"--version"}, ReadOnly: true}
+	out, err := b.Run.Output(ctx, cc)
+	if err != nil {
+		return in, exitcode.Failure(err)
+	}
+	in.Compiler, _, _ = strings.Cut(out, "\n")
+	return in, nil
+}
+
+func fingerprint(system string, o Options, opts []string, in Inputs) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "system=%s\ntype=%s\nprofiling=%v\n", system, o.Type, o.Profiling)
+	for _, op := range opts {
+		fmt.Fprintf(h, "opt=%s\n", op)
+	}
+	fmt.Fprintf(h, "contrib=%s\n", strings.Join(dedup(o.Contrib), ","))
+	data, _ := json.Marshal(in)
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+var catversionRE = regexp.MustCompile(`(?m)^#define\s+CATALOG_VERSION_NO\s+(\d+)`)
+
+// catalogVersion reads CATALOG_VERSION_NO from the tree.
+func catalogVersion(wt string) string {
+	data, err := os.ReadFile(filepath.Join(wt, "src", "include", "catalog", "catversion.h"))
+	if err != nil {
+		return ""
+	}
+	if m := catversionRE.FindSubmatch(data); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// readStatsLog counts hits and misses in a ccache stats log: one "# FILE"
+// line per compilation followed by its counters.
+func readStatsLog(path string) *CCache {
+	f, err := os.Open(path)
+	if err != nil {
+		return &CCache{}
+	}
+	defer f.Close()
+	c := &CCache{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case "direct_cache_hit", "preprocessed_cache_hit":
+			c.Hits++
+		case "cache_miss":
+			c.Misses++
+		}
+	}
+	if n := c.Hits + c.Misses; n > 0 {
+		c.HitRate = float64(c.Hits) / float64(n)
+	}
+	return c
+}

@@ -1,0 +1,94 @@
+package workload
+
+// Where a run's latency percentiles come from: the method, fixed by the
+// run's configuration, and the sampling rate of pgbench's transaction
+// log.
+
+import (
+	"math"
+	"runtime"
+)
+
+// MaxLoggedTx bounds the per-transaction log: the sampling rate is chosen
+// so that about this many transactions are logged (about 4 MB).
+const MaxLoggedTx = 100000
+
+// MinLatencyPairs is the fewest back-to-back pairs (see TxLog.Intervals)
+// a closed-loop run needs for its latency percentiles; with fewer, the
+// percentiles are left out with a warning rather than taken from
+// another method.
+const MinLatencyPairs = 100
+
+// maxTPSPerCPU bounds the transactions per second one CPU can serve,
+// for the sampling rate when the throughput is not known: SELECT 1
+// from 64 clients, the cheapest transaction, ran at 60 000 per CPU on
+// this 2-core VM (Debian's PostgreSQL 15, 5 s cells). A host that
+// exceeds it logs a little more than MaxLoggedTx, with more pairs.
+const maxTPSPerCPU = 100000
+
+// LatencyMethod says where a result's latency percentiles come from. It
+// is decided by the run's configuration alone, never by what the run
+// measured, so that every cell of a configuration uses the same one;
+// cells whose methods differ must not be compared.
+type LatencyMethod string
+
+// The latency methods.
+const (
+	// LatencyIntervals: closed loop (no -R); the intervals between a
+	// client's back-to-back completions (TxLog.Intervals).
+	LatencyIntervals LatencyMethod = "completion-intervals"
+	// LatencyPgbench: open loop (-R); pgbench's own latencies, counted
+	// from each transaction's scheduled start (TxLog.Reported).
+	LatencyPgbench LatencyMethod = "pgbench-latency"
+)
+
+// latencyMethod is the method of spec's runs.
+func latencyMethod(s Spec) LatencyMethod {
+	if s.Rate > 0 {
+		return LatencyPgbench
+	}
+	return LatencyIntervals
+}
+
+// samplingRate picks pgbench's --sampling-rate so that about MaxLoggedTx
+// transactions are logged. The transactions to come are estimated from
+// -t, the rate (-R), ExpectedTPS, or else an upper bound: clients ×
+// (1000/think time), or the lesser of clients × 20 000 and CPUs ×
+// maxTPSPerCPU per second.
+//
+// A closed loop's percentiles need back-to-back pairs, which a rate r
+// samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
+// bound logged so few pairs that every real cell fell back to pgbench's
+// biased latencies). So the rate is at least √(MinLatencyPairs×10 /
+// expected), which at the expected count yields ten times the pairs
+// needed; with a good estimate the budget rate alone gives
+// MaxLoggedTx²/expected pairs, 1 000 or more up to 10 M transactions.
+func samplingRate(s Spec) float64 {
+	var expected float64
+	secs := s.Duration.Seconds()
+	switch {
+	case s.Transactions > 0:
+		expected = float64(s.Transactions * s.Clients)
+	case s.Rate > 0:
+		expected = s.Rate * secs
+	case s.ExpectedTPS > 0:
+		expected = s.ExpectedTPS * secs
+	case s.SleepMS > 0:
+		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
+	default:
+		cpus := runtime.NumCPU()
+		if n := len(s.CPUs); n > 0 {
+			cpus = n
+		}
+		expected = math.Min(float64(s.Clients)*20000, float64(cpus)*maxTPSPerCPU) * secs
+	}
+	if expected <= MaxLoggedTx {
+		return 1
+	}
+	rate := MaxLoggedTx / expected
+	if s.Rate == 0 {
+		rate = math.Max(rate, math.Sqrt(10*MinLatencyPairs/expected))
+	}
+	// pgbench takes a decimal; keep four significant digits.
+	return math.Min(1, math.Max(rate, 0.0001))
+}

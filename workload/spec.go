@@ -1,0 +1,199 @@
+package workload
+
+// What one run is: the Spec with its defaults and checks, where the
+// server is (Conn, from the PG* variables as psql and pgbench read them),
+// and pgbench's command line.
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+)
+
+// Defaults are the bash harness's.
+const (
+	DefaultDuration = 30 * time.Second
+	DefaultClients  = 64
+	DefaultPort     = 5432
+	DefaultDatabase = "benchmark"
+)
+
+// Conn says where the server is. Empty fields fall back to the PG*
+// environment variables, as with psql and pgbench, then to the defaults.
+type Conn struct {
+	Host     string
+	Port     int
+	User     string
+	Database string
+}
+
+// Spec is one run of one workload.
+type Spec struct {
+	Workload Workload
+	Conn     Conn
+	// Duration is pgbench -T; ignored when Transactions is set.
+	Duration time.Duration
+	// Transactions is pgbench -t (per client).
+	Transactions int
+	Clients      int
+	Threads      int
+	// Protocol is simple, extended or prepared.
+	Protocol string
+	// SleepMS is think time appended to each transaction (-S).
+	SleepMS int
+	// Rate is pgbench -R: open-loop transactions per second.
+	Rate float64
+	// CPUs pins pgbench to these CPUs.
+	CPUs []int
+	// SampleEvery and WaitEvery are the sampler's intervals.
+	SampleEvery, WaitEvery time.Duration
+	// OutDir keeps pgbench's output, the script, the transaction log and
+	// the samples; empty means a temporary directory that is removed.
+	OutDir string
+	// Pgbench is the pgbench to run; empty means pgbench on PATH.
+	Pgbench string
+	// KeepTxLog keeps pgbench's per-transaction log in OutDir (a few MB);
+	// otherwise it is removed once read.
+	KeepTxLog bool
+	// ExpectedTPS, when known (a warm-up's or an earlier repeat's TPS),
+	// sizes the per-transaction log's sampling rate; otherwise an upper
+	// bound is assumed and fewer transactions are logged.
+	ExpectedTPS float64
+	// NoReset keeps pg_stat_statements' contents from before the run: a
+	// measurement after a warm-up starts from the warmed-up state
+	// (deallocs still count from the start of this run).
+	NoReset bool
+}
+
+func (r *Runner) getenv(k string) string {
+	if r.Getenv != nil {
+		return r.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// resolve fills a Conn from the PG* variables and the defaults.
+func (r *Runner) resolve(c Conn) Conn {
+	if c.Host == "" {
+		c.Host = r.getenv("PGHOST")
+	}
+	if c.Port == 0 {
+		c.Port, _ = strconv.Atoi(r.getenv("PGPORT"))
+		if c.Port == 0 {
+			c.Port = DefaultPort
+		}
+	}
+	if c.User == "" {
+		c.User = r.getenv("PGUSER")
+	}
+	if c.Database == "" {
+		c.Database = r.getenv("PGDATABASE")
+		if c.Database == "" {
+			c.Database = DefaultDatabase
+		}
+	}
+	return c
+}
+
+// where names the server for messages: host:port or the socket path.
+func (c Conn) where() string {
+	host := c.Host
+	if host == "" {
+		host = "/var/run/postgresql"
+	}
+	if strings.HasPrefix(host, "/") {
+		return fmt.Sprintf("socket %s/.s.PGSQL.%d", host, c.Port)
+	}
+	return fmt.Sprintf("%s:%d", host, c.Port)
+}
+
+func (c Conn) connString(db string) string {
+	parts := []string{"port=" + strconv.Itoa(c.Port), "dbname=" + quoteConn(db), "sslmode=prefer", "connect_timeout=10", "application_name=abtest"}
+	if c.Host != "" {
+		parts = append(parts, "host="+quoteConn(c.Host))
+	}
+	if c.User != "" {
+		parts = append(parts, "user="+quoteConn(c.User))
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteConn(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
+
+// Check validates spec before anything runs.
+func (s *Spec) Check() error {
+	switch s.Protocol {
+	case "":
+		s.Protocol = "simple"
+	case "simple", "extended", "prepared":
+	default:
+		return exitcode.BadInputf("-M %q: use simple, extended or prepared", s.Protocol)
+	}
+	if s.Workload.SimpleOnly && s.Protocol != "simple" {
+		return exitcode.BadInputf("workload %s needs -M simple: its distinct query texts come from pgbench's textual substitution of variables, which -M %s turns into bind parameters", s.Workload.Name, s.Protocol)
+	}
+	if s.Clients == 0 {
+		s.Clients = DefaultClients
+	}
+	if s.Clients < 1 {
+		return exitcode.BadInputf("-c %d: want at least 1 client", s.Clients)
+	}
+	if s.Threads == 0 {
+		n := runtime.NumCPU()
+		if len(s.CPUs) > 0 {
+			n = len(s.CPUs)
+		}
+		s.Threads = min(s.Clients, n)
+	}
+	if s.Threads < 1 || s.Threads > s.Clients {
+		return exitcode.BadInputf("-j %d: want 1 to %d threads (no more than clients)", s.Threads, s.Clients)
+	}
+	if s.Duration == 0 && s.Transactions == 0 {
+		s.Duration = DefaultDuration
+	}
+	if s.Duration < 0 || s.Transactions < 0 || s.Duration > 0 && s.Duration < time.Second {
+		return exitcode.BadInputf("-d: want at least 1 second")
+	}
+	if s.Rate < 0 || s.SleepMS < 0 {
+		return exitcode.BadInputf("-R and -S must not be negative")
+	}
+	if s.SampleEvery == 0 {
+		s.SampleEvery = 5 * time.Second
+	}
+	if s.WaitEvery == 0 {
+		s.WaitEvery = time.Second
+	}
+	return nil
+}
+
+// pgbenchArgs returns pgbench's command line for spec.
+func pgbenchArgs(s Spec, c Conn, script, logPrefix string, sampling float64) []string {
+	args := []string{"-n", "-c", strconv.Itoa(s.Clients), "-j", strconv.Itoa(s.Threads), "-M", s.Protocol, "-P", strconv.Itoa(max(1, int(s.SampleEvery.Seconds())))}
+	if s.Transactions > 0 {
+		args = append(args, "-t", strconv.Itoa(s.Transactions))
+	} else {
+		args = append(args, "-T", strconv.Itoa(int(s.Duration.Seconds())))
+	}
+	if s.Rate > 0 {
+		args = append(args, "-R", strconv.FormatFloat(s.Rate, 'f', -1, 64))
+	}
+	args = append(args, "--log", "--log-prefix="+logPrefix)
+	if sampling < 1 {
+		args = append(args, "--sampling-rate="+strconv.FormatFloat(sampling, 'g', 4, 64))
+	}
+	args = append(args, "-f", script, "-p", strconv.Itoa(c.Port))
+	if c.Host != "" {
+		args = append(args, "-h", c.Host)
+	}
+	if c.User != "" {
+		args = append(args, "-U", c.User)
+	}
+	return append(args, c.Database)
+}
