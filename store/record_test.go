@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
 )
 
 // seriesFields are the fields of a record the store does not keep: the
@@ -141,8 +142,21 @@ func writeFullRun(t *testing.T) (string, []results.Record) {
 // stay in the files, and for the start time's zone (the store keeps the
 // instant, in UTC).
 func TestStoreRecordRoundTrip(t *testing.T) {
+	checkRecordRoundTrip(t, openSQLite(t))
+}
+
+func TestStoreRecordRoundTripPostgres(t *testing.T) {
+	s, err := store.Open(context.Background(), startPostgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkRecordRoundTrip(t, s)
+}
+
+func checkRecordRoundTrip(t *testing.T, s *store.Store) {
+	t.Helper()
 	ctx := context.Background()
-	s := openSQLite(t)
 	dir, _ := writeFullRun(t)
 	files, _, err := results.ReadRecords(dir)
 	if err != nil || len(files) != 2 {
