@@ -580,7 +580,7 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			}
 			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				run, st.Commit, row.Config, row.Metric, st.Verdict, st.N, baseMed, med, lo, hi, delta, p, g, st.Note); err != nil {
+				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note); err != nil {
 				return n, err
 			}
 			n++
