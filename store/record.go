@@ -79,8 +79,16 @@ func columnArgs(args []any, r *results.Record) []any {
 // says, else the field as its underlying type (results.Status as a
 // string), which both drivers take.
 func columnValue(ptr any) any {
-	if v, ok := ptr.(driver.Valuer); ok {
-		x, _ := v.Value()
+	// The types of cellColumns first, without reflection: 10⁵ cells.
+	switch p := ptr.(type) {
+	case *string:
+		return *p
+	case *int:
+		return *p
+	case *float64:
+		return *p
+	case driver.Valuer:
+		x, _ := p.Value()
 		return x
 	}
 	v := reflect.ValueOf(ptr).Elem()
