@@ -18,9 +18,10 @@ import (
 // ResolveRun) from the store alone: each shard's plan as it was written
 // and the cells of every shard, merged as analysis.Load merges the
 // shards' directories, so the verdicts equal those of the files. The
-// cells' series (samples, progress, waits, probe counters) stay in the
-// files (a warning says so); profiles are read from the shards'
-// directories when this host can see them.
+// cells' series (samples, progress, waits, final state, probe counters:
+// record.go says what is stored where) stay in the files (a warning says
+// so); profiles are read from the shards' directories when this host can
+// see them.
 func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) {
 	run, err := s.ResolveRun(ctx, ref)
 	if err != nil {
@@ -30,7 +31,7 @@ func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) 
 	if err != nil {
 		return nil, err
 	}
-	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits and probe counters are in the results directories only", s.where, run))
+	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits, final pg_stat_statements state and probe counters are in the results directories only", s.where, run))
 	return in, nil
 }
 
