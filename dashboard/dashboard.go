@@ -29,13 +29,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 
@@ -227,7 +230,7 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 			u := url.URL{Scheme: "file", Path: filepath.Join(dirs[c.Shard], c.Artifacts[n])}
 			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, n), Href: template.URL(u.String())})
 		}
-		if c.Status != "ok" {
+		if c.Status != results.StatusOK {
 			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, c.Status), Err: c.Error})
 		}
 	}
@@ -236,16 +239,16 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 		trendOf[t.Key] = filepath.Join("..", t.Page)
 	}
 	rows := make([]row, len(verdicts))
-	verdictNames := map[string]bool{}
+	verdictNames := map[results.Verdict]bool{}
 	for i, v := range verdicts {
 		rows[i] = row{Verdict: v, Cells: links[[2]string{v.Commit, v.Config}], Trend: trendOf[store.SeriesKey{Metric: v.Metric, Config: v.Config}]}
 		verdictNames[v.Verdict] = true
 	}
-	var names []string
+	names := make([]results.Verdict, 0, len(verdictNames))
 	for n := range verdictNames {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	page := RunPage(r.ID)
 	return page, render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": r, "Rows": rows, "Verdicts": names,
@@ -274,7 +277,7 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 			for _, sh := range r.Shards {
 				hosts = append(hosts, sh.Host.Hostname)
 				for _, f := range sh.Doctor {
-					if f.Status != "ok" {
+					if f.Status != doctor.OK {
 						cp.Doctor++
 					}
 				}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -347,19 +346,20 @@ func (b *batcher) close() {
 // putCells inserts recs (those not stored yet) and returns the new rows'
 // ids by cell name.
 func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
+	// The columns of cellRecord, then those that are not the record's.
+	n := len(cellColumns(&results.Record{})) + 5
 	b := &batcher{s: s, tx: tx, size: cellBatch,
-		head: "INSERT INTO cells (run_id, cell, shard, commit_label, config, repeat, seq, status, saturated, started_at, duration_s, error, artifacts, detail) VALUES ",
-		row:  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
+		head: "INSERT INTO cells (" + columnNames("") + ", run_id, shard, config, artifacts, detail) VALUES ",
+		row:  "(?" + strings.Repeat(",?", n-1) + ")", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
 	defer b.close()
 	ids := make(map[string]int64, len(recs))
-	args := make([]any, 0, 14*cellBatch)
+	args := make([]any, 0, n*cellBatch)
 	for start := 0; start < len(recs); start += cellBatch {
 		batch := recs[start:min(start+cellBatch, len(recs))]
 		args = args[:0]
 		for i := range batch {
 			r := &batch[i]
-			args = append(args, run, r.Cell, shard, r.Commit, cfgIDs[start+i], r.Repeat, r.Seq, string(r.Status), boolInt(r.Saturated),
-				r.StartedAt.UTC().Format(time.RFC3339Nano), r.DurationS, r.Error, artifacts(r), cellDetail(r))
+			args = append(columnArgs(args, r), run, shard, cfgIDs[start+i], artifacts(r), cellDetail(r))
 		}
 		rows, err := b.rows(ctx, len(batch), args)
 		if err != nil {
@@ -384,7 +384,8 @@ func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs
 	return ids, nil
 }
 
-// artifacts is a cell's artifacts as JSON, its profile included.
+// artifacts is a cell's artifacts as JSON, its profile included: the
+// dashboard's links (Cells), not read back into a record.
 func artifacts(r *results.Record) string {
 	if len(r.Artifacts) == 0 && (r.Perf == nil || r.Perf.Profile == "") {
 		return "{}"
@@ -397,33 +398,6 @@ func artifacts(r *results.Record) string {
 		arts["profile"] = r.Perf.Profile
 	}
 	return jsonText(arts)
-}
-
-// emptyDetail is the detail of a record that has nothing beyond its
-// columns.
-var emptyDetail = jsonText(results.Record{})
-
-// cellDetail is r as JSON without what the cells and metrics tables hold
-// and without its series (samples, progress, waits, probe counters, the
-// final pg_stat_statements state: most of a real record's bytes, read by
-// no verdict), "" when nothing is left. What remains (how an instruction
-// cell counted, its profiles, the log tail of a failed cell, and fields
-// records gain later) reaches the analysis from the store as it was.
-func cellDetail(r *results.Record) string {
-	d := *r
-	d.Cell, d.Seq, d.Commit, d.Repeat, d.Status, d.Error = "", 0, "", 0, "", ""
-	d.Workload, d.Clients, d.CPUs, d.Settings, d.Instructions = "", 0, 0, nil, false
-	d.StartedAt, d.DurationS, d.WallS, d.Metrics, d.Saturated, d.Artifacts = time.Time{}, 0, 0, nil, false, nil
-	d.Samples, d.Progress, d.Waits, d.Probe, d.Final, d.Server = nil, nil, nil, nil, nil, nil
-	// Checking for nothing left first spares 100 000 synthetic cells
-	// 0.1 CPU-s of marshalling.
-	if reflect.ValueOf(d).IsZero() {
-		return ""
-	}
-	if det := jsonText(d); det != emptyDetail {
-		return det
-	}
-	return ""
 }
 
 // metricIDs returns the ids of the metrics recs have, by name, adding the
@@ -606,7 +580,7 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			}
 			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				run, st.Commit, row.Config, row.Metric, st.Verdict, st.N, baseMed, med, lo, hi, delta, p, g, st.Note); err != nil {
+				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note); err != nil {
 				return n, err
 			}
 			n++

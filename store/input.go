@@ -18,9 +18,10 @@ import (
 // ResolveRun) from the store alone: each shard's plan as it was written
 // and the cells of every shard, merged as analysis.Load merges the
 // shards' directories, so the verdicts equal those of the files. The
-// cells' series (samples, progress, waits, probe counters) stay in the
-// files (a warning says so); profiles are read from the shards'
-// directories when this host can see them.
+// cells' series (samples, progress, waits, final state, probe counters:
+// record.go says what is stored where) stay in the files (a warning says
+// so); profiles are read from the shards' directories when this host can
+// see them.
 func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) {
 	run, err := s.ResolveRun(ctx, ref)
 	if err != nil {
@@ -30,7 +31,7 @@ func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) 
 	if err != nil {
 		return nil, err
 	}
-	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits and probe counters are in the results directories only", s.where, run))
+	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits, final pg_stat_statements state and probe counters are in the results directories only", s.where, run))
 	return in, nil
 }
 
@@ -95,12 +96,10 @@ func shardIndex(name string) int {
 	return n
 }
 
-// readRecords reads run's cells back as records, by shard, each shard's
-// in the order they ran: the columns, the metrics and the detail (the
-// record but for its series, see cellDetail).
+// readRecords reads run's cells back as records (see cellRecord), by
+// shard, each shard's in the order they ran.
 func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[string][]results.Record, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.cell, c.commit_label, c.repeat, c.seq, c.status, c.saturated,
-			c.started_at, c.duration_s, c.error, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions
+	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions, `+columnNames("c.")+`
 		FROM cells c JOIN configurations f ON f.id = c.config WHERE c.run_id = ? ORDER BY c.shard, c.seq, c.cell`), run)
 	if err != nil {
 		return nil, err
@@ -108,37 +107,35 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 	var recs []results.Record
 	var shardOf []string
 	index := map[int64]int{}
-	settings := map[string]map[string]string{}
-	var cell, commit, errText, workload string
-	var repeat, seq, clients, cpus int
-	var duration float64
+	configs := map[string]results.Config{}
+	var cols results.Record
+	dest := []any{nil, nil, nil, nil, nil, nil, nil, nil, nil}
+	for _, c := range cellColumns(&cols) {
+		dest = append(dest, c.ptr)
+	}
 	for rows.Next() {
-		var r results.Record
 		var id int64
-		var sat, instr int
-		var shard, status, started, det, cfg, set string
-		if err := rows.Scan(&id, &shard, &cell, &commit, &repeat, &seq, &status, &sat, &started, &duration, &errText, &det, &cfg,
-			&workload, &clients, &cpus, &set, &instr); err != nil {
+		var shard, det, cfg, set string
+		var c results.Config
+		dest[0], dest[1], dest[2], dest[3] = &id, &shard, &det, &cfg
+		dest[4], dest[5], dest[6], dest[7], dest[8] = &c.Workload, &c.Clients, &c.CPUs, &set, (*intBool)(&c.Instructions)
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if det != "" {
-			if err := json.Unmarshal([]byte(det), &r); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("cell %s: %v", cell, err)
-			}
-		}
-		if _, ok := settings[cfg]; !ok {
-			var m map[string]string
-			if err := json.Unmarshal([]byte(set), &m); err != nil {
+		if _, ok := configs[cfg]; !ok {
+			// One settings map per configuration, not per cell.
+			if err := json.Unmarshal([]byte(set), &c.Settings); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("configuration %s: %v", cfg, err)
 			}
-			settings[cfg] = m
+			configs[cfg] = c
 		}
-		r.Cell, r.Commit, r.Repeat, r.Seq, r.DurationS, r.Error = cell, commit, repeat, seq, duration, errText
-		r.Workload, r.Clients, r.CPUs, r.Settings, r.Instructions = workload, clients, cpus, settings[cfg], instr == 1
-		r.Status, r.Saturated, r.StartedAt = results.Status(status), sat == 1, parseTime(started)
+		r, err := cellRecord(&cols, det, configs[cfg])
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
 		r.Metrics = map[string]float64{}
 		index[id] = len(recs)
 		recs = append(recs, r)

@@ -60,19 +60,19 @@ type Host struct {
 // Verdict is one comparison of a run: a commit against the baseline in
 // one configuration and metric, as the analysis judged it.
 type Verdict struct {
-	Commit         string   `json:"commit"`
-	Config         string   `json:"config"`
-	Metric         string   `json:"metric"`
-	Verdict        string   `json:"verdict"`
-	N              int      `json:"n"`
-	BaselineMedian *float64 `json:"baseline_median"`
-	Median         *float64 `json:"median"`
-	Lo             *float64 `json:"ci_lo"`
-	Hi             *float64 `json:"ci_hi"`
-	DeltaPct       *float64 `json:"delta_pct"`
-	P              *float64 `json:"p"`
-	Gated          bool     `json:"gated"`
-	Note           string   `json:"note,omitempty"`
+	Commit         string          `json:"commit"`
+	Config         string          `json:"config"`
+	Metric         string          `json:"metric"`
+	Verdict        results.Verdict `json:"verdict"`
+	N              int             `json:"n"`
+	BaselineMedian *float64        `json:"baseline_median"`
+	Median         *float64        `json:"median"`
+	Lo             *float64        `json:"ci_lo"`
+	Hi             *float64        `json:"ci_hi"`
+	DeltaPct       *float64        `json:"delta_pct"`
+	P              *float64        `json:"p"`
+	Gated          bool            `json:"gated"`
+	Note           string          `json:"note,omitempty"`
 }
 
 // Cell is one stored cell without its metrics.
@@ -82,7 +82,7 @@ type Cell struct {
 	Commit    string            `json:"commit"`
 	Config    string            `json:"config"`
 	Repeat    int               `json:"repeat"`
-	Status    string            `json:"status"`
+	Status    results.Status    `json:"status"`
 	Saturated bool              `json:"saturated,omitempty"`
 	Error     string            `json:"error,omitempty"`
 	Artifacts map[string]string `json:"artifacts,omitempty"`
@@ -182,7 +182,7 @@ func (s *Store) addShards(ctx context.Context, runs []Run, index map[string]int)
 // addCellCounts adds to the runs how many cells they have and how many
 // of them failed.
 func (s *Store) addCellCounts(ctx context.Context, runs []Run, index map[string]int) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, count(*), sum(CASE WHEN status = 'ok' THEN 0 ELSE 1 END) FROM cells GROUP BY run_id`)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*), sum(CASE WHEN status = ? THEN 0 ELSE 1 END) FROM cells GROUP BY run_id`), string(results.StatusOK))
 	if err != nil {
 		return s.fail("listing runs", err)
 	}
@@ -552,7 +552,7 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 func (s *Store) historyValues(ctx context.Context, metric, cfg string) (map[[2]string][]float64, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.run_id, c.commit_label, m.value FROM cells c
 		JOIN metrics m ON m.cell_id = c.id AND m.metric = ?
-		WHERE c.config = ? AND c.status = 'ok' AND c.saturated = 0`), metric, cfg)
+		WHERE c.config = ? AND c.status = ? AND c.saturated = 0`), metric, cfg, string(results.StatusOK))
 	if err != nil {
 		return nil, s.fail("reading history", err)
 	}

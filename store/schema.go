@@ -147,6 +147,8 @@ var migrations = []migration{
 		`CREATE VIEW metrics AS
 			SELECT m.cell_id, n.name AS metric, m.value FROM cell_metrics m JOIN metric_names n ON n.id = m.metric_id`,
 		`ALTER TABLE configurations ADD COLUMN instructions INTEGER NOT NULL DEFAULT 0`,
+		// Backfills the configurations stored before the column: the
+		// only place an id is parsed; queries read the column.
 		`UPDATE configurations SET instructions = 1 WHERE id LIKE '%/instr/%'`,
 		`ALTER TABLE run_shards ADD COLUMN plan TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE cells ADD COLUMN detail TEXT NOT NULL DEFAULT ''`,

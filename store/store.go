@@ -27,8 +27,9 @@
 //
 // A run can be analysed from the store alone (Input, abtest analyze
 // --store): each shard's plan.json is kept as written, and each cell's
-// record but for its series (samples, progress, waits, probe counters),
-// so the verdicts are those of the files.
+// record but for its series (samples, progress, waits, final state,
+// probe counters; record.go says what is stored where), so the verdicts
+// are those of the files.
 //
 // The schema is versioned (table schema_version) and migrated forward on
 // Open; a store written by a newer abtest is refused with one line.

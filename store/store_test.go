@@ -192,7 +192,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 		t.Errorf("%d verdicts stored, the report has %d comparisons", len(verdicts), len(cmp))
 	}
 	for _, v := range verdicts {
-		if w, ok := cmp[v.Commit+" "+v.Config+" "+v.Metric]; !ok || string(w.Verdict) != v.Verdict || w.N != v.N ||
+		if w, ok := cmp[v.Commit+" "+v.Config+" "+v.Metric]; !ok || w.Verdict != v.Verdict || w.N != v.N ||
 			(v.DeltaPct != nil && math.Abs(*v.DeltaPct-w.DeltaPct) > 1e-9) {
 			t.Errorf("verdict %+v, report %+v", v, w)
 		}
@@ -376,7 +376,7 @@ func TestStorePostgresConcurrentShards(t *testing.T) {
 		t.Errorf("%d verdicts, the merged analysis has %d", len(verdicts), len(cmp))
 	}
 	for _, v := range verdicts {
-		if w := cmp[v.Commit+" "+v.Config+" "+v.Metric]; string(w.Verdict) != v.Verdict || w.N != v.N {
+		if w := cmp[v.Commit+" "+v.Config+" "+v.Metric]; w.Verdict != v.Verdict || w.N != v.N {
 			t.Errorf("verdict %+v, merged analysis %+v", v, w)
 		}
 	}
