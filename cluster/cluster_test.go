@@ -84,7 +84,10 @@ func TestParseCPUs(t *testing.T) {
 }
 
 // newManager returns a manager over a data root the server account can
-// reach, and the prebuilt installation.
+// reach, and the prebuilt installation. It is internal/testpg's Manager
+// for the tests of package cluster, which cannot import testpg (testpg
+// imports cluster); tests that need only the exported API live in
+// package cluster_test and use testpg.
 func newManager(t *testing.T) (*Manager, string) {
 	t.Helper()
 	install := testenv.PGInstall(t)

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -11,32 +11,11 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 )
-
-// copyInstall copies the prebuilt install into a directory of the test,
-// as an install abtest can build over. Debian's binaries find their
-// share directory relative to bin (../../../../share/postgresql/15), so
-// the copy keeps that layout and links share to the system's.
-func copyInstall(t *testing.T, m *Manager, src string) string {
-	t.Helper()
-	root := filepath.Join(filepath.Dir(m.Root), "inst")
-	install := filepath.Join(root, "usr", "lib", "postgresql", "15")
-	if err := os.MkdirAll(filepath.Dir(install), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", src, install).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	share, _ := exec.Command(filepath.Join(src, "bin", "pg_config"), "--sharedir").Output()
-	if s := strings.TrimSpace(string(share)); s != "" {
-		os.MkdirAll(filepath.Join(root, "usr", "share", "postgresql"), 0o755)
-		if err := os.Symlink(s, filepath.Join(root, "usr", "share", "postgresql", filepath.Base(s))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return install
-}
 
 // reinstall replaces install's postgres with a fresh copy (a new inode,
 // as make install and meson install do) and records fingerprint in its
@@ -60,7 +39,7 @@ func reinstall(t *testing.T, install, fingerprint string) {
 
 func exeOf(t *testing.T, dir string) string {
 	t.Helper()
-	pid, ok := PID(dir)
+	pid, ok := cluster.PID(dir)
 	if !ok {
 		t.Fatal("not running")
 	}
@@ -75,18 +54,27 @@ func exeOf(t *testing.T, dir string) string {
 // replaced (another build fingerprint, or the same one rebuilt) is
 // restarted by Start, and then runs the new binary, not "(deleted)".
 func TestRestartOnReinstall(t *testing.T) {
-	m, src := newManager(t)
+	src := testenv.PGInstall(t)
+	m := testpg.Manager(t)
 	ctx := context.Background()
-	install := copyInstall(t, m, src)
+	install := testpg.CopyInstall(t, src, "")
+	start := func(name string, o cluster.Options) *cluster.State {
+		t.Helper()
+		st, err := m.Start(ctx, name, o)
+		if err != nil {
+			t.Fatalf("Start(%s): %v", name, err)
+		}
+		return st
+	}
 	reinstall(t, install, "fp-one")
-	st := start(t, m, "l", Options{Install: install})
-	if st.Action != Created || st.Fingerprint != "fp-one" || !strings.HasPrefix(st.ServerVersion, "PostgreSQL 15") {
+	st := start("l", cluster.Options{Install: install})
+	if st.Action != cluster.Created || st.Fingerprint != "fp-one" || !strings.HasPrefix(st.ServerVersion, "PostgreSQL 15") {
 		t.Errorf("first start: action %s, fingerprint %q, version %q", st.Action, st.Fingerprint, st.ServerVersion)
 	}
 	if want := filepath.Join(install, "bin", "postgres"); st.Exe != want {
 		t.Errorf("state exe %q, want %q", st.Exe, want)
 	}
-	if again := start(t, m, "l", Options{Install: install}); again.Action != Unchanged {
+	if again := start("l", cluster.Options{Install: install}); again.Action != cluster.Unchanged {
 		t.Errorf("same install again: %s (%s), want unchanged", again.Action, again.Reason)
 	}
 
@@ -94,16 +82,16 @@ func TestRestartOnReinstall(t *testing.T) {
 		{"another build", "fp-two", "build fingerprint changed"},
 		{"the same build rebuilt (--force)", "", "binary was replaced"},
 	} {
-		pid1, _ := PID(st.DataDir)
+		pid1, _ := cluster.PID(st.DataDir)
 		reinstall(t, install, tc.fp)
 		if exe := exeOf(t, st.DataDir); !strings.HasSuffix(exe, " (deleted)") {
 			t.Fatalf("%s: the old server's exe is %q; the test did not replace its binary", tc.what, exe)
 		}
-		st = start(t, m, "l", Options{Install: install})
-		if st.Action != Restarted || !strings.Contains(st.Reason, tc.reason) {
+		st = start("l", cluster.Options{Install: install})
+		if st.Action != cluster.Restarted || !strings.Contains(st.Reason, tc.reason) {
 			t.Errorf("%s: Start %s (%s), want restarted: %s", tc.what, st.Action, st.Reason, tc.reason)
 		}
-		pid2, _ := PID(st.DataDir)
+		pid2, _ := cluster.PID(st.DataDir)
 		if exe := exeOf(t, st.DataDir); strings.HasSuffix(exe, " (deleted)") || pid2 == pid1 {
 			t.Errorf("%s: after Start the postmaster (pid %d, was %d) runs %q", tc.what, pid2, pid1, exe)
 		}
@@ -118,7 +106,7 @@ func TestRestartOnReinstall(t *testing.T) {
 
 	// The hook a build calls before installing: it stops the cluster
 	// running X and nothing else; then nothing executes X's binaries.
-	other := start(t, m, "other", Options{Install: src})
+	other := start("other", cluster.Options{Install: src})
 	stopped, err := m.StopUsing(ctx, install)
 	if err != nil || !slices.Equal(stopped, []string{"l"}) {
 		t.Fatalf("StopUsing = %v, %v", stopped, err)
@@ -126,11 +114,11 @@ func TestRestartOnReinstall(t *testing.T) {
 	if users := build.InstallUsers(install); len(users) != 0 {
 		t.Errorf("processes still run %s: %+v", install, users)
 	}
-	if _, ok := PID(other.DataDir); !ok {
+	if _, ok := cluster.PID(other.DataDir); !ok {
 		t.Error("StopUsing stopped a cluster of another install")
 	}
-	st = start(t, m, "l", Options{Install: install})
-	if st.Action != Started {
+	st = start("l", cluster.Options{Install: install})
+	if st.Action != cluster.Started {
 		t.Errorf("after StopUsing: %s, want started", st.Action)
 	}
 	if users := build.InstallUsers(install); len(users) < 4 {

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -20,21 +19,8 @@ import (
 // server account can reach; every cluster is stopped at the end.
 func prebuiltDeps(t *testing.T) (*Deps, string) {
 	install := testenv.PGInstall(t)
-	base := testenv.SharedTempDir(t)
-	run := &proc.Runner{}
-	cm := &cluster.Manager{Root: filepath.Join(base, "data"), Run: run}
-	if u := testenv.ServerUser(t); u != "" {
-		cm.User, _ = proc.LookupUser(u)
-	}
-	t.Cleanup(func() {
-		list, _ := cm.List()
-		for _, c := range list {
-			if c.Running {
-				cm.Stop(context.Background(), c.Name)
-			}
-		}
-	})
-	return &Deps{Proc: run, Clusters: cm, Workload: &workload.Runner{Proc: run, Getenv: func(string) string { return "" }}, SampleEvery: time.Second}, install
+	cm := testpg.Manager(t)
+	return &Deps{Proc: cm.Run, Clusters: cm, Workload: &workload.Runner{Proc: cm.Run, Getenv: func(string) string { return "" }}, SampleEvery: time.Second}, install
 }
 
 // TestRunUntilDecided: the Decider is asked after the planned repeats

@@ -2,18 +2,16 @@ package matrix
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -28,40 +26,13 @@ func TestClusterName(t *testing.T) {
 	}
 }
 
-// copyInstall copies Debian's install where a test may replace its
-// binaries (share is found relative to bin: linked to the system's),
-// with a build record of fingerprint fp.
-func copyInstall(t *testing.T, src, fp string) string {
-	t.Helper()
-	root := testenv.SharedTempDir(t)
-	install := filepath.Join(root, "usr", "lib", "postgresql", "15")
-	os.MkdirAll(filepath.Dir(install), 0o755)
-	if out, err := exec.Command("cp", "-a", src, install).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	share, _ := exec.Command(filepath.Join(src, "bin", "pg_config"), "--sharedir").Output()
-	if s := strings.TrimSpace(string(share)); s != "" {
-		os.MkdirAll(filepath.Join(root, "usr", "share", "postgresql"), 0o755)
-		os.Symlink(s, filepath.Join(root, "usr", "share", "postgresql", filepath.Base(s)))
-	}
-	data, _ := json.Marshal(build.Info{Name: "x", Install: install, Fingerprint: fp})
-	if err := os.WriteFile(filepath.Join(install, build.InfoFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return install
-}
-
 // TestCheckServer: a cell records the server it measured and fails when
 // that is not the plan's build: another fingerprint, or a binary
 // installed over the running server ("(deleted)").
 func TestCheckServer(t *testing.T) {
-	install := copyInstall(t, testenv.PGInstall(t), "fp-one")
-	cm := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}, StartTimeout: 30 * time.Second}
-	if name := testenv.ServerUser(t); name != "" {
-		cm.User, _ = proc.LookupUser(name)
-	}
+	install := testpg.CopyInstall(t, testenv.PGInstall(t), "fp-one")
+	cm := testpg.Manager(t)
 	ctx := context.Background()
-	t.Cleanup(func() { cm.Stop(context.Background(), "m-x") })
 	st, err := cm.Start(ctx, "m-x", cluster.Options{Install: install, Port: 0})
 	if err != nil {
 		t.Fatal(err)

@@ -321,9 +321,40 @@ func TestReadRecordsSkipsTruncatedLine(t *testing.T) {
 	}
 }
 
+// TestCellDirIsSafe: whatever a cell id holds (a file workload's
+// absolute path, "..", "." or empty parts, a trailing "/"), its
+// directory is strictly inside the run's cells directory, with one path
+// component for each part of the id, and distinct ids get distinct
+// directories. A plain filepath.Join fails all three: it climbs out of
+// the run on "../..", and cleans "a//b", "a/./b", "x/../a/b" and "a/b/"
+// into the directory of "a/b".
 func TestCellDirIsSafe(t *testing.T) {
-	got := results.CellDir("/r", "file:/etc/x.sql/c1/cpuall/search_path=a b/r1/..")
-	if !strings.HasPrefix(got, "/r/cells/") || strings.Contains(got, "/../") || strings.HasSuffix(got, "/..") {
-		t.Errorf("cellDir = %s", got)
+	run := t.TempDir()
+	cells := filepath.Join(run, results.CellsDir)
+	seen := map[string]string{}
+	for _, id := range []string{
+		"file:/etc/x.sql/c1/cpuall/search_path=a b/r1/base",
+		"file:/etc/x.sql/c1/cpuall/search_path=a b/r1/..",
+		"file:/etc/x.sql/c1/cpuall/search_path=a b/r1",
+		"../../../etc/passwd", "../..", "..", ".", "",
+		"/abs/path", "abs/path",
+		"a/b", "a//b", "a/./b", "x/../a/b", "a/b/",
+	} {
+		dir := results.CellDir(run, id)
+		rel, err := filepath.Rel(cells, dir)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Errorf("CellDir(%q) = %s: not inside %s", id, dir, cells)
+			continue
+		}
+		if got, want := len(strings.Split(rel, "/")), len(strings.Split(id, "/")); got != want {
+			t.Errorf("CellDir(%q) = %s: %d components for the %d parts of the id", id, dir, got, want)
+		}
+		if other, ok := seen[dir]; ok {
+			t.Errorf("CellDir(%q) = CellDir(%q) = %s", id, other, dir)
+		}
+		seen[dir] = id
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Errorf("CellDir(%q): %v", id, err)
+		}
 	}
 }

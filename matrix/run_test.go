@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -120,7 +121,7 @@ func TestCheckBounds(t *testing.T) {
 // temporary directory removed before the error was read).
 func TestWarmupFailureNamesItsLog(t *testing.T) {
 	deps, pg := prebuiltDeps(t)
-	install := copyInstall(t, pg, "fp-warm")
+	install := testpg.CopyInstall(t, pg, "fp-warm")
 	fail := "#!/bin/sh\necho 'pgbench: simulated failure' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(install, "bin", "pgbench"), []byte(fail), 0o755); err != nil {
 		t.Fatal(err)

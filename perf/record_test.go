@@ -18,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -32,12 +33,7 @@ func requirePerf(t *testing.T) {
 // the middle of the run.
 func profileUnderLoad(t *testing.T, install, wl string, pgssMax int, keepRaw bool, hz int) (*perf.Result, string, float64) {
 	t.Helper()
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
-	if name := testenv.ServerUser(t); name != "" {
-		u, _ := proc.LookupUser(name)
-		m.User = u
-	}
-	t.Cleanup(func() { m.Stop(context.Background(), "p") })
+	m := testpg.Manager(t)
 	st, err := m.Start(context.Background(), "p", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 8})
 	if err != nil {
 		t.Fatal(err)

@@ -14,14 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
-	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
@@ -92,19 +91,7 @@ func openSQLite(t *testing.T) *store.Store {
 func startPostgres(t *testing.T) string {
 	t.Helper()
 	install := testenv.PGInstall(t)
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}, StartTimeout: 60 * time.Second}
-	if name := testenv.ServerUser(t); name != "" {
-		u, err := proc.LookupUser(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.User = u
-	}
-	t.Cleanup(func() {
-		if _, err := m.Stop(context.Background(), "store"); err != nil && !errors.Is(err, cluster.ErrNotFound) {
-			t.Errorf("stopping the store's cluster: %v", err)
-		}
-	})
+	m := testpg.Manager(t)
 	st, err := m.Start(context.Background(), "store", cluster.Options{Install: install, MaxClients: 20})
 	if err != nil {
 		t.Fatalf("starting PostgreSQL: %v", err)

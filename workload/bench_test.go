@@ -13,6 +13,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 )
 
 func okBench() Bench {
@@ -110,16 +111,8 @@ func TestWriteTPSSummary(t *testing.T) {
 func TestCountInstructionsDryRun(t *testing.T) {
 	testenv.RequireTools(t, "valgrind")
 	install := testenv.PGInstall(t)
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
-	if name := testenv.ServerUser(t); name != "" {
-		u, err := proc.LookupUser(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.User = u
-	}
+	m := testpg.Manager(t)
 	ctx := context.Background()
-	t.Cleanup(func() { m.Stop(context.Background(), "c") })
 	st, err := m.Start(ctx, "c", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 4, AutoPort: true})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -25,17 +26,9 @@ var instrRepeats = flag.Int("instr.repeats", 3, "instruction measurements per wo
 // account (nil when not root).
 func stoppedCluster(t *testing.T, install string) (*cluster.State, *proc.User) {
 	t.Helper()
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
-	if name := testenv.ServerUser(t); name != "" {
-		u, err := proc.LookupUser(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.User = u
-	}
-	// Stops the server Instructions started if a test dies before
-	// Instructions could (pg_ctl stop reads postmaster.pid).
-	t.Cleanup(func() { m.Stop(context.Background(), "i") })
+	// The manager's end stops the server Instructions started if a test
+	// dies before Instructions could (pg_ctl stop reads postmaster.pid).
+	m := testpg.Manager(t)
 	st, err := m.Start(context.Background(), "i", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 16})
 	if err != nil {
 		t.Fatal(err)

@@ -19,21 +19,14 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 )
 
 // startCluster starts a Debian PostgreSQL 15 cluster for the test.
 func startCluster(t *testing.T, pgssMax int, settings ...cluster.Setting) (*cluster.State, string) {
 	t.Helper()
 	install := testenv.PGInstall(t)
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
-	if name := testenv.ServerUser(t); name != "" {
-		u, err := proc.LookupUser(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.User = u
-	}
-	t.Cleanup(func() { m.Stop(context.Background(), "w") })
+	m := testpg.Manager(t)
 	st, err := m.Start(context.Background(), "w", cluster.Options{Install: install, PgssMax: pgssMax, MaxClients: 16, Settings: settings})
 	if err != nil {
 		t.Fatal(err)
@@ -242,15 +235,7 @@ func TestServerErrors(t *testing.T) {
 // 13 item 9 such cells fell back to pgbench's latencies.
 func TestLatencyMethodAtC64(t *testing.T) {
 	install := testenv.PGInstall(t)
-	m := &cluster.Manager{Root: filepath.Join(testenv.SharedTempDir(t), "data"), Run: &proc.Runner{}}
-	if name := testenv.ServerUser(t); name != "" {
-		u, err := proc.LookupUser(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.User = u
-	}
-	t.Cleanup(func() { m.Stop(context.Background(), "c64") })
+	m := testpg.Manager(t)
 	st, err := m.Start(context.Background(), "c64", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -278,11 +263,8 @@ func TestLatencyMethodAtC64(t *testing.T) {
 // measures as before.
 func TestPgbenchRunsAsUser(t *testing.T) {
 	testenv.Require(t, os.Geteuid() == 0, "root, to run pgbench as another account")
-	name := testenv.ServerUser(t)
-	u, err := proc.LookupUser(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := testpg.Account(t)
+	name := u.Name
 	st, install := startCluster(t, 5000)
 	w, _ := Builtin("select1")
 	s := spec(st, install, w)

@@ -127,9 +127,6 @@ func flagOverrides(cmd *cli.Command) []config.Override {
 	return ov
 }
 
-// procRunner runs for real, for work that has no dry-run of its own.
-var procRunner = proc.Runner{}
-
 // runner returns the runner for cmd: dry-run under -n, tracing to stdout.
 func runner(cmd *cli.Command, env *Env) *proc.Runner {
 	return &proc.Runner{DryRun: cmd.Bool("dry-run"), Trace: env.Stdout, Environ: env.Environ}

@@ -11,6 +11,7 @@ import (
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 )
 
 // bisectChain clones the PostgreSQL 15 source into a new directory and
@@ -29,9 +30,8 @@ func bisectChain(t *testing.T, change func(src string)) (env map[string]string, 
 	t.Helper()
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
-	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
-	t.Cleanup(func() { stopAll(t, filepath.Join(base, "data")) })
+	testpg.ManagerAt(t, filepath.Join(base, "data")) // stops the clusters left running
 	src := filepath.Join(base, "src")
 	testenv.Git(t, base, "clone", "-q", e.Source, src)
 	good = testenv.Git(t, src, "rev-parse", "HEAD")

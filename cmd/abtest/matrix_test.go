@@ -18,8 +18,8 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
 )
 
@@ -34,30 +34,16 @@ func TestMain(m *testing.M) {
 
 func matrixEnv(t *testing.T) map[string]string {
 	testenv.PGInstall(t)
-	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
-	t.Cleanup(func() { stopAll(t, filepath.Join(base, "data")) })
+	// The matrix stops its own clusters, but not when a test fails
+	// half-way: the manager's end stops the rest.
+	testpg.ManagerAt(t, filepath.Join(base, "data"))
 	return map[string]string{
 		"PG_DATA_DIR":       filepath.Join(base, "data"),
 		"PG_INSTALL_DIR":    filepath.Join(base, "install"),
 		"PG_WORKTREES_DIR":  filepath.Join(base, "wt"),
 		"PG_SOURCE_DIR":     filepath.Join(base, "src"),
 		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
-	}
-}
-
-// stopAll stops every cluster under root that still runs: the matrix
-// stops its own, but not when a test fails half-way.
-func stopAll(t *testing.T, root string) {
-	cm := &cluster.Manager{Root: root, Run: &procRunner}
-	if u := testenv.ServerUser(t); u != "" {
-		cm.User, _ = proc.LookupUser(u)
-	}
-	list, _ := cm.List()
-	for _, c := range list {
-		if c.Running {
-			cm.Stop(context.Background(), c.Name)
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/nightly"
 )
 
@@ -21,9 +22,8 @@ func TestNightlyTwoNights(t *testing.T) {
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
 	testenv.PGInstall(t)
-	testenv.ServerUser(t)
 	base := testenv.SharedTempDir(t)
-	t.Cleanup(func() { stopAll(t, filepath.Join(base, "nightly", "data")) })
+	testpg.ManagerAt(t, filepath.Join(base, "nightly", "data")) // stops the clusters left running
 	remote := filepath.Join(base, "remote.git")
 	testenv.Git(t, base, "clone", "-q", "--bare", e.Source, remote)
 	src := filepath.Join(base, "src")

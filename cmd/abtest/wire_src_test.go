@@ -10,6 +10,7 @@ import (
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -82,7 +83,7 @@ func TestMatrixMeasuresThePlannedBinary(t *testing.T) {
 		"PG_DATA_DIR":       filepath.Join(base, "data"),
 		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
 	}
-	t.Cleanup(func() { stopAll(t, env["PG_DATA_DIR"]) })
+	testpg.ManagerAt(t, env["PG_DATA_DIR"]) // stops the clusters left running
 	for _, args := range [][]string{
 		{"switch", "-c", "base", "-w", "wire-x"},
 		{"switch", "-w", "wire-x", "-b", "release"},

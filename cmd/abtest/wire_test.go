@@ -2,13 +2,13 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -77,23 +77,10 @@ func (u *userCluster) check(t *testing.T, dir, install string) {
 }
 
 // brokenInstall is a copy of Debian's install whose pgbench fails: every
-// cell measured with it fails. The copy keeps Debian's layout (share is
-// found relative to bin) and links share to the system's.
+// cell measured with it fails.
 func brokenInstall(t *testing.T, src string) string {
 	t.Helper()
-	root := testenv.SharedTempDir(t)
-	install := filepath.Join(root, "usr", "lib", "postgresql", "15")
-	os.MkdirAll(filepath.Dir(install), 0o755)
-	if out, err := exec.Command("cp", "-a", src, install).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v: %s", err, out)
-	}
-	share, _ := exec.Command(filepath.Join(src, "bin", "pg_config"), "--sharedir").Output()
-	if s := strings.TrimSpace(string(share)); s != "" {
-		os.MkdirAll(filepath.Join(root, "usr", "share", "postgresql"), 0o755)
-		if err := os.Symlink(s, filepath.Join(root, "usr", "share", "postgresql", filepath.Base(s))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	install := testpg.CopyInstall(t, src, "")
 	pgbench := filepath.Join(install, "bin", "pgbench")
 	os.Remove(pgbench)
 	if err := os.WriteFile(pgbench, []byte("#!/bin/sh\necho 'pgbench: broken on purpose' >&2\nexit 1\n"), 0o755); err != nil {
