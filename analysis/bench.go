@@ -39,14 +39,9 @@ func benchUnit(def results.Metric) (unit string, factor float64) {
 // sub-names, so that benchstat's -row /clients and -filter
 // /workload:churn work: PG/workload=churn/clients=64/cpus=all/pgss.max=5000.
 func benchName(c results.Config) string {
-	clean := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '/' || r == '\n' {
-				return '_'
-			}
-			return r
-		}, s)
-	}
+	// The configuration id's escaping, and spaces: a benchmark name
+	// is one field of its line.
+	clean := func(s string) string { return strings.ReplaceAll(results.EscapeID(s), " ", "%20") }
 	var b strings.Builder
 	b.WriteString("PG/workload=" + clean(c.Workload) + "/clients=" + strconv.Itoa(c.Clients) + "/cpus=")
 	if c.CPUs == 0 {

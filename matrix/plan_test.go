@@ -339,6 +339,8 @@ func TestCellDirIsSafe(t *testing.T) {
 		"../../../etc/passwd", "../..", "..", ".", "",
 		"/abs/path", "abs/path",
 		"a/b", "a//b", "a/./b", "x/../a/b", "a/b/",
+		"w/c1/cpuall/v=a b/r1/base", "w/c1/cpuall/v=a_b/r1/base", "w/c1/cpuall/v=a%20b/r1/base",
+		"%", "%25", "_", "_.", "%2E",
 	} {
 		dir := results.CellDir(run, id)
 		rel, err := filepath.Rel(cells, dir)

@@ -68,13 +68,19 @@ type Config struct {
 }
 
 // ID names the configuration: churn/c64/cpu2/pgss.max=5000, or
-// churn/instr/cpuall/pgss.max=5000 for an instruction cell.
+// churn/instr/cpuall/pgss.max=5000 for an instruction cell. It is the
+// one name of a configuration in plan.json, cell ids and directories,
+// records, the analysis, the store and the dashboard: distinct
+// configurations have distinct ids, because the workload and the values
+// are escaped (EscapeID), so a value holding "/", "," or "%" cannot make
+// one id read as another.
 func (c Config) ID() string {
 	var b strings.Builder
+	b.WriteString(EscapeID(c.Workload))
 	if c.Instructions {
-		fmt.Fprintf(&b, "%s/instr/cpu", c.Workload)
+		b.WriteString("/instr/cpu")
 	} else {
-		fmt.Fprintf(&b, "%s/c%d/cpu", c.Workload, c.Clients)
+		fmt.Fprintf(&b, "/c%d/cpu", c.Clients)
 	}
 	if c.CPUs == 0 {
 		b.WriteString("all")
@@ -82,9 +88,32 @@ func (c Config) ID() string {
 		b.WriteString(strconv.Itoa(c.CPUs))
 	}
 	for _, k := range sortedKeys(c.Settings) {
-		fmt.Fprintf(&b, "/%s=%s", ShortGUC(k), c.Settings[k])
+		fmt.Fprintf(&b, "/%s=%s", ShortGUC(k), EscapeID(c.Settings[k]))
 	}
 	return b.String()
+}
+
+// EscapeID percent-encodes the bytes of s that separate the parts of an
+// id ("/"), of a list of ids (","), the escape itself ("%") and control
+// characters; everything else, spaces and "=" included, stays readable.
+func EscapeID(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '/' || c == ',' || c == '%' || c < 0x20 || c == 0x7f {
+			percent(&b, c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// percent writes c as %XX.
+func percent(b *strings.Builder, c byte) {
+	const hex = "0123456789ABCDEF"
+	b.WriteByte('%')
+	b.WriteByte(hex[c>>4])
+	b.WriteByte(hex[c&15])
 }
 
 // ShortGUC abbreviates pg_stat_statements.* to pgss.* in names.

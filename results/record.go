@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -337,18 +336,34 @@ func Holder(dir string) (pid string, held bool) {
 	return flock.Holder(filepath.Join(dir, LockFile))
 }
 
-var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._=-]`)
-
-// CellDir is where a cell's artefacts go: cells/<cell id>, each part of
-// the id made safe as a path component.
+// CellDir is where a cell's artefacts go: cells/<cell id>, one directory
+// per "/"-separated part of the id, each part percent-encoded to a safe
+// path component ([A-Za-z0-9._=-] kept, "." and ".." encoded, "" as
+// "%"), so that distinct ids have distinct directories inside cells/.
 func CellDir(dir, id string) string {
 	parts := strings.Split(id, "/")
 	for i, p := range parts {
-		p = unsafeRE.ReplaceAllString(p, "_")
-		if p == "." || p == ".." || p == "" {
-			p = "_" + p
-		}
-		parts[i] = p
+		parts[i] = pathPart(p)
 	}
 	return filepath.Join(append([]string{dir, CellsDir}, parts...)...)
+}
+
+// pathPart encodes one part of an id as a path component: injective, and
+// never ".", ".." or empty.
+func pathPart(p string) string {
+	switch p {
+	case "":
+		return "%"
+	case ".", "..":
+		return strings.Repeat("%2E", len(p))
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '=' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			percent(&b, c)
+		}
+	}
+	return b.String()
 }
