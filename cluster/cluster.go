@@ -205,7 +205,9 @@ func (m *Manager) ReadState(name string) (*State, error) {
 // when it runs what is asked: the same install, build fingerprint and
 // postgres binary (not replaced since it started), configuration and
 // CPUs; otherwise it is restarted. Settings are checked before anything
-// is created (CheckSettings).
+// is created (CheckSettings). While another process holds the cluster
+// (Acquire), only a Start that changes nothing succeeds: starting a
+// stopped server, restarting or recreating it is ErrBusy unless forced.
 func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
@@ -228,6 +230,13 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	s, err := m.survey(ctx, name, dir, opts)
 	if err != nil {
 		return nil, err
+	}
+	if !s.running {
+		// A stopped cluster another process holds is in a quiet period
+		// (Quiesce): something runs on its data directory.
+		if err := m.checkUse(name, "start", opts.Force); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.reinit(ctx, s); err != nil {
 		return nil, err
