@@ -90,19 +90,8 @@ func (m *Manager) Acquire(ctx context.Context, name string) (release func(), err
 // measurement (Acquire) and force is not set; what names the refused
 // operation ("stop", "restart").
 func (m *Manager) checkUse(name, what string, force bool) error {
-	if m.Run.DryRun {
-		return nil
-	}
-	path := m.usePath(name)
-	if _, err := os.Stat(path); err != nil {
-		return nil
-	}
-	release, holder, err := flock.Try(path)
-	if err == nil {
-		release()
-		return nil
-	}
-	if !errors.Is(err, flock.ErrHeld) || holder == strconv.Itoa(os.Getpid()) {
+	holder := m.heldBy(name)
+	if holder == "" {
 		return nil
 	}
 	if force {
@@ -110,4 +99,24 @@ func (m *Manager) checkUse(name, what string, force bool) error {
 		return nil
 	}
 	return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); use --force to %s it anyway", ErrBusy, name, holder, what)
+}
+
+// heldBy is the pid of another process that holds name (Acquire), or "".
+func (m *Manager) heldBy(name string) string {
+	if m.Run.DryRun {
+		return ""
+	}
+	path := m.usePath(name)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	release, holder, err := flock.Try(path)
+	if err == nil {
+		release()
+		return ""
+	}
+	if !errors.Is(err, flock.ErrHeld) || holder == strconv.Itoa(os.Getpid()) {
+		return ""
+	}
+	return holder
 }

@@ -55,7 +55,7 @@ func holder(t *testing.T, m *Manager, name string) *exec.Cmd {
 // TestAcquire: while another process holds a cluster for a measurement,
 // Stop fails naming it, a second Acquire fails, a restarting Start fails
 // and leaves the server alone; ForceStop stops it, and then a Start
-// fails (a quiet period); a holder that dies
+// and a Remove fail (a quiet period); a holder that dies
 // leaves a lock that is taken over with a note.
 func TestAcquire(t *testing.T) {
 	m, install := newManager(t)
@@ -91,6 +91,9 @@ func TestAcquire(t *testing.T) {
 	}
 	if _, running := PID(st.DataDir); running {
 		t.Error("a held, stopped cluster was started")
+	}
+	if err := m.Remove(ctx, "h"); !errors.Is(err, ErrBusy) || !m.Exists("h") {
+		t.Errorf("Remove of a held cluster = %v (data directory kept: %v), want ErrBusy", err, m.Exists("h"))
 	}
 
 	// The holder dies without releasing.

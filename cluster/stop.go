@@ -54,7 +54,8 @@ func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, erro
 	return true, m.pgctlStop(ctx, dir, "", "fast")
 }
 
-// Remove stops cluster name and removes its data directory and env.sh.
+// Remove stops cluster name and removes its data directory and env.sh;
+// it is ErrBusy while another process holds the cluster (Acquire).
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	dir, err := m.DataDir(name)
 	if err != nil {
@@ -62,6 +63,11 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	}
 	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
 		return exitcode.BadInput(fmt.Errorf("removing cluster %s: %w", name, err))
+	}
+	// Stopped, it may be in a quiet period (Quiesce): a measurement runs
+	// on its data directory.
+	if holder := m.heldBy(name); holder != "" {
+		return exitcode.BadInputf("%w: cluster %s is held by pid %s for a measurement; remove it once that has finished", ErrBusy, name, holder)
 	}
 	if _, running := PID(dir); running {
 		if _, err := m.Stop(ctx, name); err != nil {
