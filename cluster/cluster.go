@@ -18,15 +18,11 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,47 +116,6 @@ type Options struct {
 	Force bool
 }
 
-// State is a cluster as abtest last configured it (abtest.state.json).
-type State struct {
-	Name       string            `json:"name"`
-	Install    string            `json:"install"`
-	DataDir    string            `json:"data_dir"`
-	SocketDir  string            `json:"socket_dir"`
-	Port       int               `json:"port"`
-	Listen     string            `json:"listen,omitempty"`
-	CPUs       []int             `json:"cpus,omitempty"`
-	MaxClients int               `json:"max_clients"`
-	Settings   map[string]string `json:"settings"`
-	// Version is `postgres --version` of the install.
-	Version string `json:"version"`
-	EnvFile string `json:"env_file"`
-	// Fingerprint is the build fingerprint of the install the server
-	// was started from (its .abtest-build.json); "" for an install abtest
-	// did not build.
-	Fingerprint string `json:"fingerprint,omitempty"`
-	// Binary identifies the install's bin/postgres as it was at start:
-	// a rebuild replaces the file even when the fingerprint is the same
-	// (--force).
-	Binary Binary `json:"binary"`
-	// Exe is /proc/PID/exe of the postmaster right after it started, and
-	// ServerVersion its SELECT version(): what the server really runs.
-	Exe           string `json:"exe,omitempty"`
-	ServerVersion string `json:"server_version,omitempty"`
-	// Initialized is set once the benchmark database and extension exist.
-	Initialized bool      `json:"initialized"`
-	StartedAt   time.Time `json:"started_at"`
-
-	// Action is what the Start that returned this state did, and Reason
-	// why (e.g. "build fingerprint changed"); neither is stored.
-	Action Action `json:"-"`
-	Reason string `json:"-"`
-}
-
-// ConnString returns a libpq connection string for database db.
-func (s *State) ConnString(db string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable connect_timeout=5", s.SocketDir, s.Port, SuperUser, db)
-}
-
 func (m *Manager) logf(format string, args ...any) {
 	if m.Log != nil && !m.Run.DryRun {
 		fmt.Fprintf(m.Log, format+"\n", args...)
@@ -177,26 +132,6 @@ func (m *Manager) EnvFile(name string) string {
 	return filepath.Join(m.Root, name+".env.sh")
 }
 
-// ReadState reads name's state; a cluster never started is ErrNotFound.
-func (m *Manager) ReadState(name string) (*State, error) {
-	dir, err := m.DataDir(name)
-	if err != nil {
-		return nil, exitcode.BadInput(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch -w %s", ErrNotFound, name, m.Root, name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
-	}
-	return &s, nil
-}
-
 // Start starts cluster name with opts and returns its state, whose
 // Action says what was done: initdb when there is no data directory (or
 // Recreate, or the install's catalog version differs from the data
@@ -205,7 +140,9 @@ func (m *Manager) ReadState(name string) (*State, error) {
 // when it runs what is asked: the same install, build fingerprint and
 // postgres binary (not replaced since it started), configuration and
 // CPUs; otherwise it is restarted. Settings are checked before anything
-// is created (CheckSettings).
+// is created (CheckSettings). While another process holds the cluster
+// (Acquire), only a Start that changes nothing succeeds: starting a
+// stopped server, restarting or recreating it is ErrBusy unless forced.
 func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
@@ -228,6 +165,13 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	s, err := m.survey(ctx, name, dir, opts)
 	if err != nil {
 		return nil, err
+	}
+	if !s.running {
+		// A stopped cluster another process holds is in a quiet period
+		// (Quiesce): something runs on its data directory.
+		if err := m.checkUse(name, "start", opts.Force); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.reinit(ctx, s); err != nil {
 		return nil, err
@@ -582,95 +526,6 @@ func (m *Manager) initialize(ctx context.Context, st *State) error {
 	return nil
 }
 
-// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting). It
-// is ErrBusy while another process holds the cluster for a measurement
-// (Acquire).
-func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
-	return m.stop(ctx, name, false)
-}
-
-// ForceStop is Stop even while another process holds the cluster (a
-// note says so).
-func (m *Manager) ForceStop(ctx context.Context, name string) (bool, error) {
-	return m.stop(ctx, name, true)
-}
-
-func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, error) {
-	dir, err := m.DataDir(name)
-	if err != nil {
-		return false, exitcode.BadInput(err)
-	}
-	if !exists(filepath.Join(dir, "PG_VERSION")) {
-		return false, exitcode.BadInputf("%w %q under %s", ErrNotFound, name, m.Root)
-	}
-	if err := m.checkUser(); err != nil {
-		return false, err
-	}
-	unlock, err := m.lock(name)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	// pg_ctl stop signals whatever pid postmaster.pid names: it runs only
-	// once that pid is known to be this cluster's postmaster.
-	if _, err := postmaster(dir); err != nil {
-		var stale *staleError
-		if errors.As(err, &stale) {
-			m.logf("cluster %s: not running (%v)", name, stale)
-		}
-		return false, nil
-	}
-	if err := m.checkUse(name, "stop", force); err != nil {
-		return false, err
-	}
-	return true, m.pgctlStop(ctx, dir, "", "fast")
-}
-
-// Remove stops cluster name and removes its data directory and env.sh.
-func (m *Manager) Remove(ctx context.Context, name string) error {
-	dir, err := m.DataDir(name)
-	if err != nil {
-		return exitcode.BadInput(err)
-	}
-	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
-		return exitcode.BadInput(fmt.Errorf("removing cluster %s: %w", name, err))
-	}
-	if _, running := PID(dir); running {
-		if _, err := m.Stop(ctx, name); err != nil {
-			return err
-		}
-	}
-	st, _ := m.ReadState(name)
-	for _, p := range []string{dir, m.EnvFile(name)} {
-		if err := m.Run.RemoveAll(p); err != nil {
-			return exitcode.Failure(err)
-		}
-	}
-	if st != nil {
-		if err := m.removeSocketDir(st.SocketDir); err != nil {
-			return exitcode.Failure(err)
-		}
-	}
-	return nil
-}
-
-// pgctlStop stops the server of dir with pg_ctl of the install its state
-// records, or of install when there is no state yet (a new cluster).
-// Callers have checked that postmaster.pid names this cluster's
-// postmaster: pg_ctl signals whatever pid the file holds.
-func (m *Manager) pgctlStop(ctx context.Context, dir, install, mode string) error {
-	if st, _ := m.ReadState(filepath.Base(dir)); st != nil && st.Install != "" {
-		install = st.Install
-	}
-	if install == "" {
-		return exitcode.Failure(fmt.Errorf("stopping %s: no recorded installation to run pg_ctl from", dir))
-	}
-	if err := m.Run.Run(ctx, m.cmd(install, "pg_ctl", "stop", "-D", dir, "-m", mode, "-w", "-t", "60", "-s")); err != nil {
-		return exitcode.Failure(fmt.Errorf("stopping %s: %w", dir, err))
-	}
-	return nil
-}
-
 // cmd returns a command of the installation's bin directory, run as the
 // server's user.
 func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
@@ -819,14 +674,6 @@ func (m *Manager) version(ctx context.Context, install string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-func (m *Manager) writeState(st *State) error {
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	return m.writeOwned(filepath.Join(st.DataDir, stateFile), append(data, '\n'), 0o600)
-}
-
 func (m *Manager) memTotal() uint64 {
 	if m.MemTotal > 0 {
 		return m.MemTotal
@@ -842,20 +689,6 @@ func (m *Manager) memTotal() uint64 {
 		}
 	}
 	return 0
-}
-
-// DirSize returns the bytes used by the files under dir.
-func DirSize(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 func exists(path string) bool {
@@ -874,69 +707,6 @@ func lastLogLine(path string) string {
 		return stripLogPrefix(lines[len(lines)-1])
 	}
 	return "no server log"
-}
-
-// Info is a cluster's state and whether it runs, for status.
-type Info struct {
-	State
-	Running bool  `json:"running"`
-	PID     int   `json:"pid,omitempty"`
-	Bytes   int64 `json:"data_bytes"`
-}
-
-// List returns every cluster under the root, by name.
-func (m *Manager) List() ([]Info, error) {
-	states, err := filepath.Glob(filepath.Join(m.Root, "*", stateFile))
-	if err != nil {
-		return nil, err
-	}
-	var out []Info
-	for _, f := range states {
-		st, err := m.ReadState(filepath.Base(filepath.Dir(f)))
-		if err != nil {
-			continue
-		}
-		pid, running := PID(st.DataDir)
-		out = append(out, Info{State: *st, Running: running, PID: pid, Bytes: DirSize(st.DataDir)})
-	}
-	return out, nil
-}
-
-// CatalogVersion returns the catalog version of name's data directory, as
-// pg_controldata of install reads it.
-func (m *Manager) CatalogVersion(ctx context.Context, name, install string) (string, error) {
-	dir, err := m.DataDir(name)
-	if err != nil {
-		return "", exitcode.BadInput(err)
-	}
-	c := m.cmd(install, "pg_controldata", "-D", dir)
-	c.ReadOnly = true
-	out, err := m.Run.Output(ctx, c)
-	if err != nil {
-		return "", err
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(l, "Catalog version number:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("pg_controldata %s: no catalog version", dir)
-}
-
-// Exists reports whether name has a data directory.
-func (m *Manager) Exists(name string) bool {
-	dir, err := m.DataDir(name)
-	return err == nil && exists(filepath.Join(dir, "PG_VERSION"))
-}
-
-// OptionsOf returns the options st was started with, to start it again
-// the same way (after a rebuild).
-func OptionsOf(st *State) Options {
-	o := Options{Install: st.Install, Port: st.Port, CPUs: st.CPUs, Listen: st.Listen, MaxClients: st.MaxClients}
-	for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
-		o.Settings = append(o.Settings, Setting{Name: k, Value: st.Settings[k]})
-	}
-	return o
 }
 
 // LibDir is where install keeps libpq: lib, or lib/<multiarch triplet>

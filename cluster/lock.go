@@ -19,9 +19,11 @@ import (
 //
 //	.NAME.lock  held while one abtest process starts, stops or removes
 //	            NAME (a moment)
-//	.NAME.use   held by Acquire while a measurement runs on NAME (minutes):
-//	            Stop, and a Start that would stop or restart the server,
-//	            refuse while another process holds it, unless forced
+//	.NAME.use   held by Acquire while a measurement runs on NAME (minutes),
+//	            on its server or on its stopped data directory (Quiesce):
+//	            Stop, and a Start that would do anything (start, restart,
+//	            recreate), refuse while another process holds it, unless
+//	            forced; Remove refuses
 
 // lock takes the per-name lock, so that two abtest processes never work on
 // one cluster at once: an flock on .NAME.lock in the data root.
@@ -48,9 +50,10 @@ func (m *Manager) usePath(name string) string {
 }
 
 // Acquire holds cluster name for a measurement until release is called
-// (or the process dies): while it is held, Stop by any other process, and
-// a Start of another process that would stop or restart the server, fail
-// with ErrBusy naming this process, unless forced. One holder at a time:
+// (or the process dies): while it is held, Stop by any other process, a
+// Start of another process that would start, restart or recreate the
+// server, and Remove fail with ErrBusy naming this process (Stop and
+// Start unless forced). One holder at a time:
 // a second Acquire, from this process or another, is ErrBusy too, so two
 // runs never measure one server at once. A lock file left by a process
 // that died holding it is taken over with a note.
@@ -90,19 +93,8 @@ func (m *Manager) Acquire(ctx context.Context, name string) (release func(), err
 // measurement (Acquire) and force is not set; what names the refused
 // operation ("stop", "restart").
 func (m *Manager) checkUse(name, what string, force bool) error {
-	if m.Run.DryRun {
-		return nil
-	}
-	path := m.usePath(name)
-	if _, err := os.Stat(path); err != nil {
-		return nil
-	}
-	release, holder, err := flock.Try(path)
-	if err == nil {
-		release()
-		return nil
-	}
-	if !errors.Is(err, flock.ErrHeld) || holder == strconv.Itoa(os.Getpid()) {
+	holder := m.heldBy(name)
+	if holder == "" {
 		return nil
 	}
 	if force {
@@ -110,4 +102,24 @@ func (m *Manager) checkUse(name, what string, force bool) error {
 		return nil
 	}
 	return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); use --force to %s it anyway", ErrBusy, name, holder, what)
+}
+
+// heldBy is the pid of another process that holds name (Acquire), or "".
+func (m *Manager) heldBy(name string) string {
+	if m.Run.DryRun {
+		return ""
+	}
+	path := m.usePath(name)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	release, holder, err := flock.Try(path)
+	if err == nil {
+		release()
+		return ""
+	}
+	if !errors.Is(err, flock.ErrHeld) || holder == strconv.Itoa(os.Getpid()) {
+		return ""
+	}
+	return holder
 }

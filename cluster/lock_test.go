@@ -54,7 +54,8 @@ func holder(t *testing.T, m *Manager, name string) *exec.Cmd {
 
 // TestAcquire: while another process holds a cluster for a measurement,
 // Stop fails naming it, a second Acquire fails, a restarting Start fails
-// and leaves the server alone; ForceStop stops it; a holder that dies
+// and leaves the server alone; ForceStop stops it, and then a Start
+// and a Remove fail (a quiet period); a holder that dies
 // leaves a lock that is taken over with a note.
 func TestAcquire(t *testing.T) {
 	m, install := newManager(t)
@@ -83,6 +84,16 @@ func TestAcquire(t *testing.T) {
 	}
 	if stopped, err := m.ForceStop(ctx, "h"); err != nil || !stopped {
 		t.Errorf("ForceStop = %v, %v", stopped, err)
+	}
+	// Held and stopped is a quiet period (Quiesce): no start.
+	if _, err := m.Start(ctx, "h", Options{Install: install}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "to start it") {
+		t.Errorf("Start of a held, stopped cluster = %v, want ErrBusy", err)
+	}
+	if _, running := PID(st.DataDir); running {
+		t.Error("a held, stopped cluster was started")
+	}
+	if err := m.Remove(ctx, "h"); !errors.Is(err, ErrBusy) || !m.Exists("h") {
+		t.Errorf("Remove of a held cluster = %v (data directory kept: %v), want ErrBusy", err, m.Exists("h"))
 	}
 
 	// The holder dies without releasing.

@@ -2,8 +2,6 @@ package matrix
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,24 +18,13 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// ClusterPrefix names the matrix's own clusters: a matrix measures build
-// NAME on cluster m-NAME, never on the cluster NAME a user started with
-// `switch`, which it leaves as it found it. The name depends only on the
-// build, so a resume and the arms of an A/A run (one build) use the same
-// cluster, and a later run reuses its data directory.
-const ClusterPrefix = "m-"
+// ClusterPrefix names the matrix's own clusters (cluster.MatrixPrefix):
+// a matrix measures build NAME on cluster m-NAME, never on the cluster
+// NAME a user started with `switch`, which it leaves as it found it.
+const ClusterPrefix = cluster.MatrixPrefix
 
-// ClusterName is the matrix's cluster for build name.
-func ClusterName(build string) string {
-	name := ClusterPrefix + build
-	if len(name) <= 64 {
-		return name
-	}
-	// Names are at most 64 characters: keep a readable head and make the
-	// rest unique.
-	sum := sha256.Sum256([]byte(build))
-	return name[:64-13] + "-" + hex.EncodeToString(sum[:])[:12]
-}
+// ClusterName is the matrix's cluster for build name (cluster.ForBuild).
+func ClusterName(build string) string { return cluster.ForBuild(build) }
 
 // ClustersFile, in a results directory, lists the clusters the run
 // started and the user's clusters its builds stopped, as they happen: a

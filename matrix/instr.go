@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/pgabtest/abtest/cluster"
@@ -11,14 +12,17 @@ import (
 )
 
 // Instruction cells (matrix --instructions) count instructions per
-// transaction instead of timing a run (see workload.Instructions). The
-// cell starts the commit's cluster with the cell's settings (which
-// writes them into postgresql.conf, and makes the data directory on a
-// first run), stops it, measures on the stopped data directory (the
-// measurement starts its own server twice, under valgrind or perf stat)
-// and leaves the cluster stopped: the next timed cell's Start restarts
-// it. The cluster is held (cluster.Manager.Acquire) across the stop and
-// the measurement, so no other abtest starts it meanwhile.
+// transaction instead of timing a run (see workload.Instructions). A
+// cell runs on the matrix's own cluster of its build (ClusterName, as
+// timed cells do; never the user's cluster of the same name) in a quiet
+// period (cluster.Manager.Quiesce): held first, started with the cell's
+// settings (which writes them into postgresql.conf, and makes the data
+// directory on a first run), stopped; the measurement then starts its
+// own server twice on the stopped data directory, under valgrind or
+// perf stat. The cluster is left stopped: the next timed cell's Start
+// restarts it, and the run's end stops it like any cluster the run
+// started (markStarted, leaveClusters). The cluster's log of the quiet
+// period is kept in the cell's directory, as a timed cell's is.
 //
 // The method is chosen once per run, so that every cell of a run is
 // counted the same way; on a host with neither a PMU nor valgrind the
@@ -62,39 +66,35 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 	rec.DurationS = 0
 	commit, _ := r.plan.Commit(cell.Commit)
 	cm := r.deps.Clusters
-	serverLog := filepath.Join(cm.Root, commit.Build, "server.log")
-	install := r.installs[commit.Build]
-	opts, _, err := r.clusterOptions(cell, install)
+	name := ClusterName(commit.Build)
+	serverLog := cm.LogFile(name)
+	opts, _, err := r.clusterOptions(cell, r.installs[commit.Build])
 	if err != nil {
 		return failed(rec, err, serverLog)
-	}
-	if dir, err := cm.DataDir(commit.Build); err == nil {
-		if _, running := cluster.PID(dir); !running {
-			r.started[commit.Build] = true // stopped at the end should a step below fail
-		}
-	}
-	st, err := cm.Start(ctx, commit.Build, opts)
-	if err != nil {
-		return failed(rec, err, serverLog)
-	}
-	release, err := cm.Acquire(ctx, commit.Build)
-	if err != nil {
-		return failed(rec, err, serverLog)
-	}
-	defer release()
-	if _, err := cm.Stop(ctx, commit.Build); err != nil {
-		return failed(rec, fmt.Errorf("stopping %s before counting instructions: %w", commit.Build, err), serverLog)
 	}
 	w, err := workload.Resolve(cell.Workload)
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
-	// st.Install is install: the Start above was given it.
-	spec := workload.ClusterInstrSpec(st, cm.User, w)
-	spec.Protocol, spec.Method, spec.OutDir = r.plan.Options.Protocol, r.instr.method, results.CellDir(r.dir, cell.ID)
-	res, err := workload.Instructions(ctx, r.deps.Proc, spec)
+	// Recorded before the quiet period starts it: stopped at the end
+	// should a step below fail with the server up.
+	if err := r.markStarted(name); err != nil {
+		return failed(rec, err, serverLog)
+	}
+	var res *workload.InstrResult
+	_, err = cm.Quiesce(ctx, name, opts, func(st *cluster.State) error {
+		// st.Install is the cell's install: the Start was given it.
+		spec := workload.ClusterInstrSpec(st, cm.User, w)
+		spec.Protocol, spec.Method, spec.OutDir = r.plan.Options.Protocol, r.instr.method, results.CellDir(r.dir, cell.ID)
+		var err error
+		if res, err = workload.Instructions(ctx, r.deps.Proc, spec); err != nil {
+			return fmt.Errorf("counting instructions: %w", err)
+		}
+		return nil
+	})
+	r.keepServerLog(rec, serverLog, cell)
 	if err != nil {
-		return failed(rec, fmt.Errorf("counting instructions: %w", err), serverLog)
+		return failed(rec, err, serverLog)
 	}
 	if res == nil { // dry run
 		return rec
@@ -108,6 +108,29 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 		}
 	}
 	return rec
+}
+
+// keepServerLog copies what the cluster logged during the cell into the
+// cell's directory, as a timed cell keeps its server log (artifact
+// server_log).
+func (r *run) keepServerLog(rec *results.Record, serverLog string, cell results.Cell) {
+	if r.deps.Proc.DryRun {
+		return
+	}
+	dir := results.CellDir(r.dir, cell.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	dst := filepath.Join(dir, "server.log")
+	if !cluster.CopyLogSince(serverLog, dst, rec.StartedAt) {
+		return
+	}
+	if rel, err := filepath.Rel(r.dir, dst); err == nil {
+		if rec.Artifacts == nil {
+			rec.Artifacts = map[string]string{}
+		}
+		rec.Artifacts["server_log"] = rel
+	}
 }
 
 // instrResult is the result of an instruction cell, for its progress

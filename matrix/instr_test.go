@@ -2,11 +2,19 @@ package matrix
 
 import (
 	"context"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestPlanInstructions: --instructions adds one instruction cell per
@@ -101,5 +109,75 @@ func TestInstrCellSkipsWithoutAMethod(t *testing.T) {
 	}
 	if strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), "instruction cells are skipped") {
 		t.Errorf("output %q: want one line", out.String())
+	}
+}
+
+// TestRunInstructionsLeavesUsersCluster (issue 22): a matrix with
+// instruction cells while the user's cluster of the same name runs
+// with its own settings (switch -w a -m 777 --set work_mem=7MB) counts
+// on the matrix's cluster m-a, not on a: a keeps its server (pid, start
+// time), port, options and settings; m-a is left stopped at the end
+// like any cluster the run started, and each cell keeps the log m-a
+// wrote during its quiet period.
+func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
+	testenv.RequireTools(t, "valgrind")
+	deps, install := prebuiltDeps(t)
+	cm, ctx := deps.Clusters, context.Background()
+	t.Cleanup(func() { cm.Stop(context.Background(), "a") })
+	user, err := cm.Start(ctx, "a", cluster.Options{Install: install, PgssMax: 777, Settings: []cluster.Setting{{Name: "work_mem", Value: "7MB"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := cluster.PID(user.DataDir)
+	began, _ := procfs.StartTime(pid)
+
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		InstructionsOnly: true,
+	}
+	plan, err := Prepare(ctx, deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(ctx, deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+
+	after, err := cm.ReadState("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, running := cluster.PID(after.DataDir)
+	again, _ := procfs.StartTime(p)
+	if !running || p != pid || !again.Equal(began) || !after.StartedAt.Equal(user.StartedAt) {
+		t.Errorf("the user's cluster a: pid %d (running %v) started %s, state started %s; before pid %d started %s, state %s", p, running, again, after.StartedAt, pid, began, user.StartedAt)
+	}
+	if after.Port != user.Port || after.MaxClients != user.MaxClients || !maps.Equal(after.Settings, user.Settings) || after.Settings["work_mem"] != "7MB" || after.Settings["pg_stat_statements.max"] != "777" {
+		t.Errorf("the user's cluster a changed: port %d max_clients %d settings %v; before port %d max_clients %d settings %v", after.Port, after.MaxClients, after.Settings, user.Port, user.MaxClients, user.Settings)
+	}
+
+	own, err := cm.ReadState(ClusterName("a"))
+	if err != nil {
+		t.Fatalf("the matrix's cluster: %v", err)
+	}
+	if _, running := cluster.PID(own.DataDir); running || own.Settings["pg_stat_statements.max"] != "5000" {
+		t.Errorf("the matrix's cluster %s: running %v, settings %v; want stopped, with the cells' settings", own.Name, running, own.Settings)
+	}
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	for _, rec := range recs {
+		if rec.Status != results.StatusOK || !rec.Instructions {
+			t.Fatalf("%s: %s %s %v", rec.Cell, rec.Status, rec.Error, rec.LogTail)
+		}
+		log, err := os.ReadFile(filepath.Join(dir, rec.Artifacts["server_log"]))
+		if err != nil || rec.Artifacts["server_log"] == "" || !strings.Contains(string(log), "database system is shut down") {
+			t.Errorf("%s: the quiet period's server log %q: %v\n%s", rec.Cell, rec.Artifacts["server_log"], err, log)
+		}
 	}
 }

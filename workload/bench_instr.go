@@ -29,44 +29,45 @@ type InstrBench struct {
 	OutDir string
 }
 
-// CountInstructions runs b on cm's cluster. The cluster is held
-// (cluster.Manager.Acquire) so that no other abtest starts it meanwhile,
-// stopped (said on notice) and left stopped. Nothing is returned in a
-// dry run.
+// CountInstructions runs b on cm's cluster b.Cluster, the user's
+// explicit choice, in a quiet period (cluster.Manager.Quiesce): held so
+// that no other abtest starts it meanwhile, started with its own
+// recorded options (brought up to date: a rebuilt install restarts it)
+// and stopped; it is left stopped, said on notice when it ran before.
+// Nothing is returned in a dry run.
 func CountInstructions(ctx context.Context, run *proc.Runner, cm *cluster.Manager, b InstrBench, notice io.Writer) ([]*InstrResult, error) {
 	ws, err := ResolveList(b.Workloads)
 	if err != nil {
 		return nil, err
 	}
-	st, err := cm.ReadState(b.Cluster)
+	prev, err := cm.ReadState(b.Cluster)
 	if err != nil {
 		return nil, exitcode.BadInputf("--cluster %s: %v (abtest switch -w %s starts one)", b.Cluster, err, b.Cluster)
-	}
-	release, err := cm.Acquire(ctx, b.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if stopped, err := cm.Stop(ctx, b.Cluster); err != nil {
-		return nil, err
-	} else if stopped {
-		fmt.Fprintf(notice, "bench: stopped cluster %s to count instructions; it stays stopped (abtest switch -w %s starts it)\n", b.Cluster, b.Cluster)
 	}
 	dir, err := instrOutDir(b.OutDir, run.DryRun)
 	if err != nil {
 		return nil, err
 	}
 	var out []*InstrResult
-	for _, w := range ws {
-		s := ClusterInstrSpec(st, cm.User, w)
-		s.Protocol, s.Transactions, s.OutDir = b.Protocol, b.Transactions, filepath.Join(dir, w.Name)
-		res, err := Instructions(ctx, run, s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Name, err)
+	stopped, err := cm.Quiesce(ctx, b.Cluster, cluster.OptionsOf(prev), func(st *cluster.State) error {
+		for _, w := range ws {
+			s := ClusterInstrSpec(st, cm.User, w)
+			s.Protocol, s.Transactions, s.OutDir = b.Protocol, b.Transactions, filepath.Join(dir, w.Name)
+			res, err := Instructions(ctx, run, s)
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.Name, err)
+			}
+			if res != nil {
+				out = append(out, res)
+			}
 		}
-		if res != nil {
-			out = append(out, res)
-		}
+		return nil
+	})
+	if stopped {
+		fmt.Fprintf(notice, "bench: stopped cluster %s to count instructions; it stays stopped (abtest switch -w %s starts it)\n", b.Cluster, b.Cluster)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

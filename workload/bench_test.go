@@ -105,7 +105,8 @@ func TestWriteTPSSummary(t *testing.T) {
 }
 
 // TestCountInstructionsDryRun: the cluster is held and stopped (said
-// once), left stopped, and the dry run prints both runs of each
+// once), not restarted first (its own options), left stopped, and the
+// dry run prints both runs of each
 // workload on the cluster's data directory; an unknown cluster is exit
 // 2.
 func TestCountInstructionsDryRun(t *testing.T) {
@@ -129,6 +130,10 @@ func TestCountInstructionsDryRun(t *testing.T) {
 	}
 	if _, running := cluster.PID(st.DataDir); running {
 		t.Error("the cluster still runs")
+	}
+	// Its own options, so the quiet period's start changed nothing.
+	if after, err := m.ReadState("c"); err != nil || !after.StartedAt.Equal(st.StartedAt) || after.Port != st.Port || after.Settings["pg_stat_statements.max"] != "5000" {
+		t.Errorf("the cluster's state after the quiet period: %+v, %v; before %+v", after, err, st)
 	}
 	if n := strings.Count(trace.String(), st.DataDir); n < 4 {
 		t.Errorf("%d mentions of %s in the trace, want both runs of both workloads:\n%s", n, st.DataDir, trace.String())

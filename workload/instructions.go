@@ -98,6 +98,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/perf/profiles"
 
@@ -637,10 +638,11 @@ func waitServer(ctx context.Context, p *proc.Process, s InstrSpec) error {
 // process abtest started to exit; then SIGQUIT (immediate), then SIGKILL
 // to the group. The postmaster is p itself under valgrind, its child
 // under perf stat (which does not forward signals): its pid is read from
-// postmaster.pid and checked to be p or p's child before it is signalled.
+// postmaster.pid (cluster.PID: a live postgres working in dataDir) and
+// checked to be p's child before it is signalled.
 func stopServer(p *proc.Process, dataDir string) error {
 	target := p.Pid()
-	if pm, ok := postmasterPID(dataDir); ok && pm != target && parentPID(pm) == target {
+	if pm, ok := cluster.PID(dataDir); ok && pm != target && parentPID(pm) == target {
 		target = pm
 	}
 	for _, step := range []struct {
@@ -657,17 +659,6 @@ func stopServer(p *proc.Process, dataDir string) error {
 	_ = p.Signal(syscall.SIGKILL)
 	<-p.Done()
 	return fmt.Errorf("the server did not stop on SIGINT nor SIGQUIT and was killed")
-}
-
-// postmasterPID reads the first line of dataDir/postmaster.pid.
-func postmasterPID(dataDir string) (int, bool) {
-	data, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	return pid, err == nil && pid > 0
 }
 
 // parentPID returns pid's parent, or 0.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 )
@@ -261,7 +262,7 @@ func keepArtifacts(res *Result, s Spec, sv *server, dir, logPrefix string, logs 
 		res.Artifacts["txlog"] = logPrefix + ".*"
 	}
 	if sv.dataDir != "" {
-		if n := copyLogTail(filepath.Join(sv.dataDir, "server.log"), filepath.Join(dir, "server.log"), res.StartedAt); n {
+		if n := cluster.CopyLogSince(filepath.Join(sv.dataDir, "server.log"), filepath.Join(dir, "server.log"), res.StartedAt); n {
 			res.Artifacts["server_log"] = filepath.Join(dir, "server.log")
 		}
 	}
@@ -287,23 +288,4 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
-}
-
-// copyLogTail copies the server log lines written since start, when the
-// log is readable (a local abtest cluster's server.log).
-func copyLogTail(src, dst string, start time.Time) bool {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return false
-	}
-	stamp := start.Add(-time.Second).Format("2006-01-02 15:04:05")
-	lines := strings.Split(string(data), "\n")
-	from := len(lines)
-	for i, l := range lines {
-		if len(l) >= 19 && l[:19] >= stamp {
-			from = i
-			break
-		}
-	}
-	return os.WriteFile(dst, []byte(strings.Join(lines[from:], "\n")), 0o644) == nil
 }

@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+)
+
+// State is a cluster as abtest last configured it (abtest.state.json).
+type State struct {
+	Name       string            `json:"name"`
+	Install    string            `json:"install"`
+	DataDir    string            `json:"data_dir"`
+	SocketDir  string            `json:"socket_dir"`
+	Port       int               `json:"port"`
+	Listen     string            `json:"listen,omitempty"`
+	CPUs       []int             `json:"cpus,omitempty"`
+	MaxClients int               `json:"max_clients"`
+	Settings   map[string]string `json:"settings"`
+	// Version is `postgres --version` of the install.
+	Version string `json:"version"`
+	EnvFile string `json:"env_file"`
+	// Fingerprint is the build fingerprint of the install the server
+	// was started from (its .abtest-build.json); "" for an install abtest
+	// did not build.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Binary identifies the install's bin/postgres as it was at start:
+	// a rebuild replaces the file even when the fingerprint is the same
+	// (--force).
+	Binary Binary `json:"binary"`
+	// Exe is /proc/PID/exe of the postmaster right after it started, and
+	// ServerVersion its SELECT version(): what the server really runs.
+	Exe           string `json:"exe,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
+	// Initialized is set once the benchmark database and extension exist.
+	Initialized bool      `json:"initialized"`
+	StartedAt   time.Time `json:"started_at"`
+
+	// Action is what the Start that returned this state did, and Reason
+	// why (e.g. "build fingerprint changed"); neither is stored.
+	Action Action `json:"-"`
+	Reason string `json:"-"`
+}
+
+// ConnString returns a libpq connection string for database db.
+func (s *State) ConnString(db string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable connect_timeout=5", s.SocketDir, s.Port, SuperUser, db)
+}
+
+// ReadState reads name's state; a cluster never started is ErrNotFound.
+func (m *Manager) ReadState(name string) (*State, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return nil, exitcode.BadInput(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch -w %s", ErrNotFound, name, m.Root, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return &s, nil
+}
+
+func (m *Manager) writeState(st *State) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return m.writeOwned(filepath.Join(st.DataDir, stateFile), append(data, '\n'), 0o600)
+}
+
+// DirSize returns the bytes used by the files under dir.
+func DirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// Info is a cluster's state and whether it runs, for status.
+type Info struct {
+	State
+	Running bool  `json:"running"`
+	PID     int   `json:"pid,omitempty"`
+	Bytes   int64 `json:"data_bytes"`
+}
+
+// List returns every cluster under the root, by name.
+func (m *Manager) List() ([]Info, error) {
+	states, err := filepath.Glob(filepath.Join(m.Root, "*", stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, f := range states {
+		st, err := m.ReadState(filepath.Base(filepath.Dir(f)))
+		if err != nil {
+			continue
+		}
+		pid, running := PID(st.DataDir)
+		out = append(out, Info{State: *st, Running: running, PID: pid, Bytes: DirSize(st.DataDir)})
+	}
+	return out, nil
+}
+
+// CatalogVersion returns the catalog version of name's data directory, as
+// pg_controldata of install reads it.
+func (m *Manager) CatalogVersion(ctx context.Context, name, install string) (string, error) {
+	dir, err := m.DataDir(name)
+	if err != nil {
+		return "", exitcode.BadInput(err)
+	}
+	c := m.cmd(install, "pg_controldata", "-D", dir)
+	c.ReadOnly = true
+	out, err := m.Run.Output(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "Catalog version number:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("pg_controldata %s: no catalog version", dir)
+}
+
+// Exists reports whether name has a data directory.
+func (m *Manager) Exists(name string) bool {
+	dir, err := m.DataDir(name)
+	return err == nil && exists(filepath.Join(dir, "PG_VERSION"))
+}
+
+// OptionsOf returns the options st was started with, to start it again
+// the same way (after a rebuild).
+func OptionsOf(st *State) Options {
+	o := Options{Install: st.Install, Port: st.Port, CPUs: st.CPUs, Listen: st.Listen, MaxClients: st.MaxClients}
+	for _, k := range slices.Sorted(maps.Keys(st.Settings)) {
+		o.Settings = append(o.Settings, Setting{Name: k, Value: st.Settings[k]})
+	}
+	return o
+}
