@@ -15,19 +15,10 @@ import (
 // (issue 22).
 const MaxFileLines = 800
 
-// longFiles may exceed MaxFileLines for now, each with the branch that
-// splits it. An entry whose file is no longer too long fails the test,
-// so the merge of that branch removes it.
-var longFiles = map[string]string{
-	// Split in branch h-cluster; its merge removes this entry.
-	"cluster/cluster.go": "split in branch h-cluster",
-}
-
 // TestNoLongFiles walks every non-test Go file of the module and reports
-// each with more than MaxFileLines lines, and each stale longFiles entry.
+// each with more than MaxFileLines lines.
 func TestNoLongFiles(t *testing.T) {
 	root := filepath.Join("..", "..")
-	long := map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -47,21 +38,10 @@ func TestNoLongFiles(t *testing.T) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		long[rel] = true
-		if why, ok := longFiles[rel]; ok {
-			t.Logf("%s: %d lines, allowed for now: %s", rel, n, why)
-			return nil
-		}
 		t.Errorf("%s: %d lines, want at most %d: split it along its seams into files of the same package", rel, n, MaxFileLines)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for f, why := range longFiles {
-		if !long[f] {
-			t.Errorf("longFiles lists %s (%s), which is no longer over %d lines (or is gone): remove the entry", f, why, MaxFileLines)
-		}
 	}
 }
