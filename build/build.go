@@ -328,9 +328,8 @@ func (b *Builder) record(ctx context.Context, j *job, start time.Time) error {
 		info.CCache = readStatsLog(j.statsLog)
 		_ = os.Remove(j.statsLog)
 	}
-	vc := proc.Cmd{Path: filepath.Join(j.install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true, User: b.User, Dir: "/"}
-	if out, err := b.Run.Output(ctx, vc); err == nil {
-		info.Version = strings.TrimSpace(out)
+	if v, err := ServerVersion(ctx, b.Run, j.install, b.User); err == nil {
+		info.Version = v
 	}
 	data, _ := json.MarshalIndent(info, "", "  ")
 	if err := b.Run.WriteFile(filepath.Join(j.install, InfoFile), append(data, '\n'), 0o644); err != nil {

@@ -198,3 +198,20 @@ func readStatsLog(path string) *CCache {
 	}
 	return c
 }
+
+// ServerVersion is `postgres --version` of install, run as user (nil:
+// the caller): the one reader of a server's version.
+func ServerVersion(ctx context.Context, run *proc.Runner, install string, user *proc.User) (string, error) {
+	out, err := run.Output(ctx, proc.Cmd{Path: filepath.Join(install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true,
+		User: user, Env: []string{"LD_LIBRARY_PATH=" + LibDir(install)}, Dir: "/"})
+	return strings.TrimSpace(out), err
+}
+
+// LibDir is install's library directory: lib/<multiarch> when its libpq
+// is there (Debian's layout), else lib.
+func LibDir(install string) string {
+	if m, _ := filepath.Glob(filepath.Join(install, "lib", "*", "libpq.so*")); len(m) > 0 {
+		return filepath.Dir(m[0])
+	}
+	return filepath.Join(install, "lib")
+}

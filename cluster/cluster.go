@@ -30,7 +30,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/safepath"
@@ -349,7 +351,7 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		Action: s.action, Reason: s.reason,
 	}
 	st.Initialized = s.prev != nil && s.prev.Initialized
-	st.Version, _ = m.version(ctx, s.opts.Install)
+	st.Version, _ = build.ServerVersion(ctx, m.Run, s.opts.Install, m.User)
 	if err := m.start(ctx, st); err != nil {
 		if errors.Is(err, ErrSetting) {
 			m.restore(s)
@@ -533,7 +535,7 @@ func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
 		Path: filepath.Join(install, "bin", program),
 		Args: args,
 		User: m.User,
-		Env:  []string{"LD_LIBRARY_PATH=" + LibDir(install)},
+		Env:  []string{"LD_LIBRARY_PATH=" + build.LibDir(install)},
 		// pg_ctl and initdb must not run in a directory the user
 		// cannot enter (root's cwd, often).
 		Dir: "/",
@@ -666,29 +668,11 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	return nil
 }
 
-// version returns `postgres --version` of install.
-func (m *Manager) version(ctx context.Context, install string) (string, error) {
-	c := m.cmd(install, "postgres", "--version")
-	c.ReadOnly = true
-	out, err := m.Run.Output(ctx, c)
-	return strings.TrimSpace(out), err
-}
-
 func (m *Manager) memTotal() uint64 {
 	if m.MemTotal > 0 {
 		return m.MemTotal
 	}
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
+	return uint64(host.Memory("/").MemoryMB) << 20
 }
 
 func exists(path string) bool {
@@ -707,13 +691,4 @@ func lastLogLine(path string) string {
 		return stripLogPrefix(lines[len(lines)-1])
 	}
 	return "no server log"
-}
-
-// LibDir is where install keeps libpq: lib, or lib/<multiarch triplet>
-// for meson builds on Debian.
-func LibDir(install string) string {
-	if m, _ := filepath.Glob(filepath.Join(install, "lib", "*", "libpq.so*")); len(m) > 0 {
-		return filepath.Dir(m[0])
-	}
-	return filepath.Join(install, "lib")
 }

@@ -281,7 +281,7 @@ func TestPortConflictAndAuto(t *testing.T) {
 
 func TestCPUPinning(t *testing.T) {
 	m, install := newManager(t)
-	online, _ := OnlineCPUs()
+	online, _ := AllowedCPUs()
 	cpus, err := ParseCPUs("1", online)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestCPUPinning(t *testing.T) {
 		}
 	}
 	// abtest's own threads are not left pinned.
-	mine, _ := OnlineCPUs()
+	mine, _ := AllowedCPUs()
 	if proc.CPUList(mine) != proc.CPUList(online) {
 		t.Errorf("abtest's affinity changed to %v", mine)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/results"
 )
@@ -119,7 +120,7 @@ func (e Env) Render() string {
 	fmt.Fprintf(&b, "# Written by abtest for cluster %s. Use it with:\n#   source %s\n", e.Name, e.Path)
 	exp := func(k, v string) { fmt.Fprintf(&b, "export %s=%s\n", k, v) }
 	exp("PATH", proc.Quote(e.InstallDir+"/bin")+`"${PATH:+:$PATH}"`)
-	exp("LD_LIBRARY_PATH", proc.Quote(LibDir(e.InstallDir))+`"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"`)
+	exp("LD_LIBRARY_PATH", proc.Quote(build.LibDir(e.InstallDir))+`"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"`)
 	exp("PGDATA", proc.Quote(e.DataDir))
 	exp("PGHOST", proc.Quote(e.SocketDir))
 	exp("PGPORT", strconv.Itoa(e.Port))

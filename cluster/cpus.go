@@ -10,8 +10,9 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 )
 
-// OnlineCPUs returns the CPUs this process may run on, ascending.
-func OnlineCPUs() ([]int, error) {
+// AllowedCPUs returns the CPUs this process may run on (its affinity),
+// ascending: not the host's online count (host.Host.OnlineCPUs).
+func AllowedCPUs() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func Others(cpus, online []int) []int {
 // PickCPUs is ParseCPUs over the CPUs this process may run on: what a
 // -C flag means.
 func PickCPUs(spec string) ([]int, error) {
-	online, err := OnlineCPUs()
+	online, err := AllowedCPUs()
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}

@@ -200,7 +200,7 @@ func (o *Options) cpuCounts(list string) ([]int, error) {
 	if err != nil || o.given("cpus") {
 		return counts, err
 	}
-	online, err := cluster.OnlineCPUs()
+	online, err := cluster.AllowedCPUs()
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}

@@ -302,7 +302,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		}
 	}
 	if len(req.CPUs) > 0 {
-		online, err := deps.onlineCPUs()
+		online, err := deps.allowedCPUs()
 		if err != nil {
 			return nil, exitcode.Failure(err)
 		}

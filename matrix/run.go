@@ -64,9 +64,9 @@ type Deps struct {
 	Decide Decider
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// OnlineCPUs lists the CPUs cells may pin to; nil means
-	// cluster.OnlineCPUs.
-	OnlineCPUs func() ([]int, error)
+	// AllowedCPUs lists the CPUs cells may pin to; nil means
+	// cluster.AllowedCPUs.
+	AllowedCPUs func() ([]int, error)
 	// Host describes the host and what doctor finds on it, for plan.json;
 	// nil records nothing.
 	Host func() (host.Host, []results.Finding)
@@ -82,11 +82,11 @@ func (d *Deps) Clock() time.Time {
 	return time.Now()
 }
 
-func (d *Deps) onlineCPUs() ([]int, error) {
-	if d.OnlineCPUs != nil {
-		return d.OnlineCPUs()
+func (d *Deps) allowedCPUs() ([]int, error) {
+	if d.AllowedCPUs != nil {
+		return d.AllowedCPUs()
 	}
-	return cluster.OnlineCPUs()
+	return cluster.AllowedCPUs()
 }
 
 // sink is Progress, made from Out on first use when nil.
@@ -246,14 +246,14 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	if c.Install != "" {
 		r.installs[c.Build] = c.Install
 		c.BuildType = "prebuilt"
-		out, err := r.deps.Proc.Output(ctx, proc.Cmd{Path: filepath.Join(c.Install, "bin", "postgres"), Args: []string{"--version"}, ReadOnly: true})
+		version, err := build.ServerVersion(ctx, r.deps.Proc, c.Install, nil)
 		if ctx.Err() != nil {
 			return exitcode.Failure(err) // interrupted: not the install's fault
 		}
 		if err != nil {
 			return exitcode.BadInputf("-k %s=install:%s: %v", c.Label, c.Install, err)
 		}
-		c.Version = strings.TrimSpace(out)
+		c.Version = version
 		// An install abtest built (install:$PG_INSTALL_DIR/NAME) has a
 		// fingerprint, which the measured server must match.
 		if info, err := build.ReadInfo(c.Install); err == nil {
@@ -368,7 +368,7 @@ func Done(dir string) (map[string]bool, error) {
 // prepareCells reads what every cell needs once.
 func (r *run) prepareCells() error {
 	var err error
-	if r.online, err = r.deps.onlineCPUs(); err != nil {
+	if r.online, err = r.deps.allowedCPUs(); err != nil {
 		return exitcode.Failure(err)
 	}
 	if r.plan.Options.Perf {

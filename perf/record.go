@@ -9,12 +9,12 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 )
 
@@ -31,9 +31,8 @@ func Check() error {
 		return fmt.Errorf("%w: perf is not installed (Debian: apt-get install linux-perf)", ErrUnavailable)
 	}
 	if os.Geteuid() != 0 {
-		data, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
-		if err == nil {
-			if n, _ := strconv.Atoi(strings.TrimSpace(string(data))); n > 0 {
+		if v := host.PerfParanoid("/"); v != "" {
+			if n, _ := strconv.Atoi(v); n > 0 {
 				return fmt.Errorf("%w: kernel.perf_event_paranoid is %d: system-wide profiling needs ≤ 0 (sysctl kernel.perf_event_paranoid=0) or root", ErrUnavailable, n)
 			}
 		}

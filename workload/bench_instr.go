@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
@@ -77,7 +78,7 @@ func CountInstructions(ctx context.Context, run *proc.Runner, cm *cluster.Manage
 // and database are the cluster's.
 func ClusterInstrSpec(st *cluster.State, u *proc.User, w Workload) InstrSpec {
 	return InstrSpec{
-		Install: st.Install, Env: []string{"LD_LIBRARY_PATH=" + cluster.LibDir(st.Install)},
+		Install: st.Install, Env: []string{"LD_LIBRARY_PATH=" + build.LibDir(st.Install)},
 		DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port, RunAs: u,
 		User: cluster.SuperUser, Database: cluster.Database, Workload: w,
 	}

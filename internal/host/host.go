@@ -63,13 +63,7 @@ func (h Host) Virtual() bool { return h.Hypervisor != "" || h.CPUQuota > 0 }
 // Read reads the host's description from root ("/" on a live system;
 // tests pass a fake tree).
 func Read(root string) Host {
-	read := func(p string) string {
-		data, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(data))
-	}
+	read := func(p string) string { return readFile(root, p) }
 	h := Host{NProc: runtime.NumCPU(), Kernel: read("proc/sys/kernel/osrelease"), Hostname: read("proc/sys/kernel/hostname")}
 	h.readCPUInfo(read("proc/cpuinfo"))
 	h.readMeminfo(read("proc/meminfo"))
@@ -87,7 +81,7 @@ func Read(root string) Host {
 		h.Load1, _ = strconv.ParseFloat(f[0], 64)
 	}
 	h.OnlineCPUs = countCPUs(read("sys/devices/system/cpu/online"))
-	h.PerfParanoid = read("proc/sys/kernel/perf_event_paranoid")
+	h.PerfParanoid = PerfParanoid(root)
 	if h.Hypervisor != "" {
 		for _, p := range []string{"sys/class/dmi/id/sys_vendor", "sys/class/dmi/id/product_name"} {
 			if v := read(p); v != "" {
@@ -100,6 +94,29 @@ func Read(root string) Host {
 	h.CPUQuota = cpuQuota(read)
 	h.StealPct = steal(read("proc/stat"))
 	return h
+}
+
+// readFile is root/p's content, trimmed; "" when unreadable.
+func readFile(root, p string) string {
+	data, err := os.ReadFile(filepath.Join(root, p))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// Memory reads only /proc/meminfo under root: MemoryMB, MemAvailableMB
+// and the huge pages (Read reads everything).
+func Memory(root string) Host {
+	var h Host
+	h.readMeminfo(readFile(root, "proc/meminfo"))
+	return h
+}
+
+// PerfParanoid is kernel.perf_event_paranoid under root; "" when not
+// exposed.
+func PerfParanoid(root string) string {
+	return readFile(root, "proc/sys/kernel/perf_event_paranoid")
 }
 
 func (h *Host) readCPUInfo(s string) {
