@@ -32,7 +32,9 @@ const (
 
 // Builtin declares every metric a cell of the built-in probes can carry:
 // its unit, which direction is better (or that it only describes), the
-// smallest change that matters and the tier it starts in. The analysis
+// smallest change that matters, the tier it starts in and, for a source
+// that can lose data (pg_stat_statements evicting entries), when a
+// cell's value is void (Validity). The analysis
 // measures each metric's determinism on the baseline's own repeats and
 // may move it to a looser tier (seed 001: a counter that never varies is
 // gated exactly; TPS on a shared host only within a band; WAL bytes,
