@@ -117,6 +117,10 @@ type analyzer struct {
 	// invalid counts, per metric, the usable cells whose value was not
 	// a measurement (null, zero where impossible, non-finite).
 	invalid map[string]int
+	// voidable: metrics whose value can be void (results.Metric.Validity);
+	// void counts, per metric and reason, the usable cells where it was.
+	voidable map[string]results.Metric
+	void     map[string]map[string]int
 	// primary: the primary metric(s) of each configuration.
 	primary map[string][]string
 	cellWhy map[string]map[string]string // config → commit → why
@@ -238,6 +242,7 @@ func (a *analyzer) chooseMetrics() {
 		}
 		a.r.Warnings = append(a.r.Warnings, fmt.Sprintf("%s was %s in %d usable cell(s): not a measurement, counted as missing", m, why, a.invalid[m]))
 	}
+	a.r.Warnings = append(a.r.Warnings, a.voidWarnings()...)
 }
 
 // choosePrimary names each configuration's primary metrics: the ones

@@ -5,6 +5,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -57,8 +58,12 @@ func (a *analyzer) groupCells() {
 		a.group(a.configID(p.Cells[i].Config), p.Cells[i].Commit).planned++
 	}
 	a.present, a.positive, a.invalid = map[string]bool{}, map[string]bool{}, map[string]int{}
+	a.voidable, a.void = map[string]results.Metric{}, map[string]map[string]int{}
 	for _, m := range p.Metrics {
 		a.positive[m.Name] = m.Positive
+		if m.Validity != results.ValidAlways {
+			a.voidable[m.Name] = m
+		}
 	}
 	for i := range a.in.Records {
 		rec := &a.in.Records[i]
@@ -75,12 +80,16 @@ func (a *analyzer) groupCells() {
 		}
 		g.usable[rec.Repeat] = rec
 		for m, v := range rec.Metrics {
-			if a.valid(m, v) {
+			switch {
+			case a.whyVoid(rec, m) != "":
+				// counted by noteVoid
+			case a.valid(m, v):
 				a.present[m] = true
-			} else {
+			default:
 				a.invalid[m]++
 			}
 		}
+		a.noteVoid(rec)
 	}
 	if len(p.Cells) == 0 {
 		a.planFromRecords()
@@ -130,6 +139,86 @@ func (a *analyzer) valid(m string, v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !a.positive[m])
 }
 
+// whyVoid says why rec's value of m is not a measurement by m's
+// validity (results.Record.WhyVoid), or "".
+func (a *analyzer) whyVoid(rec *results.Record, m string) string {
+	if why := rec.Void[m]; why != "" {
+		return why
+	}
+	if def, ok := a.voidable[m]; ok {
+		return rec.WhyVoid(def)
+	}
+	return ""
+}
+
+// noteVoid counts a usable cell's void metrics, by reason.
+func (a *analyzer) noteVoid(rec *results.Record) {
+	note := func(m, why string) {
+		if a.void[m] == nil {
+			a.void[m] = map[string]int{}
+		}
+		a.void[m][why]++
+	}
+	for m, why := range rec.Void {
+		note(m, why)
+	}
+	for m := range a.voidable {
+		if _, recorded := rec.Void[m]; !recorded {
+			if why := a.whyVoid(rec, m); why != "" {
+				note(m, why)
+			}
+		}
+	}
+}
+
+// voidWarnings says once per metric in how many usable cells its value
+// was void, and why: never judged there, counted as missing.
+func (a *analyzer) voidWarnings() []string {
+	usable := 0
+	for _, byCommit := range a.groups {
+		for _, g := range byCommit {
+			usable += len(g.usable)
+		}
+	}
+	var out []string
+	for _, m := range slices.Sorted(maps.Keys(a.void)) {
+		n, whys := 0, slices.Sorted(maps.Keys(a.void[m]))
+		for _, why := range whys {
+			n += a.void[m][why]
+		}
+		out = append(out, fmt.Sprintf("%s void in %d of %d usable cells (%s): not a measurement there, never judged, counted as missing", m, n, usable, strings.Join(whys, "; ")))
+	}
+	return out
+}
+
+// missingWhy says that a group's usable cells lack m (n of them have a
+// valid value); void when every one that lacks it has a void value
+// (results.Metric.Validity): the metric's source lost data there, which
+// is not the run failing to answer, so the gap does not gate.
+func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why string, void bool) {
+	nvoid := 0
+	for _, rec := range g.usable {
+		if a.whyVoid(rec, m) != "" {
+			nvoid++
+		}
+	}
+	missing := len(g.usable) - n
+	switch {
+	case nvoid == missing:
+		return fmt.Sprintf("%s void in %d of %d %s", m, missing, len(g.usable), cells), true
+	case nvoid > 0:
+		return fmt.Sprintf("%s missing in %d of %d %s (%d void)", m, missing, len(g.usable), cells, nvoid), false
+	}
+	return fmt.Sprintf("%s missing in %d of %d %s", m, missing, len(g.usable), cells), false
+}
+
+// value is rec's value of m when it is a measurement: valid, and not
+// void.
+func (a *analyzer) value(rec *results.Record, m string) (float64, bool) {
+	v, ok := rec.Metrics[m]
+	return v, ok && a.valid(m, v) && a.whyVoid(rec, m) == ""
+}
+
 // values returns a group's valid values of m in repeat order.
 func (a *analyzer) values(g *group, m string) []float64 {
 	if g == nil {
@@ -137,7 +226,7 @@ func (a *analyzer) values(g *group, m string) []float64 {
 	}
 	reps := make([]int, 0, len(g.usable))
 	for rep, rec := range g.usable {
-		if v, ok := rec.Metrics[m]; ok && a.valid(m, v) {
+		if _, ok := a.value(rec, m); ok {
 			reps = append(reps, rep)
 		}
 	}
@@ -162,9 +251,9 @@ func (a *analyzer) pairs(ga, gb *group, m string) (pa, pb []float64) {
 		if !ok {
 			continue
 		}
-		va, oka := ra.Metrics[m]
-		vb, okb := rb.Metrics[m]
-		if oka && okb && a.valid(m, va) && a.valid(m, vb) {
+		_, oka := a.value(ra, m)
+		_, okb := a.value(rb, m)
+		if oka && okb {
 			reps = append(reps, rep)
 		}
 	}

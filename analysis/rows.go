@@ -164,13 +164,14 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 // when they can.
 func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64) string {
 	why := a.cellWhy[in.id][c]
+	var void bool
 	if why == "" && g != nil && len(vs) < len(g.usable) {
-		why = fmt.Sprintf("%s missing in %d of %d cells", in.m, len(g.usable)-len(vs), len(g.usable))
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
+		why, void = a.missingWhy(in.m, g, len(vs), "cells")
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m) && !void})
 	}
 	if why == "" && in.bg != nil && len(in.base) < len(in.bg.usable) {
-		why = fmt.Sprintf("%s missing in %d of %d baseline cells", in.m, len(in.bg.usable)-len(in.base), len(in.bg.usable))
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m)})
+		why, void = a.missingWhy(in.m, in.bg, len(in.base), "baseline cells")
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m) && !void})
 	}
 	return why
 }

@@ -583,6 +583,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = res.Metrics, res.Saturated, res.Samples, res.Progress
 	rec.Waits, rec.Final, rec.Probe, rec.Warnings = &res.Waits, &res.Final, res.Probe, res.Warnings
 	rec.LatencyMethod = string(res.LatencyMethod)
+	rec.Void = res.Void
 	rec.Artifacts = map[string]string{}
 	for k, v := range res.Artifacts {
 		if rel, err := filepath.Rel(r.dir, v); err == nil {

@@ -32,7 +32,9 @@ const (
 
 // Builtin declares every metric a cell of the built-in probes can carry:
 // its unit, which direction is better (or that it only describes), the
-// smallest change that matters and the tier it starts in. The analysis
+// smallest change that matters, the tier it starts in and, for a source
+// that can lose data (pg_stat_statements evicting entries), when a
+// cell's value is void (Validity). The analysis
 // measures each metric's determinism on the baseline's own repeats and
 // may move it to a looser tier (seed 001: a counter that never varies is
 // gated exactly; TPS on a shared host only within a band; WAL bytes,
@@ -53,8 +55,8 @@ var Builtin = Metrics{
 	{Name: MetricPGSSCold, Unit: "entries", Direction: Descriptive, ThresholdPct: 5, Tier: TierReport, Doc: "cold entries at the end"},
 	{Name: MetricPGSSDeallocs, Unit: "deallocs", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, Doc: "pg_stat_statements eviction cycles"},
 	{Name: MetricDBTimePct, Unit: "%", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierReport, Doc: "share of backend samples that were active"},
-	{Name: MetricStatementsPerTx, Unit: "stmts/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "statements per transaction (pg_stat_statements)"},
-	{Name: MetricRowsPerTx, Unit: "rows/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows per transaction (pg_stat_statements)"},
+	{Name: MetricStatementsPerTx, Unit: "stmts/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Validity: ValidWithoutEvictions, Doc: "statements per transaction (pg_stat_statements calls; void in a cell where entries were evicted)"},
+	{Name: MetricRowsPerTx, Unit: "rows/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Validity: ValidWithoutEvictions, Doc: "rows per transaction (pg_stat_statements rows; void in a cell where entries were evicted)"},
 	{Name: MetricTupIns, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows inserted (pg_stat_user_tables)"},
 	{Name: MetricTupUpd, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows updated"},
 	{Name: MetricTupDel, Unit: "rows", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Doc: "rows deleted"},

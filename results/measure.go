@@ -60,14 +60,17 @@ func (s Sample) Line() string {
 
 // Final is the state of pg_stat_statements at the end of a run.
 type Final struct {
-	Entries   int            `json:"entries"`
-	Hot       int            `json:"hot"`
-	Cold      int            `json:"cold"`
-	HotCalls  int64          `json:"hot_calls"`
-	ColdCalls int64          `json:"cold_calls"`
-	Deallocs  int64          `json:"deallocs"`
-	Histogram []HistogramBin `json:"calls_histogram"`
-	HasClass  bool           `json:"-"`
+	Entries   int   `json:"entries"`
+	Hot       int   `json:"hot"`
+	Cold      int   `json:"cold"`
+	HotCalls  int64 `json:"hot_calls"`
+	ColdCalls int64 `json:"cold_calls"`
+	Deallocs  int64 `json:"deallocs"`
+	// DeallocsUnknown: the server has no pg_stat_statements_info
+	// (PostgreSQL < 14), so Deallocs is 0 without having been read.
+	DeallocsUnknown bool           `json:"deallocs_unknown,omitempty"`
+	Histogram       []HistogramBin `json:"calls_histogram"`
+	HasClass        bool           `json:"-"`
 }
 
 // HistogramBin counts entries whose calls fall in a range.

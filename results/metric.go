@@ -67,6 +67,57 @@ const (
 // Valid reports whether b is empty (no method) or a declared kind.
 func (b MeasuredBy) Valid() bool { return b == "" || b == ByLatency || b == ByInstructions }
 
+// Validity is when a metric's value in a cell is a measurement. The
+// sources that never lose data (pgbench, pg_stat_wal,
+// pg_stat_user_tables, /proc) are always valid; a count taken from
+// pg_stat_statements' calls or rows is not once entries were evicted
+// inside the window, for an evicted entry takes its counts with it
+// (churn, one statement per transaction, measured 0.76 and 0.64
+// statements per transaction, and the difference was "better").
+type Validity string
+
+const (
+	// ValidAlways: the source never loses data (the zero value).
+	ValidAlways Validity = ""
+	// ValidWithoutEvictions: void in a cell whose pg_stat_statements
+	// deallocation count rose inside the window, or could not be read
+	// (PostgreSQL < 14 has no pg_stat_statements_info).
+	ValidWithoutEvictions Validity = "no_pgss_evictions"
+)
+
+// The reasons Validity.Void gives: one sentence per rule, the same in
+// every cell, so that a report says it once per metric.
+const (
+	VoidEvicted         = "pg_stat_statements evicted entries inside the window"
+	VoidDeallocsUnknown = "pg_stat_statements_info is missing (PostgreSQL < 14): evictions inside the window cannot be ruled out"
+)
+
+// Valid reports whether v is one of the declared validities.
+func (v Validity) Valid() bool { return v == ValidAlways || v == ValidWithoutEvictions }
+
+// Window is what a cell recorded of its measured window that decides
+// whether its values are valid.
+type Window struct {
+	// Deallocs is how often pg_stat_statements deallocated entries
+	// inside the window; DeallocsKnown whether it could be read.
+	Deallocs      int64
+	DeallocsKnown bool
+}
+
+// Void returns why a value of a metric of validity v is not a
+// measurement in the window w, or "" when it is.
+func (v Validity) Void(w Window) string {
+	if v == ValidWithoutEvictions {
+		switch {
+		case !w.DeallocsKnown:
+			return VoidDeallocsUnknown
+		case w.Deallocs > 0:
+			return VoidEvicted
+		}
+	}
+	return ""
+}
+
 // Metric defines one metric of a cell's Metrics map. The definitions are
 // written into plan.json, so results are judged by the rules they were
 // run under, not by today's.
@@ -94,6 +145,10 @@ type Metric struct {
 	// Positive: a value ≤ 0 is impossible (TPS): such a value, or a null
 	// that decoded to 0, is invalid and counted as missing.
 	Positive bool `json:"positive,omitempty"`
+	// Validity says when a cell's value is a measurement: a void value
+	// is recorded as missing with its reason (Record.Void) and never
+	// judged.
+	Validity Validity `json:"validity,omitempty"`
 	// Doc says what the metric is.
 	Doc string `json:"doc"`
 }
@@ -135,6 +190,9 @@ func (m *Metric) UnmarshalJSON(data []byte) error {
 	if !m.MeasuredBy.Valid() {
 		return fmt.Errorf("metric %s: measured_by %q: want %s or %s", m.Name, m.MeasuredBy, ByLatency, ByInstructions)
 	}
+	if !m.Validity.Valid() {
+		return fmt.Errorf("metric %s: validity %q: want %s or none", m.Name, m.Validity, ValidWithoutEvictions)
+	}
 	return nil
 }
 
@@ -149,6 +207,26 @@ func (ms Metrics) Get(name string) (Metric, bool) {
 		}
 	}
 	return Metric{}, false
+}
+
+// Apply moves out of values each metric of ms whose value is void in the
+// window w, and returns those metrics with why (nil when none is): what
+// Record.Void records.
+func (ms Metrics) Apply(values map[string]float64, w Window) map[string]string {
+	var void map[string]string
+	for _, m := range ms {
+		if _, ok := values[m.Name]; !ok {
+			continue
+		}
+		if why := m.Validity.Void(w); why != "" {
+			if void == nil {
+				void = map[string]string{}
+			}
+			void[m.Name] = why
+			delete(values, m.Name)
+		}
+	}
+	return void
 }
 
 // Names returns the metrics' names in order.

@@ -68,6 +68,10 @@ type Record struct {
 	// (a workload.LatencyMethod); cells of different methods are never
 	// compared.
 	LatencyMethod string `json:"latency_method,omitempty"`
+	// Void lists the metrics whose value in this cell is not a
+	// measurement (Metric.Validity), each with why: they are left out of
+	// Metrics and never judged.
+	Void map[string]string `json:"void,omitempty"`
 }
 
 // Method is how the cell measured the metrics of a kind: its latency
@@ -81,6 +85,39 @@ func (r *Record) Method(by MeasuredBy) string {
 		return r.Instr.Method
 	}
 	return ""
+}
+
+// WhyVoid says why the cell's value of m is not a measurement, or ""
+// when it is (or the cell has none): the reason recorded with the cell
+// or, for a cell recorded before abtest recorded validity (its value is
+// there), m's rule applied to the deallocations the cell recorded. Such
+// a cell never said that it could not read them, so there only evidence
+// of evictions voids a value.
+func (r *Record) WhyVoid(m Metric) string {
+	if why := r.Void[m.Name]; why != "" {
+		return why
+	}
+	if _, ok := r.Metrics[m.Name]; !ok || m.Validity == ValidAlways {
+		return ""
+	}
+	w, ok := r.window()
+	if !ok {
+		return ""
+	}
+	return m.Validity.Void(w)
+}
+
+// window is what the record says of its window's deallocations: its
+// final reading or, where that is not kept (the store drops the series),
+// its pgss_deallocs metric; ok false when it says nothing.
+func (r *Record) window() (w Window, ok bool) {
+	if f := r.Final; f != nil && !f.DeallocsUnknown {
+		return Window{Deallocs: f.Deallocs, DeallocsKnown: true}, true
+	}
+	if d, ok := r.Metrics[MetricPGSSDeallocs]; ok && !math.IsNaN(d) {
+		return Window{Deallocs: int64(math.Ceil(d)), DeallocsKnown: true}, true
+	}
+	return Window{}, false
 }
 
 // InstrInfo is how an instruction cell counted: cells counted by
@@ -164,6 +201,13 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 	// Version 1 differs only in how metric definitions were spelled
 	// (Metric.UnmarshalJSON reads both).
 	p.Version = Version
+	// A plan written before metrics declared their validity gets the
+	// built-in metrics' own: a source that loses data lost it then too.
+	for i, m := range p.Metrics {
+		if b, ok := Builtin.Get(m.Name); ok && m.Validity == ValidAlways {
+			p.Metrics[i].Validity = b.Validity
+		}
+	}
 	return &p, nil
 }
 

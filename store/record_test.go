@@ -46,6 +46,7 @@ func fullRecord(commit string, seq int, status results.Status) results.Record {
 		Instr: &results.InstrInfo{Method: "valgrind-lackey", Transactions: 200, Seed: 7,
 			Profile: "cells/" + commit + "/instr.pb.gz"},
 		LatencyMethod: "pgbench-log",
+		Void:          map[string]string{"statements_per_tx": results.VoidEvicted},
 	}
 }
 

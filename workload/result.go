@@ -6,7 +6,9 @@ package workload
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +28,10 @@ type Result struct {
 	SleepMS   int                `json:"sleep_ms,omitempty"`
 	StartedAt time.Time          `json:"started_at"`
 	Metrics   map[string]float64 `json:"metrics"`
+	// Void lists the metrics whose value this run measured but which
+	// are not measurements (results.Metric.Validity), each with why:
+	// they are left out of Metrics.
+	Void map[string]string `json:"void,omitempty"`
 	// Saturated: with -R the schedule lag kept growing, so the server
 	// could not keep the rate; the point must not be averaged in.
 	Saturated  bool              `json:"saturated"`
@@ -81,7 +87,9 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	}
 	m[results.MetricFailedTx] = float64(sum.Failed)
 	m[results.MetricPGSSEntries] = float64(res.Final.Entries)
-	m[results.MetricPGSSDeallocs] = float64(res.Final.Deallocs)
+	if !res.Final.DeallocsUnknown {
+		m[results.MetricPGSSDeallocs] = float64(res.Final.Deallocs)
+	}
 	if res.Final.HasClass {
 		m[results.MetricPGSSHot] = float64(res.Final.Hot)
 		m[results.MetricPGSSCold] = float64(res.Final.Cold)
@@ -114,6 +122,9 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 		m[results.MetricLagAvg] = sum.LagAvgMS
 		res.Saturated = Saturated(res.Progress, sum)
 	}
+	// The deallocations are counted from before the probe's first
+	// reading to after its second, so they cover its window.
+	res.Void = results.Builtin.Apply(m, results.Window{Deallocs: res.Final.Deallocs, DeallocsKnown: !res.Final.DeallocsUnknown})
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat times: 100 on every
@@ -166,7 +177,11 @@ func (r *Runner) report(w io.Writer, res *Result) {
 	} else {
 		fmt.Fprintf(w, "  FINAL: entries=%d\n", f.Entries)
 	}
-	fmt.Fprintf(w, "  deallocs: %d\n", f.Deallocs)
+	if f.DeallocsUnknown {
+		fmt.Fprintln(w, "  deallocs: unknown (no pg_stat_statements_info before PostgreSQL 14)")
+	} else {
+		fmt.Fprintf(w, "  deallocs: %d\n", f.Deallocs)
+	}
 	if len(f.Histogram) > 0 {
 		var parts []string
 		for _, b := range f.Histogram {
@@ -183,6 +198,9 @@ func (r *Runner) report(w io.Writer, res *Result) {
 			line += fmt.Sprintf(" server_cpu=%.1fµs/tx", v*1e6)
 		}
 		fmt.Fprintln(w, line)
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Void)) {
+		fmt.Fprintf(w, "  void: %s (%s)\n", name, res.Void[name])
 	}
 	for _, warn := range res.Warnings {
 		fmt.Fprintf(w, "  WARNING: %s\n", warn)

@@ -20,6 +20,7 @@ import (
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/results"
 )
 
 // startCluster starts a Debian PostgreSQL 15 cluster for the test.
@@ -106,6 +107,14 @@ func TestChurnEvictsAtLowMax(t *testing.T) {
 	if res.Final.Entries > 100 {
 		t.Errorf("entries = %d > max 100", res.Final.Entries)
 	}
+	// The evicted entries took their calls with them: the counts are
+	// void, the probes that lose nothing are not.
+	if _, ok := res.Metrics["statements_per_tx"]; ok || res.Void["statements_per_tx"] != results.VoidEvicted {
+		t.Errorf("statements_per_tx with %d deallocs: metrics %v, void %v", res.Final.Deallocs, res.Metrics, res.Void)
+	}
+	if _, ok := res.Metrics["wal_records_per_tx"]; !ok {
+		t.Errorf("wal_records_per_tx left out: metrics %v, void %v", res.Metrics, res.Void)
+	}
 	for _, smp := range res.Samples {
 		if smp.Entries > 100 {
 			t.Errorf("sample entries %d > 100", smp.Entries)
@@ -149,6 +158,9 @@ func TestInsertProbeIsExact(t *testing.T) {
 	}
 	if k := res.Probe.Kinds["INSERT"]; k.Calls != 500 || k.Rows != 500 {
 		t.Errorf("pg_stat_statements INSERT calls/rows = %+v, want 500/500", k)
+	}
+	if res.Metrics["statements_per_tx"] != 1 || res.Metrics["rows_per_tx"] != 1 || len(res.Void) > 0 {
+		t.Errorf("statements/rows per tx = %v/%v, void %v; want 1/1, nothing void", res.Metrics["statements_per_tx"], res.Metrics["rows_per_tx"], res.Void)
 	}
 	if res.LoggedTx != 500 || res.SamplingRate != 1 {
 		t.Errorf("logged %d transactions at rate %v, want all 500", res.LoggedTx, res.SamplingRate)

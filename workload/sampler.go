@@ -413,7 +413,7 @@ func (s *sampler) final(ctx context.Context) (Final, error) {
 	if err != nil {
 		return Final{}, err
 	}
-	f := Final{Entries: len(es), Deallocs: d, HasClass: s.w.HotPrefix != ""}
+	f := Final{Entries: len(es), Deallocs: d, DeallocsUnknown: !s.hasInfo, HasClass: s.w.HotPrefix != ""}
 	counts := make([]int, len(histBins))
 	for _, e := range es {
 		switch e.class {
