@@ -27,6 +27,7 @@
 package dashboard
 
 import (
+	"bufio"
 	"context"
 	"embed"
 	"errors"
@@ -179,7 +180,14 @@ func render(path, name string, data any) error {
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
-	if err := pages.ExecuteTemplate(f, name, data); err != nil {
+	// A template writes in many small pieces: one write per page, not
+	// one system call per piece.
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+		f.Close()
+		return exitcode.Failure(fmt.Errorf("dashboard: %s: %w", name, err))
+	}
+	if err := w.Flush(); err != nil {
 		f.Close()
 		return exitcode.Failure(fmt.Errorf("dashboard: %s: %w", name, err))
 	}

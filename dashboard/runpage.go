@@ -42,8 +42,18 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 			return "", err
 		}
 	}
+	// Each configuration's cells and verdicts, grouped once: a run of
+	// 10⁵ cells has thousands of configurations.
+	cells := map[string][]store.Cell{}
+	for _, c := range d.cells {
+		cells[c.Config] = append(cells[c.Config], c)
+	}
+	verdicts := map[string][]store.Verdict{}
+	for _, v := range d.verdicts {
+		verdicts[v.Config] = append(verdicts[v.Config], v)
+	}
 	for _, cfg := range d.configs() {
-		if err := d.writeConfig(site, o, cfg, trendOf); err != nil {
+		if err := d.writeConfig(site, o, cfg, cells[cfg], verdicts[cfg], trendOf); err != nil {
 			return "", err
 		}
 	}
@@ -67,12 +77,12 @@ func (d *runData) configs() []string {
 	return out
 }
 
-// rows are commit's verdicts as rows linked from a page in the site
-// directory from (relative to the site).
-func (d *runData) rows(commit, from string, trendOf map[store.SeriesKey]string) []vrow {
+// rows are the verdicts vs (of commit, unless commit is "") as rows
+// linked from a page in the site directory from (relative to the site).
+func (d *runData) rows(vs []store.Verdict, commit, from string, trendOf map[store.SeriesKey]string) []vrow {
 	var out []vrow
-	for _, v := range d.verdicts {
-		if v.Commit != commit {
+	for _, v := range vs {
+		if commit != "" && v.Commit != commit {
 			continue
 		}
 		r := vrow{Verdict: v, Unit: d.unit(v.Metric), ConfigPage: relLink(from, ConfigPage(d.run.ID, v.Config))}
@@ -97,7 +107,7 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	for _, c := range compared(d.run) {
 		pairs = append(pairs, pairLink{Label: c, Href: relLink(from, ComparePage(d.run, c)), Current: c == commit})
 	}
-	rows := d.rows(commit, from, trendOf)
+	rows := d.rows(d.verdicts, commit, from, trendOf)
 	slices.SortStableFunc(rows, bySignificance)
 	var changes, quiet, regressions []vrow
 	for _, r := range rows {
@@ -152,7 +162,7 @@ type cellFiles struct {
 	Files  []link
 }
 
-func (d *runData) writeConfig(site string, o Options, cfg string, trendOf map[store.SeriesKey]string) error {
+func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.Cell, verdicts []store.Verdict, trendOf map[store.SeriesKey]string) error {
 	page := ConfigPage(d.run.ID, cfg)
 	from := filepath.Dir(page)
 	pageDir := filepath.Join(site, from)
@@ -166,10 +176,7 @@ func (d *runData) writeConfig(site string, o Options, cfg string, trendOf map[st
 	}
 	byRepeat := map[string]map[int][]string{}
 	var files []cellFiles
-	for _, c := range d.cells {
-		if c.Config != cfg {
-			continue
-		}
+	for _, c := range cells {
 		for m, v := range d.values[c.Cell] {
 			if byRepeat[m] == nil {
 				byRepeat[m] = map[int][]string{}
@@ -185,19 +192,17 @@ func (d *runData) writeConfig(site string, o Options, cfg string, trendOf map[st
 		}
 		files = append(files, d.cellFiles(pageDir, c))
 	}
+	rows := map[string][]vrow{}
+	for _, r := range d.rows(verdicts, "", from, trendOf) {
+		rows[r.Metric] = append(rows[r.Metric], r)
+	}
 	var tables []metricTable
 	for _, m := range sortedKeys(byRepeat) {
 		t := metricTable{Metric: m, Unit: d.unit(m)}
 		for _, rep := range sortedKeys(byRepeat[m]) {
 			t.Repeats = append(t.Repeats, repeatRow{Repeat: rep, Values: byRepeat[m][rep]})
 		}
-		for _, commit := range labels {
-			for _, r := range d.rows(commit, from, trendOf) {
-				if r.Config == cfg && r.Metric == m {
-					t.Verdicts = append(t.Verdicts, r)
-				}
-			}
-		}
+		t.Verdicts = rows[m]
 		tables = append(tables, t)
 	}
 	back := relLink(from, RunPage(d.run.ID))
