@@ -62,6 +62,12 @@ func site(t *testing.T, n int, steps map[int]float64) (*dashboard.Site, string, 
 // browser starts Debian's chromium headless with a fresh profile.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	return browserSized(t, 1280, 900)
+}
+
+// browserSized is browser with a w × h window.
+func browserSized(t *testing.T, w, h int) context.Context {
+	t.Helper()
 	testenv.RequireTools(t, "chromium")
 	path, _ := exec.LookPath("chromium")
 	opts := []chromedp.ExecAllocatorOption{
@@ -74,7 +80,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(w, h),
 	}
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
@@ -125,7 +131,7 @@ func page(t *testing.T, ctx context.Context, path, shot string) {
 	if loadMS <= 0 || loadMS > hangMS || readyMS > hangMS {
 		t.Errorf("%s: load event at %.0f ms, script done at %.0f ms: want both within %d ms", filepath.Base(path), loadMS, readyMS, hangMS)
 	}
-	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80)); err != nil {
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else if err := os.WriteFile(filepath.Join(shotDir(t), shot), png, 0o644); err != nil {
 		t.Error(err)
@@ -146,7 +152,14 @@ var shots string
 
 func shotDir(t *testing.T) string {
 	if shots == "" {
+		// ABTEST_SCREENSHOTS keeps them (a directory, created).
 		shots = t.TempDir()
+		if d := os.Getenv("ABTEST_SCREENSHOTS"); d != "" {
+			shots = filepath.Join(d, t.Name())
+			if err := os.MkdirAll(shots, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 		t.Logf("screenshots in %s", shots)
 	}
 	return shots
@@ -185,7 +198,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	sort.Strings(want)
 	run := filepath.Join(st.Dir, dashboard.RunPage(store.RunID(in.Plan)))
 	page(t, ctx, run, "compare.png")
-	rowsJS := `Array.from(document.querySelectorAll("#verdicts tbody tr")).filter(r => !r.hidden).map(r => [0, 1, 2, 9].map(i => r.cells[i].textContent.trim()).join("|"))`
+	rowsJS := `Array.from(document.querySelectorAll(".verdicts tbody tr")).filter(r => !r.hidden).map(r => [r.dataset.commit, r.cells[0].textContent.trim(), r.cells[1].textContent.trim(), r.dataset.verdict].join("|"))`
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](rowsJS))
 	if err != nil {
 		t.Fatal(err)
@@ -210,14 +223,14 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("filter kept %s", r)
 		}
 	}
-	// Sorting by Δ % orders the rows.
+	// Sorting by Δ orders the rows.
 	err = chromedp.Do(ctx,
-		chromedp.Evaluate[chromedp.Void](`(function(){var f = document.getElementById("filter"); f.value = ""; f.dispatchEvent(new Event("input"))})()`),
-		chromedp.Click(`#verdicts thead th:nth-child(8)`))
+		chromedp.Evaluate[chromedp.Void](`(function(){var f = document.getElementById("filter"); f.value = ""; f.dispatchEvent(new Event("input")); document.getElementById("quiet-rows").open = true})()`),
+		chromedp.Click(`#quiet thead th:nth-child(5)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	deltas, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll("#verdicts tbody tr")).map(r => parseFloat(r.cells[7].dataset.sort)).filter(x => !isNaN(x))`))
+	deltas, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll("#quiet tbody tr")).map(r => parseFloat(r.cells[4].dataset.sort)).filter(x => !isNaN(x))`))
 	if err != nil {
 		t.Fatal(err)
 	}

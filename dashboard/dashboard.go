@@ -1,20 +1,33 @@
-// Package dashboard writes a static web site from the results store: an
-// index of runs and nights, a compare page per run (its verdicts with
-// confidence intervals in a sortable, filterable table, linked to each
-// cell's artefacts; its commits, hosts and doctor findings) and a trend
-// page per metric × configuration (the series over runs with its change
-// points and annotations, zoom, and hover showing commit, sha, value and
-// host).
+// Package dashboard writes a static web site from the results store.
 //
-// The site opens from disk: pages are html/template output with their
-// data inlined, the chart library (Apache ECharts 5.6.0, Apache-2.0,
-// assets/echarts.min.js from its npm package) is embedded in the binary
-// and copied beside the pages, and nothing is fetched from a network.
-// Serve serves a written site on the loopback interface, for browsers
-// that restrict file:// pages.
+// The index lists the runs first, each by the name the user gave it (its
+// results directory's base name, what -o chose), its date and gate, the
+// id secondary; then the trends, grouped by configuration with a
+// sparkline per metric. A run's compare page (one per commit against the
+// baseline, with links to switch) answers first: the counts of
+// verdicts, the run-level geometric means with their intervals and
+// words, the gate and the regressions; then the changes sorted by
+// significance and size (gated first, then by |Δ|), the comparisons
+// without a significant change behind a toggle, links to the run's
+// report.md and report.json and to the diff profiles its report.json
+// names. Each row links to its configuration's page: the repeats of
+// every commit, the verdicts, and the cells' artefacts collapsed. A
+// trend page per metric × configuration draws the series over runs with
+// its change points and annotations, zoom, and hover showing commit,
+// sha, value and host.
+//
+// Every link is relative, so the site can be copied or served: files of
+// a results directory are linked relative to the page (they resolve
+// while the site stays beside the results), and named as text where no
+// such file exists. The chart library (Apache ECharts 5.6.0,
+// Apache-2.0, assets/echarts.min.js from its npm package) is embedded in
+// the binary and copied beside the pages, and nothing is fetched from a
+// network. Serve serves a written site on the loopback interface, for
+// browsers that restrict file:// pages.
 package dashboard
 
 import (
+	"bufio"
 	"context"
 	"embed"
 	"errors"
@@ -25,12 +38,9 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -38,7 +48,6 @@ import (
 	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 
@@ -57,13 +66,12 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		}
 		return m
 	},
-	"num":  num,
-	"pnum": pnum,
-	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
-	"fileURL": func(dir, rel string) template.URL {
-		u := url.URL{Scheme: "file", Path: filepath.Join(dir, rel)}
-		return template.URL(u.String())
-	},
+	"num":   num,
+	"pnum":  pnum,
+	"human": human,
+	"pval":  pval,
+	"raw":   raw,
+	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Options shape the site.
@@ -144,12 +152,9 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 		}
 		site.Runs = append(site.Runs, page)
 	}
-	newest := make([]store.Run, len(runs))
-	for i := range runs {
-		newest[len(runs)-1-i] = runs[i]
-	}
 	err = render(site.Index, "index.html", map[string]any{
-		"Title": o.Title, "Root": ".", "Runs": newest, "Trends": site.Trends, "Generated": time.Now().UTC(), "Store": s.Where(),
+		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": trendGroups(series, site.Trends), "Trends": len(site.Trends),
+		"Generated": time.Now().UTC(), "Store": s.Where(),
 	})
 	return site, err
 }
@@ -168,11 +173,21 @@ func copyAssets(dir string) error {
 }
 
 func render(path, name string, data any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
-	if err := pages.ExecuteTemplate(f, name, data); err != nil {
+	// A template writes in many small pieces: one write per page, not
+	// one system call per piece.
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+		f.Close()
+		return exitcode.Failure(fmt.Errorf("dashboard: %s: %w", name, err))
+	}
+	if err := w.Flush(); err != nil {
 		f.Close()
 		return exitcode.Failure(fmt.Errorf("dashboard: %s: %w", name, err))
 	}
@@ -190,69 +205,6 @@ func trendPage(metric, config string) string {
 	h := fnv.New32a()
 	io.WriteString(h, metric+"\x00"+config)
 	return filepath.Join("trends", fmt.Sprintf("%s--%s-%06x.html", unsafe.ReplaceAllString(metric, "_"), unsafe.ReplaceAllString(config, "_"), h.Sum32()&0xffffff))
-}
-
-// row is a verdict with the links to its cells' artefacts.
-type row struct {
-	store.Verdict
-	Cells []cellLink
-	Trend string
-}
-
-type cellLink struct {
-	Name string
-	Href template.URL
-	Err  string
-}
-
-func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
-	verdicts, err := s.Verdicts(ctx, r.ID)
-	if err != nil {
-		return "", err
-	}
-	cells, err := s.Cells(ctx, r.ID)
-	if err != nil {
-		return "", err
-	}
-	dirs := map[string]string{}
-	for _, sh := range r.Shards {
-		dirs[sh.Shard] = sh.Dir
-	}
-	links := map[[2]string][]cellLink{}
-	for _, c := range cells {
-		k := [2]string{c.Commit, c.Config}
-		names := make([]string, 0, len(c.Artifacts))
-		for n := range c.Artifacts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			u := url.URL{Scheme: "file", Path: filepath.Join(dirs[c.Shard], c.Artifacts[n])}
-			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, n), Href: template.URL(u.String())})
-		}
-		if c.Status != results.StatusOK {
-			links[k] = append(links[k], cellLink{Name: fmt.Sprintf("r%d %s", c.Repeat, c.Status), Err: c.Error})
-		}
-	}
-	trendOf := map[store.SeriesKey]string{}
-	for _, t := range trends {
-		trendOf[t.Key] = filepath.Join("..", t.Page)
-	}
-	rows := make([]row, len(verdicts))
-	verdictNames := map[results.Verdict]bool{}
-	for i, v := range verdicts {
-		rows[i] = row{Verdict: v, Cells: links[[2]string{v.Commit, v.Config}], Trend: trendOf[store.SeriesKey{Metric: v.Metric, Config: v.Config}]}
-		verdictNames[v.Verdict] = true
-	}
-	names := make([]results.Verdict, 0, len(verdictNames))
-	for n := range verdictNames {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	page := RunPage(r.ID)
-	return page, render(filepath.Join(site, page), "run.html", map[string]any{
-		"Title": o.Title, "Root": "..", "Run": r, "Rows": rows, "Verdicts": names,
-	})
 }
 
 // chartPoint is what the trend chart needs of a point.
@@ -289,20 +241,6 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 	return render(path, "trend.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Series": ser, "Points": pts,
 	})
-}
-
-func num(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return fmt.Sprintf("%.4g", *p)
-}
-
-func pnum(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return fmt.Sprintf("%+.2f", *p)
 }
 
 // Serve serves the site in dir on addr, which must be a loopback

@@ -63,11 +63,14 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return st, err
 	}
 	st.Cells, st.Present = n, len(src.recs)-n
+	// A run whose verdicts were stored before schema 3 has no gate
+	// status (nor geometric means): analysed again.
 	var have int
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM verdicts WHERE run_id = ?"), st.Run).Scan(&have); err != nil {
+	var gate string
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), gate FROM runs WHERE id = ?"), st.Run, st.Run).Scan(&have, &gate); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
-	if st.Cells > 0 || have == 0 {
+	if st.Cells > 0 || have == 0 || gate == "" {
 		if st.Cells != len(src.recs) {
 			alone = nil
 		}
@@ -537,6 +540,9 @@ func (s *Store) reanalyze(ctx context.Context, run string, n int, alone <-chan a
 		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, text.OneLine(a.err.Error()))}, nil
 	}
 	nv, err := s.putVerdicts(ctx, tx, run, a.rep)
+	if err == nil {
+		err = s.putSummary(ctx, tx, run, a.rep)
+	}
 	if err != nil {
 		return 0, nil, s.fail("storing the verdicts of run "+run, err)
 	}
@@ -567,26 +573,58 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			if base != nil && base.N > 0 {
 				baseMed = analysis.Finite(base.Median)
 			}
-			var med, lo, hi, delta, p *float64
+			var med, lo, hi, delta, dlo, dhi, p, detect *float64
 			if st.N > 0 {
 				med, lo, hi = analysis.Finite(st.Median), analysis.Finite(st.Lo), analysis.Finite(st.Hi)
 			}
 			if base != nil && base.N > 0 && st.N > 0 {
 				delta, p = analysis.Finite(st.DeltaPct), analysis.Finite(st.P)
+				dlo, dhi = analysis.Finite(st.DeltaLo), analysis.Finite(st.DeltaHi)
+				if st.DetectablePct > 0 {
+					detect = analysis.Finite(st.DetectablePct)
+				}
 			}
 			g := 0
 			if gated[[3]string{st.Commit, row.Config, row.Metric}] {
 				g = 1
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect); err != nil {
 				return n, err
 			}
 			n++
 		}
 	}
 	return n, nil
+}
+
+// putSummary stores the run-level answer of rep: its pooled tests
+// (Geomeans) and its gate status under the store's options (those of
+// analysis.Options{}; a nightly job's own options are applied by Nights).
+func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *analysis.Report) error {
+	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_geomeans WHERE run_id = ?"), run); err != nil {
+		return err
+	}
+	for _, g := range rep.Geomeans {
+		var detect *float64
+		if g.DetectablePct > 0 {
+			detect = analysis.Finite(g.DetectablePct)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_geomeans (run_id, commit_label, metric, ratio, lo, hi, p, verdict, configs, min_effect_pct, detectable_pct)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+			run, g.Commit, g.Metric, analysis.Finite(g.Ratio), analysis.Finite(g.Lo), analysis.Finite(g.Hi), analysis.Finite(g.P),
+			string(g.Verdict), g.Configs, analysis.Finite(g.MinEffectPct), detect); err != nil {
+			return err
+		}
+	}
+	gate := rep.Gate()
+	detail := ""
+	if gate != nil {
+		detail = text.OneLine(gate.Error())
+	}
+	_, err := tx.ExecContext(ctx, s.q("UPDATE runs SET gate = ?, gate_detail = ? WHERE id = ?"), string(analysis.GateStatus(gate)), detail, run)
+	return err
 }
 
 // sameConfig: the records (sorted by cell name, so a configuration's

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +28,28 @@ type Run struct {
 	Failed        int       `json:"failed"`
 	// Regressions counts gated verdicts for the worse.
 	Regressions int `json:"regressions"`
+	// Gate is the run's gate status under the store's options and
+	// GateDetail its one-line reason; Gate is "" for a run stored
+	// before schema 3 and not imported since.
+	Gate       results.GateStatus `json:"gate,omitempty"`
+	GateDetail string             `json:"gate_detail,omitempty"`
+	// Metrics are the plan's metric definitions (units, directions).
+	Metrics results.Metrics `json:"metrics,omitempty"`
+}
+
+// Name is the name the user gave the run: its results directory's base
+// name (what -o chose), the shards' distinct names joined with " + ".
+func (r *Run) Name() string {
+	var names []string
+	for _, sh := range r.Shards {
+		if n := filepath.Base(sh.Dir); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return r.ID
+	}
+	return strings.Join(names, " + ")
 }
 
 // Commit is one arm of a run.
@@ -73,6 +97,28 @@ type Verdict struct {
 	P              *float64        `json:"p"`
 	Gated          bool            `json:"gated"`
 	Note           string          `json:"note,omitempty"`
+	// DeltaLo and DeltaHi bound DeltaPct at 95 %; DetectablePct is the
+	// smallest change the run could have detected (unknown verdicts).
+	// All three are nil in verdicts stored before schema 3.
+	DeltaLo       *float64 `json:"delta_lo"`
+	DeltaHi       *float64 `json:"delta_hi"`
+	DetectablePct *float64 `json:"detectable_pct,omitempty"`
+}
+
+// Geomean is a run-level pooled test of one commit against the
+// baseline (analysis.Geomean): the geometric mean ratio of a metric over
+// the configurations, its 95 % interval and its verdict.
+type Geomean struct {
+	Commit        string          `json:"commit"`
+	Metric        string          `json:"metric"`
+	Ratio         *float64        `json:"ratio"`
+	Lo            *float64        `json:"lo"`
+	Hi            *float64        `json:"hi"`
+	P             *float64        `json:"p"`
+	Verdict       results.Verdict `json:"verdict"`
+	Configs       int             `json:"configs"`
+	MinEffectPct  *float64        `json:"min_effect_pct"`
+	DetectablePct *float64        `json:"detectable_pct,omitempty"`
 }
 
 // Cell is one stored cell without its metrics.
@@ -137,18 +183,19 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 func (s *Store) runList(ctx context.Context) ([]Run, map[string]int, error) {
 	var runs []Run
 	index := map[string]int{}
-	rows, err := s.db.QueryContext(ctx, "SELECT id, created, baseline, abtest_version FROM runs ORDER BY created, id")
+	rows, err := s.db.QueryContext(ctx, "SELECT id, created, baseline, abtest_version, gate, gate_detail, metric_defs FROM runs ORDER BY created, id")
 	if err != nil {
 		return nil, nil, s.fail("listing runs", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var r Run
-		var created string
-		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion); err != nil {
+		var created, defs string
+		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion, &r.Gate, &r.GateDetail, &defs); err != nil {
 			return nil, nil, s.fail("listing runs", err)
 		}
 		r.Created = parseTime(created)
+		json.Unmarshal([]byte(defs), &r.Metrics)
 		index[r.ID] = len(runs)
 		runs = append(runs, r)
 	}
@@ -229,8 +276,8 @@ func (s *Store) commits(ctx context.Context, run string) (map[string][]Commit, e
 
 // Verdicts returns run's verdicts, by configuration, metric and commit.
 func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note
-		FROM verdicts WHERE run_id = ? ORDER BY config, metric, commit_label`), run)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note,
+		delta_lo, delta_hi, detectable_pct FROM verdicts WHERE run_id = ? ORDER BY config, metric, commit_label`), run)
 	if err != nil {
 		return nil, s.fail("reading verdicts", err)
 	}
@@ -239,13 +286,55 @@ func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
 	for rows.Next() {
 		var v Verdict
 		var g int
-		if err := rows.Scan(&v.Commit, &v.Config, &v.Metric, &v.Verdict, &v.N, &v.BaselineMedian, &v.Median, &v.Lo, &v.Hi, &v.DeltaPct, &v.P, &g, &v.Note); err != nil {
+		if err := rows.Scan(&v.Commit, &v.Config, &v.Metric, &v.Verdict, &v.N, &v.BaselineMedian, &v.Median, &v.Lo, &v.Hi, &v.DeltaPct, &v.P, &g, &v.Note, &v.DeltaLo, &v.DeltaHi, &v.DetectablePct); err != nil {
 			return nil, s.fail("reading verdicts", err)
 		}
 		v.Gated = g == 1
 		out = append(out, v)
 	}
 	return out, s.fail("reading verdicts", rows.Err())
+}
+
+// Geomeans returns run's run-level pooled tests, by commit and metric;
+// none for a run stored before schema 3 and not imported since.
+func (s *Store) Geomeans(ctx context.Context, run string) ([]Geomean, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, metric, ratio, lo, hi, p, verdict, configs, min_effect_pct, detectable_pct
+		FROM run_geomeans WHERE run_id = ? ORDER BY commit_label, metric`), run)
+	if err != nil {
+		return nil, s.fail("reading geometric means", err)
+	}
+	defer rows.Close()
+	var out []Geomean
+	for rows.Next() {
+		var g Geomean
+		if err := rows.Scan(&g.Commit, &g.Metric, &g.Ratio, &g.Lo, &g.Hi, &g.P, &g.Verdict, &g.Configs, &g.MinEffectPct, &g.DetectablePct); err != nil {
+			return nil, s.fail("reading geometric means", err)
+		}
+		out = append(out, g)
+	}
+	return out, s.fail("reading geometric means", rows.Err())
+}
+
+// CellMetrics returns the metrics of run's cells by cell name.
+func (s *Store) CellMetrics(ctx context.Context, run string) (map[string]map[string]float64, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT c.cell, m.metric, m.value FROM cells c JOIN metrics m ON m.cell_id = c.id WHERE c.run_id = ?`), run)
+	if err != nil {
+		return nil, s.fail("reading cell metrics", err)
+	}
+	defer rows.Close()
+	out := map[string]map[string]float64{}
+	for rows.Next() {
+		var cell, metric string
+		var v float64
+		if err := rows.Scan(&cell, &metric, &v); err != nil {
+			return nil, s.fail("reading cell metrics", err)
+		}
+		if out[cell] == nil {
+			out[cell] = map[string]float64{}
+		}
+		out[cell][metric] = v
+	}
+	return out, s.fail("reading cell metrics", rows.Err())
 }
 
 // Cells returns run's cells (without metrics), by name.

@@ -153,6 +153,32 @@ var migrations = []migration{
 		`ALTER TABLE run_shards ADD COLUMN plan TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE cells ADD COLUMN detail TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Version 3: what the dashboard's compare page opens with. A
+	// verdict keeps the interval of its change (not only of the
+	// commit's median) and, when unknown, the smallest change the run
+	// could have detected; a run keeps its pooled run-level tests
+	// (analysis.Report.Geomeans) and its gate status. A run stored
+	// before has gate '' and is analysed again on its next import.
+	{3, "verdicts keep the change's interval and detectable change; runs keep their geometric means and gate status", []string{
+		`ALTER TABLE verdicts ADD COLUMN delta_lo DOUBLE PRECISION`,
+		`ALTER TABLE verdicts ADD COLUMN delta_hi DOUBLE PRECISION`,
+		`ALTER TABLE verdicts ADD COLUMN detectable_pct DOUBLE PRECISION`,
+		`ALTER TABLE runs ADD COLUMN gate TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE runs ADD COLUMN gate_detail TEXT NOT NULL DEFAULT ''`,
+		`CREATE TABLE run_geomeans (
+			run_id TEXT NOT NULL REFERENCES runs(id),
+			commit_label TEXT NOT NULL,
+			metric TEXT NOT NULL,
+			ratio DOUBLE PRECISION,
+			lo DOUBLE PRECISION,
+			hi DOUBLE PRECISION,
+			p DOUBLE PRECISION,
+			verdict TEXT NOT NULL,
+			configs INTEGER NOT NULL,
+			min_effect_pct DOUBLE PRECISION,
+			detectable_pct DOUBLE PRECISION,
+			PRIMARY KEY (run_id, commit_label, metric))`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

@@ -31,32 +31,37 @@
     });
   }
 
-  function filterable(table) {
-    var text = document.querySelector('input[data-table="' + table.id + '"]');
-    var select = document.querySelector('select[data-table="' + table.id + '"]');
+  // A search input filters the tables its data-table names (one or
+  // more ids); a select of the same data-table filters by verdict.
+  function filterable(input) {
+    var tables = input.getAttribute("data-table").split(/\s+/).map(function (id) {
+      return document.getElementById(id);
+    }).filter(Boolean);
+    var select = document.querySelector('select[data-table="' + input.getAttribute("data-table") + '"]');
     var shown = document.getElementById("shown");
     function apply() {
-      var words = text ? text.value.toLowerCase().split(/\s+/).filter(Boolean) : [];
+      var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
       var verdict = select ? select.value : "";
-      var n = 0;
-      Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
-        var t = r.textContent.toLowerCase();
-        var ok = words.every(function (w) { return t.indexOf(w) >= 0; }) &&
-          (!verdict || r.getAttribute("data-verdict") === verdict);
-        r.hidden = !ok;
-        if (ok) n++;
+      var n = 0, all = 0;
+      tables.forEach(function (table) {
+        Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+          var t = r.textContent.toLowerCase();
+          var ok = words.every(function (w) { return t.indexOf(w) >= 0; }) &&
+            (!verdict || r.getAttribute("data-verdict") === verdict);
+          r.hidden = !ok;
+          all++;
+          if (ok) n++;
+        });
       });
-      if (shown) shown.textContent = n + " of " + table.tBodies[0].rows.length + " rows";
+      if (shown) shown.textContent = n + " of " + all + " rows";
     }
-    if (text) text.addEventListener("input", apply);
+    input.addEventListener("input", apply);
     if (select) select.addEventListener("change", apply);
-    if (text || select) apply();
+    apply();
   }
 
-  document.querySelectorAll("table.sortable").forEach(function (t) {
-    sortable(t);
-    filterable(t);
-  });
+  document.querySelectorAll("table.sortable").forEach(sortable);
+  document.querySelectorAll("input[data-table]").forEach(filterable);
 
   function trend() {
     var data = window.abtestTrend, el = document.getElementById("chart");

@@ -1,0 +1,255 @@
+package dashboard
+
+// The compare page: a run's baseline against one of its commits, the
+// answer first (counts, the run-level geometric means, the gate, the
+// regressions), then the changes sorted by significance and size, the
+// rest behind a toggle; each row links to its configuration's page.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
+)
+
+// runData is what the pages of one run are made of.
+type runData struct {
+	run      *store.Run
+	verdicts []store.Verdict
+	cells    []store.Cell
+	values   map[string]map[string]float64
+	geomeans []store.Geomean
+	// dirs are the shards' directories by shard.
+	dirs map[string]string
+}
+
+func loadRun(ctx context.Context, s *store.Store, r *store.Run) (*runData, error) {
+	d := &runData{run: r, dirs: map[string]string{}}
+	var err error
+	if d.verdicts, err = s.Verdicts(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if d.cells, err = s.Cells(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if d.values, err = s.CellMetrics(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if d.geomeans, err = s.Geomeans(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	for _, sh := range r.Shards {
+		d.dirs[sh.Shard] = sh.Dir
+	}
+	return d, nil
+}
+
+// slug names a page: readable, and unique through a hash of the exact
+// parts (two names could sanitise alike).
+func slug(parts ...string) string {
+	h := fnv.New32a()
+	io.WriteString(h, strings.Join(parts, "\x00"))
+	var clean []string
+	for _, p := range parts {
+		clean = append(clean, unsafe.ReplaceAllString(p, "_"))
+	}
+	return fmt.Sprintf("%s-%06x", strings.Join(clean, "--"), h.Sum32()&0xffffff)
+}
+
+// ComparePage is the page comparing commit to the run's baseline,
+// relative to the site; RunPage is that of the run's first commit after
+// the baseline.
+func ComparePage(r *store.Run, commit string) string {
+	if others := compared(r); len(others) == 0 || others[0] == commit {
+		return RunPage(r.ID)
+	}
+	return filepath.Join("runs", r.ID+"--vs-"+slug(commit)+".html")
+}
+
+// ConfigPage is the page of one configuration of a run, relative to the
+// site.
+func ConfigPage(run, config string) string {
+	return filepath.Join("runs", run, slug(config)+".html")
+}
+
+// compared are the commits a run compares against its baseline, in plan
+// order.
+func compared(r *store.Run) []string {
+	var out []string
+	for _, c := range r.Commits {
+		if c.Label != r.Baseline {
+			out = append(out, c.Label)
+		}
+	}
+	return out
+}
+
+// link is a file of a result directory as a page shows it: a link
+// relative to the page, or, when none can be made, its path as text.
+type link struct {
+	Name string
+	Href string
+	Path string
+	Note string
+}
+
+// relLink is target as a URL relative to the directory from.
+func relLink(from, target string) string {
+	rel, err := filepath.Rel(from, target)
+	if err != nil {
+		return ""
+	}
+	return (&url.URL{Path: filepath.ToSlash(rel)}).String()
+}
+
+// fileLink links the file at path from the page directory from when it
+// exists, else names it with why not.
+func fileLink(from, name, path, missing string) link {
+	l := link{Name: name, Path: path}
+	if _, err := os.Stat(path); err != nil {
+		l.Note = missing
+		return l
+	}
+	l.Href = relLink(from, path)
+	return l
+}
+
+// reports are the report.md and report.json of each shard directory.
+func (d *runData) reports(from string) []link {
+	var out []link
+	for _, sh := range d.run.Shards {
+		if _, err := os.Stat(sh.Dir); err != nil {
+			out = append(out, link{Name: "results", Path: sh.Dir, Note: "not on this host"})
+			continue
+		}
+		for _, f := range []string{"report.md", "report.json"} {
+			out = append(out, fileLink(from, f, filepath.Join(sh.Dir, f), "not written yet: abtest analyze "+sh.Dir+" writes it"))
+		}
+	}
+	return out
+}
+
+// diffs are the diff profiles (perf) and instruction diff profiles of
+// commit that the shards' report.json name (abtest analyze writes them
+// beside it).
+func (d *runData) diffs(from, commit string) (perf, instr []link) {
+	for _, sh := range d.run.Shards {
+		data, err := os.ReadFile(filepath.Join(sh.Dir, "report.json"))
+		if err != nil {
+			continue
+		}
+		var rep struct {
+			TimeWent     []analysis.TimeWent  `json:"time_went"`
+			Instructions []analysis.InstrWent `json:"instructions"`
+		}
+		if json.Unmarshal(data, &rep) != nil {
+			continue
+		}
+		for _, tw := range rep.TimeWent {
+			if tw.Commit == commit && tw.Diff != "" {
+				perf = append(perf, fileLink(from, tw.Config, filepath.Join(sh.Dir, tw.Diff), "missing"))
+			}
+		}
+		for _, iw := range rep.Instructions {
+			if iw.Commit == commit && iw.DiffProfile != "" {
+				l := fileLink(from, iw.Config, filepath.Join(sh.Dir, iw.DiffProfile), "missing")
+				l.Name += " (" + pct(iw.DiffPct) + " instructions/tx)"
+				instr = append(instr, l)
+			}
+		}
+	}
+	return perf, instr
+}
+
+// vrow is a verdict as the compare and configuration pages show it.
+type vrow struct {
+	store.Verdict
+	Unit       string
+	ConfigPage string
+	Trend      string
+}
+
+// Detect says, for an unknown verdict, the smallest change the run could
+// have detected.
+func (r vrow) Detect() string {
+	if r.Verdict.Verdict != results.Unknown || r.DetectablePct == nil {
+		return ""
+	}
+	return fmt.Sprintf("could not detect < %s %%", human(*r.DetectablePct))
+}
+
+// significant: the run called a change (or could not answer) here.
+func significant(v results.Verdict) bool {
+	return v != results.Same && v != results.Unknown
+}
+
+// bySignificance orders rows as the compare page lists them: gated
+// first, then by the size of the change.
+func bySignificance(a, b vrow) int {
+	if a.Gated != b.Gated {
+		if a.Gated {
+			return -1
+		}
+		return 1
+	}
+	size := func(v vrow) float64 {
+		if v.DeltaPct == nil {
+			return 0
+		}
+		return math.Abs(*v.DeltaPct)
+	}
+	if c := cmp.Compare(size(b), size(a)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Config+a.Metric, b.Config+b.Metric)
+}
+
+// count is how many verdicts of a kind a commit has.
+type count struct {
+	Verdict results.Verdict
+	N       int
+}
+
+// verdictOrder is the order the summary counts verdicts in.
+var verdictOrder = []results.Verdict{results.Worse, results.Better, results.Higher, results.Lower, results.Incomplete, results.Unknown, results.Same}
+
+func counts(rows []vrow) []count {
+	n := map[results.Verdict]int{}
+	for _, r := range rows {
+		n[r.Verdict.Verdict]++
+	}
+	var out []count
+	for _, v := range verdictOrder {
+		if n[v] > 0 {
+			out = append(out, count{v, n[v]})
+		}
+	}
+	return out
+}
+
+// geomeanLine says a run-level pooled test in words.
+func geomeanLine(g store.Geomean) string {
+	if g.Ratio == nil || g.Lo == nil || g.Hi == nil {
+		return fmt.Sprintf("%s geometric mean over %d configurations: %s (no finite interval)", g.Metric, g.Configs, g.Verdict)
+	}
+	s := fmt.Sprintf("%s geometric mean ×%.4f (%s, 95 %% CI %s … %s) over %d configurations: %s",
+		g.Metric, *g.Ratio, pct(100*(*g.Ratio-1)), pct(100*(*g.Lo-1)), pct(100*(*g.Hi-1)), g.Configs, g.Verdict)
+	switch {
+	case g.Verdict == results.Unknown && g.DetectablePct != nil:
+		s += fmt.Sprintf(" (could not detect < %.2f %%)", *g.DetectablePct)
+	case g.Verdict == results.Same && g.MinEffectPct != nil:
+		s += fmt.Sprintf(" (within ±%.2f %%)", *g.MinEffectPct)
+	}
+	return s
+}

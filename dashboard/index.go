@@ -1,0 +1,68 @@
+package dashboard
+
+import (
+	"html/template"
+
+	"github.com/pgabtest/abtest/store"
+)
+
+// indexRun is a run as the index lists it: by the name the user gave it.
+type indexRun struct {
+	*store.Run
+	Name, Page string
+}
+
+// indexRuns lists runs newest first.
+func indexRuns(runs []store.Run) []indexRun {
+	out := make([]indexRun, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := &runs[i]
+		out = append(out, indexRun{Run: r, Name: r.Name(), Page: RunPage(r.ID)})
+	}
+	return out
+}
+
+// spark is one metric's trend in a configuration's group.
+type spark struct {
+	Trend
+	Last string
+	SVG  template.HTML
+}
+
+// trendGroup is the trends of one configuration.
+type trendGroup struct {
+	Config     string
+	Sparks     []spark
+	Unexpected int
+}
+
+// trendGroups groups the trends (written from series, in the same
+// order) by configuration, each with a sparkline.
+func trendGroups(series []*store.Series, trends []Trend) []trendGroup {
+	bySeries := map[store.SeriesKey]*store.Series{}
+	for _, ser := range series {
+		bySeries[store.SeriesKey{Metric: ser.Metric, Config: ser.Config}] = ser
+	}
+	var out []trendGroup
+	for _, t := range trends {
+		ser := bySeries[t.Key]
+		if ser == nil {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Config != t.Key.Config {
+			out = append(out, trendGroup{Config: t.Key.Config})
+		}
+		g := &out[len(out)-1]
+		xs := make([]float64, len(ser.Points))
+		for i, p := range ser.Points {
+			xs[i] = p.Value
+		}
+		var marks []int
+		for _, cp := range ser.Unexpected() {
+			marks = append(marks, cp.Index)
+		}
+		g.Sparks = append(g.Sparks, spark{Trend: t, Last: human(xs[len(xs)-1]), SVG: sparkline(xs, marks, 120, 28)})
+		g.Unexpected += t.Unexpected
+	}
+	return out
+}

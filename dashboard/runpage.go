@@ -1,0 +1,237 @@
+package dashboard
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
+)
+
+// unit is metric's unit as the run defines it (the built-in catalogue
+// for a plan that carries none).
+func (d *runData) unit(metric string) string {
+	if m, ok := d.run.Metrics.Get(metric); ok {
+		return m.Unit
+	}
+	if m, ok := results.Builtin.Get(metric); ok {
+		return m.Unit
+	}
+	return ""
+}
+
+// writeRun writes a run's compare pages (one per commit against the
+// baseline) and configuration pages, and returns its first compare page.
+func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
+	d, err := loadRun(ctx, s, r)
+	if err != nil {
+		return "", err
+	}
+	trendOf := map[store.SeriesKey]string{}
+	for _, t := range trends {
+		trendOf[t.Key] = t.Page
+	}
+	commits := compared(r)
+	if len(commits) == 0 {
+		commits = []string{""}
+	}
+	for _, c := range commits {
+		if err := d.writeCompare(site, o, c, trendOf); err != nil {
+			return "", err
+		}
+	}
+	// Each configuration's cells and verdicts, grouped once: a run of
+	// 10⁵ cells has thousands of configurations.
+	cells := map[string][]store.Cell{}
+	for _, c := range d.cells {
+		cells[c.Config] = append(cells[c.Config], c)
+	}
+	verdicts := map[string][]store.Verdict{}
+	for _, v := range d.verdicts {
+		verdicts[v.Config] = append(verdicts[v.Config], v)
+	}
+	for _, cfg := range d.configs() {
+		if err := d.writeConfig(site, o, cfg, cells[cfg], verdicts[cfg], trendOf); err != nil {
+			return "", err
+		}
+	}
+	return RunPage(r.ID), nil
+}
+
+// configs are the run's configurations, by id.
+func (d *runData) configs() []string {
+	seen := map[string]bool{}
+	for _, c := range d.cells {
+		seen[c.Config] = true
+	}
+	for _, v := range d.verdicts {
+		seen[v.Config] = true
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rows are the verdicts vs (of commit, unless commit is "") as rows
+// linked from a page in the site directory from (relative to the site).
+func (d *runData) rows(vs []store.Verdict, commit, from string, trendOf map[store.SeriesKey]string) []vrow {
+	var out []vrow
+	for _, v := range vs {
+		if commit != "" && v.Commit != commit {
+			continue
+		}
+		r := vrow{Verdict: v, Unit: d.unit(v.Metric), ConfigPage: relLink(from, ConfigPage(d.run.ID, v.Config))}
+		if t, ok := trendOf[store.SeriesKey{Metric: v.Metric, Config: v.Config}]; ok {
+			r.Trend = relLink(from, t)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// pairLink is a compare page of the run in the switcher.
+type pairLink struct {
+	Label, Href string
+	Current     bool
+}
+
+func (d *runData) writeCompare(site string, o Options, commit string, trendOf map[store.SeriesKey]string) error {
+	page := ComparePage(d.run, commit)
+	from := filepath.Dir(page)
+	var pairs []pairLink
+	for _, c := range compared(d.run) {
+		pairs = append(pairs, pairLink{Label: c, Href: relLink(from, ComparePage(d.run, c)), Current: c == commit})
+	}
+	rows := d.rows(d.verdicts, commit, from, trendOf)
+	slices.SortStableFunc(rows, bySignificance)
+	var changes, quiet, regressions []vrow
+	for _, r := range rows {
+		if significant(r.Verdict.Verdict) {
+			changes = append(changes, r)
+		} else {
+			quiet = append(quiet, r)
+		}
+		if r.Gated && r.Verdict.Verdict == results.Worse {
+			regressions = append(regressions, r)
+		}
+	}
+	var geomeans []string
+	for _, g := range d.geomeans {
+		if g.Commit == commit {
+			geomeans = append(geomeans, geomeanLine(g))
+		}
+	}
+	pageDir := filepath.Join(site, from)
+	perf, instr := d.diffs(pageDir, commit)
+	var configs []pairLink
+	for _, c := range d.configs() {
+		configs = append(configs, pairLink{Label: c, Href: relLink(from, ConfigPage(d.run.ID, c))})
+	}
+	return render(filepath.Join(site, page), "run.html", map[string]any{
+		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
+		"Counts": counts(rows), "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
+		"QuietCounts": counts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
+	})
+}
+
+// repeatRow is one repeat of a configuration: a value per commit.
+type repeatRow struct {
+	Repeat int
+	Values []string
+}
+
+// metricTable is one metric of a configuration page: the repeats of
+// every commit, their medians and the verdicts.
+type metricTable struct {
+	Metric, Unit string
+	Repeats      []repeatRow
+	Verdicts     []vrow
+}
+
+// cellFiles is a cell's artefacts as a configuration page links them.
+type cellFiles struct {
+	Commit string
+	Repeat int
+	Status results.Status
+	Error  string
+	Files  []link
+}
+
+func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.Cell, verdicts []store.Verdict, trendOf map[store.SeriesKey]string) error {
+	page := ConfigPage(d.run.ID, cfg)
+	from := filepath.Dir(page)
+	pageDir := filepath.Join(site, from)
+	labels := make([]string, 0, len(d.run.Commits))
+	for _, c := range d.run.Commits {
+		labels = append(labels, c.Label)
+	}
+	col := map[string]int{}
+	for i, l := range labels {
+		col[l] = i
+	}
+	byRepeat := map[string]map[int][]string{}
+	var files []cellFiles
+	for _, c := range cells {
+		for m, v := range d.values[c.Cell] {
+			if byRepeat[m] == nil {
+				byRepeat[m] = map[int][]string{}
+			}
+			row := byRepeat[m][c.Repeat]
+			if row == nil {
+				row = make([]string, len(labels))
+				byRepeat[m][c.Repeat] = row
+			}
+			if i, ok := col[c.Commit]; ok {
+				row[i] = human(v)
+			}
+		}
+		files = append(files, d.cellFiles(pageDir, c))
+	}
+	rows := map[string][]vrow{}
+	for _, r := range d.rows(verdicts, "", from, trendOf) {
+		rows[r.Metric] = append(rows[r.Metric], r)
+	}
+	var tables []metricTable
+	for _, m := range sortedKeys(byRepeat) {
+		t := metricTable{Metric: m, Unit: d.unit(m)}
+		for _, rep := range sortedKeys(byRepeat[m]) {
+			t.Repeats = append(t.Repeats, repeatRow{Repeat: rep, Values: byRepeat[m][rep]})
+		}
+		t.Verdicts = rows[m]
+		tables = append(tables, t)
+	}
+	back := relLink(from, RunPage(d.run.ID))
+	return render(filepath.Join(site, page), "config.html", map[string]any{
+		"Title": o.Title, "Root": "../..", "Run": d.run, "Name": d.run.Name(), "Config": cfg, "Back": back,
+		"Commits": labels, "Tables": tables, "Files": files,
+	})
+}
+
+// cellFiles links a cell's artefacts from the page directory from,
+// relative to the cell's results directory (never file://): the site can
+// be copied beside the results, or served.
+func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
+	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Error: c.Error}
+	for _, n := range sortedKeys(c.Artifacts) {
+		p := c.Artifacts[n]
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(d.dirs[c.Shard], p)
+		}
+		cf.Files = append(cf.Files, link{Name: n, Href: relLink(from, p), Path: p})
+	}
+	return cf
+}
+
+func sortedKeys[K interface{ ~string | ~int }, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
