@@ -261,7 +261,7 @@ func TestReportGolden(t *testing.T) {
 			t.Errorf("plot %s: %v", p, err)
 		}
 	}
-	if len(r.Plots) != 2+4 {
+	if len(r.Plots) != 6+2+4 {
 		t.Errorf("plots = %v", r.Plots)
 	}
 	// The patch's effect is found: fewer deallocs (better) and lower TPS

@@ -41,6 +41,8 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 // relTo (where the markdown is), in r.Plots, and the plots it did not
 // draw, with why, in r.PlotNotes:
 //
+//   - repeats-<config>-<metric>.svg: each commit's repeats of a gated
+//     metric as a strip of points with its median and 95 % interval;
 //   - tps-vs-clients-<group>.svg: TPS by client count for each workload ×
 //     CPUs × settings: every repeat a point, the median per commit a line
 //     with its 95 % interval as error bars;
@@ -66,6 +68,9 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	}
 	for _, c := range r.Plan.Configs {
 		w.cfgs[c.ID()] = c
+	}
+	if err := w.stripPlots(); err != nil {
+		return err
 	}
 	for _, g := range w.clientGroups() {
 		if err := w.tpsVsClients(g); err != nil {

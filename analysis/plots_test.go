@@ -49,7 +49,10 @@ func TestPlotsShowData(t *testing.T) {
 	if err := r.WritePlots(out, dir); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Plots) != 2+3 || len(r.PlotNotes) != 1 || !strings.Contains(r.PlotNotes[0], "tps-time-select1_c2_cpuall_pgss.max=1000.svg: not drawn: no cell has 2 progress reports") {
+	// A strip of repeats per configuration's TPS (4) and per changed
+	// gated metric (churn's deallocs, 2), TPS by clients (2), TPS over
+	// time (3 of 4).
+	if len(r.Plots) != 6+2+3 || len(r.PlotNotes) != 1 || !strings.Contains(r.PlotNotes[0], "tps-time-select1_c2_cpuall_pgss.max=1000.svg: not drawn: no cell has 2 progress reports") {
 		t.Fatalf("plots %v, notes %v", r.Plots, r.PlotNotes)
 	}
 	for _, p := range r.Plots {
@@ -67,6 +70,12 @@ func TestPlotsShowData(t *testing.T) {
 			// 20 cells, each a line through its 3 progress reports.
 			if longest < 2 || paths < 20 {
 				t.Errorf("%s: %d paths, the longest with %d segments", p, paths, longest)
+			}
+		case strings.Contains(p, "repeats-"):
+			// Two commits' 10 repeats as points, each a median line
+			// and error bars.
+			if paths < 2 || !strings.Contains(svg, "base") || !strings.Contains(svg, "patch") {
+				t.Errorf("%s: %d paths, or a commit missing", p, paths)
 			}
 		case strings.Contains(p, "tps-vs-clients-"):
 			// A line per commit through the medians at 2 and 8 clients,

@@ -173,9 +173,16 @@ func (s *Spec) Check() error {
 	return nil
 }
 
+// progressEvery is pgbench's -P interval in seconds for a run of d:
+// every second, so that a cell of a few seconds still draws TPS over
+// time and shows a stall, and at most about 300 reports in a long one.
+func progressEvery(d time.Duration) int {
+	return max(1, int(d.Seconds())/300)
+}
+
 // pgbenchArgs returns pgbench's command line for spec.
 func pgbenchArgs(s Spec, c Conn, script, logPrefix string, sampling float64) []string {
-	args := []string{"-n", "-c", strconv.Itoa(s.Clients), "-j", strconv.Itoa(s.Threads), "-M", s.Protocol, "-P", strconv.Itoa(max(1, int(s.SampleEvery.Seconds())))}
+	args := []string{"-n", "-c", strconv.Itoa(s.Clients), "-j", strconv.Itoa(s.Threads), "-M", s.Protocol, "-P", strconv.Itoa(progressEvery(s.Duration))}
 	if s.Transactions > 0 {
 		args = append(args, "-t", strconv.Itoa(s.Transactions))
 	} else {
