@@ -133,3 +133,19 @@ func Processes(dir string) []int {
 	}
 	return append([]int{pid}, procfs.Children(pid)...)
 }
+
+// ClientBackends counts the cluster's client backends: those whose
+// process title names a connection ("postgres: postgres benchmark
+// [local] SELECT"; abtest's clusters listen on a socket only). Counting
+// processes against a count taken "before the clients" was wrong when
+// the clients had connected first: the wait then ran its 30 s out and
+// the window opened after pgbench had ended (0 samples, on a busy host).
+func ClientBackends(dataDir string) int {
+	n := 0
+	for _, p := range Processes(dataDir) {
+		if args, err := procfs.Cmdline(p); err == nil && strings.Contains(strings.Join(args, " "), "[local]") {
+			n++
+		}
+	}
+	return n
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/progress"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
@@ -605,7 +604,7 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	info := &results.PerfInfo{WindowS: window.Seconds()}
 	// pgbench starts after the runner's checks: poll for its backends.
 	deadline := r.deps.Clock().Add(30 * time.Second)
-	for clientBackends(st.DataDir) < spec.Clients && r.deps.Clock().Before(deadline) {
+	for cluster.ClientBackends(st.DataDir) < spec.Clients && r.deps.Clock().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -635,21 +634,6 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	return info
 }
 
-// clientBackends counts the cluster's client backends: those whose
-// process title names a connection ("postgres: postgres benchmark
-// [local] SELECT"; abtest's clusters listen on a socket only). Counting
-// processes against a count taken "before the clients" was wrong when
-// the clients had connected first: the wait then ran its 30 s out and
-// the window opened after pgbench had ended (0 samples, on a busy host).
-func clientBackends(dataDir string) int {
-	n := 0
-	for _, p := range cluster.Processes(dataDir) {
-		if args, err := procfs.Cmdline(p); err == nil && strings.Contains(strings.Join(args, " "), "[local]") {
-			n++
-		}
-	}
-	return n
-}
 
 // txInWindow integrates pgbench's progress reports (TPS per interval)
 // over the profiled window.
