@@ -634,7 +634,6 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	return info
 }
 
-
 // txInWindow integrates pgbench's progress reports (TPS per interval)
 // over the profiled window.
 func txInWindow(res *workload.Result, info *results.PerfInfo) float64 {
