@@ -41,7 +41,7 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
@@ -252,7 +252,7 @@ func (n *night) entry(status results.GateStatus) analysis.Night {
 // appends the history line, stores the night, writes the trend, and
 // applies the retention.
 func (n *night) judge(ctx context.Context) error {
-	rep, err := report.Write(n.dir, gateOptions(n.nc))
+	rep, err := pipeline.Write(n.dir, gateOptions(n.nc))
 	if err != nil {
 		return exitcode.Failure(err)
 	}

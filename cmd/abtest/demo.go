@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
 )
 
@@ -66,7 +66,7 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-	err = runAndReport(ctx, env, cfg, deps, plan, dir, report.RunOptions{})
+	err = runAndReport(ctx, env, cfg, deps, plan, dir, pipeline.RunOptions{})
 	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config))
 	return err
 }

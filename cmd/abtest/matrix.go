@@ -9,7 +9,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -112,7 +112,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	deps.Decide = report.Undecided(ro.Analysis)
+	deps.Decide = pipeline.Undecided(ro.Analysis)
 	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
 	if err != nil {
 		return err
@@ -120,13 +120,13 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	return runAndReport(ctx, env, cfg, deps, plan, dir, ro)
 }
 
-// runAndReport runs a plan (report.Run), printing on env, recording in cfg's store.
-func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro report.RunOptions) error {
+// runAndReport runs a plan (pipeline.Run), printing on env, recording in cfg's store.
+func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro pipeline.RunOptions) error {
 	ro.Out, ro.Err = env.Stdout, env.Stderr
 	ro.Record = func(ctx context.Context, dir string) error {
 		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
 	}
-	return report.Run(ctx, deps, plan, dir, ro)
+	return pipeline.Run(ctx, deps, plan, dir, ro)
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the
@@ -144,6 +144,6 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := report.OutputDir(plan, cmd.String("output"), cfg.ResultsDir)
+	dir, err := pipeline.OutputDir(plan, cmd.String("output"), cfg.ResultsDir)
 	return plan, dir, err
 }

@@ -1,7 +1,10 @@
-// Package report writes the report of a results directory after a run
-// (report.md, report.json, plots) and the short summaries the commands
-// print; it is where the matrix's callers meet the analysis.
-package report
+// Package pipeline is the one sequence a run goes through: prepare its
+// results directory, run the matrix, analyse it, write its report
+// (report.md, report.json, plots), gate it and record it in the results
+// store; and the short summaries the commands print. It is where the
+// matrix's callers (the CLI, the demo, nightly, bisect) meet the
+// analysis.
+package pipeline
 
 import (
 	"bytes"
