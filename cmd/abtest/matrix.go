@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -122,11 +123,15 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 
 // runAndReport runs a plan (pipeline.Run), printing on env, recording in cfg's store.
 func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro pipeline.RunOptions) error {
-	ro.Out, ro.Err = env.Stdout, env.Stderr
-	ro.Record = func(ctx context.Context, dir string) error {
-		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
-	}
+	ro.Out, ro.Err, ro.Record = env.Stdout, env.Stderr, recorder(cfg)
 	return pipeline.Run(ctx, deps, plan, dir, ro)
+}
+
+// recorder stores results directories in cfg's store.
+func recorder(cfg *config.Loaded) pipeline.Recorder {
+	return func(ctx context.Context, w io.Writer, dirs ...string) error {
+		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), w, dirs...)
+	}
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the
@@ -140,10 +145,5 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 	if err != nil {
 		return nil, "", err
 	}
-	plan, err := matrix.Prepare(ctx, deps, req)
-	if err != nil {
-		return nil, "", err
-	}
-	dir, err := pipeline.OutputDir(plan, cmd.String("output"), cfg.ResultsDir)
-	return plan, dir, err
+	return pipeline.Prepare(ctx, deps, req, cmd.String("output"), cfg.ResultsDir)
 }
