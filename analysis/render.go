@@ -29,6 +29,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.writeLeftOut(w)
 	r.writeWarnings(w)
 	r.writePlotList(w)
+	if r.Trend != nil {
+		r.Trend.writeMarkdown(w)
+	}
 	return nil
 }
 

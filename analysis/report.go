@@ -348,6 +348,10 @@ type Report struct {
 	// Instructions compares the instruction cells (matrix --instructions).
 	Instructions []InstrWent `json:"instructions,omitempty"`
 
+	// Trend is a nightly report's trend over the past nights (the
+	// nightly sets it); WriteMarkdown ends with it.
+	Trend *TrendSection `json:"-"`
+
 	records   []results.Record
 	undecided []string
 }

@@ -32,8 +32,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	title := fmt.Sprintf("abtest: %s vs %s", strings.Join(others, ", "), r.Baseline)
 	fmt.Fprintf(w, "%s\n%s\n\n", title, strings.Repeat("=", len([]rune(title))))
-	r.writeTextSummary(w)
-	r.writeTextSummaryNotes(w)
+	r.WriteTextSummary(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		for _, m := range results.Summary {
 			if rows := r.rowsFor(wl, m); len(rows) > 0 {
@@ -45,6 +44,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeInstrText(w)
 	r.writeTextLeftOut(w)
 	return nil
+}
+
+// WriteTextSummary writes the text report's Summary section (what the
+// console shows at the end of a run): each commit's answer, then the
+// regressions, where the run could not answer, the A/A note and the
+// metrics not gated.
+func (r *Report) WriteTextSummary(w io.Writer) {
+	r.writeTextSummary(w)
+	r.writeTextSummaryNotes(w)
 }
 
 // writeTextSummary is each commit's answer.

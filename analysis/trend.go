@@ -142,22 +142,54 @@ func HistoryTrends(nights []Night, n int, metrics []string) []Trend {
 	return out
 }
 
-// WriteTrends writes the trend section of the last nights nights: for
-// each trend a table row with its change points and an SVG plot in
-// plotsDir, linked relative to relTo.
-func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string) error {
-	fmt.Fprintf(w, "\n## Trend (last %d nights)\n\n", nights)
-	if nights < 2 {
-		fmt.Fprintf(w, "Not enough history yet: the trend starts with the second night.\n")
+// TrendSection is the last section of a nightly report: each
+// configuration's series of a metric over the last Nights nights, with
+// its change points. The nightly sets Report.Trend before the report is
+// written; WriteMarkdown ends with it, and report.json leaves it out.
+type TrendSection struct {
+	Trends []Trend
+	Nights int
+	// plots link each trend's plot (WritePlots), relative to the report.
+	plots []string
+}
+
+// WritePlots draws each trend's SVG plot in plotsDir, linked from the
+// section relative to relTo; with fewer than two nights there is no
+// trend to draw.
+func (s *TrendSection) WritePlots(plotsDir, relTo string) error {
+	s.plots = nil
+	if s.Nights < 2 {
 		return nil
 	}
-	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly median; one whose commit is annotated (abtest annotate) is expected, not a regression.\n\n")
-	fmt.Fprintf(w, "| configuration | metric | nights | first | last | change points |\n|---|---|---|---|---|---|\n")
 	if err := os.MkdirAll(plotsDir, 0o755); err != nil {
 		return err
 	}
-	var links []string
-	for _, t := range trends {
+	for _, t := range s.Trends {
+		name := "trend-" + fileSafe.ReplaceAllString(t.Config, "_")
+		if t.Metric != results.MetricTPS {
+			name += "-" + t.Metric
+		}
+		path := filepath.Join(plotsDir, name+".svg")
+		if err := trendPlot(t, path); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(relTo, path)
+		s.plots = append(s.plots, fmt.Sprintf("![trend %s %s](%s)", t.Config, t.Metric, rel))
+	}
+	return nil
+}
+
+// writeMarkdown writes the section: a table row per trend with its
+// change points, then the plots WritePlots drew.
+func (s *TrendSection) writeMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "\n## Trend (last %d nights)\n\n", s.Nights)
+	if s.Nights < 2 {
+		fmt.Fprintf(w, "Not enough history yet: the trend starts with the second night.\n")
+		return
+	}
+	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly median; one whose commit is annotated (abtest annotate) is expected, not a regression.\n\n")
+	fmt.Fprintf(w, "| configuration | metric | nights | first | last | change points |\n|---|---|---|---|---|---|\n")
+	for _, t := range s.Trends {
 		desc := "none"
 		for i, cp := range t.ChangePoints {
 			if i == 0 {
@@ -172,20 +204,21 @@ func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string
 			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %.6g | %.6g | %s |\n", t.Config, t.Metric, len(t.Values), t.Values[0], t.Values[len(t.Values)-1], desc)
-		name := "trend-" + fileSafe.ReplaceAllString(t.Config, "_")
-		if t.Metric != results.MetricTPS {
-			name += "-" + t.Metric
-		}
-		path := filepath.Join(plotsDir, name+".svg")
-		if err := trendPlot(t, path); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(relTo, path)
-		links = append(links, fmt.Sprintf("![trend %s %s](%s)", t.Config, t.Metric, rel))
 	}
-	for _, l := range links {
+	for _, l := range s.plots {
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
+}
+
+// WriteTrends writes the trend section of the last nights nights, its
+// plots in plotsDir linked relative to relTo (TrendSection as a
+// report's last section has it).
+func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string) error {
+	s := &TrendSection{Trends: trends, Nights: nights}
+	if err := s.WritePlots(plotsDir, relTo); err != nil {
+		return err
+	}
+	s.writeMarkdown(w)
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
@@ -110,9 +111,9 @@ type Deps struct {
 	// Err receives what Execute says besides its error (a store that
 	// failed after the bisection did); nil discards it.
 	Err io.Writer
-	// Record stores the steps' results directories (Execute); nil
-	// stores nothing.
-	Record func(ctx context.Context, dirs ...string) error
+	// Record stores the steps' results directories (Execute), saying so
+	// on Out; nil stores nothing.
+	Record pipeline.Recorder
 }
 
 // Check validates the request without touching anything.
@@ -319,41 +320,62 @@ func save(dir string, st *State) error {
 	return os.Rename(tmp, statePath(dir))
 }
 
-// measure runs one step: good, the step's commit and bad, interleaved,
-// resuming the step's results directory when it exists.
+// measure runs one step through the pipeline: good, the step's commit
+// and bad, interleaved, resuming the step's results directory when it
+// exists; its report (against good) is written there, and the step's
+// decision is the pipeline's last hook. The steps are recorded once the
+// bisection ends (Execute).
 func measure(ctx context.Context, deps *Deps, r *Request, st *State, mid, repeats int) (Step, error) {
 	sha := st.Commits[mid].SHA
 	dir := filepath.Join(r.Dir, fmt.Sprintf("step-%s-r%d", text.Short(sha), repeats))
 	s := Step{Index: mid, SHA: sha, Repeats: repeats, Dir: dir}
+	var plan *results.Plan
 	var err error
 	if _, serr := os.Stat(filepath.Join(dir, results.PlanFile)); serr == nil {
-		err = matrix.Resume(ctx, deps.Matrix, dir)
+		plan, err = results.ReadPlan(dir)
 	} else {
-		var plan *results.Plan
-		plan, err = matrix.Prepare(ctx, deps.Matrix, r.step(st.Identity.Good, sha, st.Identity.Bad, repeats))
-		if err == nil {
-			err = matrix.Run(ctx, deps.Matrix, plan, dir)
-		}
+		plan, _, err = pipeline.Prepare(ctx, deps.Matrix, r.step(st.Identity.Good, sha, st.Identity.Bad, repeats), dir, "")
 	}
 	if err != nil {
 		return s, err
 	}
-	return judge(s, r.Metric, r.threshold())
+	judged := false
+	o := pipeline.RunOptions{
+		Analysis: stepOptions(r.Metric, r.threshold(), "good"), Out: deps.Out, Err: deps.Err,
+		Hooks: pipeline.Hooks{
+			Started: func(*results.Plan, string, []analysis.Reach) {},
+			// Not matrix --resume: the same bisect command resumes.
+			Failed:  func(err error) error { return err },
+			Summary: func(*analysis.Report) {},
+			Done: func(_ context.Context, vsGood *analysis.Report, _ error) error {
+				judged = true
+				s, err = judge(s, vsGood, r.Metric, r.threshold())
+				return err
+			},
+		},
+	}
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	if err := pipeline.Run(ctx, deps.Matrix, plan, dir, o); err != nil || judged {
+		return s, err
+	}
+	return s, exitcode.Failure(fmt.Errorf("bisect: no report of %s (see above)", dir))
 }
 
-// judge compares the step with good and with bad.
-func judge(s Step, metric string, threshold float64) (Step, error) {
+// stepOptions are a step's analysis: the metric alone, against baseline.
+func stepOptions(metric string, threshold float64, baseline string) analysis.Options {
+	return analysis.Options{Metrics: []string{metric}, Thresholds: map[string]float64{metric: threshold}, Baseline: baseline}
+}
+
+// judge compares the step with good (vsGood, the step's report) and
+// with bad.
+func judge(s Step, vsGood *analysis.Report, metric string, threshold float64) (Step, error) {
 	in, err := analysis.Load(s.Dir)
 	if err != nil {
 		return s, err
 	}
-	o := analysis.Options{Metrics: []string{metric}, Thresholds: map[string]float64{metric: threshold}, Baseline: "good"}
-	vsGood, err := analysis.Analyze(in, o)
-	if err != nil {
-		return s, err
-	}
-	o.Baseline = "bad"
-	vsBad, err := analysis.Analyze(in, o)
+	vsBad, err := analysis.Analyze(in, stepOptions(metric, threshold, "bad"))
 	if err != nil {
 		return s, err
 	}

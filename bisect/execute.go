@@ -54,7 +54,7 @@ func Execute(ctx context.Context, deps *Deps, r *Request, resultsDir string, dry
 	for _, s := range st.Steps {
 		dirs = append(dirs, s.Dir)
 	}
-	if serr := deps.Record(ctx, dirs...); serr != nil {
+	if serr := deps.Record(ctx, deps.Out, dirs...); serr != nil {
 		if err != nil {
 			if deps.Err != nil {
 				fmt.Fprintf(deps.Err, "abtest: store: %v\n", serr)

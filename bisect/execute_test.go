@@ -3,6 +3,7 @@ package bisect
 import (
 	"bytes"
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestExecuteDryRun(t *testing.T) {
 	d, shas := deps(t)
 	var out bytes.Buffer
 	d.Out = &out
-	d.Record = func(context.Context, ...string) error { t.Error("a dry run recorded"); return nil }
+	d.Record = func(context.Context, io.Writer, ...string) error { t.Error("a dry run recorded"); return nil }
 	r := request("")
 	root := t.TempDir()
 	if err := Execute(context.Background(), d, r, root, true); err != nil {

@@ -3,8 +3,10 @@
 // night's head, or a fixed ref) in a matrix run, gate the result, and keep
 // a history, a trend and a bounded number of runs and builds.
 //
-// It builds a matrix.Request from the nightly configuration and calls
-// matrix and analysis directly; nothing goes through the CLI.
+// It builds a matrix.Request from the nightly configuration and runs it
+// through internal/pipeline, as the matrix command does, with its own
+// verdict, history, trend section and summary line as the pipeline's
+// hooks; nothing goes through the CLI.
 //
 // The past nights come from the results store (Deps.Store): the job's
 // nights are the stored runs whose results directories lie under
@@ -41,7 +43,7 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
@@ -69,8 +71,8 @@ type Deps struct {
 	Out    io.Writer
 	Err    io.Writer
 	// Record, when set, stores the night's results directory in the
-	// results database once its report and history line are written.
-	Record func(ctx context.Context, dir string) error
+	// results database once its history line is written.
+	Record pipeline.Recorder
 	// Store is the results database the past nights are read from (a
 	// postgres:// URL or a SQLite file, the one Record writes); empty
 	// reads history.jsonl.
@@ -204,6 +206,8 @@ type night struct {
 	histPath string
 	now      time.Time
 	dir      string
+	// nt is the night's history line, once gated.
+	nt analysis.Night
 }
 
 func (n *night) run(ctx context.Context, dry bool) error {
@@ -212,84 +216,76 @@ func (n *night) run(ctx context.Context, dry bool) error {
 		what = fmt.Sprintf("%s vs %s", text.Short(n.head.sha), text.Short(n.baseline))
 	}
 	fmt.Fprintf(n.deps.Out, "abtest nightly: %s/%s %s (%s)\n", n.nc.Remote, n.nc.Branch, what, n.head.subject)
-	plan, err := matrix.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007))
-	if err == nil && !n.nc.Gate.AllowUnknown {
-		// A design whose gate cannot answer would run in full every
-		// night and end in exit 3: refused before it runs.
-		err = analysis.CheckReach(plan, gateOptions(n.nc))
-	}
-	if err == nil && dry {
-		matrix.PrintPlan(n.deps.Out, plan, n.dir, matrix.EstimateBuilds(ctx, n.deps.Matrix, plan))
-		for _, r := range analysis.PlanReach(plan, gateOptions(n.nc)) {
-			fmt.Fprintf(n.deps.Out, "# %s\n", r)
-		}
-		return nil
-	}
-	if err == nil {
-		err = matrix.Run(ctx, n.deps.Matrix, plan, n.dir)
-	}
+	plan, _, err := pipeline.Prepare(ctx, n.deps.Matrix, Request(n.nc, n.head.sha, n.baseline, n.now.UnixNano()%1_000_000_007), n.dir, "")
 	if err != nil {
-		if !dry {
-			_ = analysis.AppendHistory(n.histPath, n.entry(results.GateFailed))
-			fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), text.Short(n.head.sha), err)
-		}
-		if exitcode.Code(err) == exitcode.Usage {
-			return err
-		}
-		return exitcode.Failure(err)
+		return n.failed(err, dry)
 	}
-	return n.judge(ctx)
+	return pipeline.Run(ctx, n.deps.Matrix, plan, n.dir, n.options(dry))
+}
+
+// options are the pipeline of a night: always gated (a design whose
+// gate cannot answer would run in full every night and end in exit 3,
+// so it is refused before it runs, unless allow_unknown), with the
+// night's own verdict, history, trend and summary line as its hooks.
+func (n *night) options(dry bool) pipeline.RunOptions {
+	return pipeline.RunOptions{
+		Analysis: gateOptions(n.nc), Fail: true, AllowUnknown: n.nc.Gate.AllowUnknown, RunUnreachable: n.nc.Gate.AllowUnknown,
+		Record: n.deps.Record, Out: n.deps.Out, Err: n.deps.Err, Name: "abtest nightly",
+		Hooks: pipeline.Hooks{
+			Started: func(*results.Plan, string, []analysis.Reach) {},
+			Failed:  func(err error) error { return n.failed(err, dry) },
+			Gate:    n.gate, Sections: n.trend, Summary: func(*analysis.Report) {}, Done: n.done,
+		},
+	}
+}
+
+// failed is a night whose plan was refused or whose matrix failed: a
+// failed line in the history (never a baseline) and the summary line,
+// unless a dry run.
+func (n *night) failed(err error, dry bool) error {
+	if !dry {
+		_ = analysis.AppendHistory(n.histPath, n.entry(results.GateFailed))
+		fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), text.Short(n.head.sha), err)
+	}
+	if exitcode.Code(err) == exitcode.Usage {
+		return err
+	}
+	return exitcode.Failure(err)
 }
 
 func (n *night) entry(status results.GateStatus) analysis.Night {
 	return analysis.Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
 }
 
-// judge gates the run (analysis.Report.Gate: a regression is exit 1, a
-// run that could not answer, such as a head whose cells all failed, exit
-// 3 and a failed night, never ok; a primary whose answer is unknown exit
-// 3, or 0 under allow_unknown, and an unanswered night, never ok),
-// appends the history line, stores the night, writes the trend, and
-// applies the retention.
+// judge is the rest of the night once its matrix ran (pipeline.Finish):
+// its verdict (analysis.Report.Gate: a regression is exit 1, a run that
+// could not answer, such as a head whose cells all failed, exit 3 and a
+// failed night, never ok; a primary whose answer is unknown exit 3, or 0
+// under allow_unknown, and an unanswered night, never ok) and history
+// line, the night stored, the report written with its trend, the
+// retention and the summary line.
 func (n *night) judge(ctx context.Context) error {
-	rep, err := report.Write(n.dir, gateOptions(n.nc))
+	plan, err := results.ReadPlan(n.dir)
 	if err != nil {
 		return exitcode.Failure(err)
 	}
-	nt, verdict := n.gate(rep)
-	if err := analysis.AppendHistory(n.histPath, nt); err != nil {
-		return exitcode.Failure(err)
-	}
-	// The night is stored before its trend is written, so the store's
-	// trend has it; the summary stays the last line (cron mails and
-	// `tail -n 1` read it).
-	var rerr error
-	if n.deps.Record != nil {
-		rerr = n.deps.Record(ctx, n.dir)
-	}
-	if err := n.trend(ctx, append(n.past.history, nt), n.deps.Record != nil && rerr == nil); err != nil {
-		return exitcode.Failure(err)
-	}
-	if err := Retain(filepath.Join(n.nc.Root, "runs"), n.nc.Keep); err != nil {
-		return exitcode.Failure(err)
-	}
-	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
-		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
-	}
-	serr := n.summary(nt, verdict, rep.Unanswered)
-	if rerr != nil {
-		if serr != nil {
-			fmt.Fprintf(n.deps.Err, "abtest nightly: store: %v\n", rerr)
-			return serr
-		}
-		return rerr
-	}
-	return serr
+	return pipeline.Finish(ctx, plan, n.dir, n.options(false))
 }
 
-// gate is the night's history line and verdict: the report's gate with
-// the regressions an annotation explains set apart as expected.
-func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
+// gate is the night's verdict: the report's gate with the regressions an
+// annotation explains set apart as expected; its history line is
+// appended before the night is stored.
+func (n *night) gate(rep *analysis.Report) (verdict, stop error) {
+	n.nt, verdict = n.verdict(rep)
+	if err := analysis.AppendHistory(n.histPath, n.nt); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	return verdict, nil
+}
+
+// verdict is the night's history line and verdict: the report's gate
+// with the regressions an annotation explains set apart as expected.
+func (n *night) verdict(rep *analysis.Report) (analysis.Night, error) {
 	nt := n.entry(results.GateOK)
 	nt.Medians = rep.NightFrom(HeadLabel)
 	gated := *rep
@@ -306,22 +302,30 @@ func (n *night) gate(rep *analysis.Report) (analysis.Night, error) {
 	return nt, verdict
 }
 
-// trend appends the trend section to the report: from the store when
-// the night read its past there and stored itself, else from history.
-func (n *night) trend(ctx context.Context, history []analysis.Night, stored bool) error {
-	trends, nights, err := n.trends(ctx, history, stored)
+// trend is the report's trend section: from the store when the night
+// read its past there and is stored (the pipeline records the night
+// before it writes the report, so the store's trend has it), else from
+// history.
+func (n *night) trend(ctx context.Context, rep *analysis.Report, stored bool) error {
+	trends, nights, err := n.trends(ctx, append(n.past.history, n.nt), stored)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(n.dir, "report.md"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
+	rep.Trend = &analysis.TrendSection{Trends: trends, Nights: nights}
+	return nil
+}
+
+// done ends a night whose report is written: the retention, the old
+// builds dropped, and the summary line last (cron mails and `tail -n 1`
+// read it).
+func (n *night) done(ctx context.Context, rep *analysis.Report, verdict error) error {
+	if err := Retain(filepath.Join(n.nc.Root, "runs"), n.nc.Keep); err != nil {
+		return exitcode.Failure(err)
 	}
-	terr := analysis.WriteTrends(f, trends, nights, filepath.Join(n.dir, "plots"), n.dir)
-	if err := f.Close(); terr == nil {
-		terr = err
+	if err := DropOldBuilds(ctx, n.deps.Matrix, []string{n.baseline, n.head.sha}); err != nil {
+		fmt.Fprintf(n.deps.Err, "abtest nightly: cleaning old builds: %v\n", err)
 	}
-	return terr
+	return n.summary(n.nt, verdict, rep.Unanswered)
 }
 
 // summary prints the one line for mail or chat and returns the gate's

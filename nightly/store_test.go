@@ -209,7 +209,14 @@ func judgeNight(t *testing.T, nc *config.Nightly, loc, dir, head string) (string
 	p := readPastOK(t, loc, nc)
 	defer p.close()
 	var out strings.Builder
-	record := func(ctx context.Context, dir string) error { _, err := p.store.Import(ctx, dir); return err }
+	record := func(ctx context.Context, _ io.Writer, dirs ...string) error {
+		for _, dir := range dirs {
+			if _, err := p.store.Import(ctx, dir); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	n := &night{
 		deps: &Deps{Matrix: &matrix.Deps{Worktrees: &worktree.Manager{Root: t.TempDir()}}, Out: &out, Err: io.Discard, Record: record},
 		nc:   nc, head: tip{sha: head, subject: "tonight"}, baseline: storetest.NightSHA(59), dir: dir, past: p,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 )
 
 func analyzeCommand(env *Env) *cli.Command {
@@ -37,7 +37,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			}
 			o, err := analysisOptions(cmd)
 			if err == nil {
-				err = report.BeforeAnalyze(cmd.String("format"))
+				err = pipeline.BeforeAnalyze(cmd.String("format"))
 			}
 			if err != nil {
 				return err
@@ -46,7 +46,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			if err != nil {
 				return err
 			}
-			return report.Analyze(in, o, gateFlags(cmd), cmd.String("format"), cmd.String("output"), env.Stdout, env.Stderr)
+			return pipeline.Analyze(in, o, gateFlags(cmd), cmd.String("format"), cmd.String("output"), env.Stdout, env.Stderr)
 		},
 	}
 }
@@ -76,8 +76,8 @@ func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 }
 
 // gateFlags are the gate's flags as given.
-func gateFlags(cmd *cli.Command) report.GateFlags {
-	return report.GateFlags{Gate: cmd.StringSlice("gate"), Primary: cmd.StringSlice("primary"), Fail: cmd.Bool("fail-on-regression"), AllowUnknown: cmd.Bool("allow-unknown")}
+func gateFlags(cmd *cli.Command) pipeline.GateFlags {
+	return pipeline.GateFlags{Gate: cmd.StringSlice("gate"), Primary: cmd.StringSlice("primary"), Fail: cmd.Bool("fail-on-regression"), AllowUnknown: cmd.Bool("allow-unknown")}
 }
 
 // gateFlagSet are the gate's flags, the same for analyze and matrix.

@@ -6,7 +6,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/store"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -72,9 +71,6 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	}
 	mdeps.Quiet = true
 	r.Dir = cmd.String("output")
-	record := func(ctx context.Context, dirs ...string) error {
-		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dirs...)
-	}
-	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: record}
+	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg)}
 	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))
 }

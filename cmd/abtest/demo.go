@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
 )
 
@@ -61,12 +60,13 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "abtest demo: %s HEAD against HEAD + %s, in %s\n", cfg.SourceDir, demo.PatchName, root)
-	plan, err := matrix.Prepare(ctx, deps, demo.Request(patch, d, int(cmd.Int("repeats")), env.Now().UnixNano()%1_000_000_007))
+	// The same results directory, and the same refusal of one another
+	// run is writing, as matrix without -o.
+	plan, dir, err := pipeline.Prepare(ctx, deps, demo.Request(patch, d, int(cmd.Int("repeats")), env.Now().UnixNano()%1_000_000_007), "", cfg.ResultsDir)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(cfg.ResultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
-	err = runAndReport(ctx, env, cfg, deps, plan, dir, report.RunOptions{})
+	err = runAndReport(ctx, env, cfg, deps, plan, dir, pipeline.RunOptions{})
 	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config))
 	return err
 }

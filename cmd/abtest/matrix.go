@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -9,7 +10,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/report"
+	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -112,7 +113,7 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if deps.SampleEvery <= 0 {
 		return exitcode.BadInputf("--sample-every %s: want a positive interval", deps.SampleEvery)
 	}
-	deps.Decide = report.Undecided(ro.Analysis)
+	deps.Decide = pipeline.Undecided(ro.Analysis)
 	plan, dir, err := matrixPlan(ctx, cmd, env, cfg, deps)
 	if err != nil {
 		return err
@@ -120,13 +121,17 @@ func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
 	return runAndReport(ctx, env, cfg, deps, plan, dir, ro)
 }
 
-// runAndReport runs a plan (report.Run), printing on env, recording in cfg's store.
-func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro report.RunOptions) error {
-	ro.Out, ro.Err = env.Stdout, env.Stderr
-	ro.Record = func(ctx context.Context, dir string) error {
-		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
+// runAndReport runs a plan (pipeline.Run), printing on env, recording in cfg's store.
+func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matrix.Deps, plan *results.Plan, dir string, ro pipeline.RunOptions) error {
+	ro.Out, ro.Err, ro.Record = env.Stdout, env.Stderr, recorder(cfg)
+	return pipeline.Run(ctx, deps, plan, dir, ro)
+}
+
+// recorder stores results directories in cfg's store.
+func recorder(cfg *config.Loaded) pipeline.Recorder {
+	return func(ctx context.Context, w io.Writer, dirs ...string) error {
+		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), w, dirs...)
 	}
-	return report.Run(ctx, deps, plan, dir, ro)
 }
 
 // matrixPlan is the plan stored in --resume DIR, or a new one from the
@@ -140,10 +145,5 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 	if err != nil {
 		return nil, "", err
 	}
-	plan, err := matrix.Prepare(ctx, deps, req)
-	if err != nil {
-		return nil, "", err
-	}
-	dir, err := report.OutputDir(plan, cmd.String("output"), cfg.ResultsDir)
-	return plan, dir, err
+	return pipeline.Prepare(ctx, deps, req, cmd.String("output"), cfg.ResultsDir)
 }

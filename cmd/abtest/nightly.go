@@ -39,8 +39,5 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 	}
 	deps.Quiet = true
 	o := nightly.Options{NoFetch: cmd.Bool("no-fetch"), Force: cmd.Bool("force"), DryRun: cmd.Bool("dry-run")}
-	record := func(ctx context.Context, dir string) error {
-		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), env.Stdout, dir)
-	}
-	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: record, Store: store.Location(cfg.Store, cfg.ResultsDir)}, nc, o)
+	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg), Store: store.Location(cfg.Store, cfg.ResultsDir)}, nc, o)
 }

@@ -38,7 +38,7 @@ var forbidden = map[string][]string{
 
 var analysisForbidden = []string{module + "matrix", module + "cluster", module + "build", module + "worktree", module + "workload", module + "perf", module + "internal/proc", "github.com/jackc/pgx/"}
 
-var useCases = []string{module + "matrix", module + "nightly", module + "bisect", module + "workspace", module + "internal/report", module + "internal/demo", module + "cmd/"}
+var useCases = []string{module + "matrix", module + "nightly", module + "bisect", module + "workspace", module + "internal/pipeline", module + "internal/demo", module + "cmd/"}
 
 // testHelpers are imported by tests only.
 var testHelpers = []string{module + "internal/testpg", module + "internal/testenv", module + "internal/testbuild"}

@@ -1,7 +1,10 @@
-// Package report writes the report of a results directory after a run
-// (report.md, report.json, plots) and the short summaries the commands
-// print; it is where the matrix's callers meet the analysis.
-package report
+// Package pipeline is the one sequence a run goes through: prepare its
+// results directory, run the matrix, analyse it, write its report
+// (report.md, report.json, plots), gate it and record it in the results
+// store; and the short summaries the commands print. It is where the
+// matrix's callers (the CLI, the demo, nightly, bisect) meet the
+// analysis.
+package pipeline
 
 import (
 	"bytes"
@@ -9,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -17,50 +19,41 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// Write writes report.md, report.json and plots into a results
-// directory, as every run does at its end, and returns the report.
-func Write(dir string, o analysis.Options) (*analysis.Report, error) {
-	rep, err := analysis.AnalyzeDirs(o, dir)
-	if err != nil {
-		return nil, err
+// Write writes rep's report into its results directory dir, as every
+// run does at its end: its plots (and its trend's), report.md and
+// report.json.
+func Write(dir string, rep *analysis.Report) error {
+	plots := filepath.Join(dir, "plots")
+	if err := rep.WritePlots(plots, dir); err != nil {
+		return exitcode.Failure(err)
 	}
-	if err := rep.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
-		return nil, exitcode.Failure(err)
+	if rep.Trend != nil {
+		if err := rep.Trend.WritePlots(plots, dir); err != nil {
+			return exitcode.Failure(err)
+		}
 	}
 	var md, js bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
-		return nil, exitcode.Failure(err)
+		return exitcode.Failure(err)
 	}
 	if err := rep.WriteJSON(&js); err != nil {
-		return nil, exitcode.Failure(err)
+		return exitcode.Failure(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
-		return nil, exitcode.Failure(err)
+		return exitcode.Failure(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
-		return nil, exitcode.Failure(err)
+		return exitcode.Failure(err)
 	}
-	return rep, nil
+	return nil
 }
 
 // Summary prints the summary of rep as plain text (what the console
-// shows at the end of a run, fit to paste into a mail) and where dir's
-// report.md is.
+// shows at the end of a run, fit to paste into a mail: the text
+// report's Summary section) and where dir's report.md is.
 func Summary(w io.Writer, dir string, rep *analysis.Report) {
-	var buf strings.Builder
-	if err := rep.WriteText(&buf); err == nil {
-		in := false
-		for _, line := range strings.Split(buf.String(), "\n") {
-			if line == "Summary" {
-				in = true
-			} else if in && line != "" && !strings.HasPrefix(line, " ") {
-				break
-			}
-			if in {
-				fmt.Fprintln(w, line)
-			}
-		}
-	}
+	rep.WriteTextSummary(w)
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, "report.md"))
 }
 

@@ -1,10 +1,11 @@
-package report
+package pipeline
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +158,77 @@ func TestRunDryRunPrintsThePlan(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("a dry run made the results directory")
+	}
+}
+
+// TestFinishOrder: after the matrix, the run is recorded before its
+// report is written, so that a section (the nightly's trend) can read
+// the store back; the section is rendered by the report's writer (the
+// report is written once, the section last), and the console says the
+// summary, then where the report is, then the store's lines, then the
+// last hook's.
+func TestFinishOrder(t *testing.T) {
+	req := matrix.Request{
+		Commits:   []matrix.Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
+		Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 3, Duration: time.Second,
+		Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
+	}
+	plan, err := matrix.PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a"}, {Label: "patch", Ref: "b", SHA: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := results.WritePlan(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Cells {
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
+			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
+		if err := results.AppendRecord(dir, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	var steps []string
+	o := RunOptions{
+		Out: &out, Err: &errOut,
+		Record: func(_ context.Context, w io.Writer, dirs ...string) error {
+			if _, err := os.Stat(filepath.Join(dirs[0], "report.md")); err == nil {
+				t.Error("recorded after the report was written")
+			}
+			steps = append(steps, "record")
+			fmt.Fprintln(w, "store: stored")
+			return nil
+		},
+		Hooks: Hooks{
+			Sections: func(_ context.Context, rep *analysis.Report, stored bool) error {
+				steps = append(steps, fmt.Sprintf("sections stored=%v", stored))
+				rep.Trend = &analysis.TrendSection{Nights: 1}
+				return nil
+			},
+			Done: func(_ context.Context, _ *analysis.Report, verdict error) error {
+				steps = append(steps, "done")
+				fmt.Fprintln(&out, "last line")
+				return verdict
+			},
+		},
+	}
+	if err := Finish(context.Background(), plan, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(steps, ", "); got != "record, sections stored=true, done" {
+		t.Errorf("steps: %s", got)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(md), "## Trend") != 1 || !strings.HasSuffix(string(md), "Not enough history yet: the trend starts with the second night.\n") {
+		t.Errorf("report.md does not end with its one trend section:\n%s", md)
+	}
+	s := out.String()
+	i, j, k, l := strings.Index(s, "Summary\n"), strings.Index(s, "report: "+filepath.Join(dir, "report.md")), strings.Index(s, "store: stored"), strings.Index(s, "last line")
+	if i != 0 || j < i || k < j || l < k || errOut.Len() != 0 {
+		t.Errorf("console out of order:\n%s\nstderr %q", s, errOut.String())
 	}
 }

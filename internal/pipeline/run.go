@@ -1,0 +1,317 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+// Recorder stores finished results directories in the results store,
+// saying what it stored on w (store.Record at a location).
+type Recorder func(ctx context.Context, w io.Writer, dirs ...string) error
+
+// RunOptions are what happens around a matrix run: how it is analysed
+// and gated, where it is recorded and where it prints, and the hooks of
+// the callers that differ (nightly, bisect).
+type RunOptions struct {
+	// Analysis decides the verdicts; its Gate adds metrics to the gate.
+	Analysis analysis.Options
+	// Fail gates the run (--fail-on-regression): exit 1 on a regression
+	// in a gated metric, 3 when the run could not answer. A plan whose
+	// primary cannot be answered at its repeats is refused before it
+	// runs (analysis.CheckReach), unless RunUnreachable.
+	Fail bool
+	// AllowUnknown (--allow-unknown) accepts a primary whose answer is
+	// unknown (analysis.ErrUnanswered) as exit 0, said in one line; a
+	// regression or missing cells still fail the gate.
+	AllowUnknown bool
+	// RunUnreachable runs a gated plan whose primary cannot be answered
+	// (the nightly under allow_unknown, whose answer is then exit 0).
+	RunUnreachable bool
+	// Record stores the finished run; nil stores nothing.
+	Record Recorder
+	// Out receives the run's lines and summary, Err the warnings.
+	Out, Err io.Writer
+	// Name starts the lines said on Err ("abtest" when empty).
+	Name  string
+	Hooks Hooks
+}
+
+// Hooks are the steps a caller does its own way; a nil hook does the
+// matrix command's.
+type Hooks struct {
+	// Started says the run is starting (before the first cell); the
+	// matrix command's says the cells, the directory and the gate's
+	// reach.
+	Started func(plan *results.Plan, dir string, reach []analysis.Reach)
+	// Failed sees a plan refused or a matrix run that failed, and
+	// returns the error to return; the matrix command's says how to
+	// resume an interrupted run.
+	Failed func(err error) error
+	// Gate is the run's verdict (nil: ok), decided before it is
+	// recorded; stop ends the pipeline at once (nothing recorded or
+	// written). The matrix command's is the report's gate under Fail and
+	// AllowUnknown.
+	Gate func(rep *analysis.Report) (verdict, stop error)
+	// Sections adds the caller's typed sections to the report before it
+	// is written, knowing whether the run was stored (the nightly's
+	// trend, which then comes from the store).
+	Sections func(ctx context.Context, rep *analysis.Report, stored bool) error
+	// Summary prints the written report's summary; the matrix command's
+	// is Summary and the line of an unknown answer that AllowUnknown
+	// waived.
+	Summary func(rep *analysis.Report)
+	// Done ends the run once its report is written and the store's lines
+	// said, and returns the run's verdict (the nightly's retention and
+	// one-line summary, bisect's step decision); nil returns the gate's.
+	Done func(ctx context.Context, rep *analysis.Report, verdict error) error
+}
+
+// Prepare makes a new run's plan (matrix.Prepare) and decides its
+// results directory (OutputDir: out, or a new one under resultsDir; one
+// that holds a plan or that another run is writing is refused).
+func Prepare(ctx context.Context, deps *matrix.Deps, req matrix.Request, out, resultsDir string) (*results.Plan, string, error) {
+	plan, err := matrix.Prepare(ctx, deps, req)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := OutputDir(plan, out, resultsDir)
+	return plan, dir, err
+}
+
+// Run runs plan into dir, then analyses it, gates it, records it,
+// writes its report (report.md, report.json, plots) and prints its
+// summary (Finish); in a dry run (deps.Proc.DryRun) it only prints the
+// plan on o.Out. Either way the gate's reach (analysis.PlanReach) is said
+// before the first cell, and a gated plan that cannot reach an answer is
+// refused first.
+func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
+	failed := o.Hooks.Failed
+	if failed == nil {
+		failed = func(err error) error {
+			if errors.Is(err, matrix.ErrInterrupted) {
+				fmt.Fprintf(o.Err, "resume with: abtest matrix --resume %s\n", dir)
+			}
+			return err
+		}
+	}
+	if err := analysis.CheckMetrics(plan, o.Analysis); err != nil {
+		return failed(err)
+	}
+	if o.Fail && !o.RunUnreachable {
+		if err := analysis.CheckReach(plan, o.Analysis); err != nil {
+			return failed(err)
+		}
+	}
+	reach := analysis.PlanReach(plan, o.Analysis)
+	if deps.Proc != nil && deps.Proc.DryRun {
+		matrix.PrintPlan(o.Out, plan, dir, matrix.EstimateBuilds(ctx, deps, plan))
+		for _, r := range reach {
+			fmt.Fprintf(o.Out, "# %s\n", r)
+		}
+		return nil
+	}
+	if o.Hooks.Started != nil {
+		o.Hooks.Started(plan, dir, reach)
+	} else {
+		fmt.Fprintf(o.Out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
+			len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
+		for _, r := range reach {
+			fmt.Fprintln(o.Out, r)
+		}
+	}
+	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
+		return failed(err)
+	}
+	return Finish(ctx, plan, dir, o)
+}
+
+// Finish is what follows the matrix run of plan in dir: analyse, gate,
+// record, write the report with the caller's sections, print the
+// summary. A report that cannot be made prints the median TPS instead
+// (and fails a gated run: no report, no gate); a store that cannot be
+// reached is an error, unless the gate has one to return, which wins.
+// The store's lines are said after the summary: the run is recorded
+// before its report is written so that a section (the nightly's trend)
+// can read it back.
+func Finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) error {
+	name := o.Name
+	if name == "" {
+		name = "abtest"
+	}
+	noReport := func(err error) error {
+		fmt.Fprintf(o.Err, "%s: report: %v\n", name, err)
+		if merr := Medians(o.Out, dir, plan); merr != nil || !o.Fail {
+			return merr
+		}
+		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
+	}
+	rep, err := analysis.AnalyzeDirs(o.Analysis, dir)
+	if err != nil {
+		return noReport(err)
+	}
+	verdict, waived, stop := o.gate(rep)
+	if stop != nil {
+		return stop
+	}
+	var stored bytes.Buffer
+	var rerr error
+	if o.Record != nil {
+		rerr = o.Record(ctx, &stored, dir)
+	}
+	if o.Hooks.Sections != nil {
+		if err := o.Hooks.Sections(ctx, rep, o.Record != nil && rerr == nil); err != nil {
+			return exitcode.Failure(err)
+		}
+	}
+	if err := Write(dir, rep); err != nil {
+		return noReport(err)
+	}
+	if o.Hooks.Summary != nil {
+		o.Hooks.Summary(rep)
+	} else {
+		Summary(o.Out, dir, rep)
+		if waived {
+			fmt.Fprintf(o.Err, "%s: could not answer: %s; exit 0 under --allow-unknown\n", name, strings.Join(rep.Unanswered, "; "))
+		}
+	}
+	fmt.Fprint(o.Out, stored.String())
+	if o.Hooks.Done != nil {
+		verdict = o.Hooks.Done(ctx, rep, verdict)
+	}
+	if rerr != nil {
+		if verdict != nil {
+			// The gate's answer (a regression, say) matters more than
+			// the store: say both, exit with the gate's.
+			fmt.Fprintf(o.Err, "%s: store: %v\n", name, rerr)
+			return verdict
+		}
+		return rerr
+	}
+	return verdict
+}
+
+// gate is the run's verdict: the caller's (Hooks.Gate), or the report's
+// under Fail and AllowUnknown, with waived set when AllowUnknown waived
+// an unknown answer.
+func (o RunOptions) gate(rep *analysis.Report) (verdict error, waived bool, stop error) {
+	if o.Hooks.Gate != nil {
+		verdict, stop = o.Hooks.Gate(rep)
+		return verdict, false, stop
+	}
+	verdict, waived = decide(rep, o.Fail, o.AllowUnknown)
+	return verdict, waived, nil
+}
+
+// decide is Gate without its line.
+func decide(rep *analysis.Report, fail, allowUnknown bool) (verdict error, waived bool) {
+	if !fail {
+		return nil, false
+	}
+	err := rep.Gate()
+	if allowUnknown && errors.Is(err, analysis.ErrUnanswered) {
+		return nil, true
+	}
+	return err, false
+}
+
+// Gate is the run's answer as an exit code when asked for one (fail):
+// analysis.Report.Gate decides, so a candidate whose cells all failed
+// exits 3, never 0. Under allowUnknown a primary whose answer is unknown
+// (analysis.ErrUnanswered) exits 0 and says so on errOut in one line;
+// a regression or an incomplete run is never waived (Report.Gate
+// returns those first).
+func Gate(rep *analysis.Report, fail, allowUnknown bool, errOut io.Writer) error {
+	err, waived := decide(rep, fail, allowUnknown)
+	if waived {
+		fmt.Fprintf(errOut, "abtest: could not answer: %s; exit 0 under --allow-unknown\n", strings.Join(rep.Unanswered, "; "))
+	}
+	return err
+}
+
+// GateFlags are the gate's flags as given (matrix, analyze): --gate,
+// --primary (repeatable, or comma lists), --fail-on-regression and
+// --allow-unknown.
+type GateFlags struct {
+	Gate, Primary      []string
+	Fail, AllowUnknown bool
+}
+
+// Options are the analysis options the flags set; --allow-unknown alone
+// is refused (there is no gate to waive).
+func (f GateFlags) Options() (analysis.Options, error) {
+	if f.AllowUnknown && !f.Fail {
+		return analysis.Options{}, exitcode.BadInputf("--allow-unknown goes with --fail-on-regression")
+	}
+	var primary []string
+	for _, v := range f.Primary {
+		// Slice flags are not split on commas (configure), but a
+		// metric's name never holds one.
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				primary = append(primary, name)
+			}
+		}
+	}
+	return analysis.Options{Gate: f.Gate, Primary: primary}, nil
+}
+
+// BeforeAnalyze checks the report's format before anything is read, and
+// sets a soft memory limit: big result sets (10⁵ cells) are mostly
+// garbage from JSON decoding, and the limit makes the GC keep the peak
+// down.
+func BeforeAnalyze(format string) error {
+	if err := analysis.CheckFormat(format); err != nil {
+		return err
+	}
+	debug.SetMemoryLimit(400 << 20)
+	return nil
+}
+
+// RunOptions are the run options the flags set (the analysis and the
+// gate); the caller adds where it prints and records.
+func (f GateFlags) RunOptions() (RunOptions, error) {
+	o, err := f.Options()
+	return RunOptions{Analysis: o, Fail: f.Fail, AllowUnknown: f.AllowUnknown}, err
+}
+
+// Analyze analyses an input under o, writes its report in format (to
+// output, or out), and gates it as the flags ask.
+func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output string, out, errOut io.Writer) error {
+	rep, err := analysis.Analyze(in, o)
+	if err != nil {
+		return err
+	}
+	if err := rep.Output(out, format, output, errOut); err != nil {
+		return err
+	}
+	return Gate(rep, f.Fail, f.AllowUnknown, errOut)
+}
+
+// OutputDir is where a new run's results go: dir, or a new
+// abtest_TIME directory under resultsDir. A directory that already holds
+// a plan is refused (resume it instead), and one another run is writing
+// is refused naming that run's pid.
+func OutputDir(plan *results.Plan, dir, resultsDir string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(resultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+	}
+	if pid, held := results.Holder(dir); held {
+		return "", exitcode.BadInputf("-o %s: %w: another abtest (pid %s) is writing it; wait for it or use another -o", dir, results.ErrLocked, pid)
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
+		return "", exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
+	}
+	return dir, nil
+}
