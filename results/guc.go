@@ -131,7 +131,7 @@ func CheckSetting(name, value string) error {
 		}
 	case PgssMax:
 		if n, err := strconv.Atoi(value); err != nil || n < MinPgssMax {
-			return exitcode.BadInputf("pg_stat_statements.max=%s (-m): want a whole number of at least %d", value, MinPgssMax)
+			return exitcode.BadInputf("-m %s: pg_stat_statements.max must be a whole number of at least %d", value, MinPgssMax)
 		}
 	}
 	return nil
