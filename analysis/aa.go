@@ -63,8 +63,16 @@ func (r *Report) aa() {
 				a.DetectablePct = math.Max(a.DetectablePct, det)
 			}
 		}
-		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; this run could not have detected a TPS change smaller than %s in its least precise configuration.", strings.Join(arms, " and "), a.MaxDeltaPct, pctAbs(a.DetectablePct))
+		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; in its least precise configuration this run could have detected %s.", strings.Join(arms, " and "), a.MaxDeltaPct, detectsTPS(a.DetectablePct))
 		r.AA = a
 		return
 	}
+}
+
+// detectsTPS says what TPS change a run could have detected.
+func detectsTPS(mde float64) string {
+	if !isFinite(mde) {
+		return "no TPS change of any size"
+	}
+	return "only a TPS change of " + pctAbs(mde) + " or more"
 }

@@ -97,6 +97,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		a.decideCommit(c)
 	}
 	a.finish()
+	a.r.boundDeltas()
 	return a.r, nil
 }
 
@@ -388,12 +389,33 @@ func (a *analyzer) finish() {
 		}
 	}
 	sort.SliceStable(r.Incomplete, func(i, j int) bool { return r.Incomplete[i].Commit < r.Incomplete[j].Commit })
-	sort.SliceStable(r.Changes, func(i, j int) bool { return math.Abs(r.Changes[i].DeltaPct) > math.Abs(r.Changes[j].DeltaPct) })
+	sort.SliceStable(r.Changes, func(i, j int) bool { return changeFirst(r.Changes[i], r.Changes[j]) })
 	r.aa()
+	r.WaitShifts = r.waitShifts()
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}
 	r.instructions()
+}
+
+// changeFirst orders the called changes as a reader asks for them: the
+// gated first, then the most significant (an exact comparison, with no
+// p, as certain), then the largest.
+func changeFirst(a, b Change) bool {
+	if a.Gated != b.Gated {
+		return a.Gated
+	}
+	pa, pb := a.P, b.P
+	if math.IsNaN(pa) {
+		pa = 0
+	}
+	if math.IsNaN(pb) {
+		pb = 0
+	}
+	if pa != pb {
+		return pa < pb
+	}
+	return math.Abs(a.DeltaPct) > math.Abs(b.DeltaPct)
 }
 
 // spreadPct is a robust coefficient of variation in percent: the median

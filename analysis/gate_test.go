@@ -180,7 +180,8 @@ func TestDescriptiveAndGate(t *testing.T) {
 
 // TestNonFinite (issue 14 item 6): a baseline metric with median 0 and
 // one non-zero repeat made the JSON report fail on +Inf. The report is
-// written; the JSON has null with a reason, the markdown ∞ or n/a.
+// written; the JSON has null with a reason, the markdown the change from
+// 0 in the metric's unit, never ∞.
 func TestNonFinite(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
@@ -207,7 +208,10 @@ func TestNonFinite(t *testing.T) {
 		t.Errorf("json lacks the reason for a null change")
 	}
 	if !strings.Contains(md.String(), "| +1.5 (absolute, from 0) | 0.015 | unknown, not gated |") {
-		t.Errorf("markdown lacks ∞:\n%s", md.String())
+		t.Errorf("markdown lacks the change from 0:\n%s", md.String())
+	}
+	if strings.Contains(md.String(), "∞") {
+		t.Errorf("markdown shows ∞:\n%s", md.String())
 	}
 }
 

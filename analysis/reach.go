@@ -105,6 +105,15 @@ func PlanReach(p *results.Plan, o Options) []Reach {
 	return out
 }
 
+// detects is what a smallest detectable change lets a run see: "12.2%",
+// or "no change at all" when it has no size.
+func detects(mde float64) string {
+	if !isFinite(mde) {
+		return "no change at all"
+	}
+	return pctAbs(mde)
+}
+
 // String is the plan's gate line.
 func (r Reach) String() string {
 	if r.Exact {
@@ -112,9 +121,9 @@ func (r Reach) String() string {
 	}
 	s := fmt.Sprintf("gate: %s in %s at %d repeats (reachable from r ≥ %d); at %.0f%% cell noise it detects ", r.Metric, configurations(r.Configs), r.Repeats, r.RMin, r.CVPct)
 	if r.Configs > 1 {
-		s += fmt.Sprintf("%s over the run and ", pctAbs(r.RunMDEPct))
+		s += fmt.Sprintf("%s over the run and ", detects(r.RunMDEPct))
 	}
-	return s + fmt.Sprintf("%s in one configuration (80%% power; each configuration's test at level %.2g)", pctAbs(r.ConfigMDEPct), r.Level)
+	return s + fmt.Sprintf("%s in one configuration (80%% power; each configuration's test at level %.2g)", detects(r.ConfigMDEPct), r.Level)
 }
 
 func configurations(n int) string {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/text"
@@ -16,15 +17,18 @@ import (
 // per-workload tables, tiers, cells that failed, warnings, plots.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "# abtest report\n\n")
-	r.writeProvenance(w)
+	// The answer, then why, then the tables, then how it was made.
 	r.writeSummary(w)
 	r.writeSummaryNotes(w)
 	r.writeChanges(w)
+	r.writeWaitShifts(w)
+	r.writeTimeWent(w)
+	r.writeInstructions(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		r.writeWorkload(w, wl)
 	}
-	r.writeTimeWent(w)
-	r.writeInstructions(w)
+	fmt.Fprintln(w)
+	r.writeProvenance(w)
 	r.writeTiers(w)
 	r.writeLeftOut(w)
 	r.writeWarnings(w)
@@ -81,7 +85,7 @@ func (r *Report) writeProvenance(w io.Writer) {
 	if sq := r.Sequential; sq != nil {
 		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
 	}
-	fmt.Fprintf(w, ". better/worse: significant and beyond the metric's bar; same: the interval lies within ±bar; unknown: neither\n")
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "- abtest %s; results: %s\n", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
 	for _, f := range p.Doctor {
 		if f.Status != results.FindingOK {
@@ -176,7 +180,7 @@ func (r *Report) writeSummaryNotes(w io.Writer) {
 			if c.Note != "" {
 				note = ": " + c.Note
 			}
-			fmt.Fprintf(w, "  - %s %s on %s: %s (p=%s)%s\n", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pnum(c.P), note)
+			fmt.Fprintf(w, "  - %s %s on %s: %s (%s)%s\n", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), note)
 		}
 	}
 }
@@ -241,6 +245,9 @@ func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	if anyDisagree(rows) {
+		fmt.Fprintf(w, "\n%s\n", disagreeNote)
 	}
 	fmt.Fprintln(w)
 }
@@ -409,28 +416,67 @@ func pval(st Stat) string {
 }
 
 func pnum(p float64) string {
-	if !isFinite(p) {
+	switch {
+	case !isFinite(p):
 		return "n/a"
+	case p < 0.0001:
+		return "< 0.0001"
 	}
-	return fmt.Sprintf("%.3g", p)
+	return fmt.Sprintf("%.2g", p)
+}
+
+// pIs says a p-value in a sentence: "p = 0.015", "p < 0.0001", or
+// "exact" for a comparison without one.
+func pIs(p float64) string {
+	switch {
+	case !isFinite(p):
+		return "exact"
+	case p < 0.0001:
+		return "p < 0.0001"
+	}
+	return "p = " + pnum(p)
 }
 
 func isFinite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
 
 // deltaCI writes the change and, when there is one, its 95 % interval
-// with prec decimals; from a baseline of 0, the absolute difference.
+// with prec decimals; from a baseline of 0, the absolute difference; a
+// change whose sign contradicts the medians beside it is marked with
+// disagreeMark (explained under the table, disagreeNote).
 func deltaCI(st Stat, prec int) string {
 	if st.N == 0 {
 		return "-"
 	}
 	if math.IsNaN(st.DeltaPct) && st.DeltaAbs != 0 && isFinite(st.DeltaAbs) {
-		return fmt.Sprintf("%+.4g (absolute, from 0)", st.DeltaAbs)
+		return signed(st.DeltaAbs) + " (absolute, from 0)"
 	}
 	s := pct(st.DeltaPct)
+	if st.MediansDisagree {
+		s += disagreeMark
+	}
 	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
 		s += fmt.Sprintf(" [%+.*f, %+.*f]", prec, st.DeltaLo, prec, st.DeltaHi)
 	}
 	return s
+}
+
+// disagreeMark marks a Δ whose sign contradicts the medians shown beside
+// it, and disagreeNote says why under the table.
+const (
+	disagreeMark = "†"
+	disagreeNote = "† Δ is the paired estimate (the geometric mean of the per-pair ratios), which the verdict judges; the medians beside it are each commit's own, and with pairs that scatter they can point the other way."
+)
+
+// anyDisagree reports whether a row's Δ carries disagreeMark.
+func anyDisagree(rows []Row) bool {
+	for _, row := range rows {
+		for _, st := range row.Stats {
+			if st.MediansDisagree {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // verdictText is a stat's verdict with what qualifies it.
@@ -455,27 +501,38 @@ func verdictText(st Stat) string {
 	return v + ", not gated"
 }
 
+// num writes a value with three significant digits (whole numbers from
+// 1000 on), never in exponent notation: 16460, 61.9, 0.0000335.
 func num(x float64) string {
-	switch a := math.Abs(x); {
+	a := math.Abs(x)
+	switch {
 	case a == 0:
 		return "0"
 	case a >= 1000:
 		return fmt.Sprintf("%.0f", x)
-	case a >= 1:
-		return fmt.Sprintf("%.3g", x)
-	default:
-		return fmt.Sprintf("%.3g", x)
+	case !isFinite(x):
+		return "n/a"
 	}
+	scale := math.Pow(10, float64(2-int(math.Floor(math.Log10(a)))))
+	return strconv.FormatFloat(math.Round(x*scale)/scale, 'f', -1, 64)
 }
 
+// signed is num with its sign.
+func signed(x float64) string {
+	if x > 0 {
+		return "+" + num(x)
+	}
+	return num(x)
+}
+
+// pct writes a change in percent; a change from 0 has no size in
+// percent and says so (never ∞).
 func pct(d float64) string {
 	switch {
 	case math.IsNaN(d):
 		return "n/a"
-	case math.IsInf(d, 1):
-		return "+∞"
-	case math.IsInf(d, -1):
-		return "-∞"
+	case math.IsInf(d, 0):
+		return "from 0"
 	}
 	return fmt.Sprintf("%+.2f%%", d)
 }
@@ -511,10 +568,14 @@ func yes(b bool) string {
 	return "no"
 }
 
-// pctAbs writes a size in percent: "∞" when it has none.
+// pctAbs writes a size in percent, whole from 100 % on (never in
+// exponent notation); "any size" when it has none.
 func pctAbs(x float64) string {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return "∞"
+	switch {
+	case math.IsInf(x, 0) || math.IsNaN(x):
+		return "any size"
+	case x >= 100:
+		return fmt.Sprintf("%.0f%%", x)
 	}
 	return fmt.Sprintf("%.3g%%", x)
 }

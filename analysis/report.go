@@ -36,6 +36,10 @@ type Stat struct {
 	// it (the two one-sided tests of equivalence at α each).
 	DecideLo float64 `json:"-"`
 	DecideHi float64 `json:"-"`
+	// MediansDisagree: DeltaPct points the other way than the medians
+	// (Median against the baseline's): the report marks the Δ and says
+	// why (boundDeltas).
+	MediansDisagree bool `json:"medians_disagree,omitempty"`
 	// DeltaAbs is the mean difference in the metric's unit where the
 	// baseline is 0 and a change in percent has no size.
 	DeltaAbs float64 `json:"delta_abs,omitempty"`
@@ -325,9 +329,11 @@ type Report struct {
 	Incomplete []Incomplete `json:"incomplete"`
 	Summaries  []Summary    `json:"summaries"`
 	Rows       []Row        `json:"rows"`
-	Tiers      []Tier       `json:"tiers"`
-	Changes    []Change     `json:"changes"`
-	Geomeans   []Geomean    `json:"geomeans"`
+	// WaitShifts are the wait events whose share moved (waitShifts).
+	WaitShifts []WaitShift `json:"wait_shifts,omitempty"`
+	Tiers      []Tier      `json:"tiers"`
+	Changes    []Change    `json:"changes"`
+	Geomeans   []Geomean   `json:"geomeans"`
 	// Regressions are the gated changes for the worse (and, for a
 	// descriptive metric gated with Options.Gate, any called change).
 	Regressions []Change   `json:"regressions"`
@@ -374,7 +380,7 @@ func (g Geomean) Line(alpha float64) string {
 		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
 	switch g.Verdict {
 	case results.Better, results.Worse:
-		s += fmt.Sprintf(" (p = %.2g, beyond ±%.3g%%)", g.P, g.MinEffectPct)
+		s += fmt.Sprintf(" (%s, beyond ±%.3g%%)", pIs(g.P), g.MinEffectPct)
 	case results.Same:
 		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within ±%.3g%%)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), g.MinEffectPct)
 	case results.Unknown:

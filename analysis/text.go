@@ -33,17 +33,38 @@ func (r *Report) WriteText(w io.Writer) error {
 	title := fmt.Sprintf("abtest: %s vs %s", strings.Join(others, ", "), r.Baseline)
 	fmt.Fprintf(w, "%s\n%s\n\n", title, strings.Repeat("=", len([]rune(title))))
 	r.WriteTextSummary(w)
+	r.writeTextChanges(w)
+	r.writeWaitShiftsText(w)
+	r.writeInstrText(w)
 	for _, wl := range r.Plan.Options.Workloads {
-		for _, m := range results.Summary {
-			if rows := r.rowsFor(wl, m); len(rows) > 0 {
-				r.writeTextTables(w, wl, m, rows, others)
-			}
+		for _, c := range others {
+			r.writeTextWorkload(w, wl, c)
 		}
 	}
+	r.writeTextLegend(w)
 	r.writeTextSetup(w)
-	r.writeInstrText(w)
 	r.writeTextLeftOut(w)
 	return nil
+}
+
+// writeTextChanges lists the called changes, gated first, most
+// significant first.
+func (r *Report) writeTextChanges(w io.Writer) {
+	if len(r.Changes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nBiggest changes\n\n")
+	for i, c := range r.Changes {
+		if i == 15 {
+			fmt.Fprintf(w, "  ... %d more\n", len(r.Changes)-15)
+			break
+		}
+		gated := ""
+		if !c.Gated {
+			gated = ", not gated"
+		}
+		wrap(w, "  ", "    ", fmt.Sprintf("%s %s on %s: %s (%s) %s%s", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), c.Verdict, gated))
+	}
 }
 
 // WriteTextSummary writes the text report's Summary section (what the
@@ -99,7 +120,7 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 			if c.Note != "" {
 				note = ": " + c.Note
 			}
-			wrap(w, "    ", "      ", fmt.Sprintf("%s %s on %s: %s (p=%s)%s", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pnum(c.P), note))
+			wrap(w, "    ", "      ", fmt.Sprintf("%s %s on %s: %s (%s)%s", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), note))
 		}
 	}
 	if n := len(r.Incomplete); n > 0 {
@@ -132,45 +153,108 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 	}
 }
 
-// writeTextTables is a workload's metric: under a heading, a table per
-// commit other than the baseline.
-func (r *Report) writeTextTables(w io.Writer, wl, m string, rows []Row, others []string) {
-	labels, common := configLabels(wl, rows)
-	def, _ := r.Plan.Metrics.Get(m)
-	head := fmt.Sprintf("%s: %s (%s)", wl, m, def.Unit)
-	if common != "" {
-		head += ", " + common
-	}
-	fmt.Fprintf(w, "\n%s\n\n", head)
-	for _, c := range others {
-		r.writeTextTable(w, rows, labels, c)
-		if len(others) > 1 {
-			fmt.Fprintln(w)
+// writeTextWorkload is a workload against the baseline in benchstat's
+// shape: a table per configuration with the metrics as rows, each
+// commit's median, the change and the verdict, within 80 columns.
+func (r *Report) writeTextWorkload(w io.Writer, wl, c string) {
+	var configs []string
+	byConfig := map[string][]Row{}
+	for _, m := range results.Summary {
+		for _, row := range r.rowsFor(wl, m) {
+			if byConfig[row.Config] == nil {
+				configs = append(configs, row.Config)
+			}
+			byConfig[row.Config] = append(byConfig[row.Config], row)
 		}
+	}
+	if len(configs) == 0 {
+		return
+	}
+	for _, id := range configs {
+		fmt.Fprintf(w, "\n%s: %s vs %s\n\n", id, c, r.Baseline)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  \t%s\t%s\tΔ\tverdict\n", r.Baseline, c)
+		for _, row := range byConfig[id] {
+			base, cand := r.pair(row, c)
+			if base == nil || cand == nil {
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", row.Metric, textMedian(*base), textMedian(*cand), textDelta(*cand), shortVerdict(*cand))
+		}
+		tw.Flush()
 	}
 }
 
-// writeTextTable is a commit against the baseline, a line per row:
-// medians ± their intervals, the change with its interval, the verdict.
-func (r *Report) writeTextTable(w io.Writer, rows []Row, labels []string, c string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  \t%s\t%s\tchange [95%% CI]\tverdict\n", r.Baseline, c)
-	for i, row := range rows {
-		var base, cand *Stat
-		for k := range row.Stats {
-			switch row.Stats[k].Commit {
-			case r.Baseline:
-				base = &row.Stats[k]
-			case c:
-				cand = &row.Stats[k]
-			}
+// pair is a row's baseline and commit c.
+func (r *Report) pair(row Row, c string) (base, cand *Stat) {
+	for k := range row.Stats {
+		switch row.Stats[k].Commit {
+		case r.Baseline:
+			base = &row.Stats[k]
+		case c:
+			cand = &row.Stats[k]
 		}
-		if base == nil || cand == nil {
-			continue
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", labels[i], medianCI(*base), medianCI(*cand), deltaCI(*cand, 1), verdictText(*cand))
 	}
-	tw.Flush()
+	return base, cand
+}
+
+// textMedian is a median for the text tables; its interval is in the
+// markdown and the JSON.
+func textMedian(st Stat) string {
+	if st.N == 0 {
+		return "-"
+	}
+	return num(st.Median)
+}
+
+// textDelta is the change, marked when it contradicts the medians.
+func textDelta(st Stat) string {
+	if st.N == 0 {
+		return "-"
+	}
+	if math.IsNaN(st.DeltaPct) && st.DeltaAbs != 0 && isFinite(st.DeltaAbs) {
+		return signed(st.DeltaAbs) + " abs"
+	}
+	s := pct(st.DeltaPct)
+	if st.MediansDisagree {
+		s += disagreeMark
+	}
+	return s
+}
+
+// shortVerdict is a verdict in a few characters: "unknown <63%",
+// "same ±5%", "worse"; "*" marks one not gated.
+func shortVerdict(st Stat) string {
+	v := string(st.Verdict)
+	switch st.Verdict {
+	case results.Unknown:
+		if isFinite(st.DetectablePct) {
+			v += " <" + pctAbs(st.DetectablePct)
+		}
+	case results.Same:
+		v += " ±" + pctAbs(st.MinEffectPct)
+	case results.Incomplete:
+		v += fmt.Sprintf(" n=%d", st.N)
+	}
+	if st.Blocks > 0 {
+		v += fmt.Sprintf(", after %d blocks", st.Blocks)
+	}
+	if !st.Gated {
+		v += "*"
+	}
+	return v
+}
+
+// writeTextLegend explains the marks of the tables.
+func (r *Report) writeTextLegend(w io.Writer) {
+	fmt.Fprintln(w)
+	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X). * reported only, not gated.")
+	for _, row := range r.Rows {
+		if anyDisagree([]Row{row}) {
+			wrap(w, "  ", "  ", disagreeNote)
+			break
+		}
+	}
 }
 
 // writeTextSetup says what ran where, and how it was judged.
@@ -225,44 +309,6 @@ func (r *Report) writeTextLeftOut(w io.Writer) {
 			wrap(w, "  ", "    ", s)
 		}
 	}
-}
-
-// configLabels names a workload's rows by what differs between them
-// (c2, c8 when only the clients do) and returns what they share
-// (cpuall, pgss.max=1000) for the heading.
-func configLabels(wl string, rows []Row) (labels []string, common string) {
-	parts := make([][]string, len(rows))
-	for i, row := range rows {
-		parts[i] = strings.Split(strings.TrimPrefix(row.Config, wl+"/"), "/")
-	}
-	same := map[int]bool{}
-	for j := range parts[0] {
-		same[j] = true
-		for _, ps := range parts[1:] {
-			if j >= len(ps) || ps[j] != parts[0][j] {
-				same[j] = false
-			}
-		}
-	}
-	var shared []string
-	for j, s := range parts[0] {
-		if same[j] {
-			shared = append(shared, s)
-		}
-	}
-	for _, ps := range parts {
-		var own []string
-		for j, s := range ps {
-			if !same[j] {
-				own = append(own, s)
-			}
-		}
-		if len(own) == 0 {
-			own = ps[:1]
-		}
-		labels = append(labels, strings.Join(own, " "))
-	}
-	return labels, strings.Join(shared, " ")
 }
 
 // wrap writes s wrapped at textWidth, the first line indented by first,

@@ -1,0 +1,69 @@
+package analysis
+
+import (
+	"math"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// boundDeltas makes each comparison's Δ say no more than it can, before
+// anything shows it:
+//   - a change of a quantity that is never negative cannot fall below
+//     −100 %: its intervals are cut there (a difference-based interval
+//     of a metric near 0, db_time_pct 4.36 → 4.17, reached −215 %);
+//   - MediansDisagree marks a Δ whose sign contradicts the medians shown
+//     beside it. Δ is the paired estimate (the geometric mean of the
+//     per-pair ratios, what the verdict judges) and the medians are each
+//     commit's own: with few pairs that scatter they can point different
+//     ways, and the reader is told so instead of shown one as the other.
+func (r *Report) boundDeltas() {
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		var base *Stat
+		for k := range row.Stats {
+			if row.Stats[k].Commit == r.Baseline {
+				base = &row.Stats[k]
+			}
+		}
+		if base == nil {
+			continue
+		}
+		for k := range row.Stats {
+			st := &row.Stats[k]
+			if st == base || st.N == 0 || st.Verdict == results.VerdictBaseline {
+				continue
+			}
+			if nonNegative(base.Values) && nonNegative(st.Values) {
+				st.DeltaLo, st.DeltaHi = atLeast(st.DeltaLo, -100), atLeast(st.DeltaHi, -100)
+				st.DecideLo, st.DecideHi = atLeast(st.DecideLo, -100), atLeast(st.DecideHi, -100)
+			}
+			st.MediansDisagree = disagree(st.DeltaPct, st.Median-base.Median)
+		}
+	}
+}
+
+// disagree reports whether a change and a difference point opposite
+// ways (neither zero nor undefined).
+func disagree(delta, diff float64) bool {
+	if !isFinite(delta) || !isFinite(diff) || delta == 0 || diff == 0 {
+		return false
+	}
+	return math.Signbit(delta) != math.Signbit(diff)
+}
+
+func nonNegative(xs []float64) bool {
+	for _, x := range xs {
+		if x < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// atLeast is x, raised to lo; NaN and ±Inf stay as they are.
+func atLeast(x, lo float64) float64 {
+	if isFinite(x) && x < lo {
+		return lo
+	}
+	return x
+}

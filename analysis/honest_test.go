@@ -1,0 +1,144 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestDeltaAgreesWithMedians: in every format, a Δ whose sign
+// contradicts the medians shown beside it carries the mark and its note,
+// and no ∞ is shown. It reads the golden fixture's report and one made
+// so that the paired estimate (+9 %) and the medians (295 → 290)
+// disagree.
+func TestDeltaAgreesWithMedians(t *testing.T) {
+	in := input([]float64{100, 290, 310, 300}, []float64{150, 280, 300, 305})
+	in.Plan.Options.Repeats, in.Plan.Options.Workloads = 4, []string{"select1"}
+	disagreeing, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture, _ := fixtureReport(t)
+	marked := 0
+	for name, r := range map[string]*Report{"fixture": fixture, "disagreeing": disagreeing} {
+		var md, txt, js bytes.Buffer
+		if err := r.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteText(&txt); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		for format, out := range map[string]string{"md": md.String(), "text": txt.String(), "json": js.String()} {
+			if strings.Contains(out, "∞") {
+				t.Errorf("%s %s shows ∞", name, format)
+			}
+		}
+		marked += checkMarkdownSigns(t, name, md.String())
+		marked += checkTextSigns(t, name, txt.String())
+		checkJSONSigns(t, name, js.Bytes())
+	}
+	if marked < 2 {
+		t.Errorf("%d disagreeing rows found, want the made one in markdown and text", marked)
+	}
+}
+
+var leadingNum = regexp.MustCompile(`^[+-]?[0-9.]+`)
+
+func firstNum(s string) (float64, bool) {
+	m := leadingNum.FindString(strings.TrimSpace(s))
+	if m == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m, 64)
+	return v, err == nil
+}
+
+// contradicts reports whether a change and the medians point opposite
+// ways.
+func contradicts(base, cand, delta float64) bool {
+	return delta != 0 && cand != base && (delta > 0) != (cand > base)
+}
+
+// checkMarkdownSigns checks the metric tables of two commits: | config |
+// base | patch | Δ | p | verdict |; it returns the rows that disagree.
+func checkMarkdownSigns(t *testing.T, name, md string) int {
+	n := 0
+	for _, line := range strings.Split(md, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 8 || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") {
+			continue
+		}
+		base, ok1 := firstNum(cells[2])
+		cand, ok2 := firstNum(cells[3])
+		delta, ok3 := firstNum(cells[4])
+		if !ok1 || !ok2 || !ok3 || !strings.Contains(cells[4], "%") {
+			continue
+		}
+		if contradicts(base, cand, delta) {
+			n++
+			if !strings.Contains(cells[4], disagreeMark) || !strings.Contains(md, disagreeNote) {
+				t.Errorf("%s markdown: Δ contradicts the medians without the note: %s", name, line)
+			}
+		}
+	}
+	return n
+}
+
+// checkTextSigns checks the text tables: metric, base, patch, Δ, verdict.
+func checkTextSigns(t *testing.T, name, txt string) int {
+	n := 0
+	for _, line := range strings.Split(txt, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasSuffix(strings.TrimRight(f[3], disagreeMark), "%") {
+			continue
+		}
+		base, ok1 := firstNum(f[1])
+		cand, ok2 := firstNum(f[2])
+		delta, ok3 := firstNum(f[3])
+		if ok1 && ok2 && ok3 && contradicts(base, cand, delta) {
+			n++
+			if !strings.Contains(f[3], disagreeMark) || !strings.Contains(strings.Join(strings.Fields(txt), " "), disagreeNote) {
+				t.Errorf("%s text: Δ contradicts the medians without the note: %s", name, line)
+			}
+		}
+	}
+	return n
+}
+
+// checkJSONSigns checks report.json's rows: a stat whose delta_pct
+// contradicts its median against the baseline's says medians_disagree.
+func checkJSONSigns(t *testing.T, name string, js []byte) {
+	var doc struct {
+		Rows []struct {
+			Config, Metric string
+			Stats          []struct {
+				Commit          string   `json:"commit"`
+				Median          *float64 `json:"median"`
+				DeltaPct        *float64 `json:"delta_pct"`
+				MediansDisagree bool     `json:"medians_disagree"`
+			}
+		}
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range doc.Rows {
+		if len(row.Stats) < 2 || row.Stats[0].Median == nil {
+			continue
+		}
+		for _, st := range row.Stats[1:] {
+			if st.Median == nil || st.DeltaPct == nil {
+				continue
+			}
+			if contradicts(*row.Stats[0].Median, *st.Median, *st.DeltaPct) != st.MediansDisagree {
+				t.Errorf("%s json: %s %s %s: medians %v → %v, Δ %v, medians_disagree %v", name, row.Config, row.Metric, st.Commit, *row.Stats[0].Median, *st.Median, *st.DeltaPct, st.MediansDisagree)
+			}
+		}
+	}
+}
