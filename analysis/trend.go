@@ -1,97 +1,22 @@
 package analysis
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/pgabtest/abtest/internal/jsonl"
-	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
-// Night is one line of a nightly job's history.jsonl.
-type Night struct {
-	Date     string `json:"date"`
-	SHA      string `json:"sha"`
-	Subject  string `json:"subject,omitempty"`
-	Baseline string `json:"baseline,omitempty"`
-	Run      string `json:"run"`
-	// Status is GateStatus of the night's gate.
-	Status      results.GateStatus `json:"status"`
-	Regressions []string           `json:"regressions,omitempty"`
-	// Expected are the night's regressions an annotation explains
-	// (abtest annotate): shown, not gated.
-	Expected []string `json:"expected,omitempty"`
-	// Medians maps configuration → metric → the head's median and its
-	// confidence interval that night.
-	Medians map[string]map[string]Interval `json:"medians"`
-}
-
-// Interval is a median with its confidence interval (null bounds when
-// too few values for one).
-type Interval struct {
-	Median float64  `json:"median"`
-	Lo     *float64 `json:"lo"`
-	Hi     *float64 `json:"hi"`
-}
-
-// NightFrom summarises the report's commit label for the history.
-func (r *Report) NightFrom(commit string) map[string]map[string]Interval {
-	out := map[string]map[string]Interval{}
-	for _, row := range r.Rows {
-		for _, st := range row.Stats {
-			if st.Commit != commit || st.N == 0 {
-				continue
-			}
-			if out[row.Config] == nil {
-				out[row.Config] = map[string]Interval{}
-			}
-			out[row.Config][row.Metric] = Interval{Median: st.Median, Lo: Finite(st.Lo), Hi: Finite(st.Hi)}
-		}
-	}
-	return out
-}
-
-// ReadHistory reads history.jsonl; a missing file is an empty history, a
-// line that does not parse is skipped.
-func ReadHistory(path string) ([]Night, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Night
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var n Night
-		if json.Unmarshal(sc.Bytes(), &n) == nil && n.SHA != "" {
-			out = append(out, n)
-		}
-	}
-	return out, sc.Err()
-}
-
-// AppendHistory appends one night, fsynced.
-func AppendHistory(path string, n Night) error { return jsonl.Append(path, n) }
-
 // Trend is one configuration's series of one metric over the nights, for
-// the trend section: what history.jsonl has (HistoryTrends) or what the
-// results store has (the nightly reads it from there).
+// the trend section (the nightly makes them, from its history).
 type Trend struct {
 	Config string
 	Metric string
@@ -111,35 +36,6 @@ type TrendChange struct {
 	ChangePoint
 	Expected bool
 	Note     string
-}
-
-// HistoryTrends makes the trends of metrics over the last n nights of
-// history.jsonl, one per configuration and metric with a value, with
-// E-divisive's change points (history.jsonl knows no annotations).
-func HistoryTrends(nights []Night, n int, metrics []string) []Trend {
-	if len(nights) > n {
-		nights = nights[len(nights)-n:]
-	}
-	var out []Trend
-	for _, id := range trendConfigs(nights) {
-		for _, m := range metrics {
-			t := Trend{Config: id, Metric: m}
-			for _, nt := range nights {
-				if iv, ok := nt.Medians[id][m]; ok {
-					t.Values = append(t.Values, iv.Median)
-					t.Labels = append(t.Labels, nt.Date+" "+text.Short(nt.SHA))
-				}
-			}
-			if len(t.Values) == 0 {
-				continue
-			}
-			for _, cp := range ChangePoints(t.Values, ChangePointOptions{Seed: 1}) {
-				t.ChangePoints = append(t.ChangePoints, TrendChange{ChangePoint: cp})
-			}
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // TrendSection is the last section of a nightly report: each
@@ -220,23 +116,6 @@ func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string
 	}
 	s.writeMarkdown(w)
 	return nil
-}
-
-// trendConfigs are the configurations with a median in any of nights,
-// sorted.
-func trendConfigs(nights []Night) []string {
-	configs := map[string]bool{}
-	for _, nt := range nights {
-		for c := range nt.Medians {
-			configs[c] = true
-		}
-	}
-	ids := make([]string, 0, len(configs))
-	for c := range configs {
-		ids = append(ids, c)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // trendPlot saves to path the SVG plot of one trend, a dashed line at

@@ -9,40 +9,40 @@ import (
 	"testing"
 )
 
-// TestHistoryTrends: history.jsonl's trends, one per configuration and
-// metric with values, over the last n nights; a 10 % TPS step is found
-// (unexpected: history.jsonl knows no annotations) and each trend has
-// its plot.
-func TestHistoryTrends(t *testing.T) {
-	var nights []Night
-	for i := range 14 {
-		tps := 1000 + float64(i%3)
-		if i >= 7 {
-			tps *= 0.9
+// TestWriteTrends: the trend section has a row per trend with its change
+// points (an unexpected one with its p, an expected one with its note)
+// and each trend's plot; with one night it says there is no trend yet.
+func TestWriteTrends(t *testing.T) {
+	var tps []float64
+	var labels []string
+	for i := range 12 {
+		v := 1000 + float64(i%3)
+		if i >= 5 {
+			v *= 0.9
 		}
-		nights = append(nights, Night{Date: fmt.Sprintf("2025-01-%02d", i+1), SHA: fmt.Sprintf("%02d%038d", i, 0), Medians: map[string]map[string]Interval{
-			"select1/c16":   {"tps": {Median: tps}},
-			"select1/instr": {"instructions_per_tx": {Median: 34820}},
-		}})
+		tps = append(tps, v)
+		labels = append(labels, fmt.Sprintf("2025-01-%02d %02d000000", i+3, i+2))
 	}
-	trends := HistoryTrends(nights, 12, []string{"tps", "instructions_per_tx"})
-	if len(trends) != 2 || trends[0].Config != "select1/c16" || trends[0].Metric != "tps" || len(trends[0].Values) != 12 || trends[1].Metric != "instructions_per_tx" {
-		t.Fatalf("trends: %+v", trends)
-	}
-	if cps := trends[0].ChangePoints; len(cps) != 1 || cps[0].Index != 5 || cps[0].Expected {
-		t.Errorf("tps change points: %+v, want one at the 6th of the last 12 nights", cps)
+	trends := []Trend{
+		{Config: "select1/c16", Metric: "tps", Labels: labels, Values: tps,
+			ChangePoints: []TrendChange{{ChangePoint: ChangePoint{Index: 5, P: 0.002, DeltaPct: -10}}}},
+		{Config: "select1/instr", Metric: "instructions_per_tx", Labels: labels, Values: []float64{34820, 34820, 34820, 34820, 34820, 34820, 34820, 34820, 34820, 34820, 34820, 34820}},
+		{Config: "select1/c64", Metric: "tps", Labels: labels[:2], Values: []float64{900, 950},
+			ChangePoints: []TrendChange{{ChangePoint: ChangePoint{Index: 1, DeltaPct: 5.6}, Expected: true, Note: "new | default"}}},
 	}
 	dir := t.TempDir()
 	var w bytes.Buffer
 	if err := WriteTrends(&w, trends, 12, filepath.Join(dir, "plots"), dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Trend (last 12 nights)", "| select1/c16 | tps | 12 | 1002 | 900.9 | 2025-01-08 07000000 (-10.0%, p=", ") UNEXPECTED |", "| select1/instr | instructions_per_tx | 12 | 34820 | 34820 | none |", "](plots/trend-select1_instr-instructions_per_tx.svg)"} {
+	for _, want := range []string{"## Trend (last 12 nights)", "| select1/c16 | tps | 12 | 1000 | 901.8 | 2025-01-08 07000000 (-10.0%, p=0.002) UNEXPECTED |",
+		"| select1/instr | instructions_per_tx | 12 | 34820 | 34820 | none |", `| select1/c64 | tps | 2 | 900 | 950 | 2025-01-04 03000000 (+5.6%) expected, annotated: new \| default |`,
+		"](plots/trend-select1_instr-instructions_per_tx.svg)"} {
 		if !strings.Contains(w.String(), want) {
 			t.Errorf("trend section lacks %q:\n%s", want, w.String())
 		}
 	}
-	for _, f := range []string{"trend-select1_c16.svg", "trend-select1_instr-instructions_per_tx.svg"} {
+	for _, f := range []string{"trend-select1_c16.svg", "trend-select1_instr-instructions_per_tx.svg", "trend-select1_c64.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, "plots", f)); err != nil {
 			t.Error(err)
 		}

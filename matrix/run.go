@@ -123,38 +123,45 @@ type run struct {
 	instr  instrState
 }
 
-// Run executes plan into dir: it locks dir for the whole run, builds
-// every commit first, then runs every cell not yet in cells.jsonl, then
-// (with --until-decided) the extra blocks. dir may hold this plan already
-// (a resume: a torn last line is repaired first, records of cells the
-// plan does not have are ignored with a note); another plan there is
-// refused. On cancellation it stops pgbench and every cluster this run
-// started, keeps the finished cells and returns ErrInterrupted.
-func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) (err error) {
+// Run executes plan into dir: it locks dir for the whole run
+// (results.LockRun) and runs it (RunLocked). A caller that writes dir
+// after the run (the report) takes the lock itself and calls RunLocked.
+func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
+	held, err := results.LockRun(dir)
+	if err != nil {
+		deps.sink().Emit(progress.Event{Kind: progress.Abort})
+		return err
+	}
+	defer held.Release()
+	return RunLocked(ctx, deps, plan, held)
+}
+
+// RunLocked executes plan into held.Dir, a results directory its caller
+// holds (results.LockRun) and releases: it builds every commit first,
+// then runs every cell not yet in cells.jsonl, then (with
+// --until-decided) the extra blocks. The directory may hold this plan
+// already (a resume: a torn last line is repaired first, records of
+// cells the plan does not have are ignored with a note); another plan
+// there is refused. Settings the server refuses discard a directory
+// LockRun made (held.Discard, which releases the lock). On cancellation
+// it stops pgbench and every cluster this run started, keeps the
+// finished cells and returns ErrInterrupted.
+func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *results.Held) (err error) {
 	defer func() {
 		if err != nil {
 			deps.sink().Emit(progress.Event{Kind: progress.Abort})
 		}
 	}()
-	_, statErr := os.Stat(dir)
-	fresh := errors.Is(statErr, os.ErrNotExist)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return exitcode.Failure(err)
-	}
+	dir := held.Dir
 	// Bad settings are found only once the builds exist; a directory this
-	// run made for nothing is removed then, last (after the lock and the
-	// clusters are released), so bad input leaves nothing behind.
+	// run made for nothing is removed then, last (after the clusters are
+	// released), so bad input leaves nothing behind.
 	discard := false
 	defer func() {
 		if discard {
-			os.RemoveAll(dir)
+			held.Discard()
 		}
 	}()
-	release, err := results.Lock(dir)
-	if err != nil {
-		return err
-	}
-	defer release()
 	if err := adopt(deps, plan, dir); err != nil {
 		return err
 	}
@@ -167,7 +174,7 @@ func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) (err e
 		return err
 	}
 	if err := r.checkSettings(ctx); err != nil {
-		discard = fresh
+		discard = true
 		return err
 	}
 	if err := results.WritePlan(dir, plan); err != nil {

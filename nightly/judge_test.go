@@ -40,7 +40,7 @@ func TestNightWhoseHeadFailedIsNotOK(t *testing.T) {
 	if !strings.Contains(out.String(), "INCOMPLETE") || strings.Contains(out.String(), ": ok") {
 		t.Errorf("summary: %q", out.String())
 	}
-	hist, err := analysis.ReadHistory(n.histPath)
+	hist, err := ReadHistory(n.histPath)
 	if err != nil || len(hist) != 1 || hist[0].Status != "failed" {
 		t.Errorf("history: %+v %v", hist, err)
 	}
@@ -79,7 +79,7 @@ func TestNightUnansweredIsNotOK(t *testing.T) {
 			strings.Contains(line, "exit 0 under allow_unknown") != allow {
 			t.Errorf("allow_unknown = %v: summary %q", allow, line)
 		}
-		hist, err := analysis.ReadHistory(n.histPath)
+		hist, err := ReadHistory(n.histPath)
 		if err != nil || len(hist) != 1 || hist[0].Status != results.GateUnanswered {
 			t.Errorf("allow_unknown = %v: history %+v %v; want one unanswered night", allow, hist, err)
 		}

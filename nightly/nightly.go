@@ -8,6 +8,11 @@
 // verdict, history, trend section and summary line as the pipeline's
 // hooks; nothing goes through the CLI.
 //
+// A night (Night) is defined here and nowhere else: a line of
+// history.jsonl, or a run the results store has under root/runs that ran
+// a head (the store knows runs under a directory and their gates, not
+// nights); its date is the UTC day it started (day).
+//
 // The past nights come from the results store (Deps.Store): the job's
 // nights are the stored runs whose results directories lie under
 // root/runs, and the baseline, the "nothing new" check and the trend
@@ -187,7 +192,7 @@ func fetch(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) (tip,
 
 // lastGood is the last night that did not fail: a regression or an
 // unanswered night is a baseline (its cells are all there).
-func lastGood(history []analysis.Night) *analysis.Night {
+func lastGood(history []Night) *Night {
 	for i := len(history) - 1; i >= 0; i-- {
 		if history[i].Status != results.GateFailed {
 			return &history[i]
@@ -207,7 +212,7 @@ type night struct {
 	now      time.Time
 	dir      string
 	// nt is the night's history line, once gated.
-	nt analysis.Night
+	nt Night
 }
 
 func (n *night) run(ctx context.Context, dry bool) error {
@@ -244,7 +249,7 @@ func (n *night) options(dry bool) pipeline.RunOptions {
 // unless a dry run.
 func (n *night) failed(err error, dry bool) error {
 	if !dry {
-		_ = analysis.AppendHistory(n.histPath, n.entry(results.GateFailed))
+		_ = AppendHistory(n.histPath, n.entry(results.GateFailed))
 		fmt.Fprintf(n.deps.Out, "abtest nightly %s: %s FAILED: %s\n", day(n.now), text.Short(n.head.sha), err)
 	}
 	if exitcode.Code(err) == exitcode.Usage {
@@ -253,8 +258,8 @@ func (n *night) failed(err error, dry bool) error {
 	return exitcode.Failure(err)
 }
 
-func (n *night) entry(status results.GateStatus) analysis.Night {
-	return analysis.Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
+func (n *night) entry(status results.GateStatus) Night {
+	return Night{Date: day(n.now), SHA: n.head.sha, Subject: n.head.subject, Baseline: n.baseline, Run: n.dir, Status: status}
 }
 
 // judge is the rest of the night once its matrix ran (pipeline.Finish):
@@ -277,7 +282,7 @@ func (n *night) judge(ctx context.Context) error {
 // appended before the night is stored.
 func (n *night) gate(rep *analysis.Report) (verdict, stop error) {
 	n.nt, verdict = n.verdict(rep)
-	if err := analysis.AppendHistory(n.histPath, n.nt); err != nil {
+	if err := AppendHistory(n.histPath, n.nt); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	return verdict, nil
@@ -285,9 +290,9 @@ func (n *night) gate(rep *analysis.Report) (verdict, stop error) {
 
 // verdict is the night's history line and verdict: the report's gate
 // with the regressions an annotation explains set apart as expected.
-func (n *night) verdict(rep *analysis.Report) (analysis.Night, error) {
+func (n *night) verdict(rep *analysis.Report) (Night, error) {
 	nt := n.entry(results.GateOK)
-	nt.Medians = rep.NightFrom(HeadLabel)
+	nt.Medians = medians(rep, HeadLabel)
 	gated := *rep
 	gated.Regressions, nt.Expected = n.expected(rep.Regressions)
 	verdict := gated.Gate()
@@ -332,7 +337,7 @@ func (n *night) done(ctx context.Context, rep *analysis.Report, verdict error) e
 // verdict (exit 1 for a regression, 3 when the run could not answer:
 // cells missing, or unanswered, the primary's answers that were unknown;
 // the latter is exit 0 under allow_unknown, the line still saying so).
-func (n *night) summary(nt analysis.Night, verdict error, unanswered []string) error {
+func (n *night) summary(nt Night, verdict error, unanswered []string) error {
 	s := fmt.Sprintf("abtest nightly %s: %s/%s %s %q", day(n.now), n.nc.Remote, n.nc.Branch, text.Short(n.head.sha), n.head.subject)
 	if n.baseline != "" {
 		s += " vs " + text.Short(n.baseline)
@@ -426,8 +431,6 @@ func DropOldBuilds(ctx context.Context, deps *matrix.Deps, keep []string) error 
 	}
 	return nil
 }
-
-func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // Load reads the nightly configuration at path (required) and the
 // abtest configuration it makes, under the environment and the flags'

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -32,9 +31,9 @@ var TrendMetrics = []string{results.MetricTPS, results.MetricInstructionsPerTx}
 type past struct {
 	// nights, oldest first: the store's nights of this job, or
 	// history.jsonl's lines.
-	nights []analysis.Night
+	nights []Night
 	// history is history.jsonl, which every night appends to.
-	history []analysis.Night
+	history []Night
 	// store is nil when the nights come from history.jsonl.
 	store *store.Store
 	// annotated maps a sha to its annotations (the store's only).
@@ -46,7 +45,7 @@ type past struct {
 // errOut why it fell back.
 func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun bool, errOut func(string, ...any)) (*past, error) {
 	histPath := filepath.Join(nc.Root, "history.jsonl")
-	history, err := analysis.ReadHistory(histPath)
+	history, err := ReadHistory(histPath)
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +78,11 @@ func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun b
 	return fallback, nil
 }
 
-// fromStore reads this job's nights (runs under root/runs) and the
-// annotations from s.
+// fromStore reads this job's nights and the annotations from s: the
+// stored runs under root/runs that ran a head, each judged by the job's
+// gate options.
 func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, error) {
-	nights, err := s.Nights(ctx, filepath.Join(nc.Root, "runs"), HeadLabel, gateOptions(nc))
+	runs, err := s.RunsUnder(ctx, filepath.Join(nc.Root, "runs"), gateOptions(nc))
 	if err != nil {
 		return nil, err
 	}
@@ -90,15 +90,37 @@ func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, 
 	if err != nil {
 		return nil, err
 	}
-	p := &past{store: s, nights: []analysis.Night{}, annotated: map[string][]store.Annotation{}}
+	p := &past{store: s, nights: []Night{}, annotated: map[string][]store.Annotation{}}
 	for _, a := range anns {
 		p.annotated[a.SHA] = append(p.annotated[a.SHA], a)
 	}
-	for _, sn := range nights {
-		nt := analysis.Night{Date: day(sn.Created), SHA: sn.Head, Baseline: sn.Base, Run: sn.Dir, Status: sn.Status, Regressions: sn.Regressions}
-		p.nights = append(p.nights, nt)
+	for _, r := range runs {
+		if nt, ok := storedNight(r); ok {
+			p.nights = append(p.nights, nt)
+		}
 	}
 	return p, nil
+}
+
+// storedNight is the night a stored run is, if it ran a head: its date
+// is the day it was created, its baseline the sha of its baseline commit
+// ("" on a night that ran its head alone), its regressions the head's.
+func storedNight(r store.GatedRun) (Night, bool) {
+	nt := Night{Date: day(r.Created), Run: r.Dir, Status: r.Status}
+	for _, c := range r.Commits {
+		switch c.Label {
+		case HeadLabel:
+			nt.SHA = c.SHA
+		case r.Baseline:
+			nt.Baseline = c.SHA
+		}
+	}
+	for _, c := range r.Regressions {
+		if c.Commit == HeadLabel {
+			nt.Regressions = append(nt.Regressions, c.Line())
+		}
+	}
+	return nt, nt.SHA != ""
 }
 
 func (p *past) close() {
@@ -222,12 +244,12 @@ func (n *night) inRange(sha string) bool {
 // read its past there and is stored now, else from history.jsonl. The
 // store's change points are found in each whole series (as `abtest
 // history` finds them) and those in the last TrendNights nights shown.
-func (n *night) trends(ctx context.Context, history []analysis.Night, stored bool) ([]analysis.Trend, int, error) {
+func (n *night) trends(ctx context.Context, history []Night, stored bool) ([]analysis.Trend, int, error) {
 	if n.past.store == nil || !stored {
-		trends := analysis.HistoryTrends(history, n.nc.TrendNights, TrendMetrics)
+		trends := historyTrends(history, n.nc.TrendNights, TrendMetrics)
 		return trends, min(len(history), n.nc.TrendNights), nil
 	}
-	series, err := n.past.store.NightSeries(ctx, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
+	series, err := n.past.store.SeriesUnder(ctx, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -237,7 +259,7 @@ func (n *night) trends(ctx context.Context, history []analysis.Night, stored boo
 		from := max(0, len(ser.Points)-n.nc.TrendNights)
 		t := analysis.Trend{Config: ser.Config, Metric: ser.Metric}
 		for _, pt := range ser.Points[from:] {
-			t.Labels = append(t.Labels, day(pt.Time)+" "+text.Short(pt.SHA))
+			t.Labels = append(t.Labels, label(day(pt.Time), pt.SHA))
 			t.Values = append(t.Values, pt.Value)
 		}
 		for _, cp := range ser.ChangePoints {

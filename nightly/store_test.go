@@ -186,7 +186,7 @@ func TestNightlyFromStore(t *testing.T) {
 	if err != nil || !strings.Contains(out, ": ok; expected: select1/c16/cpuall tps -6.") || !strings.Contains(out, "(annotated: expected: a safer default)") {
 		t.Errorf("annotated drop: %v\n%s", err, out)
 	}
-	hist, _ := analysis.ReadHistory(filepath.Join(nc.Root, "history.jsonl"))
+	hist, _ := ReadHistory(filepath.Join(nc.Root, "history.jsonl"))
 	if len(hist) != 2 || hist[0].Status != "regression" || hist[1].Status != "ok" || len(hist[1].Expected) != 1 || len(hist[1].Regressions) != 0 {
 		t.Errorf("history.jsonl (the export): %+v", hist)
 	}
@@ -291,7 +291,7 @@ func checkTrend(t *testing.T, s *store.Store, dir string) {
 func TestPastFallsBack(t *testing.T) {
 	nc := loadNightly(t, "")
 	nc.Root = t.TempDir()
-	if err := analysis.AppendHistory(filepath.Join(nc.Root, "history.jsonl"), analysis.Night{Date: "2025-01-01", SHA: "abc", Run: "r", Status: "ok"}); err != nil {
+	if err := AppendHistory(filepath.Join(nc.Root, "history.jsonl"), Night{Date: "2025-01-01", SHA: "abc", Run: "r", Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	blocker := filepath.Join(nc.Root, "file")
@@ -316,7 +316,7 @@ func TestPastFallsBack(t *testing.T) {
 // failed; without an annotation the last good night is.
 func TestBaselineAfterAnnotatedStep(t *testing.T) {
 	nc := loadNightly(t, "")
-	nights := []analysis.Night{{SHA: "a", Status: "ok"}, {SHA: "b", Status: "failed"}, {SHA: "c", Status: "failed"}}
+	nights := []Night{{SHA: "a", Status: "ok"}, {SHA: "b", Status: "failed"}, {SHA: "c", Status: "failed"}}
 	for _, tc := range []struct {
 		annotated, want string
 	}{{"", "a"}, {"b", "b"}, {"a", "a"}, {"c", "c"}} {

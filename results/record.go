@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/jsonl"
 )
 
@@ -355,29 +354,6 @@ func Repair(dir string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s: removed a torn last line (%d bytes, a run killed while writing it)", path, n), nil
-}
-
-// ErrLocked: another run holds the results directory.
-var ErrLocked = errors.New("results: directory in use")
-
-// Lock takes dir's lock for a run that writes it. A second run on the
-// same directory is refused (exit 2) with the holder's pid; the kernel
-// drops the lock of a process that dies, so a killed run leaves none.
-func Lock(dir string) (release func(), err error) {
-	release, holder, err := flock.Try(filepath.Join(dir, LockFile))
-	if errors.Is(err, flock.ErrHeld) {
-		return nil, exitcode.BadInputf("%s: %w: another abtest (pid %s) is writing it; wait for it or use another -o", dir, ErrLocked, holder)
-	}
-	if err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("locking %s: %w", dir, err))
-	}
-	return release, nil
-}
-
-// Holder is the pid of the run writing dir, if one is (held); it
-// changes nothing in dir.
-func Holder(dir string) (pid string, held bool) {
-	return flock.Holder(filepath.Join(dir, LockFile))
 }
 
 // CellDir is where a cell's artefacts go: cells/<cell id>, one directory

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,6 +67,20 @@ func Location(loc, resultsDir string) string {
 		return filepath.Join(resultsDir, DefaultFile)
 	}
 	return loc
+}
+
+// Exists says whether Open would find a store at location rather than
+// create one: a PostgreSQL URL is taken to exist (Open creates only the
+// tables there); a SQLite file must.
+func Exists(location string) bool {
+	if location == "" {
+		return false
+	}
+	if strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://") {
+		return true
+	}
+	_, err := os.Stat(strings.TrimPrefix(location, "sqlite:"))
+	return err == nil
 }
 
 // Record imports finished results directories into the store at loc,

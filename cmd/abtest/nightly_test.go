@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
@@ -59,7 +58,7 @@ allow_unknown = true
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "abtest nightly ") || !strings.Contains(last, "report: ") {
 		t.Errorf("night 1 summary line: %q", last)
 	}
-	hist, _ := analysis.ReadHistory(filepath.Join(root, "history.jsonl"))
+	hist, _ := nightly.ReadHistory(filepath.Join(root, "history.jsonl"))
 	if len(hist) != 1 || hist[0].Baseline != "" || hist[0].Medians["select1/c2/cpuall/pgss.max=1000"]["tps"].Median <= 0 {
 		t.Fatalf("history after night 1: %+v", hist)
 	}
@@ -76,7 +75,7 @@ allow_unknown = true
 	if code != 0 && code != 1 {
 		t.Fatalf("night 2: exit %d\n%s\n%s", code, out, stderr)
 	}
-	hist, _ = analysis.ReadHistory(filepath.Join(root, "history.jsonl"))
+	hist, _ = nightly.ReadHistory(filepath.Join(root, "history.jsonl"))
 	if len(hist) != 2 || hist[1].Baseline != hist[0].SHA || hist[1].SHA == hist[0].SHA {
 		t.Fatalf("history after night 2: %+v", hist)
 	}

@@ -95,7 +95,9 @@ func Prepare(ctx context.Context, deps *matrix.Deps, req matrix.Request, out, re
 // summary (Finish); in a dry run (deps.Proc.DryRun) it only prints the
 // plan on o.Out. Either way the gate's reach (analysis.PlanReach) is said
 // before the first cell, and a gated plan that cannot reach an answer is
-// refused first.
+// refused first. dir is locked (results.LockRun) from before the first
+// cell until Finish returns, the hooks included: a second abtest on the
+// same directory is refused until the report is written.
 func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string, o RunOptions) error {
 	failed := o.Hooks.Failed
 	if failed == nil {
@@ -122,6 +124,11 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 		}
 		return nil
 	}
+	held, err := results.LockRun(dir)
+	if err != nil {
+		return failed(err)
+	}
+	defer held.Release()
 	if o.Hooks.Started != nil {
 		o.Hooks.Started(plan, dir, reach)
 	} else {
@@ -131,10 +138,10 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 			fmt.Fprintln(o.Out, r)
 		}
 	}
-	if err := matrix.Run(ctx, deps, plan, dir); err != nil {
+	if err := matrix.RunLocked(ctx, deps, plan, held); err != nil {
 		return failed(err)
 	}
-	return Finish(ctx, plan, dir, o)
+	return finish(ctx, plan, dir, o)
 }
 
 // Finish is what follows the matrix run of plan in dir: analyse, gate,
@@ -144,8 +151,19 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 // reached is an error, unless the gate has one to return, which wins.
 // The store's lines are said after the summary: the run is recorded
 // before its report is written so that a section (the nightly's trend)
-// can read it back.
+// can read it back. dir is locked (results.Lock) until Finish returns;
+// a directory another run is writing is refused.
 func Finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) error {
+	release, err := results.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return finish(ctx, plan, dir, o)
+}
+
+// finish is Finish in a directory the caller holds.
+func finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) error {
 	name := o.Name
 	if name == "" {
 		name = "abtest"

@@ -15,8 +15,11 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/workload"
 )
 
 // TestRunRefusesUnknownGate: a --gate or --primary metric the plan does
@@ -168,26 +171,7 @@ func TestRunDryRunPrintsThePlan(t *testing.T) {
 // summary, then where the report is, then the store's lines, then the
 // last hook's.
 func TestFinishOrder(t *testing.T) {
-	req := matrix.Request{
-		Commits:   []matrix.Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
-		Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 3, Duration: time.Second,
-		Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
-	}
-	plan, err := matrix.PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a"}, {Label: "patch", Ref: "b", SHA: "b"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := results.WritePlan(dir, plan); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range plan.Cells {
-		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
-			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
-		if err := results.AppendRecord(dir, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	plan, dir := finishedRun(t)
 	var out, errOut bytes.Buffer
 	var steps []string
 	o := RunOptions{
@@ -231,4 +215,155 @@ func TestFinishOrder(t *testing.T) {
 	if i != 0 || j < i || k < j || l < k || errOut.Len() != 0 {
 		t.Errorf("console out of order:\n%s\nstderr %q", s, errOut.String())
 	}
+}
+
+// TestFinishHoldsTheLock: the results directory stays locked while the
+// run is recorded, its sections made, its report written and its last
+// hook run, so no second abtest writes it meanwhile (results.Lock is
+// refused, results.Holder names this process); it is free again once
+// Finish returns, and Finish refuses a directory another run holds.
+func TestFinishHoldsTheLock(t *testing.T) {
+	plan, dir := finishedRun(t)
+	held := func(step string) {
+		t.Helper()
+		if pid, ok := results.Holder(dir); !ok || pid != fmt.Sprint(os.Getpid()) {
+			t.Errorf("%s: holder %q, held %v; want pid %d", step, pid, ok, os.Getpid())
+		}
+		if release, err := results.Lock(dir); !errors.Is(err, results.ErrLocked) {
+			if err == nil {
+				release()
+			}
+			t.Errorf("%s: a second lock: %v, want %v", step, err, results.ErrLocked)
+		}
+	}
+	o := RunOptions{
+		Out: io.Discard, Err: io.Discard,
+		Record: func(context.Context, io.Writer, ...string) error { held("record"); return nil },
+		Hooks: Hooks{
+			Sections: func(context.Context, *analysis.Report, bool) error { held("sections"); return nil },
+			Summary:  func(*analysis.Report) { held("summary") },
+			Done: func(_ context.Context, _ *analysis.Report, verdict error) error {
+				held("done")
+				if _, err := os.Stat(filepath.Join(dir, "report.md")); err != nil {
+					t.Errorf("done before the report: %v", err)
+				}
+				return verdict
+			},
+		},
+	}
+	if err := Finish(context.Background(), plan, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if pid, ok := results.Holder(dir); ok {
+		t.Errorf("still held by %s after Finish", pid)
+	}
+	release, err := results.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	o.Record, o.Hooks = nil, Hooks{}
+	if err := Finish(context.Background(), plan, dir, o); !errors.Is(err, results.ErrLocked) || exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("Finish of a directory another run holds: %v; want exit 2, %v", err, results.ErrLocked)
+	}
+}
+
+// TestRunHoldsTheLock: Run locks the results directory before the first
+// cell, passes the lock to the matrix (which cannot take it a second
+// time) and releases it only once Finish is done: the hooks after the
+// matrix see it held. The run is a --resume of a run whose cells are all
+// recorded (on Debian's binaries, so nothing is built or run but the
+// settings check). A directory another run holds is refused, through
+// the Failed hook, before anything is said.
+func TestRunHoldsTheLock(t *testing.T) {
+	install := testenv.PGInstall(t)
+	cm := testpg.Manager(t)
+	deps := &matrix.Deps{Proc: cm.Run, Clusters: cm, Workload: &workload.Runner{Proc: cm.Run, Getenv: func(string) string { return "" }}, Out: io.Discard}
+	req := matrix.Request{
+		Commits:   []matrix.Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 3, Duration: time.Second, Protocol: "simple",
+	}
+	plan, err := matrix.Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "run")
+	os.MkdirAll(dir, 0o755)
+	if err := results.WritePlan(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Cells {
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
+			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
+		if err := results.AppendRecord(dir, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var steps []string
+	held := func(step string) {
+		if _, ok := results.Holder(dir); ok {
+			steps = append(steps, step)
+		}
+	}
+	o := RunOptions{
+		Out: io.Discard, Err: io.Discard,
+		Record: func(context.Context, io.Writer, ...string) error { held("record"); return nil },
+		Hooks: Hooks{
+			Started: func(*results.Plan, string, []analysis.Reach) { held("started") },
+			Done: func(_ context.Context, _ *analysis.Report, verdict error) error {
+				held("done")
+				return verdict
+			},
+		},
+	}
+	if err := Run(context.Background(), deps, plan, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(steps, ", "); got != "started, record, done" {
+		t.Errorf("held in: %s; want started, record, done", got)
+	}
+	if _, ok := results.Holder(dir); ok {
+		t.Error("still held after Run")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.md")); err != nil {
+		t.Error(err)
+	}
+	release, err := results.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	steps = nil
+	o.Hooks.Failed = func(err error) error { steps = append(steps, "failed"); return err }
+	err = Run(context.Background(), deps, plan, dir, o)
+	if !errors.Is(err, results.ErrLocked) || strings.Join(steps, ", ") != "failed" {
+		t.Errorf("a held directory: %v, steps %q; want %v through Failed alone", err, steps, results.ErrLocked)
+	}
+}
+
+// finishedRun writes a finished A/B run (plan and every cell) in a new
+// directory, ready for Finish.
+func finishedRun(t *testing.T) (*results.Plan, string) {
+	t.Helper()
+	req := matrix.Request{
+		Commits:   []matrix.Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
+		Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 3, Duration: time.Second,
+		Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
+	}
+	plan, err := matrix.PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a"}, {Label: "patch", Ref: "b", SHA: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := results.WritePlan(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Cells {
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
+			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
+		if err := results.AppendRecord(dir, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return plan, dir
 }

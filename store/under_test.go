@@ -18,24 +18,25 @@ import (
 	"github.com/pgabtest/abtest/store/storetest"
 )
 
-// TestNightsUnderDir: a nightly job's nights are the runs stored from
-// under its runs directory; a run from elsewhere in the same store is
-// neither a night nor a point of the nights' series, though History
-// (every run) has it. On SQLite and on PostgreSQL.
-func TestNightsUnderDir(t *testing.T) {
-	checkNights(t, openSQLite(t))
+// TestRunsUnderDir: the runs under a directory (a nightly job's
+// root/runs) are those stored from there, with their commits; a run from
+// elsewhere in the same store is neither one of them nor a point of
+// their series, though History (every run) has it. On SQLite and on
+// PostgreSQL.
+func TestRunsUnderDir(t *testing.T) {
+	checkRunsUnder(t, openSQLite(t))
 }
 
-func TestNightsUnderDirPostgres(t *testing.T) {
+func TestRunsUnderDirPostgres(t *testing.T) {
 	s, err := store.Open(context.Background(), startPostgres(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	checkNights(t, s)
+	checkRunsUnder(t, s)
 }
 
-func checkNights(t *testing.T, s *store.Store) {
+func checkRunsUnder(t *testing.T, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
@@ -46,24 +47,26 @@ func checkNights(t *testing.T, s *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Nights(ctx, filepath.Join(root, "runs"), "head", analysis.Options{})
+	got, err := s.RunsUnder(ctx, filepath.Join(root, "runs"), analysis.Options{})
 	if err != nil || len(got) != 3 {
-		t.Fatalf("nights: %+v, %v", got, err)
+		t.Fatalf("runs under: %+v, %v", got, err)
 	}
-	for i, nt := range got {
-		if nt.Head != storetest.NightSHA(i) || nt.Base != storetest.BaseSHA || nt.Dir != nights[i] || nt.Failed != "" || len(nt.Regressions) != 0 {
-			t.Errorf("night %d = %+v", i, nt)
+	for i, r := range got {
+		if len(r.Commits) != 2 || r.Baseline != "base" || r.Commits[0].Label != "base" || r.Commits[0].SHA != storetest.BaseSHA ||
+			r.Commits[1].Label != "head" || r.Commits[1].SHA != storetest.NightSHA(i) ||
+			r.Dir != nights[i] || r.Status != results.GateOK || r.Failed != "" || len(r.Regressions) != 0 {
+			t.Errorf("run %d = %+v", i, r)
 		}
 	}
-	series, err := s.NightSeries(ctx, filepath.Join(root, "runs"), []string{"tps"})
+	series, err := s.SeriesUnder(ctx, filepath.Join(root, "runs"), []string{"tps"})
 	if err != nil || len(series) != 1 || len(series[0].Points) != 3 || series[0].Metric != "tps" {
-		t.Errorf("night series: %+v, %v", series, err)
+		t.Errorf("series under: %+v, %v", series, err)
 	}
 	all, _ := s.History(ctx, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
 	if len(all.Points) != 4 {
 		t.Errorf("history of every run: %d points, want 4", len(all.Points))
 	}
-	if none, err := s.Nights(ctx, filepath.Join(root, "run"), "head", analysis.Options{}); err != nil || len(none) != 0 {
+	if none, err := s.RunsUnder(ctx, filepath.Join(root, "run"), analysis.Options{}); err != nil || len(none) != 0 {
 		t.Errorf("a directory that is only a prefix of runs/: %+v, %v", none, err)
 	}
 }
@@ -85,15 +88,15 @@ func TestExists(t *testing.T) {
 	}
 }
 
-// TestNightStatusIsTheGate: a night's status in the store is what
-// analysis.Report.Gate says of its run (regression → 1, could not answer
+// TestRunStatusIsTheGate: a run's status in the store (RunsUnder) is what
+// analysis.Report.Gate says of it (regression → 1, could not answer
 // → 3, else 0), incomplete metrics kept: a gated metric missing in one
-// head cell fails the night; beside a regression in another
+// head cell fails the run; beside a regression in another
 // configuration the regression wins (the store used to say failed); a
 // report-only metric missing, or nothing wrong, is ok; a failed cell
 // fails it; every cell there but TPS too noisy for an answer is
 // unanswered (exit 3), neither ok nor failed.
-func TestNightStatusIsTheGate(t *testing.T) {
+func TestRunStatusIsTheGate(t *testing.T) {
 	ctx := context.Background()
 	s := openSQLite(t)
 	root := filepath.Join(t.TempDir(), "runs")
@@ -148,9 +151,9 @@ func TestNightStatusIsTheGate(t *testing.T) {
 		}
 		dirs = append(dirs, dir)
 	}
-	nights, err := s.Nights(ctx, root, "head", analysis.Options{})
-	if err != nil || len(nights) != len(cases) {
-		t.Fatalf("nights: %+v, %v", nights, err)
+	runs, err := s.RunsUnder(ctx, root, analysis.Options{})
+	if err != nil || len(runs) != len(cases) {
+		t.Fatalf("runs under: %+v, %v", runs, err)
 	}
 	for i, tc := range cases {
 		in, err := analysis.Load(dirs[i])
@@ -162,20 +165,20 @@ func TestNightStatusIsTheGate(t *testing.T) {
 			t.Fatal(err)
 		}
 		gate := rep.Gate()
-		nt := nights[i]
-		if exitcode.Code(gate) != tc.code || analysis.GateStatus(gate) != tc.want || nt.Status != tc.want {
-			t.Errorf("%s: gate %v (exit %d), store's night %q (%s); want %s, exit %d", tc.name, gate, exitcode.Code(gate), nt.Status, nt.Failed, tc.want, tc.code)
+		r := runs[i]
+		if exitcode.Code(gate) != tc.code || analysis.GateStatus(gate) != tc.want || r.Status != tc.want {
+			t.Errorf("%s: gate %v (exit %d), store's run %q (%s); want %s, exit %d", tc.name, gate, exitcode.Code(gate), r.Status, r.Failed, tc.want, tc.code)
 		}
-		if (nt.Failed != "") != (tc.want == results.GateFailed) || (len(nt.Regressions) > 0) != (tc.want == results.GateRegression) {
-			t.Errorf("%s: night %+v", tc.name, nt)
+		if (r.Failed != "") != (tc.want == results.GateFailed) || (len(r.Regressions) > 0) != (tc.want == results.GateRegression) {
+			t.Errorf("%s: run %+v", tc.name, r)
 		}
 	}
-	// The job's gate options decide too: a 10 % TPS drop under a 20 %
+	// The caller's gate options decide too: a 10 % TPS drop under a 20 %
 	// threshold is no regression, and the incomplete metric beside it
-	// fails the night.
-	nights, err = s.Nights(ctx, root, "head", analysis.Options{Thresholds: map[string]float64{"tps": 20}})
-	if err != nil || nights[1].Status != results.GateFailed {
-		t.Errorf("with a 20 %% TPS threshold: %+v, %v; want the regression night failed (incomplete), not a regression", nights[1], err)
+	// fails the run.
+	runs, err = s.RunsUnder(ctx, root, analysis.Options{Thresholds: map[string]float64{"tps": 20}})
+	if err != nil || runs[1].Status != results.GateFailed {
+		t.Errorf("with a 20 %% TPS threshold: %+v, %v; want the regression run failed (incomplete), not a regression", runs[1], err)
 	}
 }
 
