@@ -3,10 +3,13 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/gatesim"
 )
 
 // TestDeltaAgreesWithMedians: in every format, a Δ whose sign
@@ -138,6 +141,45 @@ func checkJSONSigns(t *testing.T, name string, js []byte) {
 			}
 			if contradicts(*row.Stats[0].Median, *st.Median, *st.DeltaPct) != st.MediansDisagree {
 				t.Errorf("%s json: %s %s %s: medians %v → %v, Δ %v, medians_disagree %v", name, row.Config, row.Metric, st.Commit, *row.Stats[0].Median, *st.Median, *st.DeltaPct, st.MediansDisagree)
+			}
+		}
+	}
+}
+
+// TestAANeverBetterOrWorse (issue 23): 100 synthetic A/A runs of the
+// README's design (4 configurations × 8 repeats, the full metric set, 2 %
+// noise, sporadic failed transactions) print no better or worse
+// anywhere: not in report.md's tables, the text tables or report.json.
+func TestAANeverBetterOrWorse(t *testing.T) {
+	md := regexp.MustCompile(`\| (better|worse)\b`)
+	txt := regexp.MustCompile(`(?m)\s(better|worse)\*?$`)
+	js := regexp.MustCompile(`"verdict": "(better|worse)"`)
+	rng := rand.New(rand.NewSource(2312))
+	// Run 0 is the control: a −15 % change, which every format calls
+	// worse; the 100 after it are A/A.
+	for run := range 101 {
+		effect := 0.0
+		if run == 0 {
+			effect = -0.15
+		}
+		r := simRun(t, rng, gatesim.Design{Configs: 4, Repeats: 8, Effect: effect, Noise: gatesim.Noise{CV: 0.02}, Full: true, FailedCells: 0.01})
+		r.Plan.Options.Workloads = []string{"select1", "churn", "slow_churn", "within_max"}
+		var m, x, j bytes.Buffer
+		if err := r.WriteMarkdown(&m); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteText(&x); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteJSON(&j); err != nil {
+			t.Fatal(err)
+		}
+		for name, found := range map[string]string{"report.md": md.FindString(m.String()), "text": txt.FindString(x.String()), "report.json": js.FindString(j.String())} {
+			switch {
+			case run == 0 && found == "":
+				t.Fatalf("control: %s does not call a −15 %% change worse", name)
+			case run > 0 && found != "":
+				t.Errorf("A/A run %d: %s says %q", run, name, strings.TrimSpace(found))
 			}
 		}
 	}
