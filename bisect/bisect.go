@@ -184,15 +184,17 @@ func Identify(deps *Deps, r *Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	cfg := results.Config{Workload: r.Matrix.Workloads[0], Clients: r.Matrix.Clients[0], Settings: map[string]string{}, Instructions: r.instructions()}
-	if len(r.Matrix.CPUs) == 1 && !cfg.Instructions {
-		cfg.CPUs = r.Matrix.CPUs[0]
+	// The one configuration a step measures, as the matrix plans it.
+	var labels []results.Commit
+	for _, l := range []string{"good", "step", "bad"} {
+		labels = append(labels, results.Commit{Label: l, Build: l})
 	}
-	for _, s := range r.Matrix.Settings {
-		cfg.Settings[s.Name] = s.Values[0]
+	p, err := matrix.PlanFor(r.step(good.SHA, good.SHA, bad.SHA, r.Repeats), labels)
+	if err != nil {
+		return Identity{}, err
 	}
 	return Identity{
-		Good: good.SHA, Bad: bad.SHA, Metric: r.Metric, Threshold: r.threshold(), Config: cfg.ID(),
+		Good: good.SHA, Bad: bad.SHA, Metric: r.Metric, Threshold: r.threshold(), Config: p.Configs[0].ID(),
 		DurationS: r.Matrix.Duration.Seconds(), WarmupS: r.Matrix.Warmup.Seconds(), Protocol: r.Matrix.Protocol, Build: string(r.Matrix.Build),
 	}, nil
 }
