@@ -388,22 +388,29 @@ func (r *Report) writeTimeWentOne(w io.Writer, tw TimeWent) {
 // writeUnresolvedHint says how to get symbols for the binaries whose
 // samples (or instructions: what) the profiler could not name.
 func writeUnresolvedHint(w io.Writer, us []Unresolved, what string) {
-	byCommit := map[string][]string{}
 	var commits []string
-	total := map[string]float64{}
+	named := map[string][]string{}
+	unnamed, total := map[string]float64{}, map[string]float64{}
 	for _, u := range us {
-		if byCommit[u.Commit] == nil {
+		if !slices.Contains(commits, u.Commit) {
 			commits = append(commits, u.Commit)
 		}
-		name := u.Binary
-		if name == "" {
-			name = "binary not named"
+		if u.Binary == "" {
+			unnamed[u.Commit] += u.Pct
+		} else {
+			named[u.Commit] = append(named[u.Commit], fmt.Sprintf("%s %.0f %%", u.Binary, u.Pct))
 		}
-		byCommit[u.Commit] = append(byCommit[u.Commit], fmt.Sprintf("%s %.0f %%", name, u.Pct))
 		total[u.Commit] += u.Pct
 	}
 	for _, c := range commits {
-		fmt.Fprintf(w, "\n> Missing symbols: %.0f %% of %s's %s are unresolved (%s). The profiler needs the binaries' symbols: rebuild with `--profiling` (keeps symbols and frame pointers at the same optimisation; `-b debug` would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build.\n", total[c], c, what, strings.Join(byCommit[c], ", "))
+		in := ""
+		if parts := named[c]; len(parts) > 0 {
+			if unnamed[c] >= 0.5 {
+				parts = append(parts, fmt.Sprintf("binary not named %.0f %%", unnamed[c]))
+			}
+			in = " (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Fprintf(w, "\n> Missing symbols: %.0f %% of %s's %s are unresolved%s. The profiler needs the binaries' symbols: rebuild with `--profiling` (keeps symbols and frame pointers at the same optimisation; `-b debug` would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build.\n", total[c], c, what, in)
 	}
 }
 
