@@ -421,3 +421,37 @@ func plural(n int, what string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
+
+// writeTimeWentText is the perf diff of the text report: per commit its
+// samples, the changes beyond noise (or that there are none) and the
+// baseline's top functions, wrapped to a mail's width.
+func (r *Report) writeTimeWentText(w io.Writer) {
+	if len(r.TimeWent) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nWhere the time went (share of CPU samples, changes beyond noise)\n\n")
+	for _, tw := range r.TimeWent {
+		head := fmt.Sprintf("%s %s: %d samples (%s %d)", tw.Config, tw.Commit, tw.Samples, r.Baseline, tw.BaseSamples)
+		if len(tw.Deltas) == 0 {
+			head += ": no difference beyond noise"
+		}
+		wrap(w, "  ", "    ", head)
+		for _, d := range tw.Deltas {
+			wrap(w, "    ", "      ", fmt.Sprintf("%s %.1f %% → %.1f %% (%+.1f points; %d → %d samples, p %.2g)", d.Name, d.Base, d.New, d.Diff, d.BaseSamples, d.NewSamples, d.P))
+		}
+		var top []string
+		for _, t := range tw.Top {
+			top = append(top, fmt.Sprintf("%s %.0f %%", t.Name, t.Base))
+		}
+		if len(top) > 0 {
+			wrap(w, "    ", "      ", fmt.Sprintf("top of %s: %s", r.Baseline, strings.Join(top, ", ")))
+		}
+		for _, u := range tw.Unresolved {
+			bin := u.Binary
+			if bin == "" {
+				bin = "a binary"
+			}
+			wrap(w, "    ", "      ", fmt.Sprintf("%s: %.0f %% of %s's samples unresolved: rebuild with --profiling or install its -dbgsym package", bin, u.Pct, u.Commit))
+		}
+	}
+}

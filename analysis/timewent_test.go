@@ -204,3 +204,43 @@ func TestTimeWentUnknownHint(t *testing.T) {
 		t.Errorf("hint at 2 %%: %+v", tw.Unresolved)
 	}
 }
+
+// TestTimeWentText: the text report's perf diff says the same within 80
+// columns: the A/A pair has no difference beyond noise, the shift is
+// listed with its samples, the unresolved share is named.
+func TestTimeWentText(t *testing.T) {
+	shifted := slices.Clone(serverMix)
+	shifted[0] = share{"LWLockAcquire", 0.60}
+	unknown := append(slices.Clone(serverMix), share{"[unknown] postgres", 0.26})
+	for i := range serverMix {
+		shifted[i].p *= 0.40 / 0.86
+		unknown[i].p *= 0.74
+	}
+	shifted[0].p = 0.60
+	r := &Report{Baseline: "base", TimeWent: []TimeWent{
+		perfPairMem(1, serverMix, serverMix, 38, 1),
+		perfPairMem(2, serverMix, shifted, 200, 1),
+		perfPairMem(3, unknown, unknown, 1000, 1),
+	}}
+	var b bytes.Buffer
+	r.writeTimeWentText(&b)
+	out := b.String()
+	for _, want := range []string{
+		"select1/c2/cpuall patch: 38 samples (base 38): no difference beyond noise",
+		"LWLockAcquire 1",
+		"postgres: 2",
+		"% of base's samples unresolved: rebuild with --profiling",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`LWLockAcquire \d+\.\d % → \d+\.\d % \(\+\d+\.\d points; \d+ → \d+ samples`).MatchString(out) {
+		t.Errorf("no shift line:\n%s", out)
+	}
+	for line := range strings.Lines(out) {
+		if n := len([]rune(strings.TrimSuffix(line, "\n"))); n > 80 {
+			t.Errorf("line of %d columns: %q", n, line)
+		}
+	}
+}
