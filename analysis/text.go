@@ -42,6 +42,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	r.writeTextSetup(w)
 	r.writeInstrText(w)
+	r.writeTimeWentText(w)
 	r.writeTextLeftOut(w)
 	return nil
 }
