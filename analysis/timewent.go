@@ -388,30 +388,40 @@ func (r *Report) writeTimeWentOne(w io.Writer, tw TimeWent) {
 // writeUnresolvedHint says how to get symbols for the binaries whose
 // samples (or instructions: what) the profiler could not name.
 func writeUnresolvedHint(w io.Writer, us []Unresolved, what string) {
-	var commits []string
-	named := map[string][]string{}
-	unnamed, total := map[string]float64{}, map[string]float64{}
+	for _, u := range unresolvedSides(us) {
+		fmt.Fprintf(w, "\n> Missing symbols: %.0f %% of %s's %s are unresolved%s. The profiler needs the binaries' symbols: rebuild with `--profiling` (keeps symbols and frame pointers at the same optimisation; `-b debug` would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build.\n", u.Pct, u.Commit, what, u.Binary)
+	}
+}
+
+// unresolvedSides sums us per commit: Pct the commit's unresolved
+// share, Binary the binaries perf named (" (postgres 18 %, libc.so.6
+// 2 %)"; those under 0.5 % left out), or "" when it named none.
+func unresolvedSides(us []Unresolved) []Unresolved {
+	var out []Unresolved
+	var parts [][]string
+	var named []bool
 	for _, u := range us {
-		if !slices.Contains(commits, u.Commit) {
-			commits = append(commits, u.Commit)
+		i := slices.IndexFunc(out, func(o Unresolved) bool { return o.Commit == u.Commit })
+		if i < 0 {
+			i = len(out)
+			out, parts, named = append(out, Unresolved{Commit: u.Commit}), append(parts, nil), append(named, false)
 		}
-		if u.Binary == "" {
-			unnamed[u.Commit] += u.Pct
-		} else {
-			named[u.Commit] = append(named[u.Commit], fmt.Sprintf("%s %.0f %%", u.Binary, u.Pct))
-		}
-		total[u.Commit] += u.Pct
-	}
-	for _, c := range commits {
-		in := ""
-		if parts := named[c]; len(parts) > 0 {
-			if unnamed[c] >= 0.5 {
-				parts = append(parts, fmt.Sprintf("binary not named %.0f %%", unnamed[c]))
+		out[i].Pct += u.Pct
+		if u.Pct >= 0.5 {
+			name := u.Binary
+			if name == "" {
+				name = "binary not named"
 			}
-			in = " (" + strings.Join(parts, ", ") + ")"
+			parts[i] = append(parts[i], fmt.Sprintf("%s %.0f %%", name, u.Pct))
+			named[i] = named[i] || u.Binary != ""
 		}
-		fmt.Fprintf(w, "\n> Missing symbols: %.0f %% of %s's %s are unresolved%s. The profiler needs the binaries' symbols: rebuild with `--profiling` (keeps symbols and frame pointers at the same optimisation; `-b debug` would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build.\n", total[c], c, what, in)
 	}
+	for i := range out {
+		if named[i] {
+			out[i].Binary = " (" + strings.Join(parts[i], ", ") + ")"
+		}
+	}
+	return out
 }
 
 // plural is "1 profile" or "n profiles".
@@ -446,12 +456,8 @@ func (r *Report) writeTimeWentText(w io.Writer) {
 		if len(top) > 0 {
 			wrap(w, "    ", "      ", fmt.Sprintf("top of %s: %s", r.Baseline, strings.Join(top, ", ")))
 		}
-		for _, u := range tw.Unresolved {
-			bin := u.Binary
-			if bin == "" {
-				bin = "a binary"
-			}
-			wrap(w, "    ", "      ", fmt.Sprintf("%s: %.0f %% of %s's samples unresolved: rebuild with --profiling or install its -dbgsym package", bin, u.Pct, u.Commit))
+		for _, u := range unresolvedSides(tw.Unresolved) {
+			wrap(w, "    ", "      ", fmt.Sprintf("missing symbols: %.0f %% of %s's samples unresolved%s: rebuild with --profiling, or install the -dbgsym package of a binary abtest did not build", u.Pct, u.Commit, u.Binary))
 		}
 	}
 }
