@@ -33,8 +33,18 @@ type InstrWent struct {
 	DiffPct float64         `json:"diff_pct"`
 	Verdict results.Verdict `json:"verdict"`
 	// Deltas are the functions with the largest |Δ instructions/tx|,
-	// from the cells' per-function profiles (valgrind only).
+	// from the cells' per-function profiles (valgrind only): functions
+	// valgrind could not name (bare addresses) summed into one row
+	// (profiles.UnresolvedAddresses), rows whose change rounds to 0.0
+	// left out.
 	Deltas []profiles.Delta `json:"deltas,omitempty"`
+	// ProfileBase and ProfileNew are the profiles' instructions per
+	// transaction over all functions: what the rows add up to.
+	ProfileBase float64 `json:"profile_base,omitempty"`
+	ProfileNew  float64 `json:"profile_new,omitempty"`
+	// Unresolved is the share of each side's instructions in functions
+	// valgrind could not name, when over unresolvedHintPct.
+	Unresolved []Unresolved `json:"unresolved,omitempty"`
 	// DiffProfile is the diff profile's path once written (WritePlots).
 	DiffProfile string `json:"diff_profile,omitempty"`
 	// Note says why there is no comparison (methods differ).
@@ -119,14 +129,73 @@ func (r *Report) instrWent(config, commit string, b, c *instrGroup) InstrWent {
 		}
 	}
 	if b.prof != nil && c.prof != nil {
-		ds := profiles.Compare(b.prof, c.prof, b.tx, c.tx)
-		profiles.SortByMagnitude(ds)
-		iw.Deltas = ds[:min(10, len(ds))]
-		if d, err := profiles.Diff(b.prof, c.prof, b.tx, c.tx); err == nil {
-			iw.diff = d
-		}
+		r.instrDeltas(&iw, b, c)
 	}
 	return iw
+}
+
+// instrDeltas fills iw's per-function rows from the two sides' profiles.
+func (r *Report) instrDeltas(iw *InstrWent, b, c *instrGroup) {
+	ds := groupUnresolved(profiles.Compare(b.prof, c.prof, b.tx, c.tx))
+	if b.tx > 0 && c.tx > 0 {
+		_, tb := profiles.Funcs(b.prof, false)
+		_, tc := profiles.Funcs(c.prof, false)
+		iw.ProfileBase, iw.ProfileNew = float64(tb)/b.tx, float64(tc)/c.tx
+	}
+	for _, side := range []struct {
+		commit string
+		p      *profile.Profile
+	}{{r.Baseline, b.prof}, {iw.Commit, c.prof}} {
+		if pct := unresolvedPct(side.p); pct > unresolvedHintPct {
+			iw.Unresolved = append(iw.Unresolved, Unresolved{Commit: side.commit, Pct: pct})
+		}
+	}
+	// Shown to one decimal: a row that prints as ±0.0 says nothing.
+	ds = slices.DeleteFunc(ds, func(d profiles.Delta) bool { return math.Abs(d.Diff) < 0.05 })
+	profiles.SortByMagnitude(ds)
+	iw.Deltas = ds[:min(10, len(ds))]
+	if d, err := profiles.Diff(b.prof, c.prof, b.tx, c.tx); err == nil {
+		iw.diff = d
+	}
+}
+
+// unresolvedPct is the share of p's flat total in functions the
+// profiler could not name.
+func unresolvedPct(p *profile.Profile) float64 {
+	fs, total := profiles.Funcs(p, false)
+	var sum int64
+	for _, f := range fs {
+		if _, ok := profiles.Unresolved(f.Name); ok {
+			sum += f.Flat
+		}
+	}
+	if total <= 0 {
+		return 0
+	}
+	return 100 * float64(sum) / float64(total)
+}
+
+// groupUnresolved sums the rows of functions valgrind could not name
+// (bare addresses, one row each) into one.
+func groupUnresolved(ds []profiles.Delta) []profiles.Delta {
+	var out []profiles.Delta
+	var sum *profiles.Delta
+	for _, d := range ds {
+		if _, ok := profiles.Unresolved(d.Name); !ok {
+			out = append(out, d)
+			continue
+		}
+		if sum == nil {
+			sum = &profiles.Delta{Name: profiles.UnresolvedAddresses, Unit: d.Unit}
+		}
+		sum.Base += d.Base
+		sum.New += d.New
+		sum.Diff += d.Diff
+	}
+	if sum != nil {
+		out = append(out, *sum)
+	}
+	return out
 }
 
 // writeInstrDiffs writes each instruction diff profile into dir.
@@ -167,18 +236,33 @@ func (r *Report) writeInstructions(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", iw.Config, iw.Commit, iw.Method, groupDigits(iw.Base, false), groupDigits(iw.New, false), groupDigits(iw.Diff, true), pct(iw.DiffPct), text.OrDash(string(iw.Verdict)))
 	}
 	for _, iw := range r.Instructions {
-		if len(iw.Deltas) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n### Where the instructions went: %s, %s\n\n", iw.Config, iw.Commit)
-		if iw.DiffProfile != "" {
-			fmt.Fprintf(w, "diff profile: [%s](%s)\n\n", iw.DiffProfile, iw.DiffProfile)
-		}
+		r.writeInstrWent(w, iw)
+	}
+}
+
+// writeInstrWent is one "where the instructions went" table: the
+// functions whose instructions per transaction changed most, against
+// the profiles' totals.
+func (r *Report) writeInstrWent(w io.Writer, iw InstrWent) {
+	if iw.diff == nil && iw.DiffProfile == "" && len(iw.Deltas) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Where the instructions went: %s, %s\n\n", iw.Config, iw.Commit)
+	if iw.DiffProfile != "" {
+		fmt.Fprintf(w, "diff profile: [%s](%s)\n\n", iw.DiffProfile, iw.DiffProfile)
+	}
+	if len(iw.Deltas) == 0 {
+		fmt.Fprintf(w, "No function's instructions per transaction changed by 0.05 or more.\n")
+	} else {
 		fmt.Fprintf(w, "| function | %s (instr/tx) | %s | Δ instructions/tx |\n|---|---|---|---|\n", r.Baseline, iw.Commit)
 		for _, d := range iw.Deltas {
 			fmt.Fprintf(w, "| `%s` | %.1f | %.1f | %+.1f |\n", d.Name, d.Base, d.New, d.Diff)
 		}
+		if iw.ProfileBase > 0 || iw.ProfileNew > 0 {
+			fmt.Fprintf(w, "| all functions | %.1f | %.1f | %+.1f |\n", iw.ProfileBase, iw.ProfileNew, iw.ProfileNew-iw.ProfileBase)
+		}
 	}
+	writeUnresolvedHint(w, iw.Unresolved, "instructions")
 }
 
 // writeInstrText is the instruction summary of the text report.

@@ -2,11 +2,15 @@ package analysis
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/perf/profiles"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -74,5 +78,80 @@ func TestGroupDigits(t *testing.T) {
 		if got := groupDigits(x, true); got != want {
 			t.Errorf("groupDigits(%v) = %q, want %q", x, got, want)
 		}
+	}
+}
+
+// instrProfile is a valgrind instruction profile: one sample per
+// function, its instructions.
+func instrProfile(funcs map[string]int64) *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "instructions", Unit: "count"}},
+		PeriodType: &profile.ValueType{Type: "instructions", Unit: "count"},
+	}
+	for name, v := range funcs {
+		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name}
+		loc := &profile.Location{ID: fn.ID, Line: []profile.Line{{Function: fn}}}
+		p.Function, p.Location = append(p.Function, fn), append(p.Location, loc)
+		p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{v}})
+	}
+	return p
+}
+
+// TestInstrWentRows: rows whose change prints as ±0.0 instructions/tx
+// are left out, valgrind's bare addresses are summed into one row (and
+// a large share of them gets the missing-symbols hint), rows are sorted
+// by |Δ| and end with the profiles' totals.
+func TestInstrWentRows(t *testing.T) {
+	const tx = 1000
+	base := map[string]int64{
+		"ExecInterpExpr": 5_000_000, "LWLockAcquire": 2_000_000, "palloc": 1_000_000, "pfree": 700_000,
+		"0x0000000004a1b2c0": 900_000, "0x000000000010a3b0": 300_000, "0x7f3a2b1c": 100_000,
+	}
+	cur := map[string]int64{
+		"ExecInterpExpr":     5_000_040,                                                     // +0.04/tx: prints as +0.0
+		"LWLockAcquire":      2_300_000,                                                     // +300
+		"palloc":             1_000_000,                                                     // 0
+		"pfree":              699_000,                                                       // −1
+		"hash_bytes":         200,                                                           // new, +0.2
+		"0x0000000004a1b2c0": 950_000, "0x000000000010a3b0": 300_000, "0x7f3a2b1c": 110_000, // +60 in all
+	}
+	r := &Report{Baseline: "base", Plan: &results.Plan{Options: results.PlanOpts{Instructions: true}}}
+	b := &instrGroup{values: []float64{10000}, methods: []string{"valgrind-callgrind"}, prof: instrProfile(base), tx: tx}
+	c := &instrGroup{values: []float64{10361.2}, methods: []string{"valgrind-callgrind"}, prof: instrProfile(cur), tx: tx}
+	iw := r.instrWent("select1/instr/cpuall", "patch", b, c)
+	var names []string
+	for _, d := range iw.Deltas {
+		names = append(names, d.Name)
+	}
+	if want := []string{"LWLockAcquire", profiles.UnresolvedAddresses, "pfree", "hash_bytes"}; !slices.Equal(names, want) {
+		t.Errorf("rows %v, want %v", names, want)
+	}
+	if iw.ProfileBase != 10000 || iw.ProfileNew != 10359.24 {
+		t.Errorf("totals %v → %v, want 10000 → 10359.24", iw.ProfileBase, iw.ProfileNew)
+	}
+	r.Instructions = []InstrWent{iw}
+	var md bytes.Buffer
+	r.writeInstructions(&md)
+	for _, want := range []string{
+		"| `[unresolved addresses]` | 1300.0 | 1360.0 | +60.0 |",
+		"| all functions | 10000.0 | 10359.2 | +359.2 |",
+		"Missing symbols: 13 % of base's instructions are unresolved. ",
+		"Missing symbols: 13 % of patch's instructions are unresolved",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	for _, bad := range []string{"| +0.0 |", "| -0.0 |", "`0x", "ExecInterpExpr", "palloc"} {
+		if strings.Contains(md.String(), bad) {
+			t.Errorf("markdown has %q:\n%s", bad, md.String())
+		}
+	}
+	// Under 10 % unresolved: no hint.
+	delete(base, "0x0000000004a1b2c0")
+	delete(cur, "0x0000000004a1b2c0")
+	b.prof, c.prof = instrProfile(base), instrProfile(cur)
+	if iw := r.instrWent("select1/instr/cpuall", "patch", b, c); len(iw.Unresolved) > 0 {
+		t.Errorf("hint at 4 %%: %+v", iw.Unresolved)
 	}
 }

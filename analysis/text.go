@@ -35,6 +35,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.WriteTextSummary(w)
 	r.writeTextChanges(w)
 	r.writeWaitShiftsText(w)
+	r.writeTimeWentText(w)
 	r.writeInstrText(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		for _, c := range others {

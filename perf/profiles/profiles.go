@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/google/pprof/profile"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -106,6 +107,64 @@ type Delta struct {
 	// a function's count n has variance n. A large |Z| is a change the
 	// sampling cannot explain, however small the function.
 	Z float64 `json:"z"`
+	// BaseSamples and NewSamples are the function's flat samples in each
+	// side, and P the two-sided p-value of the change, when the delta
+	// comes from a test of sample counts (the analysis's perf diff).
+	BaseSamples int64   `json:"base_samples,omitempty"`
+	NewSamples  int64   `json:"new_samples,omitempty"`
+	P           float64 `json:"p,omitempty"`
+}
+
+// FlatSamples returns the number of samples with each function on top
+// of the stack, and the profile's number of samples. A sample's count is
+// its value over the profile's period, rounded and at least 1: pprof
+// merges samples of one stack into one (profile.Merge), and a merged
+// sample must count as the samples it holds. A profile without a period
+// (instruction counts) counts one per sample.
+func FlatSamples(p *profile.Profile) (map[string]int64, int64) {
+	flat := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		if len(s.Value) == 0 || s.Value[0] == 0 {
+			continue
+		}
+		n := int64(1)
+		if p.Period > 0 {
+			n = max(1, int64(math.Round(math.Abs(float64(s.Value[0]))/float64(p.Period))))
+		}
+		total += n
+		if len(s.Location) > 0 && len(s.Location[0].Line) > 0 && s.Location[0].Line[0].Function != nil {
+			flat[s.Location[0].Line[0].Function.Name] += n
+		}
+	}
+	return flat, total
+}
+
+// UnresolvedAddresses names the row that Unresolved functions of an
+// instruction profile are summed into.
+const UnresolvedAddresses = "[unresolved addresses]"
+
+// Unresolved says whether name is a function the profiler could not
+// name, and in which binary when it says: perf's "[unknown]" (named
+// "[unknown] BINARY" by perf.Profile), valgrind's bare addresses
+// ("0x00000000004a1b20") and the row they are summed into.
+func Unresolved(name string) (binary string, ok bool) {
+	if rest, ok := strings.CutPrefix(name, "[unknown]"); ok {
+		return strings.TrimSpace(rest), true
+	}
+	if name == UnresolvedAddresses {
+		return "", true
+	}
+	hex, ok := strings.CutPrefix(name, "0x")
+	if !ok || hex == "" {
+		return "", false
+	}
+	for _, c := range hex {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return "", false
+		}
+	}
+	return "", true
 }
 
 // Compare lists per-function changes from base to cur, biggest increase
