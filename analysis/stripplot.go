@@ -69,8 +69,13 @@ func (w *plotWriter) commitsWithValues(row Row) int {
 func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
 	p := plot.New()
+	def, _ := w.r.Plan.Metrics.Get(row.Metric)
 	p.Title.Text = row.Metric + ": " + row.Config
-	p.Y.Label.Text = row.Metric + " (points: repeats; line: median, bars: 95% CI)"
+	p.Y.Label.Text = row.Metric
+	if def.Unit != "" {
+		p.Y.Label.Text += " (" + def.Unit + ")"
+	}
+	p.X.Label.Text = "points: repeats; line: median; bars: its 95% CI"
 	var ticks []plot.Tick
 	for i, st := range row.Stats {
 		x := float64(i + 1)
@@ -104,7 +109,7 @@ func (w *plotWriter) addStrip(p *plot.Plot, st Stat, x float64) error {
 	if err != nil {
 		return err
 	}
-	sc.GlyphStyle.Color = faded(w.colour[st.Commit])
+	sc.GlyphStyle.Color = w.colour[st.Commit]
 	sc.GlyphStyle.Radius = vg.Points(2.5)
 	med, err := plotter.NewLine(plotter.XYs{{X: x - 0.25, Y: st.Median}, {X: x + 0.25, Y: st.Median}})
 	if err != nil {
