@@ -282,15 +282,8 @@ func (s *InstrSpec) check() error {
 	case s.Transactions < 0:
 		return exitcode.BadInputf("instructions: -t %d: want a positive number of transactions", s.Transactions)
 	}
-	switch s.Protocol {
-	case "":
-		s.Protocol = "simple"
-	case "simple", "extended", "prepared":
-	default:
-		return exitcode.BadInputf("-M %q: use simple, extended or prepared", s.Protocol)
-	}
-	if s.Workload.SimpleOnly && s.Protocol != "simple" {
-		return exitcode.BadInputf("workload %s needs -M simple", s.Workload.Name)
+	if err := checkProtocol(&s.Protocol, s.Workload); err != nil {
+		return err
 	}
 	switch s.Method {
 	case "", InstrValgrind, InstrPerfStat:

@@ -127,17 +127,26 @@ func quoteConn(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 }
 
-// Check validates spec before anything runs.
-func (s *Spec) Check() error {
-	switch s.Protocol {
+// checkProtocol defaults *p to simple and checks it against the
+// workload (-M).
+func checkProtocol(p *string, w Workload) error {
+	switch *p {
 	case "":
-		s.Protocol = "simple"
+		*p = "simple"
 	case "simple", "extended", "prepared":
 	default:
-		return exitcode.BadInputf("-M %q: use simple, extended or prepared", s.Protocol)
+		return exitcode.BadInputf("-M %q: use simple, extended or prepared", *p)
 	}
-	if s.Workload.SimpleOnly && s.Protocol != "simple" {
-		return exitcode.BadInputf("workload %s needs -M simple: its distinct query texts come from pgbench's textual substitution of variables, which -M %s turns into bind parameters", s.Workload.Name, s.Protocol)
+	if w.SimpleOnly && *p != "simple" {
+		return exitcode.BadInputf("workload %s needs -M simple: its distinct query texts come from pgbench's textual substitution of variables, which -M %s turns into bind parameters", w.Name, *p)
+	}
+	return nil
+}
+
+// Check validates spec before anything runs.
+func (s *Spec) Check() error {
+	if err := checkProtocol(&s.Protocol, s.Workload); err != nil {
+		return err
 	}
 	if s.Clients == 0 {
 		s.Clients = DefaultClients
