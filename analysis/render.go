@@ -124,7 +124,7 @@ func (r *Report) writeSummary(w io.Writer) {
 		}
 		line += fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
 		if sm.Behind > 0 {
-			line += fmt.Sprintf(" (and %d secondary tests not run: their primary did not change)", sm.Behind)
+			line += fmt.Sprintf(" (and %d secondary tests not run: their configuration's primary was not called better or worse)", sm.Behind)
 		}
 		if sm.Higher+sm.Lower > 0 {
 			line += fmt.Sprintf("; report-only: %d higher, %d lower", sm.Higher, sm.Lower)
@@ -484,7 +484,9 @@ func verdictText(st Stat) string {
 	v := string(st.Verdict)
 	switch st.Verdict {
 	case results.Unknown:
-		if isFinite(st.DetectablePct) {
+		if st.Behind {
+			v += " (not tested: the primary was not called a change)"
+		} else if isFinite(st.DetectablePct) {
 			v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
 		}
 	case results.Same:

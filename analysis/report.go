@@ -62,7 +62,7 @@ type Stat struct {
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
 	// Behind: a secondary gated metric left untested because its
-	// configuration's primary did not change (its verdict is unknown;
+	// configuration's primary was not called better or worse (its verdict is unknown;
 	// it is counted apart, as Summary.Behind).
 	Behind bool `json:"behind_primary,omitempty"`
 	// Note explains the verdict when it needs it.
@@ -384,10 +384,11 @@ func (g Geomean) Line(alpha float64) string {
 	case results.Same:
 		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within ±%.3g%%)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), g.MinEffectPct)
 	case results.Unknown:
-		s += " (neither a change nor within ±" + fmt.Sprintf("%.3g%%", g.MinEffectPct)
+		s += " ("
 		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
-			s += "; it could have detected " + pctAbs(g.DetectablePct)
+			s += "could not detect < " + pctAbs(g.DetectablePct) + "; "
 		}
+		s += "neither a change nor within ±" + fmt.Sprintf("%.3g%%", g.MinEffectPct)
 		if g.NeedRepeats > 0 {
 			s += fmt.Sprintf("; needs r ≥ %d, or a quieter host: abtest doctor", g.NeedRepeats)
 		}

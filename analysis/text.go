@@ -87,7 +87,7 @@ func (r *Report) writeTextSummary(w io.Writer) {
 		}
 		line += fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
 		if sm.Behind > 0 {
-			line += fmt.Sprintf(" (and %d secondary tests not run: their primary did not change)", sm.Behind)
+			line += fmt.Sprintf(" (and %d secondary tests not run: their configuration's primary was not called better or worse)", sm.Behind)
 		}
 		if sm.Higher+sm.Lower > 0 {
 			line += fmt.Sprintf("; report-only: %d higher, %d lower", sm.Higher, sm.Lower)
@@ -229,7 +229,9 @@ func shortVerdict(st Stat) string {
 	v := string(st.Verdict)
 	switch st.Verdict {
 	case results.Unknown:
-		if isFinite(st.DetectablePct) {
+		if st.Behind {
+			v = "untested"
+		} else if isFinite(st.DetectablePct) {
 			v += " <" + pctAbs(st.DetectablePct)
 		}
 	case results.Same:
@@ -249,7 +251,7 @@ func shortVerdict(st Stat) string {
 // writeTextLegend explains the marks of the tables.
 func (r *Report) writeTextLegend(w io.Writer) {
 	fmt.Fprintln(w)
-	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X). * reported only, not gated.")
+	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X; untested: a secondary metric, tested only where the configuration's primary was called better or worse). * reported only, not gated.")
 	for _, row := range r.Rows {
 		if anyDisagree([]Row{row}) {
 			wrap(w, "  ", "  ", disagreeNote)

@@ -72,7 +72,7 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 		case t.gatekept:
 			st.Behind = true
 			st.DetectablePct = math.NaN()
-			st.Note = "secondary: tested only where the configuration's primary changed, and it did not"
+			st.Note = "secondary: tested only where the configuration's primary was called better or worse, and it was not"
 		case t.paired && t.n < 2:
 			sum.Unreachable++
 			st.Note = fmt.Sprintf("%d pair(s): no test; give more repeats", t.n)

@@ -1,0 +1,188 @@
+package demo
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+// recordedRun is a real `make demo` run (plan.json and cells.jsonl; the
+// per-cell artifacts left out), so that what the demo says about its
+// patch is held by a test without building PostgreSQL.
+const recordedRun = "testdata/run"
+
+// TestRecordedRunTellsTheTruth analyses the recorded demo run as `make
+// demo` does and holds the shape of what a reader is told (issue 23):
+// the patch's real effect (pg_stat_statements deallocations down on
+// churn) is called; the counts that evictions void are never judged;
+// 0 against 0 is same; the TPS line is same or unknown with the change
+// it could not have detected, never "no change"; no ∞ anywhere; the text
+// fits a mail; and the pg_stat_statements LWLock wait shift is named
+// when the data has it. The text summary is a golden file, so that a
+// reviewer sees its exact wording.
+func TestRecordedRunTellsTheTruth(t *testing.T) {
+	rep, err := analysis.AnalyzeDirs(analysis.Options{}, recordedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary, text, md, js bytes.Buffer
+	rep.WriteTextSummary(&summary)
+	testenv.Golden(t, "summary.txt", summary.String())
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+
+	deallocsBetter, deallocsBehind := false, false
+	for _, row := range rep.Rows {
+		base, cands := split(rep, row)
+		for _, st := range cands {
+			switch {
+			case row.Metric == results.MetricPGSSDeallocs && strings.HasPrefix(row.Config, "churn/"):
+				deallocsBetter = st.Verdict == results.Better
+				// Known gap: a secondary metric is tested only where its
+				// configuration's primary (tps) was called better or
+				// worse. On the loaded host this run was recorded on, tps
+				// was unknown, so deallocations (184 → 62, p < 0.0001)
+				// were left untested; the report must then say so, never
+				// call them same or worse.
+				deallocsBehind = st.Verdict == results.Unknown && st.Behind && st.DeltaPct < 0 && st.P < rep.Alpha
+			case (row.Metric == results.MetricStatementsPerTx || row.Metric == results.MetricRowsPerTx) && judged(st.Verdict):
+				t.Errorf("%s on %s is %s: pg_stat_statements evictions void it", row.Metric, row.Config, st.Verdict)
+			}
+			if base != nil && allZero(base.Values) && allZero(st.Values) && st.N > 0 && st.Verdict != results.Same {
+				t.Errorf("%s on %s: 0 against 0 is %s, want same", row.Metric, row.Config, st.Verdict)
+			}
+		}
+	}
+	switch {
+	case deallocsBetter:
+	case deallocsBehind:
+		t.Log("pgss_deallocs on churn is down but untested behind an unknown tps (see the comment above)")
+		if !strings.Contains(md.String(), "not tested: the primary was not called a change") {
+			t.Error("report.md does not say why pgss_deallocs was not tested")
+		}
+	default:
+		t.Error("pgss_deallocs is neither better nor untested on churn: the patch's point is missed")
+	}
+
+	tps := 0
+	for _, g := range rep.Geomeans {
+		if g.Metric != results.MetricTPS {
+			continue
+		}
+		tps++
+		line := g.Line(rep.Alpha)
+		switch {
+		case g.Verdict == results.Same:
+		case g.Verdict == results.Unknown && strings.Contains(line, "could not detect"):
+		default:
+			t.Errorf("the TPS line says %q: want same, or unknown with what it could not detect", line)
+		}
+	}
+	if tps == 0 {
+		t.Error("no run-level TPS line")
+	}
+
+	for name, out := range map[string]string{"md": md.String(), "text": text.String(), "json": js.String()} {
+		// "no change of X% or more" (every gated test same) and "no
+		// change of any size could have been called" are honest; a bare
+		// "no change" is the verdict issue 23 removed.
+		out = strings.ReplaceAll(out, "no change of ", "")
+		for _, bad := range []string{"∞", "+Inf", "-Inf", "NaN", "no change"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("the %s report says %q", name, bad)
+			}
+		}
+	}
+	for i, line := range strings.Split(text.String(), "\n") {
+		if n := len([]rune(line)); n > 80 {
+			t.Errorf("text line %d is %d columns: %q", i+1, n, line)
+		}
+	}
+
+	if hasPGSSLockWaits(rep) {
+		found := slices.ContainsFunc(rep.WaitShifts, func(s analysis.WaitShift) bool {
+			return s.Event == "LWLock:pg_stat_statements" && s.Workload == "churn"
+		})
+		if !found || !strings.Contains(text.String(), "LWLock:pg_stat_statements") || !strings.Contains(md.String(), "Why: wait events") {
+			t.Errorf("the run's samples hold LWLock:pg_stat_statements waits, but no wait shift names it: %+v", rep.WaitShifts)
+		}
+	}
+}
+
+// split is a row's baseline and the other commits' stats.
+func split(rep *analysis.Report, row analysis.Row) (base *analysis.Stat, cands []analysis.Stat) {
+	for i, st := range row.Stats {
+		if st.Commit == rep.Baseline {
+			base = &row.Stats[i]
+		} else {
+			cands = append(cands, st)
+		}
+	}
+	return base, cands
+}
+
+// judged is a verdict that says the metric moved.
+func judged(v results.Verdict) bool {
+	return v == results.Better || v == results.Worse || v == results.Higher || v == results.Lower
+}
+
+func allZero(vs []float64) bool {
+	for _, v := range vs {
+		if v != 0 {
+			return false
+		}
+	}
+	return len(vs) > 0
+}
+
+// hasPGSSLockWaits says whether the recorded baseline waited on
+// pg_stat_statements' lock in churn for at least a tenth of its active
+// samples: then the why must name it.
+func hasPGSSLockWaits(rep *analysis.Report) bool {
+	in, err := analysis.Load(recordedRun)
+	if err != nil {
+		return false
+	}
+	event, active := 0, 0
+	for _, rec := range in.Records {
+		if rec.Commit != rep.Baseline || rec.Workload != "churn" || rec.Waits == nil || rec.Status != results.StatusOK {
+			continue
+		}
+		for e, n := range rec.Waits.ByEvent {
+			active += n
+			if e == "LWLock:pg_stat_statements" {
+				event += n
+			}
+		}
+	}
+	return active > 0 && 10*event >= active
+}
+
+// TestRecordedRunIsSmall keeps the fixture a fixture: plan.json and
+// cells.jsonl, no artifacts.
+func TestRecordedRunIsSmall(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(recordedRun, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	if !slices.Equal(names, []string{"cells.jsonl", "plan.json"}) {
+		t.Errorf("%s holds %v, want cells.jsonl and plan.json only", recordedRun, names)
+	}
+}
