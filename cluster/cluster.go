@@ -288,7 +288,9 @@ func (m *Manager) configure(ctx context.Context, s *startup, settings []Setting)
 		Settings:    settings,
 	}
 	s.confPath = filepath.Join(s.dir, ConfFile)
-	s.oldConf, _ = os.ReadFile(s.confPath)
+	if s.oldConf, err = m.readTrusted(s.confPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	s.newConf = s.conf.Render()
 	if err := m.writeOwned(s.confPath, []byte(s.newConf), 0o600); err != nil {
 		return exitcode.Failure(err)
@@ -362,10 +364,11 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		}
 		return nil, err
 	}
+	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
+	st.EnvSHA256 = sha256Hex([]byte(env.Render()))
 	if err := m.writeState(st); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
 	if err := m.Run.WriteFile(st.EnvFile, []byte(env.Render()), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
