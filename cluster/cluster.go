@@ -226,6 +226,9 @@ func (m *Manager) precheck(ctx context.Context, opts *Options) ([]Setting, error
 	if err := m.checkSettings(ctx, opts.Install, settings); err != nil {
 		return nil, err
 	}
+	if err := CheckListen(ctx, opts.Listen); err != nil {
+		return nil, err
+	}
 	return settings, nil
 }
 
@@ -342,9 +345,9 @@ func (m *Manager) decide(ctx context.Context, s *startup) (*State, error) {
 	return nil, nil
 }
 
-// launch starts the server and records its state and env.sh. A setting
-// the server rejects at start restores the old include and, when the
-// server ran before, starts it again as it was.
+// launch starts the server and records its state and env.sh. A start
+// that fails restores the old include (undoLaunch) and, when the server
+// ran before, starts it again as it was.
 func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 	st := &State{
 		Name: s.name, Install: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir,
@@ -355,13 +358,7 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 	st.Initialized = s.prev != nil && s.prev.Initialized
 	st.Version, _ = build.ServerVersion(ctx, m.Run, s.opts.Install, m.User)
 	if err := m.start(ctx, st); err != nil {
-		if errors.Is(err, ErrSetting) {
-			m.restore(s)
-			if s.running && s.prev != nil {
-				// The server ran before this start: it runs again as it was.
-				_ = m.start(ctx, s.prev)
-			}
-		}
+		m.undoLaunch(ctx, s, err)
 		return nil, err
 	}
 	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
