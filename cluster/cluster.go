@@ -226,6 +226,9 @@ func (m *Manager) precheck(ctx context.Context, opts *Options) ([]Setting, error
 	if err := m.checkSettings(ctx, opts.Install, settings); err != nil {
 		return nil, err
 	}
+	if err := CheckListen(ctx, opts.Listen); err != nil {
+		return nil, err
+	}
 	return settings, nil
 }
 
@@ -288,7 +291,9 @@ func (m *Manager) configure(ctx context.Context, s *startup, settings []Setting)
 		Settings:    settings,
 	}
 	s.confPath = filepath.Join(s.dir, ConfFile)
-	s.oldConf, _ = os.ReadFile(s.confPath)
+	if s.oldConf, err = m.readTrusted(s.confPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	s.newConf = s.conf.Render()
 	if err := m.writeOwned(s.confPath, []byte(s.newConf), 0o600); err != nil {
 		return exitcode.Failure(err)
@@ -340,9 +345,9 @@ func (m *Manager) decide(ctx context.Context, s *startup) (*State, error) {
 	return nil, nil
 }
 
-// launch starts the server and records its state and env.sh. A setting
-// the server rejects at start restores the old include and, when the
-// server ran before, starts it again as it was.
+// launch starts the server and records its state and env.sh. A start
+// that fails restores the old include (undoLaunch) and, when the server
+// ran before, starts it again as it was.
 func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 	st := &State{
 		Name: s.name, Install: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir,
@@ -353,19 +358,14 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 	st.Initialized = s.prev != nil && s.prev.Initialized
 	st.Version, _ = build.ServerVersion(ctx, m.Run, s.opts.Install, m.User)
 	if err := m.start(ctx, st); err != nil {
-		if errors.Is(err, ErrSetting) {
-			m.restore(s)
-			if s.running && s.prev != nil {
-				// The server ran before this start: it runs again as it was.
-				_ = m.start(ctx, s.prev)
-			}
-		}
+		m.undoLaunch(ctx, s, err)
 		return nil, err
 	}
+	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
+	st.EnvSHA256 = sha256Hex([]byte(env.Render()))
 	if err := m.writeState(st); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
 	if err := m.Run.WriteFile(st.EnvFile, []byte(env.Render()), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
@@ -418,80 +418,6 @@ func (m *Manager) removeStaleSocketLocks(name string, pid int) {
 		m.logf("cluster %s: removing %s of dead postmaster %d", name, lock, pid)
 		os.Remove(strings.TrimSuffix(lock, ".lock"))
 		os.Remove(lock)
-	}
-}
-
-// start launches the postmaster and waits for a connection; on failure or
-// interruption the half-started server is stopped again.
-func (m *Manager) start(ctx context.Context, st *State) error {
-	log := filepath.Join(st.DataDir, logFile)
-	c := m.cmd(st.Install, "pg_ctl", "start", "-D", st.DataDir, "-l", log, "-W", "-s")
-	c.CPUs = st.CPUs
-	if err := m.Run.Run(ctx, c); err != nil {
-		return exitcode.Failure(fmt.Errorf("%w: %s: %v", ErrStart, st.Name, err))
-	}
-	if m.Run.DryRun {
-		return nil
-	}
-	st.StartedAt = time.Now().UTC()
-	timeout := m.StartTimeout
-	if timeout <= 0 {
-		timeout = DefaultStartTimeout
-	}
-	err := m.waitReady(ctx, st, timeout)
-	if err == nil && !st.Initialized {
-		err = m.initialize(ctx, st)
-	}
-	if err == nil {
-		err = m.inspect(ctx, st)
-	}
-	if errors.Is(err, ErrSetting) {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = m.pgctlStop(stopCtx, st.DataDir, st.Install, "fast")
-		return exitcode.BadInput(err)
-	}
-	if err != nil {
-		// No half-started server: stop it, even when ctx is cancelled.
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = m.pgctlStop(stopCtx, st.DataDir, st.Install, "immediate")
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return exitcode.Failure(fmt.Errorf("%w: %s: %v (log: %s)", ErrStart, st.Name, err, log))
-	}
-	pid, _ := PID(st.DataDir)
-	m.logf("cluster %s: running (pid %d, port %d, socket %s)", st.Name, pid, st.Port, st.SocketDir)
-	return nil
-}
-
-// waitReady polls until a real connection succeeds, the postmaster dies,
-// or timeout passes.
-func (m *Manager) waitReady(ctx context.Context, st *State, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(cctx, st.ConnString("postgres"))
-		cancel()
-		if err == nil {
-			conn.Close(context.Background())
-			return nil
-		}
-		last = err
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no connection after %s: %v", timeout, last)
-		}
-		// The postmaster writes postmaster.pid early; if it is gone after
-		// a moment the server exited (bad setting, port taken, …).
-		if _, ok := PID(st.DataDir); !ok && time.Since(st.StartedAt) > 500*time.Millisecond {
-			return fmt.Errorf("the server exited: %s", lastLogLine(filepath.Join(st.DataDir, logFile)))
-		}
-		time.Sleep(25 * time.Millisecond)
 	}
 }
 

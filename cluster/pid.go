@@ -19,10 +19,12 @@ const pidFileName = "postmaster.pid"
 
 // startSlack is how far the postmaster's own record of its start time
 // (taken early in PostmasterMain) may lie from the kernel's (the fork by
-// pg_ctl): both are whole seconds apart at most on an idle machine; the
-// slack covers a loaded one. A reused pid would also have to have its
-// working directory in this data directory to pass.
-const startSlack = 10 * time.Second
+// pg_ctl). On an idle machine both are a second apart at most; but a
+// loaded host, or a wrapper that runs before it execs postgres (perf,
+// valgrind, a script), puts seconds between them, and a server taken
+// for stale would be neither waited for nor stopped. A reused pid would
+// also have to be a postgres working in this data directory to pass.
+const startSlack = 2 * time.Minute
 
 // errNoPIDFile: the data directory has no postmaster.pid (not running).
 var errNoPIDFile = errors.New("no " + pidFileName)

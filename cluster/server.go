@@ -53,11 +53,24 @@ func (m *Manager) ReadEnv(name string) ([]byte, error) {
 	if err := safepath.CheckName(name); err != nil {
 		return nil, exitcode.BadInput(err)
 	}
-	data, err := os.ReadFile(m.EnvFile(name))
+	data, err := m.readTrusted(m.EnvFile(name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch -w %s", name, m.EnvFile(name), name)
 	}
-	return data, exitcode.Failure(err)
+	if err != nil && !errors.Is(err, ErrUntrusted) {
+		err = exitcode.Failure(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := m.ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	if st.EnvSHA256 == "" || st.EnvSHA256 != sha256Hex(data) {
+		return nil, untrusted(m.EnvFile(name), "is not the env.sh abtest wrote (its checksum is not the one in "+stateFile+")")
+	}
+	return data, nil
 }
 
 // ProcessesOf is RunningProcesses of cluster name's data directory.

@@ -30,6 +30,9 @@ type State struct {
 	// Version is `postgres --version` of the install.
 	Version string `json:"version"`
 	EnvFile string `json:"env_file"`
+	// EnvSHA256 is the checksum of the env.sh abtest wrote: abtest env
+	// prints only that file, never one planted in its place.
+	EnvSHA256 string `json:"env_sha256,omitempty"`
 	// Fingerprint is the build fingerprint of the install the server
 	// was started from (its .abtest-build.json); "" for an install abtest
 	// did not build.
@@ -63,7 +66,7 @@ func (m *Manager) ReadState(name string) (*State, error) {
 	if err != nil {
 		return nil, exitcode.BadInput(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	data, err := m.readTrusted(filepath.Join(dir, stateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch -w %s", ErrNotFound, name, m.Root, name)
 	}

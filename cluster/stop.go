@@ -34,6 +34,9 @@ func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, erro
 	if err := m.checkUser(); err != nil {
 		return false, err
 	}
+	if err := m.checkDataDirOwned(name, dir); err != nil {
+		return false, err
+	}
 	unlock, err := m.lock(name)
 	if err != nil {
 		return false, err
@@ -63,6 +66,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	}
 	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
 		return exitcode.BadInput(fmt.Errorf("removing cluster %s: %w", name, err))
+	}
+	if err := m.checkDataDirOwned(name, dir); err != nil {
+		return err
 	}
 	// Stopped, it may be in a quiet period (Quiesce): a measurement runs
 	// on its data directory.
@@ -98,6 +104,9 @@ func (m *Manager) pgctlStop(ctx context.Context, dir, install, mode string) erro
 	}
 	if install == "" {
 		return exitcode.Failure(fmt.Errorf("stopping %s: no recorded installation to run pg_ctl from", dir))
+	}
+	if err := m.checkPgCtl(install); err != nil {
+		return err
 	}
 	if err := m.Run.Run(ctx, m.cmd(install, "pg_ctl", "stop", "-D", dir, "-m", mode, "-w", "-t", "60", "-s")); err != nil {
 		return exitcode.Failure(fmt.Errorf("stopping %s: %w", dir, err))

@@ -35,7 +35,9 @@ func (w *Workspace) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	cls, err := (&cluster.Manager{Root: w.Config.DataDir, Run: w.Run}).List()
+	// The server's account, when there is one, owns the states List reads.
+	u, _ := ServerUser(w.Config, w.Euid)
+	cls, err := (&cluster.Manager{Root: w.Config.DataDir, Run: w.Run, User: u}).List()
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,8 @@ func (w *Workspace) InstallFor(name, given string) string {
 	if _, err := os.Stat(filepath.Join(built, "bin", "postgres")); err == nil {
 		return built
 	}
-	if st, err := (&cluster.Manager{Root: w.Config.DataDir}).ReadState(name); err == nil && st.Install != "" {
+	u, _ := ServerUser(w.Config, w.Euid)
+	if st, err := (&cluster.Manager{Root: w.Config.DataDir, User: u}).ReadState(name); err == nil && st.Install != "" {
 		return st.Install
 	}
 	return built

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/workspace"
 )
 
 // clusterFlags are switch's flags that start (or restart) a cluster.
@@ -45,7 +46,10 @@ func envCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			data, err := (&cluster.Manager{Root: cfg.DataDir}).ReadEnv(name)
+			// The state naming env.sh's checksum is the server account's:
+			// as root, that account is trusted too.
+			u, _ := workspace.ServerUser(cfg, env.Geteuid())
+			data, err := (&cluster.Manager{Root: cfg.DataDir, User: u}).ReadEnv(name)
 			if err != nil {
 				return err
 			}
