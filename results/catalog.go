@@ -53,7 +53,7 @@ var Builtin = Metrics{
 	{Name: MetricPGSSEntries, Unit: "entries", Direction: Descriptive, ThresholdPct: 1, Tier: TierBand, Doc: "pg_stat_statements entries at the end"},
 	{Name: MetricPGSSHot, Unit: "entries", Direction: Descriptive, ThresholdPct: 1, Tier: TierBand, Doc: "hot entries kept at the end"},
 	{Name: MetricPGSSCold, Unit: "entries", Direction: Descriptive, ThresholdPct: 5, Tier: TierReport, Doc: "cold entries at the end"},
-	{Name: MetricPGSSDeallocs, Unit: "deallocs", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, Doc: "pg_stat_statements eviction cycles"},
+	{Name: MetricPGSSDeallocs, Unit: "deallocs", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierBand, Count: true, Doc: "pg_stat_statements eviction cycles in the window: an event count, compared by its rate"},
 	{Name: MetricDBTimePct, Unit: "%", Direction: LowerIsBetter, ThresholdPct: 5, Tier: TierReport, Doc: "share of backend samples that were active"},
 	{Name: MetricStatementsPerTx, Unit: "stmts/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Validity: ValidWithoutEvictions, Doc: "statements per transaction (pg_stat_statements calls; void in a cell where entries were evicted)"},
 	{Name: MetricRowsPerTx, Unit: "rows/tx", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierExact, Validity: ValidWithoutEvictions, Doc: "rows per transaction (pg_stat_statements rows; void in a cell where entries were evicted)"},

@@ -202,9 +202,14 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 	p.Version = Version
 	// A plan written before metrics declared their validity gets the
 	// built-in metrics' own: a source that loses data lost it then too.
+	// Likewise a count: pgss_deallocs counted eviction cycles before it
+	// was declared an event count.
 	for i, m := range p.Metrics {
-		if b, ok := Builtin.Get(m.Name); ok && m.Validity == ValidAlways {
-			p.Metrics[i].Validity = b.Validity
+		if b, ok := Builtin.Get(m.Name); ok {
+			if m.Validity == ValidAlways {
+				p.Metrics[i].Validity = b.Validity
+			}
+			p.Metrics[i].Count = m.Count || b.Count
 		}
 	}
 	return &p, nil

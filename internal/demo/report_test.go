@@ -44,20 +44,17 @@ func TestRecordedRunTellsTheTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deallocsBetter, deallocsBehind := false, false
+	deallocsBetter := false
 	for _, row := range rep.Rows {
 		base, cands := split(rep, row)
 		for _, st := range cands {
 			switch {
 			case row.Metric == results.MetricPGSSDeallocs && strings.HasPrefix(row.Config, "churn/"):
+				// An event count (eviction cycles), tested by its rate
+				// with a share of α of its own, not behind tps: on the
+				// loaded host this run was recorded on tps was unknown,
+				// and deallocations fell 184 → 62 a cell.
 				deallocsBetter = st.Verdict == results.Better
-				// Known gap: a secondary metric is tested only where its
-				// configuration's primary (tps) was called better or
-				// worse. On the loaded host this run was recorded on, tps
-				// was unknown, so deallocations (184 → 62, p < 0.0001)
-				// were left untested; the report must then say so, never
-				// call them same or worse.
-				deallocsBehind = st.Verdict == results.Unknown && st.Behind && st.DeltaPct < 0 && st.P < rep.Alpha
 			case (row.Metric == results.MetricStatementsPerTx || row.Metric == results.MetricRowsPerTx) && judged(st.Verdict):
 				t.Errorf("%s on %s is %s: pg_stat_statements evictions void it", row.Metric, row.Config, st.Verdict)
 			}
@@ -66,15 +63,8 @@ func TestRecordedRunTellsTheTruth(t *testing.T) {
 			}
 		}
 	}
-	switch {
-	case deallocsBetter:
-	case deallocsBehind:
-		t.Log("pgss_deallocs on churn is down but untested behind an unknown tps (see the comment above)")
-		if !strings.Contains(md.String(), "not tested: the primary was not called a change") {
-			t.Error("report.md does not say why pgss_deallocs was not tested")
-		}
-	default:
-		t.Error("pgss_deallocs is neither better nor untested on churn: the patch's point is missed")
+	if !deallocsBetter {
+		t.Error("pgss_deallocs is not better on churn: the patch's point is missed")
 	}
 
 	tps := 0
