@@ -19,7 +19,11 @@ import (
 )
 
 // Recorder stores finished results directories in the results store,
-// saying what it stored on w (store.Record at a location).
+// saying what it stored on w (store.Record at a location). Given no
+// directories it stores nothing and checks that the store can be
+// recorded in (a location that parses, a server that answers): Run asks
+// that before the first cell, so a bad --store fails in a second, not
+// after the whole run.
 type Recorder func(ctx context.Context, w io.Writer, dirs ...string) error
 
 // RunOptions are what happens around a matrix run: how it is analysed
@@ -124,6 +128,11 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 			fmt.Fprintf(o.Out, "# %s\n", r)
 		}
 		return nil
+	}
+	if o.Record != nil {
+		if err := o.Record(ctx, io.Discard); err != nil {
+			return failed(err)
+		}
 	}
 	held, err := results.LockRun(dir)
 	if err != nil {
