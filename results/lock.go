@@ -52,10 +52,15 @@ type Held struct {
 // Only dir's last component is made by LockRun itself (mkdir, not
 // MkdirAll); a directory already there (-o DIR, --resume) is adopted
 // only when CheckDir accepts it, so a directory someone else made in a
-// results root others can write to is refused, never written through.
+// results root others can write to is refused, never written through,
+// as is a directory in a parent others could swap it in
+// (safefile.Parent).
 func LockRun(dir string) (*Held, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, exitcode.Failure(err)
+	}
+	if err := safefile.Parent(filepath.Dir(dir)); err != nil {
+		return nil, exitcode.BadInputf("results directory %s: %v", dir, err)
 	}
 	made := true
 	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {

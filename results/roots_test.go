@@ -24,7 +24,7 @@ func sharedRoot(t *testing.T) (root, victim string) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(root, 0o1777); err != nil {
+	if err := os.Chmod(root, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
 	victim = filepath.Join(t.TempDir(), "victim")
@@ -94,6 +94,15 @@ func TestLockRunRefusesAnotherUsersDir(t *testing.T) {
 		t.Error("Repair through a link: no error")
 	}
 	unchanged(t, victim)
+	// A new directory inside nobody's (not sticky: nobody could rename
+	// it and put a link in its place) is refused before it is made.
+	inside := filepath.Join(run2, "mine")
+	if _, err := LockRun(inside); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("LockRun inside nobody's directory: %v; want exit 2", err)
+	}
+	if _, err := os.Lstat(inside); err == nil {
+		t.Errorf("%s was made", inside)
+	}
 	// The user's own directory, group-writable, is refused too.
 	own := filepath.Join(root, "own")
 	os.Mkdir(own, 0o755)

@@ -25,7 +25,7 @@ func TestDefaultDirNeverAdopted(t *testing.T) {
 	}
 	root := filepath.Join(t.TempDir(), "results")
 	os.Mkdir(root, 0o755)
-	os.Chmod(root, 0o1777)
+	os.Chmod(root, 0o777|os.ModeSticky)
 	plan := &results.Plan{Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	guessed := filepath.Join(root, "abtest_20260102T030405Z")
 	mkNobody(t, guessed)

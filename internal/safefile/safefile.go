@@ -99,6 +99,26 @@ func Dir(path string) error {
 	return Owned(path, fi, true)
 }
 
+// Parent checks the directory a directory abtest makes or adopts is in:
+// anyone who can rename entries in it can swap that directory for a link
+// after it was checked. It must be the effective user's or root's, and
+// writable by group or others only when sticky (a shared root of mode
+// 1777: there only an entry's owner can rename it).
+func Parent(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok || int(st.Uid) != os.Geteuid() && st.Uid != 0:
+		return fmt.Errorf("%s: %w: owned by uid %d, who can replace what abtest makes in it; use a directory of your own", path, ErrUnsafe, uidOf(st))
+	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
+		return fmt.Errorf("%s: %w: writable by group or others and not sticky (mode %04o); chmod go-w %s (or +t), or use another directory", path, ErrUnsafe, fi.Mode().Perm(), path)
+	}
+	return nil
+}
+
 func uidOf(st *syscall.Stat_t) int {
 	if st == nil {
 		return -1
