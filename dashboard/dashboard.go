@@ -47,6 +47,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
 )
@@ -99,8 +100,33 @@ type Trend struct {
 	Points, ChangePoints, Unexpected int
 }
 
-// Write writes the site for everything in s into dir (created; pages
-// already there are replaced).
+// Marker is the file that marks a directory as a site abtest wrote: only
+// such a directory, an empty one or a new one is (re)written.
+const Marker = ".abtest-dashboard"
+
+// CheckDir refuses (exit 2) a site directory that holds files and no
+// Marker: the user's own files (an index.html of theirs) are never
+// overwritten.
+func CheckDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return exitcode.BadInputf("dashboard -o %s: %v", dir, err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, Marker)); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	return exitcode.BadInputf("dashboard -o %s: the directory holds files abtest did not write (no %s); give a new or empty directory", dir, Marker)
+}
+
+// Write writes the site for everything in s into dir: a new or empty
+// directory, or a site Write wrote before (CheckDir), whose pages are
+// replaced.
 func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, error) {
 	if o.Title == "" {
 		o.Title = "abtest"
@@ -109,11 +135,17 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}
+	if err := CheckDir(abs); err != nil {
+		return nil, err
+	}
 	site := &Site{Dir: abs, Index: filepath.Join(abs, "index.html")}
 	for _, d := range []string{"assets", "runs", "trends"} {
 		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 		}
+	}
+	if err := safefile.WriteFile(filepath.Join(abs, Marker), []byte("written by abtest dashboard; it rewrites this directory\n"), 0o644); err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
 	if err := copyAssets(filepath.Join(abs, "assets")); err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
@@ -168,7 +200,7 @@ func copyAssets(dir string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, filepath.Base(path)), data, 0o644)
+		return safefile.WriteFile(filepath.Join(dir, filepath.Base(path)), data, 0o644)
 	})
 }
 
@@ -176,7 +208,7 @@ func render(path, name string, data any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
-	f, err := os.Create(path)
+	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}

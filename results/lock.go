@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // ErrLocked: another run holds the results directory.
@@ -48,10 +49,26 @@ type Held struct {
 
 // LockRun makes dir when it is missing and takes its lock for a run;
 // the caller releases it (Release) once the run's last file is written.
+// Only dir's last component is made by LockRun itself (mkdir, not
+// MkdirAll); a directory already there (-o DIR, --resume) is adopted
+// only when CheckDir accepts it, so a directory someone else made in a
+// results root others can write to is refused, never written through,
+// as is a directory in a parent others could swap it in
+// (safefile.Parent).
 func LockRun(dir string) (*Held, error) {
-	_, err := os.Stat(dir)
-	made := errors.Is(err, os.ErrNotExist)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := safefile.Parent(filepath.Dir(dir)); err != nil {
+		return nil, exitcode.BadInputf("results directory %s: %v", dir, err)
+	}
+	made := true
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
+		made = false
+		if err := CheckDir(dir); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	release, err := Lock(dir)
@@ -59,6 +76,21 @@ func LockRun(dir string) (*Held, error) {
 		return nil, err
 	}
 	return &Held{Dir: dir, made: made, release: release}, nil
+}
+
+// CheckDir refuses (exit 2) an existing results directory abtest would
+// write into that is not the effective user's own or that group or
+// others can write to: anyone who can write it can plant a link there
+// that a run would write through.
+func CheckDir(dir string) error {
+	err := safefile.Dir(dir)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return exitcode.BadInputf("results directory %v", err)
+	}
+	if err != nil {
+		return exitcode.BadInput(err)
+	}
+	return nil
 }
 
 // Release releases the lock; once released, it does nothing.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/jsonl"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Files of a results directory.
@@ -221,8 +222,23 @@ func WritePlan(dir string, p *Plan) error {
 	if err != nil {
 		return err
 	}
+	// The temporary file is made new (O_EXCL, O_NOFOLLOW), never opened
+	// through a link; a stale one (a killed run's, or planted) is
+	// removed first: Remove deletes a link, not its target, and the
+	// rename replaces a link at plan.json rather than writing through it.
 	tmp := filepath.Join(dir, PlanFile+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := safefile.Create(tmp, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, PlanFile))

@@ -43,9 +43,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -79,37 +78,45 @@ type Store struct {
 	where string
 }
 
-// Open opens the store at location: a postgres:// (or postgresql://) URL,
-// or the path of a SQLite file (created with its directory when missing;
-// a sqlite: prefix is accepted). The schema is created or migrated to this
-// binary's version. An unreachable store is an infrastructure failure
-// (exit 3); a newer schema is refused (exit 2).
+// Open opens the store at location (Parse): a postgres:// (or
+// postgresql://) URL, or the path of a SQLite file (created with its
+// directory when missing; a sqlite: prefix is accepted; never opened
+// through a link, nor when it is another user's). The schema is created
+// or migrated to this binary's version. An unreachable store is an
+// infrastructure failure (exit 3); a newer schema, a location that does
+// not parse or a file that is not safe to open is refused (exit 2).
 func Open(ctx context.Context, location string) (*Store, error) {
-	return open(ctx, location, true)
+	return open(ctx, location, true, true)
+}
+
+// OpenExisting is Open for a reader (history, dashboard, analyze,
+// annotate): a SQLite file that does not exist is refused (exit 2), not
+// created.
+func OpenExisting(ctx context.Context, location string) (*Store, error) {
+	return open(ctx, location, true, false)
 }
 
 // OpenCurrent opens the store at location for reading without changing
-// it: a store of an older schema is refused instead of migrated (a dry
-// run changes nothing on disk).
+// it: a store of an older schema is refused instead of migrated, and a
+// missing SQLite file is not created (a dry run changes nothing on disk).
 func OpenCurrent(ctx context.Context, location string) (*Store, error) {
-	return open(ctx, location, false)
+	return open(ctx, location, false, false)
 }
 
-func open(ctx context.Context, location string, migrate bool) (*Store, error) {
-	if location == "" {
-		return nil, exitcode.BadInputf("store: no location: give --store URL or a results directory")
+func open(ctx context.Context, location string, migrate, create bool) (*Store, error) {
+	postgres, path, err := Parse(location)
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{}
-	var err error
-	if strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://") {
-		s.postgres = true
+	s := &Store{postgres: postgres}
+	var checked fs.FileInfo
+	if postgres {
 		s.where = redact(location)
 		s.db, err = sql.Open("pgx", location)
 	} else {
-		path := strings.TrimPrefix(location, "sqlite:")
 		s.where = path
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %v", s.where, ErrUnreachable, err))
+		if checked, err = sqliteFile(path, create); err != nil {
+			return nil, err
 		}
 		// WAL lets readers (the dashboard) run beside an import; every
 		// transaction takes the write lock at BEGIN (txlock=immediate) so
@@ -129,6 +136,12 @@ func open(ctx context.Context, location string, migrate bool) (*Store, error) {
 			s.db.Close()
 		}
 		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %s", s.where, ErrUnreachable, text.OneLine(err.Error())))
+	}
+	if checked != nil {
+		if err := sameFile(path, checked); err != nil {
+			s.db.Close()
+			return nil, err
+		}
 	}
 	check := s.migrate
 	if !migrate {

@@ -87,8 +87,12 @@ func Exists(location string) bool {
 // one line each on w: every matrix, nightly and bisect run is in the
 // database as well as in its files. The files are the truth and are
 // complete before this runs; a store that cannot be reached is an
-// error that says where the files are.
+// error that says where the files are. With no dirs it records nothing
+// and checks the store (Check), as a run does before its first cell.
 func Record(ctx context.Context, loc string, w io.Writer, dirs ...string) error {
+	if len(dirs) == 0 {
+		return Check(ctx, loc)
+	}
 	s, err := Open(ctx, loc)
 	if err != nil {
 		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)

@@ -17,7 +17,8 @@ func storeFlag() cli.Flag {
 }
 
 // openStore opens the store that --store, the config's store key, or
-// the default (results_dir/abtest.db) names.
+// the default (results_dir/abtest.db) names; only store import creates
+// a SQLite file that is missing.
 //
 // The configuration is read through the root command: history and
 // annotate have a --config of their own (a benchmark configuration), so
@@ -32,7 +33,11 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 	if cmd.IsSet("store") {
 		loc = cmd.String("store")
 	}
-	return store.Open(ctx, store.Location(loc, cfg.ResultsDir))
+	open := store.OpenExisting // readers never make an empty database
+	if cmd.Name == "import" {
+		open = store.Open
+	}
+	return open(ctx, store.Location(loc, cfg.ResultsDir))
 }
 
 // printResult prints v as indented JSON under --json, else as text.

@@ -8,15 +8,20 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
-// Append writes v as one line at the end of path and syncs it.
+// Append writes v as one line at the end of path and syncs it. It never
+// follows a link at path, and appends only to a regular file of the
+// effective user's (safefile.OpenFile): in a directory others can write
+// to, a planted link would have it append to any file the user can write.
 func Append(path string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -35,7 +40,7 @@ func Append(path string, v any) error {
 // end in one (a torn last record), and returns how many bytes it removed.
 // A missing file is whole.
 func Repair(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := safefile.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}

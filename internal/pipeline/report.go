@@ -10,12 +10,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -39,10 +39,10 @@ func Write(dir string, rep *analysis.Report) error {
 	if err := rep.WriteJSON(&js); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
 		return exitcode.Failure(err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,11 @@ import (
 )
 
 // Recorder stores finished results directories in the results store,
-// saying what it stored on w (store.Record at a location).
+// saying what it stored on w (store.Record at a location). Given no
+// directories it stores nothing and checks that the store can be
+// recorded in (a location that parses, a server that answers): Run asks
+// that before the first cell, so a bad --store fails in a second, not
+// after the whole run.
 type Recorder func(ctx context.Context, w io.Writer, dirs ...string) error
 
 // RunOptions are what happens around a matrix run: how it is analysed
@@ -123,6 +128,11 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 			fmt.Fprintf(o.Out, "# %s\n", r)
 		}
 		return nil
+	}
+	if o.Record != nil {
+		if err := o.Record(ctx, io.Discard); err != nil {
+			return failed(err)
+		}
 	}
 	held, err := results.LockRun(dir)
 	if err != nil {
@@ -319,11 +329,24 @@ func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output
 
 // OutputDir is where a new run's results go: dir, or a new
 // abtest_TIME directory under resultsDir. A directory that already holds
-// a plan is refused (resume it instead), and one another run is writing
-// is refused naming that run's pid.
+// a plan is refused (resume it instead), one another run is writing is
+// refused naming that run's pid, and one that is not the user's own or
+// that others can write to is refused (results.CheckDir). The default
+// name is never an existing directory: when abtest_TIME is taken (a
+// second run in the same second, or a directory someone made under a
+// guessable name) a random suffix is added, and the run makes the
+// directory itself (results.LockRun) or refuses one made meanwhile.
 func OutputDir(plan *results.Plan, dir, resultsDir string) (string, error) {
 	if dir == "" {
-		dir = filepath.Join(resultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+		base := filepath.Join(resultsDir, "abtest_"+plan.Created.Format("20060102T150405Z"))
+		dir = base
+		for i := 0; exists(dir); i++ {
+			if i == 100 {
+				return "", exitcode.Failure(fmt.Errorf("no free results directory name like %s", base))
+			}
+			dir = base + "_" + rand.Text()[:8]
+		}
+		return dir, nil
 	}
 	if pid, held := results.Holder(dir); held {
 		return "", exitcode.BadInputf("-o %s: %w: another abtest (pid %s) is writing it; wait for it or use another -o", dir, results.ErrLocked, pid)
@@ -331,5 +354,15 @@ func OutputDir(plan *results.Plan, dir, resultsDir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, results.PlanFile)); err == nil {
 		return "", exitcode.BadInputf("-o %s already holds results; use --resume %s, or another -o", dir, dir)
 	}
+	if exists(dir) {
+		if err := results.CheckDir(dir); err != nil {
+			return "", err
+		}
+	}
 	return dir, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

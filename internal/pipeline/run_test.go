@@ -238,7 +238,13 @@ func TestFinishHoldsTheLock(t *testing.T) {
 	}
 	o := RunOptions{
 		Out: io.Discard, Err: io.Discard,
-		Record: func(context.Context, io.Writer, ...string) error { held("record"); return nil },
+		// With no dirs, Run checks the store before the lock (Recorder).
+		Record: func(_ context.Context, _ io.Writer, dirs ...string) error {
+			if len(dirs) > 0 {
+				held("record")
+			}
+			return nil
+		},
 		Hooks: Hooks{
 			Sections: func(context.Context, *analysis.Report, bool) error { held("sections"); return nil },
 			Summary:  func(*analysis.Report) { held("summary") },
@@ -307,7 +313,13 @@ func TestRunHoldsTheLock(t *testing.T) {
 	}
 	o := RunOptions{
 		Out: io.Discard, Err: io.Discard,
-		Record: func(context.Context, io.Writer, ...string) error { held("record"); return nil },
+		// With no dirs, Run checks the store before the lock (Recorder).
+		Record: func(_ context.Context, _ io.Writer, dirs ...string) error {
+			if len(dirs) > 0 {
+				held("record")
+			}
+			return nil
+		},
 		Hooks: Hooks{
 			Started: func(*results.Plan, string, []analysis.Reach) { held("started") },
 			Done: func(_ context.Context, _ *analysis.Report, verdict error) error {
