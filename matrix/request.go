@@ -176,6 +176,9 @@ func checkAxes(r *Request) error {
 		if c < 1 || c > 100_000 {
 			return exitcode.BadInputf("-c %d: want client counts from 1 to 100000", c)
 		}
+		if err := workload.CheckClients(c); err != nil {
+			return err
+		}
 	}
 	for _, c := range r.CPUs {
 		if c < 1 {
