@@ -345,6 +345,12 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 				return nil, err
 			}
 			c.SHA = sha.SHA
+		} else if deps.Proc == nil || !deps.Proc.DryRun {
+			// Checked before the results directory exists; a dry run may
+			// plan for an install still to be made.
+			if err := build.CheckInstall(c.Install); err != nil {
+				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
+			}
 		}
 		for _, f := range rc.Patches {
 			data, err := os.ReadFile(f)

@@ -73,3 +73,28 @@ func TestClientsBoundedByOpenFiles(t *testing.T) {
 		t.Error("bad input created the results directory")
 	}
 }
+
+// TestMissingInstallCreatesNothing: an install without bin/postgres is
+// refused before the results directory (and its lock) exists.
+func TestMissingInstallCreatesNothing(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
+	notExec := t.TempDir()
+	os.MkdirAll(filepath.Join(notExec, "bin"), 0o755)
+	os.WriteFile(filepath.Join(notExec, "bin", "postgres"), []byte("#!/bin/sh\n"), 0o644)
+	for _, k := range []string{"a=install:/nonexistent,b=install:/nonexistent", "a=install:" + notExec + ",b=install:" + notExec} {
+		args := []string{"matrix", "-k", k, "-w", "select1", "-r", "1", "-d", "1"}
+		code, _, stderr := abtest(t, env, args...)
+		exit2OneLine(t, args, code, stderr, "not a PostgreSQL installation")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"matrix", "-k", "a=install:/nonexistent,b=install:/nonexistent", "-w", "select1", "-r", "1", "-o", out}
+	code, _, stderr := abtest(t, env, args...)
+	exit2OneLine(t, args, code, stderr, "/nonexistent/bin/postgres")
+	for _, dir := range []string{env["BENCH_RESULTS_DIR"], out} {
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("bad input created %s", dir)
+		}
+	}
+}
