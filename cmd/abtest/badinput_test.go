@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/store/storetest"
 )
 
@@ -95,6 +96,30 @@ func TestMissingInstallCreatesNothing(t *testing.T) {
 	for _, dir := range []string{env["BENCH_RESULTS_DIR"], out} {
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("bad input created %s", dir)
+		}
+	}
+}
+
+// TestSwitchBadInputChangesNothing: a missing patch is refused before the
+// worktree is made, and removing what does not exist is bad input, not
+// "removed".
+func TestSwitchBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	env, repo := setup(t)
+	args := []string{"switch", "-c", "HEAD", "-w", "x", "--patch", "/nonexistent.patch"}
+	code, _, stderr := abtest(t, env, args...)
+	exit2OneLine(t, args, code, stderr, "/nonexistent.patch")
+	if _, err := os.Stat(env["PG_WORKTREES_DIR"]); err == nil {
+		t.Error("a missing patch created the worktrees root")
+	}
+	if got := testenv.Git(t, repo, "worktree", "list"); strings.Count(got, "\n") != 0 {
+		t.Errorf("worktrees registered: %s", got)
+	}
+	for _, args := range [][]string{{"switch", "--remove", "-w", "nosuch"}, {"-n", "switch", "--remove", "-w", "nosuch"}} {
+		code, stdout, stderr := abtest(t, env, args...)
+		exit2OneLine(t, args, code, stderr, "nothing named nosuch")
+		if stdout != "" {
+			t.Errorf("%q: stdout %q", args, stdout)
 		}
 	}
 }
