@@ -123,3 +123,18 @@ func TestSwitchBadInputChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAddrExit2: an address no one can listen on is bad input,
+// said before the store is opened.
+func TestServeAddrExit2(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "abtest.db")
+	for _, addr := range []string{"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:nosuchservice", "127.0.0.1"} {
+		args := []string{"serve", "--addr", addr, "--store", store}
+		code, _, stderr := abtest(t, nil, args...)
+		exit2OneLine(t, args, code, stderr, "--addr "+addr)
+	}
+	if _, err := os.Stat(store); err == nil {
+		t.Error("a bad --addr created the store")
+	}
+}
