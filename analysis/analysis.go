@@ -155,8 +155,8 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	if o.Alpha == 0 {
 		o.Alpha = 0.01
 	}
-	if o.Alpha <= 0 || o.Alpha >= 1 {
-		return nil, exitcode.BadInputf("--alpha %v: want a level between 0 and 1, e.g. 0.01", o.Alpha)
+	if err := CheckAlpha(o.Alpha); err != nil {
+		return nil, err
 	}
 	plan := *p
 	plan.Cells = nil
@@ -169,9 +169,12 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	if !contains(r.Commits, r.Baseline) {
 		return nil, exitcode.BadInputf("--baseline %q: the plan's commits are %s", r.Baseline, strings.Join(r.Commits, ", "))
 	}
-	for name := range o.Thresholds {
+	for name, pct := range o.Thresholds {
 		if _, ok := p.Metrics.Get(name); !ok {
 			return nil, exitcode.BadInputf("--threshold %s: unknown metric; known: %s", name, strings.Join(p.Metrics.Names(), ", "))
+		}
+		if err := checkThreshold(pct); err != nil {
+			return nil, exitcode.BadInputf("--threshold %s=%w", name, err)
 		}
 	}
 	if err := CheckMetrics(p, o); err != nil {

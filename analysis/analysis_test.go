@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -357,7 +358,10 @@ func TestUnknownRecordsIgnored(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	in := input([]float64{1, 2, 3}, []float64{1, 2, 3})
-	for _, o := range []Options{{Baseline: "nope"}, {Alpha: 2}, {Thresholds: map[string]float64{"nope": 1}}} {
+	for _, o := range []Options{
+		{Baseline: "nope"}, {Alpha: 2}, {Alpha: 0.5}, {Alpha: -1}, {Alpha: math.NaN()}, {Alpha: math.Inf(1)},
+		{Thresholds: map[string]float64{"nope": 1}}, {Thresholds: map[string]float64{"tps": math.NaN()}}, {Thresholds: map[string]float64{"tps": math.Inf(1)}},
+	} {
 		if _, err := Analyze(in, o); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("Analyze(%+v) = %v, want exit 2", o, err)
 		}

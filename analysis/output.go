@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,12 +86,31 @@ func ParseThresholds(list []string) (map[string]float64, error) {
 	for _, t := range list {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if !ok || err != nil || n < 0 {
-			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT, e.g. tps=3", t)
+		if !ok || err != nil || checkThreshold(n) != nil {
+			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT a finite number of at least 0, e.g. tps=3", t)
 		}
 		out[name] = n
 	}
 	return out, nil
+}
+
+// CheckAlpha refuses a significance level that is not above 0 and below
+// 0.5: NaN or 0 would test nothing, and at 0.5 or above the report's
+// 1−2α confidence interval is empty.
+func CheckAlpha(alpha float64) error {
+	if !(alpha > 0 && alpha < 0.5) {
+		return exitcode.BadInputf("--alpha %v: want a significance level above 0 and below 0.5, e.g. 0.01", alpha)
+	}
+	return nil
+}
+
+// checkThreshold refuses a minimum effect that is negative, NaN or
+// infinite.
+func checkThreshold(pct float64) error {
+	if !(pct >= 0) || math.IsInf(pct, 1) {
+		return fmt.Errorf("%v: want a finite number of at least 0", pct)
+	}
+	return nil
 }
 
 // AnalyzeDirs loads results directories (Load) and analyses them.

@@ -207,6 +207,20 @@ func ServerVersion(ctx context.Context, run *proc.Runner, install string, user *
 	return strings.TrimSpace(out), err
 }
 
+// CheckInstall refuses an installation prefix without an executable
+// bin/postgres, before a run creates anything for it.
+func CheckInstall(install string) error {
+	postgres := filepath.Join(install, "bin", "postgres")
+	st, err := os.Stat(postgres)
+	if err == nil && (!st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0) {
+		err = fmt.Errorf("%s is not an executable file", postgres)
+	}
+	if err != nil {
+		return exitcode.BadInputf("not a PostgreSQL installation: %v", err)
+	}
+	return nil
+}
+
 // LibDir is install's library directory: lib/<multiarch> when its libpq
 // is there (Debian's layout), else lib.
 func LibDir(install string) string {

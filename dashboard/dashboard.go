@@ -279,12 +279,8 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 // address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), until ctx ends.
 // ready, when not nil, receives the address it listens on.
 func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return exitcode.BadInputf("--addr %s: want HOST:PORT on the loopback interface, e.g. 127.0.0.1:8080", addr)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return exitcode.BadInputf("--addr %s: the dashboard is served on the loopback interface only (127.0.0.1)", addr)
+	if err := CheckAddr(addr); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -300,6 +296,23 @@ func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
 	}
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return exitcode.Failure(fmt.Errorf("serve: %w", err))
+	}
+	return nil
+}
+
+// CheckAddr refuses an address Serve cannot listen on as bad input,
+// before anything is opened or written: not HOST:PORT, a port outside
+// 0–65535 (0: any free one), or a host off the loopback interface.
+func CheckAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return exitcode.BadInputf("--addr %s: want HOST:PORT on the loopback interface with a port from 0 to 65535, e.g. 127.0.0.1:8080", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return exitcode.BadInputf("--addr %s: the dashboard is served on the loopback interface only (127.0.0.1)", addr)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,6 +178,9 @@ func checkAxes(r *Request) error {
 		if c < 1 || c > 100_000 {
 			return exitcode.BadInputf("-c %d: want client counts from 1 to 100000", c)
 		}
+		if err := workload.CheckClients(c); err != nil {
+			return err
+		}
 	}
 	for _, c := range r.CPUs {
 		if c < 1 {
@@ -190,6 +195,25 @@ func checkAxes(r *Request) error {
 		names[s.Name] = true
 		if err := s.Check(); err != nil {
 			return err
+		}
+		if err := checkMaxConnections(s, slices.Max(r.Clients)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMaxConnections refuses a max_connections axis value below what
+// the largest client count needs: the clients, PostgreSQL's default 3
+// superuser-reserved slots and 2 for abtest (the sampler and a spare),
+// as workload's connect check counts them when every cell would fail.
+func checkMaxConnections(s results.Setting, clients int) error {
+	if !strings.EqualFold(s.Name, "max_connections") {
+		return nil
+	}
+	for _, v := range s.Values {
+		if n, err := strconv.Atoi(v); err == nil && n < clients+3+2 {
+			return exitcode.BadInputf("--set max_connections=%s: -c %d needs at least %d (the clients, 3 reserved, 2 for abtest)", v, clients, clients+5)
 		}
 	}
 	return nil
@@ -342,6 +366,12 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 				return nil, err
 			}
 			c.SHA = sha.SHA
+		} else if deps.Proc == nil || !deps.Proc.DryRun {
+			// Checked before the results directory exists; a dry run may
+			// plan for an install still to be made.
+			if err := build.CheckInstall(c.Install); err != nil {
+				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
+			}
 		}
 		for _, f := range rc.Patches {
 			data, err := os.ReadFile(f)

@@ -68,8 +68,13 @@ func (b *Bench) Check() error {
 			return exitcode.BadInputf("--%s %d: want 0 or more", n.flag, n.n)
 		}
 	}
-	if r := b.Rate; r < 0 || r > 1e9 {
-		return exitcode.BadInputf("-R %g: want a rate from 0 to 1e9 TPS", r)
+	if r := b.Rate; !(r >= 0 && r <= 1e9) {
+		return exitcode.BadInputf("-R %g: want a rate from 0 (closed loop) to 1e9 TPS", r)
+	}
+	if b.Clients != 0 {
+		if err := CheckClients(b.Clients); err != nil {
+			return err
+		}
 	}
 	var names []string
 	for _, w := range strings.Split(b.Workloads, ",") {

@@ -151,8 +151,8 @@ func (s *Spec) Check() error {
 	if s.Clients == 0 {
 		s.Clients = DefaultClients
 	}
-	if s.Clients < 1 {
-		return exitcode.BadInputf("-c %d: want at least 1 client", s.Clients)
+	if err := CheckClients(s.Clients); err != nil {
+		return err
 	}
 	if s.Threads == 0 {
 		n := runtime.NumCPU()
@@ -170,8 +170,8 @@ func (s *Spec) Check() error {
 	if s.Duration < 0 || s.Transactions < 0 || s.Duration > 0 && s.Duration < time.Second {
 		return exitcode.BadInputf("-d: want at least 1 second")
 	}
-	if s.Rate < 0 || s.SleepMS < 0 {
-		return exitcode.BadInputf("-R and -S must not be negative")
+	if !(s.Rate >= 0 && s.Rate <= 1e9) || s.SleepMS < 0 {
+		return exitcode.BadInputf("-R %g -S %d: want a rate from 0 (closed loop) to 1e9 TPS and a think time of at least 0 ms", s.Rate, s.SleepMS)
 	}
 	if s.SampleEvery == 0 {
 		s.SampleEvery = 5 * time.Second

@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/pgabtest/abtest/build"
@@ -136,6 +138,9 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 	if r.Remove || r.Stop {
 		return w.removeOrStop(ctx, wt, r)
 	}
+	if err := worktree.CheckPatches(r.Patches); err != nil {
+		return err
+	}
 	if err := w.moveAndPatch(ctx, wt, r.Name, r.Commit, r.Patches); err != nil {
 		return err
 	}
@@ -165,6 +170,9 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 		return err
 	}
 	if r.Remove {
+		if !w.exists(wt, cm, r.Name) {
+			return exitcode.BadInputf("switch --remove: nothing named %s to remove (no worktree, install or cluster)", r.Name)
+		}
 		if err := cm.Remove(ctx, r.Name); err != nil {
 			return err
 		}
@@ -193,6 +201,18 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 		fmt.Fprintf(w.out(), "cluster %s: not running\n", r.Name)
 	}
 	return nil
+}
+
+// exists says whether anything --remove removes is there for name.
+func (w *Workspace) exists(wt *worktree.Manager, cm *cluster.Manager, name string) bool {
+	wtDir, _ := wt.Dir(name)
+	dataDir, _ := cm.DataDir(name)
+	for _, p := range []string{wtDir, filepath.Join(w.Config.InstallDir, name), dataDir, cm.EnvFile(name)} {
+		if _, err := os.Lstat(p); p != "" && err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // moveAndPatch puts worktree name at commit (when given) and applies

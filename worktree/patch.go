@@ -15,6 +15,34 @@ import (
 	"github.com/pgabtest/abtest/internal/text"
 )
 
+// CheckPatches refuses, before a worktree is made or moved, a patch file
+// that cannot be read or has no diff in it (what Apply would refuse
+// only after).
+func CheckPatches(files []string) error {
+	for _, f := range files {
+		if _, _, err := readPatch(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readPatch reads patch file f: its absolute path and contents.
+func readPatch(f string) (string, []byte, error) {
+	abs, err := filepath.Abs(f)
+	if err != nil {
+		return "", nil, exitcode.BadInput(err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", nil, exitcode.BadInputf("patch %s: %v", f, err)
+	}
+	if !bytes.Contains(data, []byte("\n+++ ")) && !bytes.HasPrefix(data, []byte("+++ ")) && !bytes.Contains(data, []byte("GIT binary patch")) {
+		return "", nil, exitcode.BadInputf("patch %s: no diff in it (want a git diff, diff -u output or git format-patch/mbox series)", f)
+	}
+	return abs, data, nil
+}
+
 // identity is the committer of the commits abtest makes from patches; the
 // author is the patch's own when it has a From: header.
 var identity = []string{"-c", "user.name=abtest", "-c", "user.email=abtest@localhost", "-c", "commit.gpgsign=false"}
@@ -36,16 +64,9 @@ func (m *Manager) Apply(ctx context.Context, name string, files []string) ([]Pat
 	}
 	var inputs []input
 	for _, f := range files {
-		abs, err := filepath.Abs(f)
+		abs, data, err := readPatch(f)
 		if err != nil {
-			return nil, exitcode.BadInput(err)
-		}
-		data, err := os.ReadFile(abs)
-		if err != nil {
-			return nil, exitcode.BadInputf("patch %s: %v", f, err)
-		}
-		if !bytes.Contains(data, []byte("\n+++ ")) && !bytes.HasPrefix(data, []byte("+++ ")) && !bytes.Contains(data, []byte("GIT binary patch")) {
-			return nil, exitcode.BadInputf("patch %s: no diff in it (want a git diff, diff -u output or git format-patch/mbox series)", f)
+			return nil, err
 		}
 		inputs = append(inputs, input{file: abs, data: data, mail: isMail(data)})
 	}

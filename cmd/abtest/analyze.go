@@ -67,6 +67,9 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 	o, err := gateFlags(cmd).Options()
+	if err == nil {
+		err = analysis.CheckAlpha(cmd.Float("alpha")) // 0 here is given, not the Options default
+	}
 	if err != nil {
 		return o, err
 	}

@@ -50,6 +50,9 @@ func serveCommand(env *Env) *cli.Command {
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := dashboard.CheckAddr(cmd.String("addr")); err != nil {
+				return err
+			}
 			s, err := openStore(ctx, cmd, env)
 			if err != nil {
 				return err

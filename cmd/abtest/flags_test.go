@@ -34,6 +34,7 @@ func TestFlagGapsExit2(t *testing.T) {
 		{[]string{"matrix", "-k", aa, "--set", "port=5433"}, "abtest sets port"},
 		{[]string{"matrix", "-k", aa, "--set", "unix_socket_directories=/tmp"}, "abtest sets unix_socket_directories"},
 		{[]string{"matrix", "-k", aa, "--set", "work_mem=1MB,1MB"}, "1MB given twice"},
+		{[]string{"matrix", "-k", aa, "-c", "1,64", "--set", "max_connections=100,50"}, "-c 64 needs at least 69"},
 		{[]string{"matrix", "-k", aa, "-r", "100000000"}, "400000000 cells"},
 		{[]string{"-n", "matrix", "-k", aa, "-r", "100000000"}, "above the limit of 100000 cells"},
 		{[]string{"matrix", "-k", aa, "--until-decided", "-r", "3", "--max-repeats", "2"}, "--max-repeats 2: below -r 3"},

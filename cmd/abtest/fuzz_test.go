@@ -1,8 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/store/storetest"
 )
 
 // fuzzCommand runs `abtest -n CMD ARGS…` with ARGS from the fuzzer (one
@@ -51,4 +60,94 @@ func FuzzSwitchFlags(f *testing.F) {
 		"-w\nx\n-c\nHEAD", "-w\nx\n--stop", "-w\n-x", "-w\n.git\n-c\nHEAD~1", "-w\nx\n-p\n70000\n--install\n/x",
 		"-w\nx\n--set\nsearch_path=a,b\n--install\n/x", "-w\nx\n-b\nfast", "-w\nx\n--remove\n--stop",
 	)
+}
+
+// FuzzStoreReaderFlags drives analyze, history, dashboard, serve and
+// annotate (the input's first line; the rest are the arguments, one per
+// line, $RUN a results directory and $ROOT a directory of the fuzzer's)
+// against a store holding one run: never a panic, exit 0 or 2, a refusal
+// in one line, and a refusal creates nothing (in the results root, the
+// directory of $ROOT or the working directory). serve stops once it
+// says it is serving.
+func FuzzStoreReaderFlags(f *testing.F) {
+	for _, s := range []string{
+		"analyze\n$RUN", "analyze\n$RUN\n--alpha\nNaN", "analyze\n$RUN\n--threshold\ntps=Inf", "analyze\n$RUN\n--baseline\nnope",
+		"analyze\n$RUN\n-o\n$ROOT/nodir/r.md", "analyze\n--run\nseed:1", "analyze\n$RUN\n--format\ntext\n--fail-on-regression",
+		"history\n--metric\ntps\n--config\nselect1", "history\n--metric\ntps\n--since\n30d\n--json", "history\n--since\nbogus",
+		"dashboard\n-o\n$ROOT/site", "dashboard", "serve\n--addr\n127.0.0.1:0", "serve\n--addr\n127.0.0.1:99999", "serve\n--addr\n10.0.0.1:80",
+		"annotate\n--commit\nnosuch\n--metric\ntps\n--note\nx", "annotate\n--metric\ntps", "annotate\n--commit\nhead\n--metric\ntps\n--note\nexpected",
+	} {
+		f.Add(s)
+	}
+	root := f.TempDir()
+	run, err := storetest.Nights(filepath.Join(root, "nights"), 1, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
+	if code, _, stderr := abtest(f, env, "store", "import", run[0]); code != 0 {
+		f.Fatalf("store import: exit %d: %s", code, stderr)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		command, rest, _ := strings.Cut(in, "\n")
+		if !slices.Contains([]string{"analyze", "history", "dashboard", "serve", "annotate"}, command) {
+			return
+		}
+		dir := t.TempDir()
+		t.Chdir(t.TempDir())
+		args := []string{command}
+		if rest != "" {
+			args = append(args, strings.Split(strings.NewReplacer("$RUN", run[0], "$ROOT", dir).Replace(rest), "\n")...)
+		}
+		before := tree(t, env["BENCH_RESULTS_DIR"], dir, ".")
+		code, stderr := abtestUntilServing(t, env, args)
+		if code != 0 && code != 2 {
+			t.Fatalf("%q: exit %d, %s", args, code, stderr)
+		}
+		if code == 2 && strings.Count(strings.TrimRight(stderr, "\n"), "\n") != 0 {
+			t.Fatalf("%q: exit 2 with more than one line: %q", args, stderr)
+		}
+		if after := tree(t, env["BENCH_RESULTS_DIR"], dir, "."); code == 2 && !slices.Equal(before, after) {
+			t.Fatalf("%q: refused (%s) but the files changed from %q to %q", args, strings.TrimSpace(stderr), before, after)
+		}
+	})
+}
+
+// abtestUntilServing runs abtest ARGS, ending a serve once it says
+// "serving".
+func abtestUntilServing(t *testing.T, env map[string]string, args []string) (int, string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr strings.Builder
+	stdout := writerFunc(func(p []byte) (int, error) {
+		if bytes.HasPrefix(p, []byte("serving ")) {
+			cancel()
+		}
+		return len(p), nil
+	})
+	wd, _ := os.Getwd()
+	code := Main(ctx, append([]string{"abtest"}, args...), &Env{
+		Stdout: stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] },
+		Getwd: func() (string, error) { return wd, nil }, Home: "/nonexistent-home", Now: time.Now, Geteuid: os.Geteuid,
+	})
+	return code, stderr.String()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// tree lists every path under roots (the roots themselves when they
+// exist), the SQLite journal files a store leaves for a moment aside.
+func tree(t *testing.T, roots ...string) []string {
+	var out []string
+	for _, r := range roots {
+		filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !strings.HasSuffix(p, "-wal") && !strings.HasSuffix(p, "-shm") && !strings.HasSuffix(p, "-journal") {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
 }
