@@ -55,7 +55,8 @@ func TestFlagGapsExit2(t *testing.T) {
 }
 
 // TestSettingsAxisOneFlag: --set GUC=V1,V2 is one axis with two values
-// (the flag library does not split it), shown by -n.
+// (the flag library does not split it), shown by -n; a comma inside a
+// value is escaped in the cell id (%2C).
 func TestSettingsAxisOneFlag(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t)
@@ -64,7 +65,7 @@ func TestSettingsAxisOneFlag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"search_path=a, b/work_mem=1MB/r1/a", "search_path=c/work_mem=4MB/r1/", "# plan: 8 cells", "# until decided: at most 24 cells"} {
+	for _, want := range []string{"search_path=a%2C b/work_mem=1MB/r1/a", "search_path=c/work_mem=4MB/r1/", "# plan: 8 cells", "# until decided: at most 24 cells"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-n output lacks %q:\n%s", want, out)
 		}
