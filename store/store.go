@@ -96,6 +96,12 @@ func OpenExisting(ctx context.Context, location string) (*Store, error) {
 	return open(ctx, location, true, false)
 }
 
+// OpenFor is Open when create, else OpenExisting: only a writer (store
+// import, a run) makes a SQLite file that is missing.
+func OpenFor(ctx context.Context, location string, create bool) (*Store, error) {
+	return open(ctx, location, true, create)
+}
+
 // OpenCurrent opens the store at location for reading without changing
 // it: a store of an older schema is refused instead of migrated, and a
 // missing SQLite file is not created (a dry run changes nothing on disk).

@@ -66,6 +66,14 @@ func ServerUser(cfg *config.Loaded, euid int) (*proc.User, error) {
 	return u, nil
 }
 
+// ReadEnv is the env.sh abtest wrote for cluster name
+// (cluster.Manager.ReadEnv): as root, the state naming its checksum is
+// the server account's, which is trusted too.
+func ReadEnv(cfg *config.Loaded, euid int, name string) ([]byte, error) {
+	u, _ := ServerUser(cfg, euid)
+	return (&cluster.Manager{Root: cfg.DataDir, User: u}).ReadEnv(name)
+}
+
 // Clusters is the cluster manager of the configuration, logging to Out.
 // It looks up the server's account (ServerUser), so it is only asked for
 // when a cluster or a build is touched: creating a worktree as root

@@ -46,10 +46,7 @@ func envCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			// The state naming env.sh's checksum is the server account's:
-			// as root, that account is trusted too.
-			u, _ := workspace.ServerUser(cfg, env.Geteuid())
-			data, err := (&cluster.Manager{Root: cfg.DataDir, User: u}).ReadEnv(name)
+			data, err := workspace.ReadEnv(cfg, env.Geteuid(), name)
 			if err != nil {
 				return err
 			}

@@ -33,11 +33,7 @@ func openStore(ctx context.Context, cmd *cli.Command, env *Env) (*store.Store, e
 	if cmd.IsSet("store") {
 		loc = cmd.String("store")
 	}
-	open := store.OpenExisting // readers never make an empty database
-	if cmd.Name == "import" {
-		open = store.Open
-	}
-	return open(ctx, store.Location(loc, cfg.ResultsDir))
+	return store.OpenFor(ctx, store.Location(loc, cfg.ResultsDir), cmd.Name == "import")
 }
 
 // printResult prints v as indented JSON under --json, else as text.
