@@ -96,6 +96,12 @@ func FuzzStoreReaderFlags(f *testing.F) {
 		dir := t.TempDir()
 		t.Chdir(t.TempDir())
 		args := []string{command}
+		if command == "serve" {
+			// Fuzz workers run at once: serve's default port would be
+			// taken by another's serve (exit 3). An --addr in the
+			// input comes later and wins.
+			args = append(args, "--addr", "127.0.0.1:0")
+		}
 		if rest != "" {
 			args = append(args, strings.Split(strings.NewReplacer("$RUN", run[0], "$ROOT", dir).Replace(rest), "\n")...)
 		}
