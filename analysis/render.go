@@ -376,11 +376,15 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			}
 			top = append(top, fmt.Sprintf("%s %.0f%%", x.k, 100*float64(x.v)/float64(max(a.active, 1))))
 		}
+		if len(top) > 0 {
+			// A share of few samples is not a finding: say how many.
+			top = append(top, fmt.Sprintf("of %d active samples", a.active))
+		}
 		per := func(x float64) string {
 			if a.tx == 0 {
 				return "-"
 			}
-			return fmt.Sprintf("%.3g", x/a.tx)
+			return num(x / a.tx)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
 	}
