@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -225,23 +226,13 @@ func TestStartRestartRecreateStop(t *testing.T) {
 	if len(procs) < 4 {
 		t.Fatalf("cluster processes = %v; want the postmaster and its auxiliaries", procs)
 	}
-	// A pid is the same process only with the same start time: with
-	// pid_max 32768 and builds beside the test, a pid of an auxiliary
-	// that exited earlier can be another process by now.
-	started := map[int]int64{}
-	for _, p := range procs {
-		if st, err := procfs.ReadStat(p); err == nil {
-			started[p] = st.StartTicks
-		}
-	}
+	survivors := survivorsOf(procs)
 	stopped, err := m.Stop(ctx, "a")
 	if err != nil || !stopped {
 		t.Fatalf("Stop = %v, %v", stopped, err)
 	}
-	for p, start := range started {
-		if st, err := procfs.ReadStat(p); err == nil && st.Alive() && st.StartTicks == start {
-			t.Errorf("process %d (%s) of the cluster survived --stop", p, st.Comm)
-		}
+	for _, p := range survivors() {
+		t.Errorf("process %s of the cluster survived --stop", p)
 	}
 	if stopped, err := m.Stop(ctx, "a"); err != nil || stopped {
 		t.Errorf("second Stop = %v, %v; want not running, no error", stopped, err)
@@ -374,7 +365,7 @@ func TestLockRefusesASecondProcess(t *testing.T) {
 func TestRemove(t *testing.T) {
 	m, install := newManager(t)
 	st := start(t, m, "r", Options{Install: install})
-	procs := Processes(st.DataDir)
+	survivors := survivorsOf(Processes(st.DataDir))
 	if err := m.Remove(context.Background(), "r"); err != nil {
 		t.Fatal(err)
 	}
@@ -383,9 +374,29 @@ func TestRemove(t *testing.T) {
 			t.Errorf("%s still exists", p)
 		}
 	}
+	for _, p := range survivors() {
+		t.Errorf("process %s survived remove", p)
+	}
+}
+
+// survivorsOf notes procs' start times and returns what lists those
+// still running later. A pid is the same process only with the same
+// start time: with pid_max 32768 and builds beside the test, the pid of
+// an auxiliary that exited earlier can be another process by then.
+func survivorsOf(procs []int) func() []string {
+	started := map[int]int64{}
 	for _, p := range procs {
-		if Alive(p) {
-			t.Errorf("process %d survived remove", p)
+		if st, err := procfs.ReadStat(p); err == nil {
+			started[p] = st.StartTicks
 		}
+	}
+	return func() []string {
+		var out []string
+		for p, start := range started {
+			if st, err := procfs.ReadStat(p); err == nil && st.Alive() && st.StartTicks == start {
+				out = append(out, fmt.Sprintf("%d (%s)", p, st.Comm))
+			}
+		}
+		return out
 	}
 }
