@@ -205,7 +205,7 @@ func (r *Report) writeChanges(w io.Writer) {
 // configuration, then its cells' details.
 func (r *Report) writeWorkload(w io.Writer, wl string) {
 	fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
-	for _, m := range results.Summary {
+	for _, m := range results.TableMetrics {
 		if rows := r.rowsFor(wl, m); len(rows) > 0 {
 			r.writeMetricTable(w, wl, m, rows)
 		}

@@ -160,7 +160,7 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 func (r *Report) writeTextWorkload(w io.Writer, wl, c string) {
 	var configs []string
 	byConfig := map[string][]Row{}
-	for _, m := range results.Summary {
+	for _, m := range results.TableMetrics {
 		for _, row := range r.rowsFor(wl, m) {
 			if byConfig[row.Config] == nil {
 				configs = append(configs, row.Config)

@@ -68,7 +68,7 @@ var Builtin = Metrics{
 	{Name: MetricServerCPUPerTx, Unit: "s/tx", Direction: LowerIsBetter, ThresholdPct: 2, Tier: TierBand, Doc: "server CPU seconds per transaction (/proc)"},
 }
 
-// Summary lists the metrics a report's per-workload tables show, in
+// TableMetrics lists the metrics a report's per-workload tables show, in
 // their order: throughput, latency, the pg_stat_statements counters and
 // the costs per transaction.
-var Summary = []string{MetricTPS, MetricLatencyAvg, MetricLatencyP50, MetricLatencyP95, MetricLatencyP99, MetricPGSSDeallocs, MetricPGSSEntries, MetricServerCPUPerTx, MetricWALBytesPerTx, MetricWALRecordsPerTx, MetricDBTimePct}
+var TableMetrics = []string{MetricTPS, MetricLatencyAvg, MetricLatencyP50, MetricLatencyP95, MetricLatencyP99, MetricPGSSDeallocs, MetricPGSSEntries, MetricServerCPUPerTx, MetricWALBytesPerTx, MetricWALRecordsPerTx, MetricDBTimePct}
