@@ -360,35 +360,42 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 		if a.total > 0 {
 			dbt = fmt.Sprintf("%.1f%%", 100*float64(a.active)/float64(a.total))
 		}
-		type kv struct {
-			k string
-			v int
-		}
-		var ws []kv
-		for k, v := range a.waits {
-			ws = append(ws, kv{k, v})
-		}
-		sort.Slice(ws, func(i, j int) bool { return ws[i].v > ws[j].v || ws[i].v == ws[j].v && ws[i].k < ws[j].k })
-		var top []string
-		for i, x := range ws {
-			if i == 3 {
-				break
-			}
-			top = append(top, fmt.Sprintf("%s %.0f%%", x.k, 100*float64(x.v)/float64(max(a.active, 1))))
-		}
-		if len(top) > 0 {
-			// A share of few samples is not a finding: say how many.
-			top = append(top, fmt.Sprintf("of %d active samples", a.active))
-		}
+		top := topWaits(a.waits, a.active)
 		per := func(x float64) string {
 			if a.tx == 0 {
 				return "-"
 			}
 			return num(x / a.tx)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(strings.Join(top, ", ")), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(top), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
 	}
 	fmt.Fprintln(w)
+}
+
+// topWaits is the three largest wait events' shares of the active
+// samples, and how many samples they rest on (a share of few samples is
+// not a finding).
+func topWaits(waits map[string]int, active int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var ws []kv
+	for k, v := range waits {
+		ws = append(ws, kv{k, v})
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].v > ws[j].v || ws[i].v == ws[j].v && ws[i].k < ws[j].k })
+	var top []string
+	for i, x := range ws {
+		if i == 3 {
+			break
+		}
+		top = append(top, fmt.Sprintf("%s %.0f%%", x.k, 100*float64(x.v)/float64(max(active, 1))))
+	}
+	if len(top) == 0 {
+		return ""
+	}
+	return strings.Join(top, ", ") + fmt.Sprintf(", of %d active samples", active)
 }
 
 func (r *Report) rowsFor(wl, metric string) []Row {
