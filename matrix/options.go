@@ -250,11 +250,17 @@ func WorkloadNames(list string) ([]string, error) {
 	return names, nil
 }
 
+// planFlags are the long names of the flags that decide a plan: a
+// resume takes the plan from its directory and refuses them.
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
+	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
+	"profiling", "meson-opt", "configure-opt"}
+
 // ResumePlan returns the plan stored in dir, to run its missing cells.
-// given are the plan options given again (their flags' long names): a
-// resume runs the stored plan, so any is a usage error.
-func ResumePlan(dir string, given []string) (*results.Plan, error) {
-	if len(given) > 0 {
+// given reports the options given again by their flags' long names: a
+// resume runs the stored plan, so a plan option is a usage error.
+func ResumePlan(dir string, given func(flag string) bool) (*results.Plan, error) {
+	if given := slices.DeleteFunc(slices.Clone(planFlags), func(f string) bool { return given == nil || !given(f) }); len(given) > 0 {
 		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
 	}
 	return results.ReadPlan(dir)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,12 @@ type Env struct {
 // exit code. Errors are printed as one line on Stderr.
 func Main(ctx context.Context, args []string, env *Env) int {
 	app := newApp(env)
-	err := app.Run(ctx, args)
+	// No path or value holds a NUL byte (the kernel would cut it there);
+	// Main is also called with strings, by tests and fuzzers.
+	err := exitcode.BadInputf("an argument holds a NUL byte: no path or value can hold one")
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.ContainsRune(a, 0) }) {
+		err = app.Run(ctx, args)
+	}
 	if err == nil {
 		return exitcode.OK
 	}
@@ -146,17 +152,6 @@ func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
 func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
 	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid(), Out: env.Stdout}
 	return ws.MatrixDeps(env.Now, buildVersion(version))
-}
-
-// setFlags are those of names given on the command line.
-func setFlags(cmd *cli.Command, names ...string) []string {
-	var out []string
-	for _, n := range names {
-		if cmd.IsSet(n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // requireName returns -w, or a usage error.

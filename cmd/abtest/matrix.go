@@ -69,12 +69,6 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 	}
 }
 
-// planFlags are the flags that decide a plan: --resume takes the plan
-// from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
-	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
-	"profiling", "meson-opt", "configure-opt"}
-
 // matrixRequest turns the flags into a matrix.Request (matrix.Options
 // checks them); everything the flags cannot say wrong is checked by
 // matrix.Prepare.
@@ -138,7 +132,7 @@ func recorder(cfg *config.Loaded) pipeline.Recorder {
 // flags, and its directory.
 func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loaded, deps *matrix.Deps) (*results.Plan, string, error) {
 	if dir := cmd.String("resume"); dir != "" {
-		plan, err := matrix.ResumePlan(dir, setFlags(cmd, planFlags...))
+		plan, err := matrix.ResumePlan(dir, cmd.IsSet)
 		return plan, dir, err
 	}
 	req, err := matrixRequest(cmd, env)

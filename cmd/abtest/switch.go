@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 
 	"github.com/urfave/cli/v3"
 
@@ -56,7 +57,7 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 			}
 		}
 	}
-	wantsCluster := setFlags(cmd, "pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster") != nil
+	wantsCluster := slices.ContainsFunc([]string{"pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster"}, cmd.IsSet)
 	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop) {
 		r.Cluster = &workspace.ClusterSpec{
 			Port: cmd.String("port"), PgssMax: int(cmd.Int("pgss-max")), MaxClients: int(cmd.Int("max-clients")),
