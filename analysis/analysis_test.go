@@ -33,7 +33,7 @@ func input(base, patch []float64) *Input {
 	add := func(commit string, vs []float64) {
 		for i, v := range vs {
 			in.Records = append(in.Records, results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), i+1, commit), Commit: commit,
-				Workload: cfg.Workload, Clients: cfg.Clients, Settings: cfg.Settings, Repeat: i + 1, Status: "ok",
+				Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients, Settings: cfg.Settings}, Repeat: i + 1, Status: "ok",
 				Metrics: map[string]float64{"tps": v}})
 		}
 	}
@@ -212,7 +212,7 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 			}
 		}
 		tps *= 1 + 0.01*rng.NormFloat64()
-		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
+		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings},
 			Repeat: c.Repeat, Status: "ok", DurationS: 5, WallS: 7.3,
 			Metrics:  map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1},
 			Progress: []results.Progress{{T: 1, TPS: tps * 0.98}, {T: 2, TPS: tps}, {T: 3, TPS: tps * 1.01}},
@@ -332,7 +332,7 @@ func TestTruncatedAndMissing(t *testing.T) {
 func TestUnknownRecordsIgnored(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	rec := results.Record{Cell: "nosuch/c2/cpuall/r1/base", Commit: "base", Workload: "nosuch", Clients: 2, Repeat: 1, Status: "ok", Metrics: map[string]float64{"tps": 1}}
+	rec := results.Record{Cell: "nosuch/c2/cpuall/r1/base", Commit: "base", Config: results.Config{Workload: "nosuch", Clients: 2}, Repeat: 1, Status: "ok", Metrics: map[string]float64{"tps": 1}}
 	if err := results.AppendRecord(dir, &rec); err != nil {
 		t.Fatal(err)
 	}

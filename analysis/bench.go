@@ -100,7 +100,7 @@ func (r *Report) benchResults(commit string, withCommit bool) []*benchfmt.Result
 		}
 	}
 	slices.SortStableFunc(recs, func(a, b *results.Record) int {
-		if d := order[a.Config().ID()] - order[b.Config().ID()]; d != 0 {
+		if d := order[a.Config.ID()] - order[b.Config.ID()]; d != 0 {
 			return d
 		}
 		return a.Repeat - b.Repeat
@@ -114,7 +114,7 @@ func (r *Report) benchResults(commit string, withCommit bool) []*benchfmt.Result
 	}
 	var out []*benchfmt.Result
 	for _, rec := range recs {
-		res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(benchName(rec.Config())), Iters: 1}
+		res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(benchName(rec.Config)), Iters: 1}
 		for _, m := range r.Metrics {
 			v, ok := rec.Metrics[m]
 			if !ok || !isFinite(v) {

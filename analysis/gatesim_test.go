@@ -360,8 +360,8 @@ func TestExactSurvivesTimedBlocks(t *testing.T) {
 	add := func(cfg results.Config, rep int, commit string, m map[string]float64) {
 		id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, commit)
 		p.Cells = append(p.Cells, results.Cell{ID: id, Commit: commit, Repeat: rep, Config: cfg})
-		rec := results.Record{Cell: id, Commit: commit, Workload: cfg.Workload, Clients: cfg.Clients, Repeat: rep,
-			Status: results.StatusOK, Metrics: m, Instructions: cfg.Instructions}
+		rec := results.Record{Cell: id, Commit: commit, Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients, Instructions: cfg.Instructions}, Repeat: rep,
+			Status: results.StatusOK, Metrics: m}
 		if cfg.Instructions {
 			rec.Instr = &results.InstrInfo{Method: "valgrind-callgrind", Transactions: 1000}
 		}

@@ -67,7 +67,7 @@ func (a *analyzer) groupCells() {
 	}
 	for i := range a.in.Records {
 		rec := &a.in.Records[i]
-		g := a.group(a.configID(rec.Config()), rec.Commit)
+		g := a.group(a.configID(rec.Config), rec.Commit)
 		switch {
 		case rec.Status != results.StatusOK:
 			r.Failed = append(r.Failed, CellNote{Cell: rec.Cell, Status: rec.Status, Error: rec.Error, Tail: rec.LogTail})

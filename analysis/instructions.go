@@ -71,7 +71,7 @@ func (r *Report) instructions() {
 		if !rec.Instructions || rec.Status != results.StatusOK || rec.Instr == nil {
 			continue
 		}
-		k := key{rec.Config().ID(), rec.Commit}
+		k := key{rec.Config.ID(), rec.Commit}
 		g := groups[k]
 		if g == nil {
 			g = &instrGroup{}

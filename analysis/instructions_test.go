@@ -28,7 +28,7 @@ func instrInput(t *testing.T) *Input {
 	}
 	in := &Input{Dirs: []string{t.TempDir()}, Plan: p}
 	for _, c := range p.Cells {
-		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat, Status: results.StatusOK}
+		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat, Status: results.StatusOK}
 		if !c.Instructions {
 			rec.Metrics = map[string]float64{"tps": 10000}
 		} else {

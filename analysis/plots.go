@@ -236,7 +236,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 		if rec.Status != results.StatusOK {
 			continue
 		}
-		id := rec.Config().ID()
+		id := rec.Config.ID()
 		if byConfig[id] == nil {
 			configs = append(configs, id)
 		}

@@ -153,7 +153,7 @@ func (r *Report) profiles(base string) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("profile of %s: %v", rec.Cell, err))
 			continue
 		}
-		k := key{rec.Config().ID(), rec.Commit}
+		k := key{rec.Config.ID(), rec.Commit}
 		if groups[k] == nil {
 			groups[k] = &perfGroup{}
 			keys = append(keys, k)

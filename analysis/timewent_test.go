@@ -78,7 +78,7 @@ func perfPair(t *testing.T, seed uint64, base, cur []share, n, repeats int) Time
 			if err := profiles.Write(synthProfile(rng, mix, n), filepath.Join(dir, rel)); err != nil {
 				t.Fatal(err)
 			}
-			r.records = append(r.records, results.Record{Cell: fmt.Sprintf("%s-%d", c, i), Commit: c, Workload: "select1", Clients: 2, Repeat: i, Status: results.StatusOK,
+			r.records = append(r.records, results.Record{Cell: fmt.Sprintf("%s-%d", c, i), Commit: c, Config: results.Config{Workload: "select1", Clients: 2}, Repeat: i, Status: results.StatusOK,
 				Perf: &results.PerfInfo{Profile: rel, Samples: n, Tx: 1000}})
 		}
 	}

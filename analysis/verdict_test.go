@@ -23,7 +23,7 @@ func TestLatencyMethodsNotCompared(t *testing.T) {
 	edit(in, func(r *results.Record) {
 		r.Metrics["latency_p50_ms"] = 0.2 * (1 + 0.01*float64(r.Repeat%3))
 		r.LatencyMethod = "completion-intervals"
-		if r.Config().ID() == mixed && r.Commit == "patch" && r.Repeat > 6 {
+		if r.Config.ID() == mixed && r.Commit == "patch" && r.Repeat > 6 {
 			r.LatencyMethod = "pgbench-latency"
 		}
 	})

@@ -151,9 +151,9 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 func checkRecords(t *testing.T, where string, in *analysis.Input, want map[string]results.Config) {
 	t.Helper()
 	for _, rec := range in.Records {
-		c, ok := want[rec.Config().ID()]
+		c, ok := want[rec.Config.ID()]
 		if !ok {
-			t.Errorf("%s: cell %s has configuration %q, not a planned one", where, rec.Cell, rec.Config().ID())
+			t.Errorf("%s: cell %s has configuration %q, not a planned one", where, rec.Cell, rec.Config.ID())
 			continue
 		}
 		a, _ := json.Marshal(c.Settings)
@@ -203,7 +203,7 @@ func writeRun(t *testing.T, dir string, axes ...results.Setting) map[string]resu
 		}
 		rel, _ := filepath.Rel(dir, filepath.Join(cd, "pgbench.log"))
 		tps := 1000.0 + float64(c.Repeat)
-		recs = append(recs, results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings,
+		recs = append(recs, results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings},
 			Repeat: c.Repeat, Status: results.StatusOK, DurationS: 5, StartedAt: p.Created.Add(time.Duration(c.Seq) * time.Minute),
 			Metrics: map[string]float64{results.MetricTPS: tps, results.MetricLatencyAvg: 2000 / tps}, Artifacts: map[string]string{"pgbench": rel}})
 	}

@@ -493,8 +493,7 @@ func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options
 // returned, so that the matrix goes on.
 func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	rec := &results.Record{
-		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Workload: cell.Workload, Clients: cell.Clients,
-		CPUs: cell.CPUs, Settings: cell.Settings, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
+		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Config: results.Config{Workload: cell.Workload, Clients: cell.Clients, CPUs: cell.CPUs, Settings: cell.Settings}, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
 		DurationS: r.plan.Options.DurationS,
 	}
 	if cell.Instructions {

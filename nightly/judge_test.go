@@ -103,7 +103,7 @@ func writeNight(t *testing.T, nc *config.Nightly, fill func(results.Cell, *resul
 		t.Fatal(err)
 	}
 	for _, c := range plan.Cells {
-		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat, DurationS: 1, Status: results.StatusOK}
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat, DurationS: 1, Status: results.StatusOK}
 		fill(c, rec)
 		if err := results.AppendRecord(dir, rec); err != nil {
 			t.Fatal(err)

@@ -30,17 +30,15 @@ const (
 
 // Record is one line of cells.jsonl: one measured (or failed) cell.
 type Record struct {
-	Cell      string            `json:"cell"`
-	Seq       int               `json:"seq"`
-	Commit    string            `json:"commit"`
-	Workload  string            `json:"workload"`
-	Clients   int               `json:"clients"`
-	CPUs      int               `json:"cpus"`
-	Settings  map[string]string `json:"settings"`
-	Repeat    int               `json:"repeat"`
-	Status    Status            `json:"status"`
-	StartedAt time.Time         `json:"started_at"`
-	DurationS float64           `json:"duration_s"`
+	Cell   string `json:"cell"`
+	Seq    int    `json:"seq"`
+	Commit string `json:"commit"`
+	// Config is the cell's configuration (its fields inline in JSON).
+	Config
+	Repeat    int       `json:"repeat"`
+	Status    Status    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+	DurationS float64   `json:"duration_s"`
 	// WallS is the cell's whole wall time: cluster (re)start, warm-up,
 	// measurement, probes.
 	WallS     float64            `json:"wall_s"`
@@ -60,10 +58,8 @@ type Record struct {
 	// Server is what the cell actually measured: the build fingerprint
 	// of the running server, its version() and its binary.
 	Server *Server `json:"server,omitempty"`
-	// Instructions marks an instruction cell (Config.Instructions);
-	// Instr is its measurement.
-	Instructions bool       `json:"instructions,omitempty"`
-	Instr        *InstrInfo `json:"instr,omitempty"`
+	// Instr is an instruction cell's measurement (Config.Instructions).
+	Instr *InstrInfo `json:"instr,omitempty"`
 	// LatencyMethod is where the cell's latency percentiles come from
 	// (a workload.LatencyMethod); cells of different methods are never
 	// compared.
@@ -157,11 +153,6 @@ type PerfInfo struct {
 	Tx         float64 `json:"tx"`
 	CallGraphs bool    `json:"call_graphs"`
 	Error      string  `json:"error,omitempty"`
-}
-
-// Config returns the record's configuration.
-func (r *Record) Config() Config {
-	return Config{Workload: r.Workload, Clients: r.Clients, CPUs: r.CPUs, Settings: r.Settings, Instructions: r.Instructions}
 }
 
 // ErrNotResults: a directory without plan.json.

@@ -213,7 +213,7 @@ func recordConfigs(plan *results.Plan, recs []results.Record) (map[string]result
 			cfgIDs[i] = cfgIDs[i-1]
 			continue
 		}
-		c := recs[i].Config()
+		c := recs[i].Config
 		cfgIDs[i] = c.ID()
 		configs[cfgIDs[i]] = c
 	}

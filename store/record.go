@@ -103,7 +103,7 @@ func columnValue(ptr any) any {
 	panic(fmt.Sprintf("store: no column type for a record field of kind %s", v.Kind()))
 }
 
-// setConfig gives r the configuration c: the inverse of r.Config().
+// setConfig gives r the configuration c: the inverse of r.Config.
 func setConfig(r *results.Record, c results.Config) {
 	r.Workload, r.Clients, r.CPUs, r.Settings, r.Instructions = c.Workload, c.Clients, c.CPUs, c.Settings, c.Instructions
 }

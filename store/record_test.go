@@ -27,7 +27,7 @@ func fullRecord(commit string, seq int, status results.Status) results.Record {
 	started := time.Date(2025, 4, 1, 12, 30, 15, 123456789, time.FixedZone("CEST", 2*3600)).Add(time.Duration(seq) * time.Minute)
 	return results.Record{
 		Cell: "select1/instr/cpu2/pgss.max=5000/r1/" + commit, Seq: seq, Commit: commit,
-		Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"},
+		Config: results.Config{Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"}, Instructions: true},
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
 		Metrics:   map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5},
 		Saturated: true,
@@ -41,8 +41,7 @@ func fullRecord(commit string, seq int, status results.Status) results.Record {
 		Artifacts: map[string]string{"pgbench": "cells/" + commit + "/pgbench.log", "server_log": "cells/" + commit + "/server.log"},
 		Perf: &results.PerfInfo{Profile: "cells/" + commit + "/perf.pb.gz", Samples: 4000, Event: "cycles", WindowS: 5, Tx: 5000,
 			CallGraphs: true, Error: "perf: some samples lost"},
-		Server:       &results.Server{Fingerprint: "fp-" + commit, Version: "PostgreSQL 18.3", Exe: "/opt/pg/bin/postgres", PID: 4242},
-		Instructions: true,
+		Server: &results.Server{Fingerprint: "fp-" + commit, Version: "PostgreSQL 18.3", Exe: "/opt/pg/bin/postgres", PID: 4242},
 		Instr: &results.InstrInfo{Method: "valgrind-lackey", Transactions: 200, Seed: 7,
 			Profile: "cells/" + commit + "/instr.pb.gz"},
 		LatencyMethod: "pgbench-log",
@@ -111,7 +110,7 @@ func writeFullRun(t *testing.T) (string, []results.Record) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	recs := []results.Record{fullRecord("base", 1, results.StatusOK), fullRecord("patch", 2, results.StatusFailed)}
-	cfg := recs[0].Config()
+	cfg := recs[0].Config
 	p := &results.Plan{
 		Version: results.Version, Baseline: "base",
 		Commits: []results.Commit{{Label: "base", SHA: "1111111111111111111111111111111111111111", Build: "base"},

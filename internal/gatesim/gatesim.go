@@ -77,7 +77,7 @@ func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
 						m[results.MetricFailedTx] = float64(1 + rng.Intn(3))
 					}
 				}
-				recs = append(recs, results.Record{Cell: id, Commit: c, Workload: cfg.Workload, Clients: cfg.Clients,
+				recs = append(recs, results.Record{Cell: id, Commit: c, Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients},
 					Repeat: rep, Status: results.StatusOK, Metrics: m, LatencyMethod: "intervals"})
 			}
 		}
@@ -141,7 +141,7 @@ func Upto(p *results.Plan, recs []results.Record, blocks map[string]int) (*resul
 	}
 	var out []results.Record
 	for _, r := range recs {
-		if r.Repeat <= blocks[r.Config().ID()] {
+		if r.Repeat <= blocks[r.Config.ID()] {
 			out = append(out, r)
 		}
 	}

@@ -71,7 +71,7 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 			failed++
 			continue
 		}
-		id := r.Config().ID()
+		id := r.Config.ID()
 		if tps[id] == nil {
 			tps[id] = map[string][]float64{}
 		}

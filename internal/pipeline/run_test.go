@@ -299,7 +299,7 @@ func TestRunHoldsTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range plan.Cells {
-		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat,
 			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
 		if err := results.AppendRecord(dir, rec); err != nil {
 			t.Fatal(err)
@@ -371,7 +371,7 @@ func finishedRun(t *testing.T) (*results.Plan, string) {
 		t.Fatal(err)
 	}
 	for _, c := range plan.Cells {
-		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Workload: c.Workload, Clients: c.Clients, Settings: c.Settings, Repeat: c.Repeat,
+		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat,
 			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
 		if err := results.AppendRecord(dir, rec); err != nil {
 			t.Fatal(err)

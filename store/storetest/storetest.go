@@ -69,7 +69,7 @@ func Write(dir string, r Run) (int, error) {
 				id := fmt.Sprintf("%s/r%d/%s", c.ID(), rep, k.Label)
 				p.Cells = append(p.Cells, results.Cell{ID: id, Seq: seq, Commit: k.Label, Repeat: rep, Config: c})
 				recs = append(recs, results.Record{
-					Cell: id, Seq: seq, Commit: k.Label, Workload: c.Workload, Clients: c.Clients, CPUs: c.CPUs, Settings: c.Settings,
+					Cell: id, Seq: seq, Commit: k.Label, Config: results.Config{Workload: c.Workload, Clients: c.Clients, CPUs: c.CPUs, Settings: c.Settings},
 					Repeat: rep, Status: results.StatusOK, StartedAt: r.Created.Add(time.Duration(seq) * time.Minute), DurationS: 10,
 					Metrics: r.Value(k, c, rep), Artifacts: map[string]string{"pgbench": filepath.Join("cells", id, "pgbench.log")},
 				})
