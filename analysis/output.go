@@ -33,7 +33,7 @@ func CheckFormat(format string) error {
 // directory out (an existing one, or a trailing slash) writes one file
 // per commit and says on note the benchstat command that compares them.
 func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
-	if err := CheckFormat(format); err != nil {
+	if err := CheckOutput(format, out); err != nil {
 		return err
 	}
 	if format == "bench" && isDir(out) {
@@ -46,9 +46,6 @@ func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
 	}
 	var buf bytes.Buffer
 	if out != "" {
-		if err := results.CheckOutput(out); err != nil {
-			return err
-		}
 		w = &buf
 		if format == "md" {
 			if err := r.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
@@ -68,6 +65,15 @@ func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
 	}
 	fmt.Fprintf(note, "report: %s\n", out)
 	return nil
+}
+
+// CheckOutput refuses a format Output does not write, and an output it
+// would not write to (results.CheckOutput; a directory only for bench).
+func CheckOutput(format, out string) error {
+	if err := CheckFormat(format); err != nil || out == "" || format == "bench" && isDir(out) {
+		return err
+	}
+	return results.CheckOutput(out)
 }
 
 // isDir: a trailing slash or an existing directory.

@@ -37,7 +37,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 			}
 			o, err := analysisOptions(cmd)
 			if err == nil {
-				err = pipeline.BeforeAnalyze(cmd.String("format"))
+				err = pipeline.BeforeAnalyze(cmd.String("format"), cmd.String("output"))
 			}
 			if err != nil {
 				return err

@@ -72,7 +72,7 @@ func FuzzSwitchFlags(f *testing.F) {
 func FuzzStoreReaderFlags(f *testing.F) {
 	for _, s := range []string{
 		"analyze\n$RUN", "analyze\n$RUN\n--alpha\nNaN", "analyze\n$RUN\n--threshold\ntps=Inf", "analyze\n$RUN\n--baseline\nnope",
-		"analyze\n$RUN\n-o\n$ROOT/nodir/r.md", "analyze\n$RUN\n-o\n\x00", "analyze\n--run\nseed:1", "analyze\n$RUN\n--format\ntext\n--fail-on-regression",
+		"analyze\n$RUN\n-o\n$ROOT/nodir/r.md", "analyze\n$RUN\n-o\n\x00", "analyze\n$RUN\n-o\n0/", "analyze\n--run\nseed:1", "analyze\n$RUN\n--format\ntext\n--fail-on-regression",
 		"history\n--metric\ntps\n--config\nselect1", "history\n--metric\ntps\n--since\n30d\n--json", "history\n--since\nbogus",
 		"dashboard\n-o\n$ROOT/site", "dashboard", "serve\n--addr\n127.0.0.1:0", "serve\n--addr\n127.0.0.1:99999", "serve\n--addr\n10.0.0.1:80",
 		"annotate\n--commit\nnosuch\n--metric\ntps\n--note\nx", "annotate\n--metric\ntps", "annotate\n--commit\nhead\n--metric\ntps\n--note\nexpected",

@@ -295,12 +295,13 @@ func (f GateFlags) Options() (analysis.Options, error) {
 	return analysis.Options{Gate: f.Gate, Primary: primary}, nil
 }
 
-// BeforeAnalyze checks the report's format before anything is read, and
+// BeforeAnalyze checks the report's format and output file before
+// anything is read, and
 // sets a soft memory limit: big result sets (10⁵ cells) are mostly
 // garbage from JSON decoding, and the limit makes the GC keep the peak
 // down.
-func BeforeAnalyze(format string) error {
-	if err := analysis.CheckFormat(format); err != nil {
+func BeforeAnalyze(format, output string) error {
+	if err := analysis.CheckOutput(format, output); err != nil {
 		return err
 	}
 	debug.SetMemoryLimit(400 << 20)
