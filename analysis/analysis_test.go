@@ -184,7 +184,7 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 	}
 	o := matrix.Request{
 		Workloads: []string{"select1", "churn"}, Clients: []int{2, 8},
-		Settings: []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+		Settings: []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
 		Repeats:  10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 7, Shard: shard,
 	}
 	p, err := matrix.PlanFor(o, commits)

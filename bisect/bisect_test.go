@@ -20,7 +20,7 @@ func request(dir string) *Request {
 		Good: "HEAD~3", Bad: "HEAD", Metric: "tps", Repeats: 2, MaxRepeats: 4, Dir: dir,
 		Matrix: matrix.Request{
 			Workloads: []string{"select1"}, Clients: []int{2}, Duration: 2 * time.Second, Protocol: "simple", Build: "release",
-			Settings: []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+			Settings: []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
 		},
 	}
 }
@@ -104,7 +104,7 @@ func TestBadRequests(t *testing.T) {
 		"a settings axis":   func(r *Request) { r.Matrix.Settings[0].Values = []string{"1000", "5000"} },
 		"zero duration":     func(r *Request) { r.Matrix.Duration = 0 },
 		"an abtest setting": func(r *Request) {
-			r.Matrix.Settings = append(r.Matrix.Settings, results.Setting{Name: "port", Values: []string{"1"}})
+			r.Matrix.Settings = append(r.Matrix.Settings, results.Axis{Name: "port", Values: []string{"1"}})
 		},
 	} {
 		r := request(t.TempDir())

@@ -44,7 +44,7 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 	// A second run whose configuration, unescaped, would have the id of
 	// the first run's "a/work_mem=1MB".
 	dir2 := filepath.Join(t.TempDir(), "run2")
-	want2 := writeRun(t, dir2, results.Setting{Name: "search_path", Values: []string{"a"}}, results.Setting{Name: "work_mem", Values: []string{"1MB"}})
+	want2 := writeRun(t, dir2, results.Axis{Name: "search_path", Values: []string{"a"}}, results.Axis{Name: "work_mem", Values: []string{"1MB"}})
 	for id := range want2 {
 		if _, ok := want[id]; ok {
 			t.Fatalf("configurations of two runs share the id %q", id)
@@ -170,11 +170,11 @@ func checkRecords(t *testing.T, where string, in *analysis.Input, want map[strin
 // writeRun writes a run of two commits over the settings axes into dir,
 // each cell with a directory of its own, and returns the plan's
 // configurations by id.
-func writeRun(t *testing.T, dir string, axes ...results.Setting) map[string]results.Config {
+func writeRun(t *testing.T, dir string, axes ...results.Axis) map[string]results.Config {
 	t.Helper()
 	commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
 	req := matrix.Request{Workloads: []string{"select1"}, Clients: []int{2},
-		Settings: append([]results.Setting{{Name: results.PgssMax, Values: []string{"1000"}}}, axes...),
+		Settings: append([]results.Axis{{Name: results.PgssMax, Values: []string{"1000"}}}, axes...),
 		Repeats:  3, Duration: 5 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1}
 	p, err := matrix.PlanFor(req, commits)
 	if err != nil {

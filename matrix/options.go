@@ -30,13 +30,18 @@ type Options struct {
 	// --set GUC=V1,V2 axes (a value in double quotes keeps its commas).
 	Workloads, Clients, CPUs, PgssMax string
 	Settings                          []string
-	Seconds, Warmup, PerfWindow       int
-	Repeats, SleepMS, MaxRepeats      int
-	Build, Protocol, Order            string
-	NameTemplate, Preset, Shard       string
-	Seed                              int64
-	Perf, Instructions, UntilDecided  bool
-	Budget                            time.Duration
+	// Rates is -R: offered rates in transactions per second (0 a closed
+	// loop); Vars are --var NAME=V1,V2 axes of pgbench variables;
+	// Conditions is --condition: background conditions (none, …).
+	Rates, Conditions                string
+	Vars                             []string
+	Seconds, Warmup, PerfWindow      int
+	Repeats, SleepMS, MaxRepeats     int
+	Build, Protocol, Order           string
+	NameTemplate, Preset, Shard      string
+	Seed                             int64
+	Perf, Instructions, UntilDecided bool
+	Budget                           time.Duration
 	// BuildOptions are the build's options besides its type (switch
 	// -b's: profiling, meson and configure options).
 	BuildOptions build.Options
@@ -115,8 +120,81 @@ func (o *Options) lists(r *Request) error {
 	if r.CPUs, err = o.cpuCounts(o.preset("cpus", o.CPUs, PresetFull.CPUs)); err != nil {
 		return err
 	}
-	r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Settings)
+	if r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Settings); err != nil {
+		return err
+	}
+	if r.Rates, err = ParseRates(o.Rates); err != nil {
+		return err
+	}
+	for _, v := range o.Vars {
+		ax, err := results.ParseVarAxis(v)
+		if err != nil {
+			return err
+		}
+		r.Vars = append(r.Vars, ax)
+	}
+	if r.Conditions, err = ParseConditions(o.Conditions); err != nil {
+		return err
+	}
+	r.Settings, err = conditionSettings(r.Settings, r.Conditions)
 	return err
+}
+
+// conditionSettings adds the settings the conditions need as fixed
+// settings of every configuration (the condition stays the only
+// difference between a cell under it and one without), refusing a
+// settings axis that contradicts them.
+func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
+	for _, c := range conds {
+		for name, v := range workload.ConditionSettings(c) {
+			i := slices.IndexFunc(axes, func(a results.Axis) bool { return a.Name == name })
+			switch {
+			case i < 0:
+				axes = append(axes, results.Axis{Name: name, Values: []string{v}})
+			case !slices.Equal(axes[i].Values, []string{v}):
+				return nil, exitcode.BadInputf("--condition %s needs %s=%s in every cell; drop --set %s", c, name, v, name)
+			}
+		}
+	}
+	return axes, nil
+}
+
+// ParseRates parses -R: offered rates in transactions per second, each
+// from 0 (a closed loop) to workload.MaxRate, none twice. Empty is the
+// closed loop alone.
+func ParseRates(list string) ([]float64, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || workload.CheckRate(r) != nil || slices.Contains(out, r) {
+			return nil, exitcode.BadInputf("-R %q: want offered rates in transactions per second, each once, from 0 (a closed loop) to %g, e.g. -R 500,1000,4000", list, workload.MaxRate)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ParseConditions parses --condition: background conditions, each once
+// (condition.Check). Empty is none alone.
+func ParseConditions(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, c := range strings.Split(list, ",") {
+		c = strings.TrimSpace(c)
+		if slices.Contains(out, c) {
+			return nil, exitcode.BadInputf("--condition %s given twice", c)
+		}
+		if err := workload.CheckCondition(c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // durations sets the measured, warm-up and perf durations and, under
@@ -209,19 +287,19 @@ func (o *Options) cpuCounts(list string) ([]int, error) {
 
 // SettingsAxes are -m (pg_stat_statements.max values) and every --set
 // GUC=V1,V2 (one axis each).
-func SettingsAxes(pgss string, sets []string) ([]results.Setting, error) {
+func SettingsAxes(pgss string, sets []string) ([]results.Axis, error) {
 	counts, err := splitInts("-m", pgss)
 	if err != nil {
 		return nil, err
 	}
-	ax := results.Setting{Name: results.PgssMax}
+	ax := results.Axis{Name: results.PgssMax}
 	for _, n := range counts {
 		ax.Values = append(ax.Values, strconv.Itoa(n))
 	}
-	if err := ax.Check(); err != nil {
+	if err := ax.CheckSettings(); err != nil {
 		return nil, err
 	}
-	axes := []results.Setting{ax}
+	axes := []results.Axis{ax}
 	for _, s := range sets {
 		st, err := results.ParseAxis(s)
 		if err != nil {
@@ -252,7 +330,7 @@ func WorkloadNames(list string) ([]string, error) {
 
 // planFlags are the long names of the flags that decide a plan: a
 // resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "build", "protocol",
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "build", "protocol",
 	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt"}
 

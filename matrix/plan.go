@@ -47,6 +47,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
+	"github.com/pgabtest/abtest/workload"
 )
 
 // Shard is I of N.
@@ -88,6 +89,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
+			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions,
 		},
 		Shard:   req.Shard.String(),
 		Metrics: results.Builtin,
@@ -148,9 +150,11 @@ func canonical(o results.PlanOpts) [][]indexed {
 			var g []indexed
 			for _, w := range o.Workloads {
 				for _, cl := range o.Clients {
-					if !o.InstructionsOnly {
-						g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s}, n})
-						n++
+					for _, p := range points(o) {
+						if !o.InstructionsOnly {
+							g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s, Rate: p.Rate, Vars: p.Vars, Condition: p.Condition}, n})
+							n++
+						}
 					}
 				}
 			}
@@ -164,6 +168,36 @@ func canonical(o results.PlanOpts) [][]indexed {
 		}
 	}
 	return groups
+}
+
+// points are the rate × variables × condition combinations of a plan, in
+// the order given (a sweep runs its rates in the order the user wrote).
+// Instruction cells have none of them (Request.Check).
+func points(o results.PlanOpts) []results.Config {
+	rates := o.Rates
+	if len(rates) == 0 {
+		rates = []float64{0}
+	}
+	conds := o.Conditions
+	if len(conds) == 0 {
+		conds = []string{workload.ConditionNone}
+	}
+	var out []results.Config
+	for _, r := range rates {
+		for _, v := range settingsProduct(o.Vars) {
+			for _, c := range conds {
+				p := results.Config{Rate: r, Condition: c}
+				if len(v) > 0 {
+					p.Vars = v
+				}
+				if c == workload.ConditionNone {
+					p.Condition = ""
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // appendBlock appends configuration c's block of repeat r: every commit
@@ -219,7 +253,7 @@ func mix(xs ...int64) int64 {
 }
 
 // settingsProduct is the cross product of the settings axes, in order.
-func settingsProduct(axes []results.Setting) []map[string]string {
+func settingsProduct(axes []results.Axis) []map[string]string {
 	out := []map[string]string{{}}
 	for _, a := range axes {
 		var next []map[string]string

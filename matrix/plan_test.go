@@ -20,7 +20,7 @@ func opts() Request {
 		Workloads: []string{"select1", "churn"},
 		Clients:   []int{2, 4},
 		CPUs:      []int{1, 2},
-		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
+		Settings:  []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
 		Repeats:   2,
 		Duration:  3 * time.Second,
 		Order:     ABBA,

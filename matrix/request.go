@@ -67,13 +67,19 @@ type Request struct {
 	// CPUs are server CPU counts; empty means not pinned.
 	CPUs []int
 	// Settings are axes: one value is a fixed setting.
-	Settings []results.Setting
-	Repeats  int
-	Duration time.Duration
-	Warmup   time.Duration
-	Protocol string
-	SleepMS  int
-	Build    build.Type
+	Settings []results.Axis
+	// Rates, Vars and Conditions are the offered-rate, pgbench-variable
+	// and background-condition axes (results.PlanOpts); empty is one
+	// closed loop, no variables, no condition.
+	Rates      []float64
+	Vars       []results.Axis
+	Conditions []string
+	Repeats    int
+	Duration   time.Duration
+	Warmup     time.Duration
+	Protocol   string
+	SleepMS    int
+	Build      build.Type
 	// BuildOptions are the builds' options beside the type that the plan
 	// records: Profiling (frame pointers, so --perf has call graphs),
 	// MesonOpts and ConfigureOpts; the others (ccache, --force) are the
@@ -193,10 +199,23 @@ func checkAxes(r *Request) error {
 			return exitcode.BadInputf("--set %s given twice: give one axis with all its values, --set %s=V1,V2", s.Name, s.Name)
 		}
 		names[s.Name] = true
-		if err := s.Check(); err != nil {
+		if err := s.CheckSettings(); err != nil {
 			return err
 		}
 		if err := checkMaxConnections(s, slices.Max(r.Clients)); err != nil {
+			return err
+		}
+	}
+	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions) > 0 {
+		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var and --condition")
+	}
+	vars := map[string]bool{}
+	for _, v := range r.Vars {
+		if vars[v.Name] {
+			return exitcode.BadInputf("--var %s given twice: give one axis with all its values, --var %s=V1,V2", v.Name, v.Name)
+		}
+		vars[v.Name] = true
+		if err := v.CheckVars(); err != nil {
 			return err
 		}
 	}
@@ -207,7 +226,7 @@ func checkAxes(r *Request) error {
 // the largest client count needs: the clients, PostgreSQL's default 3
 // superuser-reserved slots and 2 for abtest (the sampler and a spare),
 // as workload's connect check counts them when every cell would fail.
-func checkMaxConnections(s results.Setting, clients int) error {
+func checkMaxConnections(s results.Axis, clients int) error {
 	if !strings.EqualFold(s.Name, "max_connections") {
 		return nil
 	}
@@ -276,10 +295,10 @@ func (r *Request) configs() float64 {
 	if r.Instructions || r.InstructionsOnly {
 		n += float64(len(r.Workloads))
 	}
-	for _, s := range r.Settings {
+	for _, s := range append(slices.Clone(r.Settings), r.Vars...) {
 		n *= float64(len(s.Values))
 	}
-	return n
+	return n * float64(max(1, len(r.Rates))*max(1, len(r.Conditions)))
 }
 
 // checkSize bounds the worst case (adaptive repeats included) in float64

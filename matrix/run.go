@@ -493,7 +493,7 @@ func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options
 // returned, so that the matrix goes on.
 func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	rec := &results.Record{
-		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Config: results.Config{Workload: cell.Workload, Clients: cell.Clients, CPUs: cell.CPUs, Settings: cell.Settings}, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
+		Cell: cell.ID, Seq: cell.Seq, Commit: cell.Commit, Config: cell.Config, Repeat: cell.Repeat, StartedAt: r.deps.Clock().UTC(),
 		DurationS: r.plan.Options.DurationS,
 	}
 	if cell.Instructions {
@@ -534,11 +534,12 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		SleepMS:  r.plan.Options.SleepMS,
 		CPUs:     clientCPUs,
 		Pgbench:  filepath.Join(install, "bin", "pgbench"),
+		Rate:     cell.Rate, Vars: cell.Vars, SetupDone: true,
 	}
 	if r.deps.SampleEvery > 0 {
 		spec.SampleEvery = r.deps.SampleEvery
 	}
-	err = r.measure(ctx, st, spec, cell, rec)
+	err = r.underCondition(ctx, cell, spec, rec, func() error { return r.measure(ctx, st, spec, cell, rec) })
 	if ierr := checkServer(cm, name, commit, rec); err == nil {
 		err = ierr
 	}
@@ -546,6 +547,37 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		return failed(rec, err, serverLog)
 	}
 	return rec
+}
+
+// underCondition runs the workload's setup, then measure with the
+// cell's condition held: started before the warm-up, checked active at
+// the window's end (what it reached recorded in rec), and stopped on
+// every way out, a failed or interrupted measurement included.
+func (r *run) underCondition(ctx context.Context, cell results.Cell, spec workload.Spec, rec *results.Record, measure func() error) error {
+	if err := workload.RunSetup(ctx, spec.Conn, spec.Workload); err != nil {
+		return err
+	}
+	if cell.Condition == "" {
+		return measure()
+	}
+	dir := results.CellDir(r.dir, cell.ID)
+	if err := r.deps.Proc.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	held, err := workload.StartCondition(ctx, cell.Condition, workload.ConditionEnv{Conn: spec.Conn, Proc: r.deps.Proc, User: r.deps.Workload.User, OutDir: dir})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := held.Stop(context.WithoutCancel(ctx)); err != nil {
+			r.deps.warnf("cell %s: stopping condition %s: %v", cell.ID, cell.Condition, err)
+		}
+	}()
+	if err := measure(); err != nil {
+		return err
+	}
+	rec.ConditionFacts, err = held.Check(ctx)
+	return err
 }
 
 // measure warms up, measures (and profiles, with --perf) one cell into

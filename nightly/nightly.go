@@ -95,13 +95,13 @@ func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Reque
 	if baseline != "" {
 		commits = append([]matrix.Commit{{Label: BaseLabel, Ref: baseline}}, commits...)
 	}
-	pgss := results.Setting{Name: "pg_stat_statements.max"}
+	pgss := results.Axis{Name: "pg_stat_statements.max"}
 	for _, n := range m.PgssMax {
 		pgss.Values = append(pgss.Values, fmt.Sprint(n))
 	}
 	return matrix.Request{
 		Commits: commits, NameTemplate: BuildPrefix + "%s",
-		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: []results.Setting{pgss},
+		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: []results.Axis{pgss},
 		Repeats: m.Repeats, Duration: time.Duration(m.Duration) * time.Second, Warmup: time.Duration(m.Warmup) * time.Second,
 		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed, Instructions: m.Instructions,
 	}

@@ -56,18 +56,50 @@ func ParseSetting(s string) (name, value string, err error) {
 // ParseAxis parses NAME=V1[,V2…] into a settings axis: values are split
 // on commas outside double quotes, and a value in double quotes keeps its
 // commas and loses the quotes (--set 'search_path="a, b",c' is two
-// values, "a, b" and "c"). The axis is checked (Setting.Check).
-func ParseAxis(s string) (Setting, error) {
+// values, "a, b" and "c"). The axis is checked (Axis.CheckSettings).
+func ParseAxis(s string) (Axis, error) {
 	name, list, err := ParseSetting(s)
 	if err != nil {
-		return Setting{}, err
+		return Axis{}, err
 	}
 	if list == "" {
-		return Setting{}, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
+		return Axis{}, exitcode.BadInputf("--set %q: want GUC=V1[,V2…]", s)
 	}
-	ax := Setting{Name: name, Values: splitValues(list)}
-	return ax, ax.Check()
+	ax := Axis{Name: name, Values: splitValues(list)}
+	return ax, ax.CheckSettings()
 }
+
+// ParseVarAxis parses NAME=V1[,V2…] into a pgbench variable axis (the
+// values split as ParseAxis does), checked (Axis.CheckVars).
+func ParseVarAxis(s string) (Axis, error) {
+	name, list, ok := strings.Cut(s, "=")
+	if name = strings.TrimSpace(name); !ok || strings.TrimSpace(list) == "" {
+		return Axis{}, exitcode.BadInputf("--var %q: want NAME=V1[,V2…], a pgbench variable the workload reads as :NAME", s)
+	}
+	ax := Axis{Name: name, Values: splitValues(list)}
+	return ax, ax.CheckVars()
+}
+
+// pgbenchOwnVars are variables pgbench sets for every client itself.
+var pgbenchOwnVars = []string{"client_id", "default_seed", "random_seed", "scale"}
+
+// CheckVar refuses a pgbench variable (-D NAME=VALUE) that is not a
+// name pgbench accepts, one pgbench sets itself, or a value that is not
+// one line.
+func CheckVar(name, value string) error {
+	if !varNameRE.MatchString(name) {
+		return exitcode.BadInputf("--var %s: not a pgbench variable name (letters, digits and _, not starting with a digit)", name)
+	}
+	if slices.Contains(pgbenchOwnVars, name) {
+		return exitcode.BadInputf("--var %s: pgbench sets :%s itself; name the variable otherwise", name, name)
+	}
+	if strings.ContainsAny(value, "\n\r\x00") {
+		return exitcode.BadInputf("--var %s=%q: want a one-line value", name, value)
+	}
+	return nil
+}
+
+var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func splitValues(s string) []string {
 	var out []string
@@ -87,20 +119,28 @@ func splitValues(s string) []string {
 	return append(out, strings.TrimSpace(cur.String()))
 }
 
-// Check checks a settings axis: at least one value, none empty, none
-// twice, each allowed by CheckSetting.
-func (s Setting) Check() error {
-	if len(s.Values) == 0 {
-		return exitcode.BadInputf("--set %s: no value", s.Name)
+// CheckSettings checks a settings axis: checkValues, each value allowed
+// by CheckSetting.
+func (a Axis) CheckSettings() error { return a.checkValues("--set", CheckSetting) }
+
+// CheckVars checks a variable axis: checkValues, each allowed by
+// CheckVar.
+func (a Axis) CheckVars() error { return a.checkValues("--var", CheckVar) }
+
+// checkValues checks an axis of flag: at least one value, none empty,
+// none twice, each allowed by check.
+func (a Axis) checkValues(flag string, check func(name, value string) error) error {
+	if len(a.Values) == 0 {
+		return exitcode.BadInputf("%s %s: no value", flag, a.Name)
 	}
-	for i, v := range s.Values {
+	for i, v := range a.Values {
 		if v == "" {
-			return exitcode.BadInputf("--set %s: an empty value; quote a value with commas: --set '%s=\"a, b\",c'", s.Name, s.Name)
+			return exitcode.BadInputf("%s %s: an empty value; quote a value with commas: %s '%s=\"a, b\",c'", flag, a.Name, flag, a.Name)
 		}
-		if slices.Contains(s.Values[:i], v) {
-			return exitcode.BadInputf("--set %s: value %s given twice", s.Name, v)
+		if slices.Contains(a.Values[:i], v) {
+			return exitcode.BadInputf("%s %s: value %s given twice", flag, a.Name, v)
 		}
-		if err := CheckSetting(s.Name, v); err != nil {
+		if err := check(a.Name, v); err != nil {
 			return err
 		}
 	}

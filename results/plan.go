@@ -65,10 +65,52 @@ type Config struct {
 	// Instructions marks an instruction cell (matrix --instructions):
 	// instructions per transaction of one client, not a timed run.
 	Instructions bool `json:"instructions,omitempty"`
+	// Rate is the offered load in transactions per second (pgbench -R,
+	// an open loop); 0 is a closed loop. Instruction cells have none.
+	Rate float64 `json:"rate,omitempty"`
+	// Vars are pgbench variables (-D NAME=VALUE) the workload's script
+	// reads as :NAME.
+	Vars map[string]string `json:"vars,omitempty"`
+	// Condition is the background condition held through the warm-up
+	// and the window (package condition); empty is none.
+	Condition string `json:"condition,omitempty"`
 }
 
+// Open reports whether the configuration is an open loop: an offered
+// rate, whose point may saturate.
+func (c Config) Open() bool { return c.Rate > 0 }
+
+// Series is the configuration without its point in a sweep (its rate and
+// variables): the configurations of one series differ only there.
+func (c Config) Series() Config {
+	c.Rate, c.Vars = 0, nil
+	return c
+}
+
+// Point names the configuration's point in its series: "r1000 :batch=10",
+// or "closed" for a closed loop without variables.
+func (c Config) Point() string {
+	var parts []string
+	if c.Rate > 0 {
+		parts = append(parts, "r"+FormatRate(c.Rate))
+	}
+	for _, k := range sortedKeys(c.Vars) {
+		parts = append(parts, ":"+k+"="+c.Vars[k])
+	}
+	if len(parts) == 0 {
+		return "closed"
+	}
+	return strings.Join(parts, " ")
+}
+
+// FormatRate writes an offered rate as its shortest decimal: 1000, 0.5.
+func FormatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
+
 // ID names the configuration: churn/c64/cpu2/pgss.max=5000, or
-// churn/instr/cpuall/pgss.max=5000 for an instruction cell. It is the
+// churn/instr/cpuall/pgss.max=5000 for an instruction cell; an offered
+// rate, variables and a condition come before the settings, each only
+// when there is one: churn/c64/cpuall/r1000/:batch=10/cond=xmin-holder/
+// pgss.max=5000 (a closed loop's id is what it was before rates). It is the
 // one name of a configuration in plan.json, cell ids and directories,
 // records, the analysis, the store and the dashboard: distinct
 // configurations have distinct ids, because the workload and the values
@@ -86,6 +128,15 @@ func (c Config) ID() string {
 		b.WriteString("all")
 	} else {
 		b.WriteString(strconv.Itoa(c.CPUs))
+	}
+	if c.Rate > 0 {
+		b.WriteString("/r" + FormatRate(c.Rate))
+	}
+	for _, k := range sortedKeys(c.Vars) {
+		fmt.Fprintf(&b, "/:%s=%s", k, EscapeID(c.Vars[k]))
+	}
+	if c.Condition != "" {
+		b.WriteString("/cond=" + EscapeID(c.Condition))
 	}
 	for _, k := range sortedKeys(c.Settings) {
 		fmt.Fprintf(&b, "/%s=%s", ShortGUC(k), EscapeID(c.Settings[k]))
@@ -130,8 +181,10 @@ type Cell struct {
 	Config
 }
 
-// Setting is one settings axis: a GUC and its values.
-type Setting struct {
+// Axis is one named axis of a plan: a name and its values in the plan's
+// order. A settings axis names a GUC (--set), a variable axis a pgbench
+// variable (--var).
+type Axis struct {
 	Name   string   `json:"name"`
 	Values []string `json:"values"`
 }
@@ -177,16 +230,24 @@ type Plan struct {
 
 // PlanOpts are the plan's fixed parameters.
 type PlanOpts struct {
-	Workloads []string  `json:"workloads"`
-	Clients   []int     `json:"clients"`
-	CPUs      []int     `json:"cpus"`
-	Settings  []Setting `json:"settings"`
-	Repeats   int       `json:"repeats"`
-	DurationS float64   `json:"duration_s"`
-	WarmupS   float64   `json:"warmup_s"`
-	Protocol  string    `json:"protocol"`
-	SleepMS   int       `json:"sleep_ms,omitempty"`
-	BuildType string    `json:"build_type"`
+	Workloads []string `json:"workloads"`
+	Clients   []int    `json:"clients"`
+	CPUs      []int    `json:"cpus"`
+	Settings  []Axis   `json:"settings"`
+	// Rates are the offered rates (matrix -R; 0 a closed loop), Vars the
+	// pgbench variable axes (--var) and Conditions the background
+	// conditions (--condition): each, like the settings, an axis of the
+	// configurations. Empty means the one closed loop, no variables, no
+	// condition.
+	Rates      []float64 `json:"rates,omitempty"`
+	Vars       []Axis    `json:"vars,omitempty"`
+	Conditions []string  `json:"conditions,omitempty"`
+	Repeats    int       `json:"repeats"`
+	DurationS  float64   `json:"duration_s"`
+	WarmupS    float64   `json:"warmup_s"`
+	Protocol   string    `json:"protocol"`
+	SleepMS    int       `json:"sleep_ms,omitempty"`
+	BuildType  string    `json:"build_type"`
 	// Profiling, MesonOpts and ConfigureOpts are the builds' options
 	// beside the type (matrix --profiling, --meson-opt, --configure-opt):
 	// they change what is measured, so a resume builds with them too.

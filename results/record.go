@@ -58,6 +58,10 @@ type Record struct {
 	// Server is what the cell actually measured: the build fingerprint
 	// of the running server, its version() and its binary.
 	Server *Server `json:"server,omitempty"`
+	// ConditionFacts are what the cell's condition reached by the end of
+	// the window (workload.Condition.Check: xmin_age, retained_wal_bytes,
+	// checkpoints, rows_updated, …).
+	ConditionFacts map[string]float64 `json:"condition_facts,omitempty"`
 	// Instr is an instruction cell's measurement (Config.Instructions).
 	Instr *InstrInfo `json:"instr,omitempty"`
 	// LatencyMethod is where the cell's latency percentiles come from

@@ -84,10 +84,12 @@ FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extnam
 }
 
 // foreignBackends records client backends of the database other than
-// pgbench's and abtest's own: their work would land in the probe.
+// pgbench's and abtest's own: their work would land in the probe. A
+// condition's sessions are the cell's own: the probe counts their work
+// (an updater's rows and WAL) as part of the condition.
 func (r *Runner) foreignBackends(ctx context.Context, conn *pgx.Conn, db string, into map[int32]string) error {
 	rows, err := conn.Query(ctx, marker+` SELECT pid, application_name FROM pg_stat_activity
-WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> 'pgbench'`, db)
+WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name NOT IN ('pgbench', $2)`, db, conditionApp)
 	if err != nil {
 		return fmt.Errorf("%w: pg_stat_activity: %v", ErrServer, err)
 	}

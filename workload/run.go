@@ -69,6 +69,11 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, err
 	}
 	defer conn.Close(context.Background())
+	if !s.SetupDone {
+		if err := RunSetup(ctx, c, s.Workload); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}

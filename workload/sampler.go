@@ -152,6 +152,9 @@ func (s *sampler) sampleWaits(ctx context.Context) error {
 		if err := rows.Scan(&ev, &active, &pid, &app); err != nil {
 			return err
 		}
+		if app == conditionApp {
+			continue
+		}
 		if app != "pgbench" {
 			s.foreign[pid] = app
 			continue

@@ -38,6 +38,10 @@ type Workload struct {
 	SimpleOnly bool
 	// Builtin is false for file: scripts.
 	Builtin bool
+	// Setup is SQL run on the workload's database before each cell's
+	// warm-up (a file's "-- abtest:setup" section): its tables, made so
+	// that running it again is harmless.
+	Setup string
 }
 
 // Names lists the built-in workloads.
@@ -108,7 +112,8 @@ func Resolve(item string) (Workload, error) {
 			return Workload{}, exitcode.BadInputf("workload %s: %v", item, err)
 		}
 		name := strings.TrimSuffix(pathBase(path), ".sql")
-		return Workload{Name: name, Script: string(data)}, nil
+		setup, script := splitSetup(string(data))
+		return Workload{Name: name, Script: script, Setup: setup}, nil
 	}
 	if w, ok := Builtin(item); ok {
 		return w, nil

@@ -6,8 +6,10 @@ package workload
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +50,12 @@ type Spec struct {
 	SleepMS int
 	// Rate is pgbench -R: open-loop transactions per second.
 	Rate float64
+	// Vars are pgbench variables, -D NAME=VALUE each, that the script
+	// reads as :NAME.
+	Vars map[string]string
+	// SetupDone says the workload's setup SQL ran already (a matrix
+	// cell runs it once, before its condition and warm-up).
+	SetupDone bool
 	// CPUs pins pgbench to these CPUs.
 	CPUs []int
 	// SampleEvery and WaitEvery are the sampler's intervals.
@@ -199,6 +207,9 @@ func pgbenchArgs(s Spec, c Conn, script, logPrefix string, sampling float64) []s
 	}
 	if s.Rate > 0 {
 		args = append(args, "-R", strconv.FormatFloat(s.Rate, 'f', -1, 64))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Vars)) {
+		args = append(args, "-D", k+"="+s.Vars[k])
 	}
 	args = append(args, "--log", "--log-prefix="+logPrefix)
 	if sampling < 1 {

@@ -28,7 +28,7 @@ func main() {
 	o := matrix.Request{
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
 		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
-		Settings:  []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
+		Settings:  []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
 		Repeats:   250, Duration: 20 * time.Second, Order: matrix.ABBA,
 	}
 	p, err := matrix.PlanFor(o, commits)

@@ -26,6 +26,9 @@ func matrixFlags() []cli.Flag {
 		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats of every cell (at least 3 for --fail-on-regression; -n says what they can detect)"},
 		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
 		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
+		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: "offered rates `LIST` in transactions/s (pgbench -R, open loop; 0 = closed loop): a sweep, each point marked saturated or not"},
+		&cli.StringSliceFlag{Name: "var", Usage: "pgbench variable axis `NAME=V1,V2` (-D; the workload reads :NAME; repeatable)"},
+		&cli.StringFlag{Name: "condition", Usage: "background conditions `LIST` held through warm-up and window: none, xmin-holder, idle-slot, autovacuum-off, checkpoint-storm[=S], bulk-update[=ROWS/S], file:PATH"},
 		&cli.StringFlag{Name: "build", Aliases: []string{"b", "build-type"}, Value: "release", Usage: "build `TYPE`: release, debug, debug_noassert"},
 		&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`: simple, extended, prepared"},
 		&cli.IntFlag{Name: "sleep", Aliases: []string{"S"}, Usage: "think time `MS` per transaction"},
@@ -57,7 +60,7 @@ func matrixCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "A/B benchmark: commits × workloads × clients × CPUs × settings, interleaved and resumable",
-		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [--set GUC=V1,V2]…
+		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [--set GUC=V1,V2]… [-R LIST] [--var N=V1,V2]… [--condition LIST]
               [-b TYPE] [--profiling] [--meson-opt O]… [--configure-opt O]… [--force] [-M PROTO] [-S MS] [--warmup S] [--order abba|random] [--seed N] [-o DIR]
               [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
 
@@ -75,7 +78,7 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	return matrix.Options{
 		Commits: cmd.String("commits"), Workloads: cmd.String("workloads"), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
-		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"),
+		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: cmd.String("condition"),
 		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), PerfWindow: cmd.Int("perf-window"),
 		Repeats: int(cmd.Int("repeats")), SleepMS: int(cmd.Int("sleep")), MaxRepeats: int(cmd.Int("max-repeats")),
 		Build: cmd.String("build"), Protocol: cmd.String("protocol"), Order: cmd.String("order"),

@@ -62,7 +62,7 @@ func Request(patch string, duration time.Duration, repeats int, seed int64) matr
 		NameTemplate: "demo-%c",
 		Workloads:    []string{"select1", "churn"},
 		Clients:      []int{8},
-		Settings:     []results.Setting{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+		Settings:     []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
 		Repeats:      repeats, Duration: duration, Warmup: time.Second,
 		Protocol: "simple", Build: build.Release, Order: matrix.ABBA, Seed: seed,
 	}

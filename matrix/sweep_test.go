@@ -1,0 +1,71 @@
+package matrix
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestRunSweepUnderConditions runs the shipped ping workload (its setup
+// SQL, a pgbench variable) at two offered rates, with and without an
+// xmin holder, one commit twice (a noise run), on real PostgreSQL: every cell ran at its rate with its
+// variable, the condition's cells record the xmin age they reached, and
+// no condition is left behind.
+func TestRunSweepUnderConditions(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	ping, err := filepath.Abs(filepath.Join("..", "examples", "ping.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Commits: "a=install:" + install, Workloads: "file:" + ping, Clients: "2", PgssMax: "5000",
+		Rates: "50,100000", Vars: []string{"batch=5"}, Conditions: "none,xmin-holder",
+		Seconds: 2, Warmup: 0, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba",
+		Given: func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" },
+	}
+	req, err := o.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Configs) != 2*2 {
+		t.Fatalf("%d configurations, want rates × conditions = 4", len(plan.Configs))
+	}
+	var out strings.Builder
+	deps.Out = &out
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil || len(recs) != 8 {
+		t.Fatalf("%d records (%v), want 8\n%s", len(recs), err, out.String())
+	}
+	for _, r := range recs {
+		if r.Status != results.StatusOK {
+			t.Errorf("%s: %s %s", r.Cell, r.Status, r.Error)
+			continue
+		}
+		if r.Rate == 0 || r.Vars["batch"] == "" {
+			t.Errorf("%s: rate %v, vars %v", r.Cell, r.Rate, r.Vars)
+		}
+		script, _ := os.ReadFile(filepath.Join(dir, r.Artifacts["pgbench"]))
+		if !strings.Contains(string(script), "-D batch="+r.Vars["batch"]) || !strings.Contains(string(script), "-R "+results.FormatRate(r.Rate)) {
+			t.Errorf("%s: pgbench did not run with -R %v -D batch=%s:\n%.300s", r.Cell, r.Rate, r.Vars["batch"], script)
+		}
+		switch held := r.ConditionFacts["xmin_age"]; {
+		case r.Condition == "xmin-holder" && !(held > 0):
+			t.Errorf("%s: the holder's xmin age %v, want > 0", r.Cell, held)
+		case r.Condition == "" && r.ConditionFacts != nil:
+			t.Errorf("%s: facts %v without a condition", r.Cell, r.ConditionFacts)
+		}
+	}
+}
