@@ -395,6 +395,7 @@ func (a *analyzer) finish() {
 	sort.SliceStable(r.Changes, func(i, j int) bool { return changeFirst(r.Changes[i], r.Changes[j]) })
 	r.aa()
 	r.WaitShifts = r.waitShifts()
+	r.Sweeps = sweeps(a.p, a.in.Records)
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}

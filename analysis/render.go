@@ -24,6 +24,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.writeWaitShifts(w)
 	r.writeTimeWent(w)
 	r.writeInstructions(w)
+	r.writeSweeps(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		r.writeWorkload(w, wl)
 	}

@@ -329,6 +329,8 @@ type Report struct {
 	Incomplete []Incomplete `json:"incomplete"`
 	Summaries  []Summary    `json:"summaries"`
 	Rows       []Row        `json:"rows"`
+	// Sweeps are the plan's series of rate and variable points (sweeps).
+	Sweeps []Sweep `json:"sweeps,omitempty"`
 	// WaitShifts are the wait events whose share moved (waitShifts).
 	WaitShifts []WaitShift `json:"wait_shifts,omitempty"`
 	Tiers      []Tier      `json:"tiers"`

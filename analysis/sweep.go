@@ -1,0 +1,153 @@
+package analysis
+
+// Sweeps (seed 000): the configurations that differ only in their
+// offered rate and pgbench variables form a series; each is a point,
+// reported per commit in the seed's shape — offered and committed per
+// second, latency percentiles, saturation and probes per operation —
+// saturated points included, marked, never dropped.
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// Sweep is one series of points.
+type Sweep struct {
+	// Series is the id of the configuration without rate and variables.
+	Series string       `json:"series"`
+	Points []SweepPoint `json:"points"`
+}
+
+// SweepPoint is one commit at one point: medians over its ok cells,
+// saturated ones included.
+type SweepPoint struct {
+	Config string `json:"config"`
+	Point  string `json:"point"`
+	Commit string `json:"commit"`
+	// OfferedTPS is the point's offered rate (0: a closed loop).
+	OfferedTPS float64 `json:"offered_tps"`
+	// Cells and Saturated count the commit's ok cells and the saturated
+	// ones among them.
+	Cells     int `json:"cells"`
+	Saturated int `json:"saturated"`
+	// Medians of the point's metrics (committed/s is tps).
+	Medians map[string]float64 `json:"medians"`
+}
+
+// sweepMetrics are the columns of a point table after offered/s, in order.
+var sweepMetrics = []string{
+	results.MetricTPS, results.MetricLatencyP50, results.MetricLatencyP95, results.MetricLatencyP99, results.MetricLagAvg,
+	results.MetricRowsPerTx, results.MetricWALRecordsPerTx, results.MetricWALBytesPerTx, results.MetricWALFPIPerTx,
+}
+
+// sweeps finds the plan's series of points and summarises each point.
+// A plan without rates or variables has none.
+func sweeps(p *results.Plan, recs []results.Record) []Sweep {
+	if len(p.Options.Rates) == 0 && len(p.Options.Vars) == 0 {
+		return nil
+	}
+	type key struct{ config, commit string }
+	byPoint := map[key][]*results.Record{}
+	series := map[string]*Sweep{}
+	var order []string
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Status != results.StatusOK || rec.Instructions {
+			continue
+		}
+		id := rec.Config.Series().ID()
+		if series[id] == nil {
+			series[id] = &Sweep{Series: id}
+			order = append(order, id)
+		}
+		k := key{rec.Config.ID(), rec.Commit}
+		if byPoint[k] == nil {
+			series[id].Points = append(series[id].Points, SweepPoint{Config: k.config, Point: rec.Config.Point(), Commit: rec.Commit, OfferedTPS: rec.Rate})
+		}
+		byPoint[k] = append(byPoint[k], rec)
+	}
+	var out []Sweep
+	for _, id := range order {
+		s := series[id]
+		for i := range s.Points {
+			pt := &s.Points[i]
+			cells := byPoint[key{pt.Config, pt.Commit}]
+			pt.Cells, pt.Medians = len(cells), map[string]float64{}
+			for _, m := range sweepMetrics {
+				var vs []float64
+				for _, rec := range cells {
+					if v, ok := rec.Metrics[m]; ok && rec.Void[m] == "" {
+						vs = append(vs, v)
+					}
+				}
+				if len(vs) > 0 {
+					pt.Medians[m] = median(vs)
+				}
+			}
+			for _, rec := range cells {
+				if rec.Saturated {
+					pt.Saturated++
+				}
+			}
+		}
+		slices.SortStableFunc(s.Points, func(a, b SweepPoint) int {
+			return cmp.Or(strings.Compare(varsOf(a.Point), varsOf(b.Point)), cmp.Compare(a.OfferedTPS, b.OfferedTPS), commitOrder(p, a.Commit, b.Commit))
+		})
+		out = append(out, *s)
+	}
+	return out
+}
+
+// varsOf is the variables part of a point's name.
+func varsOf(point string) string {
+	_, vars, _ := strings.Cut(point, " :")
+	if strings.HasPrefix(point, ":") {
+		return point
+	}
+	return vars
+}
+
+func commitOrder(p *results.Plan, a, b string) int {
+	ia := slices.IndexFunc(p.Commits, func(c results.Commit) bool { return c.Label == a })
+	ib := slices.IndexFunc(p.Commits, func(c results.Commit) bool { return c.Label == b })
+	return cmp.Compare(ia, ib)
+}
+
+// writeSweeps writes a point table per series (markdown).
+func (r *Report) writeSweeps(w io.Writer) {
+	for _, s := range r.Sweeps {
+		fmt.Fprintf(w, "## Sweep: %s\n\n", s.Series)
+		fmt.Fprintf(w, "One row per point and commit: medians over its cells. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n")
+		fmt.Fprintf(w, "| point | commit | offered/s | committed/s | p50 ms | p95 ms | p99 ms | lag ms | saturated | rows/op | WAL rec/op | WAL B/op | FPI/op |\n")
+		fmt.Fprintf(w, "|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n")
+		for _, pt := range s.Points {
+			offered := "closed"
+			if pt.OfferedTPS > 0 {
+				offered = results.FormatRate(pt.OfferedTPS)
+			}
+			sat := "no"
+			if pt.Saturated > 0 {
+				sat = fmt.Sprintf("**yes** (%d of %d)", pt.Saturated, pt.Cells)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", pt.Point, pt.Commit, offered,
+				pt.cell(results.MetricTPS), pt.cell(results.MetricLatencyP50), pt.cell(results.MetricLatencyP95), pt.cell(results.MetricLatencyP99),
+				pt.cell(results.MetricLagAvg), sat, pt.cell(results.MetricRowsPerTx), pt.cell(results.MetricWALRecordsPerTx),
+				pt.cell(results.MetricWALBytesPerTx), pt.cell(results.MetricWALFPIPerTx))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// cell is a point's median of m, or a dash.
+func (pt SweepPoint) cell(m string) string {
+	v, ok := pt.Medians[m]
+	if !ok {
+		return "–"
+	}
+	return num(v)
+}
