@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
@@ -197,6 +198,11 @@ func TestSaturationOf(t *testing.T) {
 		if math.Abs(sat.BacklogS-tc.backlog) > 0.01 || sat.OfferedTPS != tc.rate || sat.CommittedTPS != tc.sum.TPS {
 			t.Errorf("%s: backlog %.3f s, offered %v, committed %v; want %.3f s", tc.name, sat.BacklogS, sat.OfferedTPS, sat.CommittedTPS, tc.backlog)
 		}
+	}
+	w, _ := Builtin("select1")
+	s := Spec{Workload: w, Rate: 100, BacklogBound: -time.Second}
+	if err := s.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "backlog bound") {
+		t.Errorf("a negative backlog bound: %v", err)
 	}
 }
 
