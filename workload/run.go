@@ -218,7 +218,8 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 		if _, err := sm.readXmin(ctx); err != nil {
 			return exitcode.Failure(fmt.Errorf("%w: reading the oldest xmin: %v", ErrServer, err))
 		}
-		res.OldestXminAge = &sm.xminMax
+		age := sm.xminMax
+		res.OldestXminAge = &age
 	}
 	res.xminHidden = !sm.seesXmin
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
