@@ -15,17 +15,20 @@ import (
 //
 //	t=5s entries=5005 hot=1000 cold=4003 tps=75697 dealloc=5 age=[1s..5s avg=5s sd=0s] calls=[1..362 avg=63 sd=122] fp=a7b9cc21 waits=[CPU(42)]
 type Sample struct {
-	T        float64   `json:"t"`
-	Entries  int       `json:"entries"`
-	Hot      int       `json:"hot"`
-	Cold     int       `json:"cold"`
-	TPS      float64   `json:"tps"`
-	Dealloc  int64     `json:"dealloc"`
-	Age      Dist      `json:"age_s"`
-	Calls    Dist      `json:"calls"`
-	FP       string    `json:"fp"`
-	Waits    []WaitTop `json:"waits"`
-	HasClass bool      `json:"-"`
+	T       float64   `json:"t"`
+	Entries int       `json:"entries"`
+	Hot     int       `json:"hot"`
+	Cold    int       `json:"cold"`
+	TPS     float64   `json:"tps"`
+	Dealloc int64     `json:"dealloc"`
+	Age     Dist      `json:"age_s"`
+	Calls   Dist      `json:"calls"`
+	FP      string    `json:"fp"`
+	Waits   []WaitTop `json:"waits"`
+	// XminAge is the oldest xmin's age, in transactions, at the sample
+	// (OldestXmin); 0 where it could not be read.
+	XminAge  int64 `json:"xmin_age,omitempty"`
+	HasClass bool  `json:"-"`
 }
 
 // Dist summarises a distribution.
@@ -148,14 +151,26 @@ type WALCounters struct {
 	Bytes   int64 `json:"bytes"`
 }
 
-// TableCounters are pg_stat_user_tables sums.
+// TableCounters are sums over the database's user tables: the counters
+// of pg_stat_user_tables and pg_statio_user_tables, and the tables' and
+// their indexes' sizes. Dead and the sizes are levels, not counters: a
+// probe's difference is their growth over the window.
 type TableCounters struct {
-	Ins        int64 `json:"n_tup_ins"`
-	Upd        int64 `json:"n_tup_upd"`
-	Del        int64 `json:"n_tup_del"`
-	HotUpd     int64 `json:"n_tup_hot_upd"`
-	Dead       int64 `json:"n_dead_tup"`
-	Autovacuum int64 `json:"autovacuum_count"`
+	Ins         int64 `json:"n_tup_ins"`
+	Upd         int64 `json:"n_tup_upd"`
+	Del         int64 `json:"n_tup_del"`
+	HotUpd      int64 `json:"n_tup_hot_upd"`
+	Dead        int64 `json:"n_dead_tup"`
+	Autovacuum  int64 `json:"autovacuum_count"`
+	Autoanalyze int64 `json:"autoanalyze_count"`
+	// BlksHit and BlksRead are the tables', their indexes' and TOAST's
+	// buffer hits and reads (pg_statio_user_tables).
+	BlksHit  int64 `json:"blks_hit"`
+	BlksRead int64 `json:"blks_read"`
+	// HeapBytes is pg_relation_size (the main fork), IndexBytes
+	// pg_indexes_size.
+	HeapBytes  int64 `json:"heap_bytes"`
+	IndexBytes int64 `json:"index_bytes"`
 }
 
 // Statement is one entry's timing over the window.
@@ -176,10 +191,13 @@ func (c Counters) Sub(before Counters) Counters {
 	if c.WAL != nil && before.WAL != nil {
 		d.WAL = &WALCounters{Records: c.WAL.Records - before.WAL.Records, FPI: c.WAL.FPI - before.WAL.FPI, Bytes: c.WAL.Bytes - before.WAL.Bytes}
 	}
+	a, b := c.Tables, before.Tables
 	d.Tables = TableCounters{
-		Ins: c.Tables.Ins - before.Tables.Ins, Upd: c.Tables.Upd - before.Tables.Upd, Del: c.Tables.Del - before.Tables.Del,
-		HotUpd: c.Tables.HotUpd - before.Tables.HotUpd, Dead: c.Tables.Dead - before.Tables.Dead,
-		Autovacuum: c.Tables.Autovacuum - before.Tables.Autovacuum,
+		Ins: a.Ins - b.Ins, Upd: a.Upd - b.Upd, Del: a.Del - b.Del,
+		HotUpd: a.HotUpd - b.HotUpd, Dead: a.Dead - b.Dead,
+		Autovacuum: a.Autovacuum - b.Autovacuum, Autoanalyze: a.Autoanalyze - b.Autoanalyze,
+		BlksHit: a.BlksHit - b.BlksHit, BlksRead: a.BlksRead - b.BlksRead,
+		HeapBytes: a.HeapBytes - b.HeapBytes, IndexBytes: a.IndexBytes - b.IndexBytes,
 	}
 	d.CPUTicks = c.CPUTicks - before.CPUTicks
 	return d
@@ -198,4 +216,21 @@ type Progress struct {
 	Failed   int64   `json:"failed,omitempty"`
 	Skipped  int64   `json:"skipped,omitempty"`
 	HasLag   bool    `json:"-"`
+}
+
+// Saturation is how an open-loop (pgbench -R) point kept up with the
+// rate it was offered. A saturated point measured a queue, not the
+// server: it is reported, never averaged in.
+type Saturation struct {
+	OfferedTPS   float64 `json:"offered_tps"`
+	CommittedTPS float64 `json:"committed_tps"`
+	// BacklogS is the most offered work, in seconds of it, the point
+	// fell behind by: the larger of what was offered and not committed
+	// by the end and pgbench's largest schedule lag.
+	BacklogS float64 `json:"backlog_s"`
+	// BoundS is the backlog beyond which the point is saturated.
+	BoundS    float64 `json:"bound_s"`
+	Saturated bool    `json:"saturated"`
+	// Reason says why the point is saturated ("" when it is not).
+	Reason string `json:"reason,omitempty"`
 }

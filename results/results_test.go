@@ -121,3 +121,32 @@ func TestConfigIDAndDiff(t *testing.T) {
 		t.Errorf("diff = %v", d)
 	}
 }
+
+// TestBuiltinDeclarations: every built-in metric is declared once, in
+// the typed vocabulary; the rows a transaction writes are exact (fixed
+// by the script, seed 000 gates them exactly), what timing decides
+// (HOT, pruning, autovacuum, sizes) is not.
+func TestBuiltinDeclarations(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Builtin {
+		if seen[m.Name] || !m.Direction.Valid() || !m.Tier.Valid() || !m.Validity.Valid() || !m.MeasuredBy.Valid() || m.Unit == "" || m.Doc == "" {
+			t.Errorf("%s: duplicate %v or incomplete declaration %+v", m.Name, seen[m.Name], m)
+		}
+		seen[m.Name] = true
+	}
+	for name, tier := range map[string]Tier{
+		MetricTupInsPerTx: TierExact, MetricTupUpdPerTx: TierExact, MetricTupDelPerTx: TierExact,
+		MetricWALRecordsPerTx: TierBand, MetricHOTUpdatePct: TierBand, MetricBuffersHitPerTx: TierBand,
+		MetricDeadTupGrowth: TierReport, MetricAutovacuumRuns: TierReport, MetricIndexGrowth: TierReport, MetricOldestXminAge: TierReport,
+		MetricOfferedTPS: TierReport, MetricBacklog: TierReport,
+	} {
+		if m, ok := Builtin.Get(name); !ok || m.Tier != tier {
+			t.Errorf("%s: tier %q (declared %v), want %q", name, m.Tier, ok, tier)
+		}
+	}
+	for _, name := range []string{MetricAutovacuumRuns, MetricAutoanalyzeRuns} {
+		if m, _ := Builtin.Get(name); !m.Count {
+			t.Errorf("%s is not an event count", name)
+		}
+	}
+}

@@ -22,6 +22,7 @@ type (
 	WALCounters   = results.WALCounters
 	TableCounters = results.TableCounters
 	Statement     = results.Statement
+	Saturation    = results.Saturation
 )
 
 // server describes the server being measured.
@@ -101,9 +102,16 @@ GROUP BY 1`)
 		c.WAL = &w
 	}
 	t := &c.Tables
-	if err := conn.QueryRow(ctx, marker+` SELECT coalesce(sum(n_tup_ins),0)::int8, coalesce(sum(n_tup_upd),0)::int8, coalesce(sum(n_tup_del),0)::int8,
-  coalesce(sum(n_tup_hot_upd),0)::int8, coalesce(sum(n_dead_tup),0)::int8, coalesce(sum(autovacuum_count),0)::int8
-FROM pg_stat_user_tables`).Scan(&t.Ins, &t.Upd, &t.Del, &t.HotUpd, &t.Dead, &t.Autovacuum); err != nil {
+	// The statio view has a row for every table the counters' view
+	// has; a size is NULL for a table dropped meanwhile.
+	if err := conn.QueryRow(ctx, marker+` SELECT coalesce(sum(t.n_tup_ins),0)::int8, coalesce(sum(t.n_tup_upd),0)::int8, coalesce(sum(t.n_tup_del),0)::int8,
+  coalesce(sum(t.n_tup_hot_upd),0)::int8, coalesce(sum(t.n_dead_tup),0)::int8,
+  coalesce(sum(t.autovacuum_count),0)::int8, coalesce(sum(t.autoanalyze_count),0)::int8,
+  coalesce(sum(coalesce(s.heap_blks_hit,0) + coalesce(s.idx_blks_hit,0) + coalesce(s.toast_blks_hit,0) + coalesce(s.tidx_blks_hit,0)),0)::int8,
+  coalesce(sum(coalesce(s.heap_blks_read,0) + coalesce(s.idx_blks_read,0) + coalesce(s.toast_blks_read,0) + coalesce(s.tidx_blks_read,0)),0)::int8,
+  coalesce(sum(pg_relation_size(t.relid)),0)::int8, coalesce(sum(pg_indexes_size(t.relid)),0)::int8
+FROM pg_stat_user_tables t JOIN pg_statio_user_tables s USING (relid)`).Scan(&t.Ins, &t.Upd, &t.Del, &t.HotUpd, &t.Dead,
+		&t.Autovacuum, &t.Autoanalyze, &t.BlksHit, &t.BlksRead, &t.HeapBytes, &t.IndexBytes); err != nil {
 		return c, err
 	}
 	if sv.postmaster > 0 {
@@ -134,4 +142,34 @@ ORDER BY total_exec_time DESC LIMIT $1`, n)
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// xminSQL is the age of the oldest xmin holding back vacuum's horizon
+// in the database: a session's snapshot (backend_xmin) or its own
+// transaction (backend_xid), of this database or of none (a walsender
+// with hot_standby_feedback), a replication slot's xmin or
+// catalog_xmin, a prepared transaction of this database. A session of
+// another database holds back only the shared catalogs, so it does not
+// count; nor does the probe's own. NULL, read as 0, when nothing holds
+// one.
+const xminSQL = marker + ` SELECT coalesce(greatest(
+  (SELECT max(greatest(age(backend_xmin), age(backend_xid))) FROM pg_stat_activity
+    WHERE (datname = current_database() OR datid IS NULL) AND pid <> pg_backend_pid()),
+  (SELECT max(greatest(age(xmin), age(catalog_xmin))) FROM pg_replication_slots),
+  (SELECT max(age(transaction)) FROM pg_prepared_xacts WHERE database = current_database())), 0)::int8`
+
+// seesXmin reports whether the connection's role sees other sessions'
+// xmin: pg_stat_activity shows it only to superusers, members of
+// pg_read_all_stats and the session's own role.
+func seesXmin(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var ok bool
+	err := conn.QueryRow(ctx, marker+" SELECT pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')").Scan(&ok)
+	return ok, err
+}
+
+// xminAge reads the oldest xmin's age (xminSQL).
+func xminAge(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var age int64
+	err := conn.QueryRow(ctx, xminSQL).Scan(&age)
+	return age, err
 }

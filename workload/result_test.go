@@ -66,3 +66,42 @@ func TestResultVoidsEvictedCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeMetricsVoidNotZero: a probe the server cannot provide is void
+// with why, never a zero: pg_stat_wal before PostgreSQL 14, the oldest
+// xmin for a role that cannot see other sessions'; HOT % is left out
+// of a window without updates (no share of nothing), and the rows per
+// transaction are the counters over the transactions.
+func TestProbeMetricsVoidNotZero(t *testing.T) {
+	probe := &Counters{Kinds: map[string]KindCounters{}, Tables: TableCounters{Ins: 2000, Del: 1000, Dead: 1000, BlksHit: 5000, IndexBytes: 8192}}
+	res := &Result{Metrics: map[string]float64{}, Summary: Summary{TPS: 100, Processed: 1000}, Final: Final{Entries: 1}, Probe: probe, xminHidden: true}
+	(&Runner{}).metrics(res, &TxLog{}, Spec{Clients: 1, Duration: 1e9})
+	for _, name := range []string{results.MetricWALRecordsPerTx, results.MetricWALBytesPerTx, results.MetricWALFPIPerTx} {
+		if v, ok := res.Metrics[name]; ok || res.Void[name] != results.VoidNoStatWAL {
+			t.Errorf("%s without pg_stat_wal: %v (kept %v), void %q", name, v, ok, res.Void[name])
+		}
+	}
+	if v, ok := res.Metrics[results.MetricOldestXminAge]; ok || res.Void[results.MetricOldestXminAge] != results.VoidXminHidden {
+		t.Errorf("oldest xmin hidden: %v (kept %v), void %q", v, ok, res.Void[results.MetricOldestXminAge])
+	}
+	if v, ok := res.Metrics[results.MetricHOTUpdatePct]; ok {
+		t.Errorf("HOT %% of no updates: %v", v)
+	}
+	want := map[string]float64{results.MetricTupInsPerTx: 2, results.MetricTupUpdPerTx: 0, results.MetricTupDelPerTx: 1,
+		results.MetricDeadTupPerTx: 1, results.MetricBuffersHitPerTx: 5, results.MetricIndexGrowthPerTx: 8.192, results.MetricIndexGrowth: 8192}
+	for name, v := range want {
+		if got, ok := res.Metrics[name]; !ok || got != v {
+			t.Errorf("%s = %v (%v), want %v", name, got, ok, v)
+		}
+	}
+	if res.Saturation != nil || res.Saturated {
+		t.Errorf("a closed loop judged for saturation: %+v", res.Saturation)
+	}
+	age := int64(42)
+	probe.WAL, probe.Tables.Upd, probe.Tables.HotUpd = &WALCounters{Records: 3000}, 400, 100
+	res = &Result{Metrics: map[string]float64{}, Summary: Summary{TPS: 100, Processed: 1000}, Probe: probe, OldestXminAge: &age}
+	(&Runner{}).metrics(res, &TxLog{}, Spec{Clients: 1, Duration: 1e9})
+	if len(res.Void) > 0 || res.Metrics[results.MetricWALRecordsPerTx] != 3 || res.Metrics[results.MetricOldestXminAge] != 42 || res.Metrics[results.MetricHOTUpdatePct] != 25 {
+		t.Errorf("void %v, metrics %v", res.Void, res.Metrics)
+	}
+}

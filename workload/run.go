@@ -154,6 +154,12 @@ func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *
 	if err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
+	if sm.seesXmin, err = seesXmin(ctx, conn); err == nil && sm.seesXmin {
+		_, err = sm.readXmin(ctx)
+	}
+	if err != nil {
+		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading the oldest xmin: %v", ErrServer, err))
+	}
 	return before, nil
 }
 
@@ -213,6 +219,14 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
+	if sm.seesXmin {
+		if _, err := sm.readXmin(ctx); err != nil {
+			return exitcode.Failure(fmt.Errorf("%w: reading the oldest xmin: %v", ErrServer, err))
+		}
+		age := sm.xminMax
+		res.OldestXminAge = &age
+	}
+	res.xminHidden = !sm.seesXmin
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return exitcode.Failure(err)
 	}

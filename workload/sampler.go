@@ -72,6 +72,10 @@ type sampler struct {
 	calls   map[int64]int64
 	callsAt time.Time
 	perRun  int
+	// seesXmin: the role sees every session's xmin (seesXmin); then
+	// xminMax is the oldest xmin's largest age read so far.
+	seesXmin bool
+	xminMax  int64
 }
 
 // run samples until stop is closed. Queries run under ctx, not under stop:
@@ -352,6 +356,11 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 	now := time.Now()
 	smp := Sample{T: math.Round(now.Sub(s.start).Seconds()), Entries: len(es), Dealloc: d, HasClass: s.w.HotPrefix != ""}
 	smp.TPS = s.sampleTPS(es, now)
+	if s.seesXmin {
+		if smp.XminAge, err = s.readXmin(ctx); err != nil {
+			return Sample{}, err
+		}
+	}
 	ages := make([]float64, 0, len(es))
 	calls := make([]float64, 0, len(es))
 	seen := make(map[int64]time.Time, len(es))
@@ -404,6 +413,18 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 		smp.Waits = smp.Waits[:3]
 	}
 	return smp, nil
+}
+
+// readXmin reads the oldest xmin's age and keeps the largest.
+func (s *sampler) readXmin(ctx context.Context) (int64, error) {
+	age, err := xminAge(ctx, s.conn)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.xminMax = max(s.xminMax, age)
+	s.mu.Unlock()
+	return age, nil
 }
 
 // final reads pg_stat_statements once more at the end.

@@ -56,6 +56,9 @@ type Spec struct {
 	// SetupDone says the workload's setup SQL ran already (a matrix
 	// cell runs it once, before its condition and warm-up).
 	SetupDone bool
+	// BacklogBound is how far behind Rate, in time of offered work, the
+	// point may fall before it is saturated; 0 is DefaultBacklogBound.
+	BacklogBound time.Duration
 	// CPUs pins pgbench to these CPUs.
 	CPUs []int
 	// SampleEvery and WaitEvery are the sampler's intervals.
@@ -177,6 +180,9 @@ func (s *Spec) Check() error {
 	}
 	if s.Duration < 0 || s.Transactions < 0 || s.Duration > 0 && s.Duration < time.Second {
 		return exitcode.BadInputf("-d: want at least 1 second")
+	}
+	if s.BacklogBound < 0 {
+		return exitcode.BadInputf("backlog bound %s: want a positive duration, or 0 for the default %s", s.BacklogBound, DefaultBacklogBound)
 	}
 	if !(s.Rate >= 0 && s.Rate <= 1e9) || s.SleepMS < 0 {
 		return exitcode.BadInputf("-R %g -S %d: want a rate from 0 (closed loop) to 1e9 TPS and a think time of at least 0 ms", s.Rate, s.SleepMS)
