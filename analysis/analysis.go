@@ -311,6 +311,11 @@ func (a *analyzer) choosePrimary() {
 func (a *analyzer) findIncomplete() {
 	r := a.r
 	a.cellWhy = map[string]map[string]string{}
+	// In a sweep a point may saturate: it is reported in its table and
+	// left out of the statistics, not counted as a run that could not
+	// answer, unless the plan says no point may saturate.
+	o := a.p.Options
+	excused := func(g *group) bool { return len(o.Rates) > 0 && !o.MustNotSaturate && g.onlySaturated() }
 	for _, id := range a.configs {
 		base := a.groups[id][r.Baseline]
 		for _, c := range r.Commits {
@@ -319,7 +324,10 @@ func (a *analyzer) findIncomplete() {
 				g = &group{usable: map[int]*results.Record{}}
 			}
 			why := groupWhy(g)
-			if c != r.Baseline && why == "" && base != nil {
+			if excused(g) {
+				why = ""
+			}
+			if c != r.Baseline && why == "" && base != nil && !excused(base) {
 				if bw := groupWhy(base); bw != "" {
 					why = "baseline " + bw
 				}

@@ -74,7 +74,7 @@ func (a *analyzer) groupCells() {
 			g.failed++
 			continue
 		case rec.Saturated:
-			r.Saturated = append(r.Saturated, CellNote{Cell: rec.Cell, Status: "saturated"})
+			r.Saturated = append(r.Saturated, CellNote{Cell: rec.Cell, Status: "saturated", Error: saturationWhy(rec)})
 			g.saturated++
 			continue
 		}
@@ -111,6 +111,21 @@ func (a *analyzer) planFromRecords() {
 			byCommit[c].planned = most
 		}
 	}
+}
+
+// saturationWhy says why a cell is saturated: its reason, or what an
+// older abtest's rule meant.
+func saturationWhy(rec *results.Record) string {
+	if rec.Saturation != nil && rec.Saturation.Reason != "" {
+		return rec.Saturation.Reason
+	}
+	return "the schedule lag kept growing: the server did not keep the rate"
+}
+
+// onlySaturated: the cells missing from the statistics are all there,
+// saturated (none failed or absent).
+func (g *group) onlySaturated() bool {
+	return g.saturated > 0 && len(g.usable)+g.saturated >= g.planned && g.failed == 0
 }
 
 // groupWhy says why a commit's cells in a configuration are fewer than

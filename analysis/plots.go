@@ -46,6 +46,8 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 //   - tps-vs-clients-<group>.svg: TPS by client count for each workload ×
 //     CPUs × settings: every repeat a point, the median per commit a line
 //     with its 95 % interval as error bars;
+//   - latency-vs-rate-<series>.svg: a sweep's p99 latency by offered
+//     rate, saturated points crossed (latencyVsRate);
 //   - tps-time-<config>.svg: TPS over time from pgbench's progress
 //     reports, every cell of a configuration a line, drawn when a cell
 //     has at least two reports.
@@ -76,6 +78,9 @@ func (r *Report) WritePlots(dir, relTo string) error {
 		if err := w.tpsVsClients(g); err != nil {
 			return err
 		}
+	}
+	if err := w.latencyVsRate(); err != nil {
+		return err
 	}
 	byConfig, configs := w.okRecordsByConfig()
 	for _, id := range configs {

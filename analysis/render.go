@@ -267,7 +267,7 @@ func (r *Report) writeLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
 		for _, c := range r.Saturated {
-			fmt.Fprintf(w, "- %s: saturated (the schedule lag kept growing: the server did not keep the rate)\n", c.Cell)
+			fmt.Fprintf(w, "- %s: saturated (%s)\n", c.Cell, c.Error)
 		}
 		for _, c := range r.Failed {
 			fmt.Fprintf(w, "- %s: %s: %s\n", c.Cell, c.Status, c.Error)

@@ -35,6 +35,7 @@ type Options struct {
 	// Conditions is --condition: background conditions (none, …).
 	Rates, Conditions                string
 	Vars                             []string
+	MustNotSaturate                  bool
 	Seconds, Warmup, PerfWindow      int
 	Repeats, SleepMS, MaxRepeats     int
 	Build, Protocol, Order           string
@@ -73,7 +74,7 @@ func (o Options) Request() (Request, error) {
 	}
 	r := Request{
 		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
-		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions,
+		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate,
 		Adaptive:     Adaptive{UntilDecided: o.UntilDecided, MaxRepeats: o.MaxRepeats, Budget: o.Budget},
 		BuildOptions: o.BuildOptions,
 	}
@@ -330,7 +331,7 @@ func WorkloadNames(list string) ([]string, error) {
 
 // planFlags are the long names of the flags that decide a plan: a
 // resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "build", "protocol",
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "build", "protocol",
 	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt"}
 

@@ -89,7 +89,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
-			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions,
+			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
 		},
 		Shard:   req.Shard.String(),
 		Metrics: results.Builtin,

@@ -74,12 +74,14 @@ type Request struct {
 	Rates      []float64
 	Vars       []results.Axis
 	Conditions []string
-	Repeats    int
-	Duration   time.Duration
-	Warmup     time.Duration
-	Protocol   string
-	SleepMS    int
-	Build      build.Type
+	// MustNotSaturate: a saturated point fails the gate (PlanOpts).
+	MustNotSaturate bool
+	Repeats         int
+	Duration        time.Duration
+	Warmup          time.Duration
+	Protocol        string
+	SleepMS         int
+	Build           build.Type
 	// BuildOptions are the builds' options beside the type that the plan
 	// records: Profiling (frame pointers, so --perf has call graphs),
 	// MesonOpts and ConfigureOpts; the others (ccache, --force) are the
@@ -208,6 +210,9 @@ func checkAxes(r *Request) error {
 	}
 	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions) > 0 {
 		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var and --condition")
+	}
+	if r.MustNotSaturate && len(r.Rates) == 0 {
+		return exitcode.BadInputf("--must-not-saturate goes with -R: only an offered rate can saturate")
 	}
 	vars := map[string]bool{}
 	for _, v := range r.Vars {

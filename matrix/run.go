@@ -618,6 +618,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	}
 	rec.Status = results.StatusOK
 	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = res.Metrics, res.Saturated, res.Samples, res.Progress
+	rec.Saturation = res.Saturation
 	rec.Waits, rec.Final, rec.Probe, rec.Warnings = &res.Waits, &res.Final, res.Probe, res.Warnings
 	rec.LatencyMethod = string(res.LatencyMethod)
 	rec.Void = res.Void

@@ -242,12 +242,16 @@ type PlanOpts struct {
 	Rates      []float64 `json:"rates,omitempty"`
 	Vars       []Axis    `json:"vars,omitempty"`
 	Conditions []string  `json:"conditions,omitempty"`
-	Repeats    int       `json:"repeats"`
-	DurationS  float64   `json:"duration_s"`
-	WarmupS    float64   `json:"warmup_s"`
-	Protocol   string    `json:"protocol"`
-	SleepMS    int       `json:"sleep_ms,omitempty"`
-	BuildType  string    `json:"build_type"`
+	// MustNotSaturate makes a saturated cell of a sweep leave its
+	// configuration incomplete (the gate fails), as it always does
+	// without rates; by default a sweep reports a saturated point.
+	MustNotSaturate bool    `json:"must_not_saturate,omitempty"`
+	Repeats         int     `json:"repeats"`
+	DurationS       float64 `json:"duration_s"`
+	WarmupS         float64 `json:"warmup_s"`
+	Protocol        string  `json:"protocol"`
+	SleepMS         int     `json:"sleep_ms,omitempty"`
+	BuildType       string  `json:"build_type"`
 	// Profiling, MesonOpts and ConfigureOpts are the builds' options
 	// beside the type (matrix --profiling, --meson-opt, --configure-opt):
 	// they change what is measured, so a resume builds with them too.

@@ -58,6 +58,9 @@ type Record struct {
 	// Server is what the cell actually measured: the build fingerprint
 	// of the running server, its version() and its binary.
 	Server *Server `json:"server,omitempty"`
+	// Saturation is how an open-loop cell kept its offered rate (nil in a
+	// closed loop); Saturated is its verdict.
+	Saturation *Saturation `json:"saturation,omitempty"`
 	// ConditionFacts are what the cell's condition reached by the end of
 	// the window (workload.Condition.Check: xmin_age, retained_wal_bytes,
 	// checkpoints, rows_updated, …).

@@ -1,0 +1,101 @@
+package analysis
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// latencyVsRate draws latency-vs-rate-<series>.svg for each sweep with
+// at least two offered rates: per commit and variables, the median p99
+// latency at each offered rate, a saturated point drawn as a cross, so
+// that where a commit stopped keeping up is where its line turns into
+// crosses. A sweep of one rate is noted, not drawn.
+func (w *plotWriter) latencyVsRate() error {
+	for _, s := range w.r.Sweeps {
+		path := filepath.Join(w.dir, "latency-vs-rate-"+fileSafe.ReplaceAllString(s.Series, "_")+".svg")
+		lines := map[string][]SweepPoint{}
+		var rates []float64
+		var order []string
+		for _, pt := range s.Points {
+			k := pt.Commit + varsSuffix(pt.Point)
+			if lines[k] == nil {
+				order = append(order, k)
+			}
+			if _, ok := pt.Medians[results.MetricLatencyP99]; ok && pt.OfferedTPS > 0 {
+				lines[k] = append(lines[k], pt)
+				if !slices.Contains(rates, pt.OfferedTPS) {
+					rates = append(rates, pt.OfferedTPS)
+				}
+			}
+		}
+		if len(rates) < 2 {
+			w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: fewer than two offered rates with a p99 latency; the points are in the sweep table", filepath.Base(path)))
+			continue
+		}
+		p := plot.New()
+		p.Title.Text = "p99 latency by offered rate: " + s.Series
+		p.X.Label.Text = "offered transactions/s"
+		p.Y.Label.Text = "p99 latency, ms (median of the cells; x: saturated)"
+		var sat *plotter.Scatter
+		for _, k := range order {
+			pts := lines[k]
+			if len(pts) == 0 {
+				continue
+			}
+			col := w.colour[pts[0].Commit]
+			var xys, crosses plotter.XYs
+			for _, pt := range pts {
+				xy := plotter.XY{X: pt.OfferedTPS, Y: pt.Medians[results.MetricLatencyP99]}
+				xys = append(xys, xy)
+				if pt.Saturated > 0 {
+					crosses = append(crosses, xy)
+				}
+			}
+			l, sc, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			l.Color, sc.Color, sc.GlyphStyle.Shape = col, col, draw.CircleGlyph{}
+			p.Add(l, sc)
+			p.Legend.Add(k, l, sc)
+			if len(crosses) > 0 {
+				x, err := plotter.NewScatter(crosses)
+				if err != nil {
+					return err
+				}
+				x.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(6), Shape: draw.CrossGlyph{}}
+				p.Add(x)
+				sat = x
+			}
+		}
+		if sat != nil {
+			p.Legend.Add("saturated", sat)
+		}
+		fromZero(p)
+		p.X.Min = 0
+		if err := save(p, path); err != nil {
+			return err
+		}
+		w.add(path)
+	}
+	return nil
+}
+
+// varsSuffix is " :batch=10" for a point with variables, else "".
+func varsSuffix(point string) string {
+	if v := varsOf(point); v != "" {
+		if v[0] != ':' {
+			v = ":" + v
+		}
+		return " " + v
+	}
+	return ""
+}
