@@ -103,7 +103,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		s.writeClusters(w)
 	}
 	if len(s.OrphanSocketDirs) > 0 {
-		fmt.Fprintf(w, "\n%d socket directories whose cluster is gone; abtest switch --prune removes them:\n", len(s.OrphanSocketDirs))
+		fmt.Fprintln(w, "\nsocket directories whose cluster is gone (abtest switch --prune removes them):")
 		for _, o := range s.OrphanSocketDirs {
 			fmt.Fprintf(w, "  %s  %s\n", o.Dir, o.Reason)
 		}
