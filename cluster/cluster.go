@@ -87,6 +87,10 @@ type Manager struct {
 	Log io.Writer
 	// MemTotal sizes shared_buffers; zero reads /proc/meminfo.
 	MemTotal uint64
+
+	// socketParent replaces /tmp as the parent of socket directories
+	// (tests of this package, which prune).
+	socketParent string
 }
 
 // Options are what a start may change.
@@ -275,7 +279,7 @@ func (m *Manager) reinit(ctx context.Context, s *startup) error {
 
 // configure writes the configuration include and has postgres check it.
 func (m *Manager) configure(ctx context.Context, s *startup, settings []Setting) error {
-	sock, err := m.socketDir(s.name, s.prevSocket)
+	sock, err := m.socketDir(s.name, s.dir, s.prevSocket)
 	if err != nil {
 		if s.fresh {
 			_ = m.Run.RemoveAll(s.dir)
@@ -306,12 +310,15 @@ func (m *Manager) configure(ctx context.Context, s *startup, settings []Setting)
 }
 
 // restore puts things back as they were after a refusal: the old
-// include, or no new cluster.
+// include, or no new cluster; a stopped one keeps no socket directory.
 func (m *Manager) restore(s *startup) {
 	if s.fresh {
 		_ = m.Run.RemoveAll(s.dir)
 	} else if s.oldConf != nil {
 		_ = m.writeOwned(s.confPath, s.oldConf, 0o600)
+	}
+	if !s.running {
+		m.socketDone(s.name, s.conf.SocketDir, s.dir)
 	}
 }
 

@@ -104,7 +104,8 @@ func newManager(t *testing.T) (*Manager, string) {
 	return m, install
 }
 
-// start starts name and registers its stop for the end of the test.
+// start starts name and registers its stop for the end of the test,
+// which removes its socket directory too.
 func start(t *testing.T, m *Manager, name string, o Options) *State {
 	t.Helper()
 	t.Cleanup(func() {
@@ -116,8 +117,6 @@ func start(t *testing.T, m *Manager, name string, o Options) *State {
 	if err != nil {
 		t.Fatalf("Start(%s): %v", name, err)
 	}
-	sock := st.SocketDir
-	t.Cleanup(func() { m.removeSocketDir(sock) })
 	return st
 }
 

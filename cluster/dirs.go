@@ -4,16 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// socketParent holds the clusters' socket directories. A Unix socket path
-// is limited to 107 bytes and data roots (a test's temporary directory)
-// can be long, so the sockets live in a short directory under /tmp.
-const socketParent = "/tmp"
 
 // errNotPrivate: a directory is not one abtest may use as the server's
 // private directory (a link, not a directory, someone else's).
@@ -86,51 +80,6 @@ func (m *Manager) ownerName() string {
 	}
 	uid, _ := m.owner()
 	return fmt.Sprintf("uid %d (abtest)", uid)
-}
-
-// socketDir returns the cluster's private socket directory: the one its
-// state records when that is still a private directory of the server's
-// account, else a new one with an unpredictable name (mkdtemp), so that
-// no local user can plant anything at it in advance.
-func (m *Manager) socketDir(name string, prev *State) (string, error) {
-	if prev != nil && prev.SocketDir != "" {
-		err := m.privateDir(prev.SocketDir)
-		if err == nil {
-			return prev.SocketDir, nil
-		}
-		m.logf("cluster %s: socket directory %v; making a new one", name, err)
-	}
-	if m.Run.DryRun {
-		dir := filepath.Join(socketParent, "abtest-XXXXXXXX")
-		m.Run.Note("mkdir -m 700 %s (a new, unpredictable name)", dir)
-		return dir, nil
-	}
-	dir, err := os.MkdirTemp(socketParent, "abtest-")
-	if err != nil {
-		return "", err
-	}
-	if err := m.privateDir(dir); err != nil {
-		os.Remove(dir)
-		return "", err
-	}
-	return dir, nil
-}
-
-// removeSocketDir removes a socket directory recorded in a state, when it
-// is still the server's own (never what someone put at its path since).
-func (m *Manager) removeSocketDir(dir string) error {
-	if dir == "" || filepath.Dir(dir) != socketParent {
-		return nil
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return nil
-	}
-	uid, _ := m.owner()
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.IsDir() || (int(st.Uid) != uid && st.Uid != 0) {
-		return nil
-	}
-	return m.Run.RemoveAll(dir)
 }
 
 // checkDataDirOwner refuses a data directory owned by another account

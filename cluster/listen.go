@@ -103,16 +103,19 @@ func splitGUCList(s string) ([]string, bool) {
 // before is never left down by a restart that failed, whatever the
 // reason (a setting the server refused, an address it cannot bind):
 // the old include comes back and the server starts again as it was. A
-// new cluster is removed only when a setting was refused.
+// new cluster is removed only when a setting was refused. A cluster left
+// stopped keeps no socket directory.
 func (m *Manager) undoLaunch(ctx context.Context, s *startup, err error) {
 	ranBefore := s.running && s.prev != nil
-	if !ranBefore && !errors.Is(err, ErrSetting) {
+	if !ranBefore {
+		if errors.Is(err, ErrSetting) {
+			m.restore(s)
+		} else {
+			m.socketDone(s.name, s.conf.SocketDir, s.dir)
+		}
 		return
 	}
 	m.restore(s)
-	if !ranBefore {
-		return
-	}
 	if rerr := m.start(ctx, s.prev); rerr != nil {
 		m.logf("cluster %s: starting it again as it was: %v", s.name, rerr)
 		return

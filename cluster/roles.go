@@ -101,8 +101,11 @@ func (m *Manager) quiesce(ctx context.Context, name, dir string, opts Options, f
 	if m.Run.DryRun && !m.Exists(name) {
 		// Start only printed the initdb: there is nothing Stop could find.
 		m.Run.Note("stop cluster %s (pg_ctl stop -D %s -m fast)", name, dir)
-	} else if _, err := m.Stop(ctx, name); err != nil {
+	} else if _, err := m.stop(ctx, name, false, true); err != nil {
 		return fmt.Errorf("stopping cluster %s for a quiet period: %w", name, err)
 	}
+	// fn's server uses the socket directory; once it is gone, the
+	// cluster is stopped and needs none.
+	defer m.dropSocketDir(name, dir)
 	return fn(st)
 }

@@ -36,6 +36,10 @@ func TestQuiesce(t *testing.T) {
 		if _, running := PID(st.DataDir); running {
 			t.Error("fn runs while the server runs")
 		}
+		// fn's own server (valgrind's) needs the socket directory.
+		if fi, err := os.Lstat(st.SocketDir); err != nil || !fi.IsDir() {
+			t.Errorf("socket directory in the quiet period: %v", err)
+		}
 		conf, err := os.ReadFile(filepath.Join(st.DataDir, ConfFile))
 		if err != nil || !strings.Contains(string(conf), "work_mem = '3MB'") {
 			t.Errorf("abtest.conf in the quiet period: %v\n%s", err, conf)
@@ -53,6 +57,9 @@ func TestQuiesce(t *testing.T) {
 	}
 	if _, running := PID(st.DataDir); running {
 		t.Error("the cluster runs after its quiet period")
+	}
+	if _, err := os.Lstat(seen.SocketDir); err == nil {
+		t.Errorf("the stopped cluster kept its socket directory %s after its quiet period", seen.SocketDir)
 	}
 	boom := errors.New("boom")
 	if stopped, err := m.Quiesce(ctx, "q", opts, func(*State) error { return boom }); !errors.Is(err, boom) || stopped {

@@ -10,20 +10,23 @@ import (
 	"github.com/pgabtest/abtest/internal/safepath"
 )
 
-// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting). It
-// is ErrBusy while another process holds the cluster for a measurement
-// (Acquire).
+// Stop stops cluster name if it runs (pg_ctl stop -m fast, waiting), and
+// removes its socket directory (a stopped server needs none; Start makes
+// it again at the same path). It is ErrBusy while another process holds
+// the cluster for a measurement (Acquire).
 func (m *Manager) Stop(ctx context.Context, name string) (bool, error) {
-	return m.stop(ctx, name, false)
+	return m.stop(ctx, name, false, false)
 }
 
 // ForceStop is Stop even while another process holds the cluster (a
 // note says so).
 func (m *Manager) ForceStop(ctx context.Context, name string) (bool, error) {
-	return m.stop(ctx, name, true)
+	return m.stop(ctx, name, true, false)
 }
 
-func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, error) {
+// stop is Stop; keepSocket keeps the socket directory, for a server
+// started on the stopped data directory next (Quiesce).
+func (m *Manager) stop(ctx context.Context, name string, force, keepSocket bool) (bool, error) {
 	dir, err := m.DataDir(name)
 	if err != nil {
 		return false, exitcode.BadInput(err)
@@ -49,12 +52,23 @@ func (m *Manager) stop(ctx context.Context, name string, force bool) (bool, erro
 		if errors.As(err, &stale) {
 			m.logf("cluster %s: not running (%v)", name, stale)
 		}
+		// Not while another process holds it: a server may be about to
+		// start on its data directory (Quiesce).
+		if !keepSocket && m.heldBy(name) == "" {
+			m.dropSocketDir(name, dir)
+		}
 		return false, nil
 	}
 	if err := m.checkUse(name, "stop", force); err != nil {
 		return false, err
 	}
-	return true, m.pgctlStop(ctx, dir, "", "fast")
+	if err := m.pgctlStop(ctx, dir, "", "fast"); err != nil {
+		return true, err
+	}
+	if !keepSocket {
+		m.dropSocketDir(name, dir)
+	}
+	return true, nil
 }
 
 // Remove stops cluster name and removes its data directory and env.sh;
@@ -87,7 +101,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		}
 	}
 	if st != nil {
-		if err := m.removeSocketDir(st.SocketDir); err != nil {
+		if err := m.removeSocketDir(st.SocketDir, dir); err != nil {
 			return exitcode.Failure(err)
 		}
 	}

@@ -117,8 +117,8 @@ func TestInstrCellSkipsWithoutAMethod(t *testing.T) {
 // with its own settings (switch -w a -m 777 --set work_mem=7MB) counts
 // on the matrix's cluster m-a, not on a: a keeps its server (pid, start
 // time), port, options and settings; m-a is left stopped at the end
-// like any cluster the run started, and each cell keeps the log m-a
-// wrote during its quiet period.
+// like any cluster the run started, without socket directory, and each
+// cell keeps the log m-a wrote during its quiet period.
 func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
 	testenv.RequireTools(t, "valgrind")
 	deps, install := prebuiltDeps(t)
@@ -166,6 +166,13 @@ func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
 	}
 	if _, running := cluster.PID(own.DataDir); running || own.Settings["pg_stat_statements.max"] != "5000" {
 		t.Errorf("the matrix's cluster %s: running %v, settings %v; want stopped, with the cells' settings", own.Name, running, own.Settings)
+	}
+	// Stopped, it keeps no socket directory; the user's running one does.
+	if _, err := os.Lstat(own.SocketDir); err == nil {
+		t.Errorf("the matrix's stopped cluster kept its socket directory %s", own.SocketDir)
+	}
+	if fi, err := os.Lstat(after.SocketDir); err != nil || !fi.IsDir() {
+		t.Errorf("the user's cluster lost its socket directory %s: %v", after.SocketDir, err)
 	}
 	recs, _, err := results.ReadRecords(dir)
 	if err != nil || len(recs) != 2 {

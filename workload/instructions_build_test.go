@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/perf/profiles"
@@ -32,11 +33,13 @@ func TestInstructionsSlowedBuild(t *testing.T) {
 
 	measure := func(install string) *InstrResult {
 		t.Helper()
-		st, u := stoppedCluster(t, install)
-		res, err := Instructions(context.Background(), &proc.Runner{}, instrSpec(t, st, u, install, "select1"))
-		if err != nil {
-			t.Fatalf("%s: %v", install, err)
-		}
+		var res *InstrResult
+		quietCluster(t, install, func(st *cluster.State, u *proc.User) {
+			var err error
+			if res, err = Instructions(context.Background(), &proc.Runner{}, instrSpec(t, st, u, install, "select1")); err != nil {
+				t.Fatalf("%s: %v", install, err)
+			}
+		})
 		return res
 	}
 	a1, a2, b := measure(base), measure(base), measure(slow)

@@ -20,23 +20,24 @@ import (
 
 var instrRepeats = flag.Int("instr.repeats", 3, "instruction measurements per workload in TestInstructionsRepeat")
 
-// stoppedCluster makes a data directory the way the matrix does (the
+// quietCluster makes a data directory the way the matrix does (the
 // cluster package's initdb and first start create database benchmark and
-// pg_stat_statements), stops it, and returns its state and the server
-// account (nil when not root).
-func stoppedCluster(t *testing.T, install string) (*cluster.State, *proc.User) {
+// pg_stat_statements) and runs fn in a quiet period of it, as the matrix
+// does (Quiesce: stopped, its socket directory kept for fn's servers),
+// with its state and the server account (nil when not root).
+func quietCluster(t *testing.T, install string, fn func(st *cluster.State, u *proc.User)) {
 	t.Helper()
 	// The manager's end stops the server Instructions started if a test
 	// dies before Instructions could (pg_ctl stop reads postmaster.pid).
 	m := testpg.Manager(t)
-	st, err := m.Start(context.Background(), "i", cluster.Options{Install: install, PgssMax: 5000, MaxClients: 16})
+	opts := cluster.Options{Install: install, PgssMax: 5000, MaxClients: 16}
+	_, err := m.Quiesce(context.Background(), "i", opts, func(st *cluster.State) error {
+		fn(st, m.User)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Stop(context.Background(), "i"); err != nil {
-		t.Fatal(err)
-	}
-	return st, m.User
 }
 
 func instrSpec(t *testing.T, st *cluster.State, u *proc.User, install, wl string) InstrSpec {
@@ -90,7 +91,20 @@ func TestInstructionsRepeat(t *testing.T) {
 // instructionsRepeat measures wl's instructions *instrRepeats times on
 // install and checks their spread.
 func instructionsRepeat(t *testing.T, install, wl string) {
-	st, u := stoppedCluster(t, install)
+	var per []float64
+	quietCluster(t, install, func(st *cluster.State, u *proc.User) {
+		per = instructionsRuns(t, st, u, install, wl)
+	})
+	sp := spreadPct(per)
+	t.Logf("%s: %d runs, spread %.5f %%: %v", wl, len(per), sp, per)
+	if sp > 0.01 {
+		t.Errorf("%s: instructions_per_tx spread %.5f %% > 0.01 %%: %v", wl, sp, per)
+	}
+}
+
+// instructionsRuns measures wl's instructions *instrRepeats times on the
+// stopped cluster st and returns the instructions per transaction.
+func instructionsRuns(t *testing.T, st *cluster.State, u *proc.User, install, wl string) []float64 {
 	var per []float64
 	for i := 0; i < *instrRepeats; i++ {
 		s := instrSpec(t, st, u, install, wl)
@@ -120,11 +134,7 @@ func instructionsRepeat(t *testing.T, install, wl string) {
 			res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[1].Transactions, res.Runs[1].Instructions, res.WallS, res.Runs[0].WallS, res.Runs[1].WallS)
 		per = append(per, res.PerTx)
 	}
-	sp := spreadPct(per)
-	t.Logf("%s: %d runs, spread %.5f %%: %v", wl, len(per), sp, per)
-	if sp > 0.01 {
-		t.Errorf("%s: instructions_per_tx spread %.5f %% > 0.01 %%: %v", wl, sp, per)
-	}
+	return per
 }
 
 func TestInstructionsBadInput(t *testing.T) {

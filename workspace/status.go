@@ -24,6 +24,9 @@ type Status struct {
 	Worktrees []*worktree.Provenance `json:"worktrees"`
 	Builds    []*build.Info          `json:"builds"`
 	Clusters  []cluster.Info         `json:"clusters"`
+	// OrphanSocketDirs are socket directories whose cluster is gone, of
+	// any data root (`abtest switch --prune` removes them).
+	OrphanSocketDirs []cluster.Orphan `json:"orphan_socket_dirs"`
 
 	worktreesDir, dataDir string
 }
@@ -37,12 +40,17 @@ func (w *Workspace) Status(ctx context.Context) (*Status, error) {
 	}
 	// The server's account, when there is one, owns the states List reads.
 	u, _ := ServerUser(w.Config, w.Euid)
-	cls, err := (&cluster.Manager{Root: w.Config.DataDir, Run: w.Run, User: u}).List()
+	cm := &cluster.Manager{Root: w.Config.DataDir, Run: w.Run, User: u}
+	cls, err := cm.List()
+	if err != nil {
+		return nil, err
+	}
+	orphans, err := cm.Orphans()
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{Source: w.Config.SourceDir, Worktrees: list, Builds: builds(w.Config.InstallDir), Clusters: cls,
-		worktreesDir: w.Config.WorktreesDir, dataDir: w.Config.DataDir}
+		OrphanSocketDirs: orphans, worktreesDir: w.Config.WorktreesDir, dataDir: w.Config.DataDir}
 	if st.Worktrees == nil {
 		st.Worktrees = []*worktree.Provenance{}
 	}
@@ -91,8 +99,19 @@ func (s *Status) WriteText(w io.Writer) error {
 	}
 	if len(s.Clusters) == 0 {
 		fmt.Fprintln(w, "no clusters; start one with: abtest switch -w NAME")
-		return nil
+	} else {
+		s.writeClusters(w)
 	}
+	if len(s.OrphanSocketDirs) > 0 {
+		fmt.Fprintln(w, "\nsocket directories whose cluster is gone (abtest switch --prune removes them):")
+		for _, o := range s.OrphanSocketDirs {
+			fmt.Fprintf(w, "  %s  %s\n", o.Dir, o.Reason)
+		}
+	}
+	return nil
+}
+
+func (s *Status) writeClusters(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tSTATE\tPID\tPORT\tSOCKET\tCPUS\tPGSS.MAX\tSIZE\tVERSION")
 	for _, c := range s.Clusters {
@@ -103,7 +122,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Port, c.SocketDir,
 			text.OrDash(proc.CPUList(c.CPUs)), c.Settings["pg_stat_statements.max"], humanBytes(c.Bytes), c.Version)
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
 func (s *Status) writeBuilds(w io.Writer) {

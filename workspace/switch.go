@@ -30,6 +30,9 @@ type Request struct {
 	// Stop stops the cluster, even while a matrix measures on it when
 	// Force.
 	Remove, Stop, Force bool
+	// Prune, alone, removes the socket directories whose cluster is gone
+	// (cluster.Manager.Prune).
+	Prune bool
 }
 
 // BuildSpec is a build as asked for.
@@ -115,6 +118,9 @@ func (w *Workspace) buildOptions(b *BuildSpec) (build.Options, error) {
 // Switch does r. Every value is checked before anything changes on
 // disk: a bad one is a usage error (exit 2) and nothing is done.
 func (w *Workspace) Switch(ctx context.Context, r Request) error {
+	if r.Prune {
+		return w.prune(r)
+	}
 	wt := w.Worktrees()
 	if _, err := wt.Dir(r.Name); err != nil {
 		return exitcode.BadInput(err)
@@ -201,6 +207,29 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 		fmt.Fprintf(w.out(), "cluster %s: not running\n", r.Name)
 	}
 	return nil
+}
+
+// prune removes the socket directories whose cluster is gone and says
+// which; a dry run prints the commands instead.
+func (w *Workspace) prune(r Request) error {
+	if r.Name != "" || r.Commit != "" || len(r.Patches) > 0 || r.Build != nil || r.Cluster != nil || r.Remove || r.Stop {
+		return exitcode.BadInputf("switch: --prune takes no other action (no -w NAME)")
+	}
+	cm, err := w.Clusters()
+	if err != nil {
+		return err
+	}
+	removed, err := cm.Prune()
+	if w.Run.DryRun {
+		return err
+	}
+	for _, o := range removed {
+		fmt.Fprintf(w.out(), "removed socket directory %s: %s\n", o.Dir, o.Reason)
+	}
+	if len(removed) == 0 && err == nil {
+		fmt.Fprintln(w.out(), "no socket directory whose cluster is gone")
+	}
+	return err
 }
 
 // exists says whether anything --remove removes is there for name.

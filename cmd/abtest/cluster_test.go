@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -189,5 +192,141 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM survives").Scan(&n); err != nil {
 		t.Errorf("the data directory was not kept: %v", err)
+	}
+}
+
+// sockDir makes a directory /tmp/PREFIX-DIGITS (abtest-DIGITS as abtest
+// names socket directories) of uid, with a marker naming dataDir, removed
+// at the end.
+func sockDir(t *testing.T, prefix string, uid int, dataDir string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", prefix+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	marker := filepath.Join(dir, ".abtest-data-dir")
+	if err := os.WriteFile(marker, []byte(dataDir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(marker, uid, uid)
+		os.Chown(dir, uid, uid)
+	}
+	return dir
+}
+
+// TestSwitchPruneAndStatus: status lists a socket directory whose
+// cluster is gone (text and JSON), switch --prune -n prints its removal
+// and removes nothing, switch --prune removes it and says so, and never
+// removes a live cluster's directory, another account's or a link.
+func TestSwitchPruneAndStatus(t *testing.T) {
+	t.Parallel()
+	env, install := clusterEnv(t)
+	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
+	}
+	live, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := os.Geteuid()
+	if name := testenv.ServerUser(t); name != "" {
+		u, err := proc.LookupUser(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server = int(u.UID)
+	}
+	goneData := filepath.Join(filepath.Dir(env["PG_DATA_DIR"]), "gone", "x")
+	orphan := sockDir(t, "abtest", server, goneData)
+	keep := []string{live.SocketDir}
+	if os.Geteuid() == 0 {
+		keep = append(keep, sockDir(t, "abtest", 65534, goneData))
+	}
+	// A link to a directory that would be an orphan, at a name abtest
+	// gives socket directories.
+	target := sockDir(t, "abtest-test-target", server, goneData)
+	link := sockDir(t, "abtest", server, goneData)
+	os.RemoveAll(link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	keep = append(keep, link, target)
+
+	code, out, _ := abtest(t, env, "status", "--json")
+	var st Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("status --json: %d %v\n%s", code, err, out)
+	}
+	listed := map[string]bool{}
+	for _, o := range st.OrphanSocketDirs {
+		listed[o.Dir] = true
+	}
+	if !listed[orphan] || slices.ContainsFunc(keep, func(d string) bool { return listed[d] }) {
+		t.Errorf("status --json: %s listed %v; none of %v should be", orphan, listed[orphan], keep)
+	}
+	if _, out, _ = abtest(t, env, "status"); !strings.Contains(out, orphan) || !strings.Contains(out, "switch --prune") {
+		t.Errorf("status does not list %s:\n%s", orphan, out)
+	}
+	if code, out, _ = abtest(t, env, "-n", "switch", "--prune"); code != 0 || !strings.Contains(out, "rm -rf "+orphan) {
+		t.Errorf("-n switch --prune: exit %d\n%s", code, out)
+	}
+	if _, err := os.Lstat(orphan); err != nil {
+		t.Fatalf("-n switch --prune removed %s", orphan)
+	}
+	if code, _, stderr := abtest(t, env, "switch", "--prune", "-w", "pg"); code != 2 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("switch --prune -w pg: exit %d %q, want 2", code, stderr)
+	}
+	code, out, stderr := abtest(t, env, "switch", "--prune")
+	if code != 0 || !strings.Contains(out, "removed socket directory "+orphan) {
+		t.Errorf("switch --prune: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Lstat(orphan); err == nil {
+		t.Errorf("switch --prune left %s", orphan)
+	}
+	for _, d := range keep {
+		if _, err := os.Lstat(d); err != nil {
+			t.Errorf("switch --prune removed %s", d)
+		}
+	}
+	if _, running := cluster.PID(live.DataDir); !running {
+		t.Error("the live cluster stopped")
+	}
+}
+
+// TestSwitchStopCleanupLeavesNoSocketDir: a test whose cleanup is
+// `switch --stop` and the removal of its directories leaves no socket
+// directory, and status lists none of its clusters as gone.
+func TestSwitchStopCleanupLeavesNoSocketDir(t *testing.T) {
+	t.Parallel()
+	var sock, base string
+	t.Run("cluster", func(t *testing.T) {
+		env, install := clusterEnv(t)
+		if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+			t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
+		}
+		st, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock, base = st.SocketDir, filepath.Dir(env["PG_DATA_DIR"])
+	})
+	if sock == "" {
+		t.Fatal("no cluster started")
+	}
+	if _, err := os.Lstat(sock); err == nil {
+		t.Errorf("the test's cleanup left %s", sock)
+	}
+	env, _ := clusterEnv(t)
+	code, out, _ := abtest(t, env, "status", "--json")
+	var st Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("status --json: %d %v\n%s", code, err, out)
+	}
+	for _, o := range st.OrphanSocketDirs {
+		if strings.HasPrefix(o.DataDir, base+"/") {
+			t.Errorf("status lists %s of the ended test as gone", o.Dir)
+		}
 	}
 }

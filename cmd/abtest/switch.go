@@ -21,12 +21,14 @@ abtest switch -w NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--inst
                                         start NAME's cluster (initdb first when needed)
 abtest switch -w NAME --recreate-cluster
 abtest switch -w NAME --stop
-abtest switch --remove -w NAME          stop the cluster, remove worktree, install and data`,
+abtest switch --remove -w NAME          stop the cluster, remove worktree, install and data
+abtest switch --prune                   remove socket directories whose cluster is gone`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "worktree `NAME` ([A-Za-z0-9._-], up to 64)"},
 			&cli.StringFlag{Name: "commit", Aliases: []string{"c"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
 			&cli.StringSliceFlag{Name: "patch", Usage: "apply patch `FILE` (repeatable, applied in order)"},
 			&cli.BoolFlag{Name: "remove", Usage: "stop the cluster and remove worktree, install and data"},
+			&cli.BoolFlag{Name: "prune", Usage: "remove the socket directories (/tmp/abtest-*) whose cluster is gone"},
 			sourceFlag(),
 		}, append(buildFlags(), clusterFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -40,9 +42,9 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 	name, err := requireName(cmd)
 	r := workspace.Request{
 		Name: name, Commit: cmd.String("commit"), Patches: cmd.StringSlice("patch"),
-		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"),
+		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"), Prune: cmd.Bool("prune"),
 	}
-	if err != nil {
+	if err != nil && !r.Prune {
 		return r, err
 	}
 	if t := cmd.String("build"); t != "" {
@@ -58,7 +60,7 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 		}
 	}
 	wantsCluster := slices.ContainsFunc([]string{"pgss-max", "port", "set", "cpus", "max-clients", "listen", "data-checksums", "install", "recreate-cluster"}, cmd.IsSet)
-	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop) {
+	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop && !r.Prune) {
 		r.Cluster = &workspace.ClusterSpec{
 			Port: cmd.String("port"), PgssMax: int(cmd.Int("pgss-max")), MaxClients: int(cmd.Int("max-clients")),
 			Listen: cmd.String("listen"), DataChecksums: cmd.Bool("data-checksums"), Install: cmd.String("install"),
