@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,15 @@ func benchName(c results.Config) string {
 		b.WriteString("all")
 	} else {
 		b.WriteString(strconv.Itoa(c.CPUs))
+	}
+	if c.Rate > 0 {
+		b.WriteString("/rate=" + results.FormatRate(c.Rate))
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Vars)) {
+		b.WriteString("/" + clean(k) + "=" + clean(c.Vars[k]))
+	}
+	if c.Condition != "" {
+		b.WriteString("/condition=" + clean(c.Condition))
 	}
 	keys := make([]string, 0, len(c.Settings))
 	for k := range c.Settings {

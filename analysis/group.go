@@ -33,9 +33,10 @@ func (a *analyzer) group(cfg, commit string) *group {
 	return g
 }
 
-// configID is c.ID(), remembered by settings.
+// configID is c.ID(), remembered by every field of c (fmt prints maps
+// sorted).
 func (a *analyzer) configID(c results.Config) string {
-	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions)
+	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions, "\x00", c.Rate, "\x00", c.Vars, "\x00", c.Condition)
 	id, ok := a.ids[k]
 	if !ok {
 		id = c.ID()

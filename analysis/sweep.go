@@ -39,10 +39,15 @@ type SweepPoint struct {
 	Medians map[string]float64 `json:"medians"`
 }
 
-// sweepMetrics are the columns of a point table after offered/s, in order.
-var sweepMetrics = []string{
-	results.MetricTPS, results.MetricLatencyP50, results.MetricLatencyP95, results.MetricLatencyP99, results.MetricLagAvg,
-	results.MetricRowsPerTx, results.MetricWALRecordsPerTx, results.MetricWALBytesPerTx, results.MetricWALFPIPerTx,
+// sweepColumns are a point table's columns after point, commit and
+// offered/s: a heading and its metric (committed/s is tps), in seed
+// 000's order; a column no point has is left out.
+var sweepColumns = []struct{ head, metric string }{
+	{"committed/s", results.MetricTPS}, {"p50 ms", results.MetricLatencyP50}, {"p95 ms", results.MetricLatencyP95}, {"p99 ms", results.MetricLatencyP99},
+	{"backlog s", results.MetricBacklog}, {"ins/op", results.MetricTupInsPerTx}, {"upd/op", results.MetricTupUpdPerTx},
+	{"WAL rec/op", results.MetricWALRecordsPerTx}, {"WAL B/op", results.MetricWALBytesPerTx}, {"FPI/op", results.MetricWALFPIPerTx},
+	{"HOT %", results.MetricHOTUpdatePct}, {"dead/op", results.MetricDeadTupPerTx}, {"autovacuums", results.MetricAutovacuumRuns},
+	{"index +B", results.MetricIndexGrowth}, {"oldest xmin age", results.MetricOldestXminAge},
 }
 
 // sweeps finds the plan's series of points and summarises each point.
@@ -78,7 +83,8 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 			pt := &s.Points[i]
 			cells := byPoint[key{pt.Config, pt.Commit}]
 			pt.Cells, pt.Medians = len(cells), map[string]float64{}
-			for _, m := range sweepMetrics {
+			for _, col := range sweepColumns {
+				m := col.metric
 				var vs []float64
 				for _, rec := range cells {
 					if v, ok := rec.Metrics[m]; ok && rec.Void[m] == "" {
@@ -122,22 +128,32 @@ func commitOrder(p *results.Plan, a, b string) int {
 func (r *Report) writeSweeps(w io.Writer) {
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(w, "## Sweep: %s\n\n", s.Series)
-		fmt.Fprintf(w, "One row per point and commit: medians over its cells. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n")
-		fmt.Fprintf(w, "| point | commit | offered/s | committed/s | p50 ms | p95 ms | p99 ms | lag ms | saturated | rows/op | WAL rec/op | WAL B/op | FPI/op |\n")
-		fmt.Fprintf(w, "|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n")
+		fmt.Fprintf(w, "One row per point and commit: medians over its cells, per operation (transaction) where it says /op. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n")
+		var cols []int
+		for i, col := range sweepColumns {
+			if slices.ContainsFunc(s.Points, func(pt SweepPoint) bool { _, ok := pt.Medians[col.metric]; return ok }) {
+				cols = append(cols, i)
+			}
+		}
+		fmt.Fprintf(w, "| point | commit | offered/s |")
+		for _, i := range cols {
+			fmt.Fprintf(w, " %s |", sweepColumns[i].head)
+		}
+		fmt.Fprintf(w, " saturated |\n|---|---|--:|%s---|\n", strings.Repeat("--:|", len(cols)))
 		for _, pt := range s.Points {
 			offered := "closed"
 			if pt.OfferedTPS > 0 {
 				offered = results.FormatRate(pt.OfferedTPS)
 			}
+			fmt.Fprintf(w, "| %s | %s | %s |", pt.Point, pt.Commit, offered)
+			for _, i := range cols {
+				fmt.Fprintf(w, " %s |", pt.cell(sweepColumns[i].metric))
+			}
 			sat := "no"
 			if pt.Saturated > 0 {
 				sat = fmt.Sprintf("**yes** (%d of %d)", pt.Saturated, pt.Cells)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", pt.Point, pt.Commit, offered,
-				pt.cell(results.MetricTPS), pt.cell(results.MetricLatencyP50), pt.cell(results.MetricLatencyP95), pt.cell(results.MetricLatencyP99),
-				pt.cell(results.MetricLagAvg), sat, pt.cell(results.MetricRowsPerTx), pt.cell(results.MetricWALRecordsPerTx),
-				pt.cell(results.MetricWALBytesPerTx), pt.cell(results.MetricWALFPIPerTx))
+			fmt.Fprintf(w, " %s |\n", sat)
 		}
 		fmt.Fprintln(w)
 	}

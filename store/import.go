@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -276,8 +277,8 @@ func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]re
 		if settings == nil {
 			settings = map[string]string{}
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO configurations (id, workload, clients, cpus, settings, instructions)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, c.Workload, c.Clients, c.CPUs, jsonText(settings), boolInt(c.Instructions)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO configurations (id, workload, clients, cpus, settings, instructions, point)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), id, c.Workload, c.Clients, c.CPUs, jsonText(settings), boolInt(c.Instructions), pointText(c)); err != nil {
 			return err
 		}
 	}
@@ -627,10 +628,28 @@ func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *anal
 	return err
 }
 
+// configPoint is what the configurations table's point column holds:
+// a configuration's fields of a sweep and its condition.
+type configPoint struct {
+	Rate      float64           `json:"rate,omitempty"`
+	Vars      map[string]string `json:"vars,omitempty"`
+	Condition string            `json:"condition,omitempty"`
+}
+
+// pointText is c's point column: ” for a closed loop without
+// variables or condition, as every configuration stored before had.
+func pointText(c results.Config) string {
+	if c.Rate == 0 && len(c.Vars) == 0 && c.Condition == "" {
+		return ""
+	}
+	return jsonText(configPoint{c.Rate, c.Vars, c.Condition})
+}
+
 // sameConfig: the records (sorted by cell name, so a configuration's
 // cells are mostly adjacent) have the same configuration.
 func sameConfig(a, b *results.Record) bool {
-	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) {
+	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) ||
+		a.Rate != b.Rate || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {
 		return false
 	}
 	for k, v := range a.Settings {

@@ -99,7 +99,7 @@ func shardIndex(name string) int {
 // readRecords reads run's cells back as records (see cellRecord), by
 // shard, each shard's in the order they ran.
 func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[string][]results.Record, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions, `+columnNames("c.")+`
+	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions, f.point, `+columnNames("c.")+`
 		FROM cells c JOIN configurations f ON f.id = c.config WHERE c.run_id = ? ORDER BY c.shard, c.seq, c.cell`), run)
 	if err != nil {
 		return nil, err
@@ -109,26 +109,32 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 	index := map[int64]int{}
 	configs := map[string]results.Config{}
 	var cols results.Record
-	dest := []any{nil, nil, nil, nil, nil, nil, nil, nil, nil}
+	dest := make([]any, 10)
 	for _, c := range cellColumns(&cols) {
 		dest = append(dest, c.ptr)
 	}
 	for rows.Next() {
 		var id int64
-		var shard, det, cfg, set string
+		var shard, det, cfg, set, point string
 		var c results.Config
 		dest[0], dest[1], dest[2], dest[3] = &id, &shard, &det, &cfg
-		dest[4], dest[5], dest[6], dest[7], dest[8] = &c.Workload, &c.Clients, &c.CPUs, &set, (*intBool)(&c.Instructions)
+		dest[4], dest[5], dest[6], dest[7], dest[8], dest[9] = &c.Workload, &c.Clients, &c.CPUs, &set, (*intBool)(&c.Instructions), &point
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		if _, ok := configs[cfg]; !ok {
 			// One settings map per configuration, not per cell.
-			if err := json.Unmarshal([]byte(set), &c.Settings); err != nil {
+			var pt configPoint
+			err := json.Unmarshal([]byte(set), &c.Settings)
+			if err == nil && point != "" {
+				err = json.Unmarshal([]byte(point), &pt)
+			}
+			if err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("configuration %s: %v", cfg, err)
 			}
+			c.Rate, c.Vars, c.Condition = pt.Rate, pt.Vars, pt.Condition
 			configs[cfg] = c
 		}
 		r, err := cellRecord(&cols, det, configs[cfg])

@@ -27,10 +27,13 @@ func fullRecord(commit string, seq int, status results.Status) results.Record {
 	started := time.Date(2025, 4, 1, 12, 30, 15, 123456789, time.FixedZone("CEST", 2*3600)).Add(time.Duration(seq) * time.Minute)
 	return results.Record{
 		Cell: "select1/instr/cpu2/pgss.max=5000/r1/" + commit, Seq: seq, Commit: commit,
-		Config: results.Config{Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"}, Instructions: true},
+		Config: results.Config{Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"}, Instructions: true,
+			Rate: 1000, Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder"},
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
-		Metrics:   map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5},
-		Saturated: true,
+		Metrics:        map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5},
+		Saturated:      true,
+		Saturation:     &results.Saturation{OfferedTPS: 1000, CommittedTPS: 600, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 60 %"},
+		ConditionFacts: map[string]float64{"xmin_age": 4242},
 		Samples: []results.Sample{{T: 5, Entries: 1, Hot: 1, Cold: 1, TPS: 1, Dealloc: 1, Age: results.Dist{Min: 1}, Calls: results.Dist{Max: 1},
 			FP: "a7b9", Waits: []results.WaitTop{{Event: "CPU", N: 1}}, HasClass: true}},
 		Progress: []results.Progress{{T: 1, TPS: 1, LatMS: 1, StddevMS: 1, LagMS: 1, Failed: 1, Skipped: 1, HasLag: true}},

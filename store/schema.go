@@ -179,6 +179,12 @@ var migrations = []migration{
 			detectable_pct DOUBLE PRECISION,
 			PRIMARY KEY (run_id, commit_label, metric))`,
 	}},
+	// Version 4: a configuration's point in a sweep and its condition
+	// (results.Config's Rate, Vars, Condition), as JSON; '' for the
+	// configurations before them (a closed loop, no variables, none).
+	{4, "configurations keep their offered rate, pgbench variables and condition", []string{
+		`ALTER TABLE configurations ADD COLUMN point TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

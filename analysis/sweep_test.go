@@ -1,0 +1,102 @@
+package analysis
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+// sweepInput is a sweep of two commits at offered rates 500, 1000 and
+// 4000 with batch=1 and 10; at 4000 every cell is saturated (both
+// commits, as on a 2-core machine).
+func sweepInput(t *testing.T, mustNotSaturate bool) *Input {
+	t.Helper()
+	commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
+	p, err := matrix.PlanFor(matrix.Request{
+		Workloads: []string{"file:ping.sql"}, Clients: []int{4}, Rates: []float64{500, 1000, 4000},
+		Vars: []results.Axis{{Name: "batch", Values: []string{"1", "10"}}}, MustNotSaturate: mustNotSaturate,
+		Repeats: 3, Duration: 5 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
+	}, commits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Input{Plan: p}
+	for _, c := range p.Cells {
+		committed, sat := c.Rate, false
+		if c.Rate == 4000 {
+			committed, sat = 2600, true
+		}
+		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: c.Config, Repeat: c.Repeat, Status: results.StatusOK, DurationS: 5,
+			Metrics:   map[string]float64{"tps": committed * (1 + 0.001*float64(c.Repeat)), "latency_p50_ms": 1, "latency_p95_ms": 2, "latency_p99_ms": 3 + c.Rate/1000, "tup_ins_per_tx": 1},
+			Saturated: sat,
+		}
+		if sat {
+			rec.Saturation = &results.Saturation{OfferedTPS: c.Rate, CommittedTPS: committed, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 2600 of the 4000 tx/s offered (65 %, below 90 %)"}
+		}
+		in.Records = append(in.Records, rec)
+	}
+	return in
+}
+
+// TestSweepReport: the point table has every point of every commit in
+// order (variables, then rate), the saturated points marked with their
+// reason; they are reported, not incomplete, unless the plan says no
+// point may saturate; the latency-vs-rate plot is drawn.
+func TestSweepReport(t *testing.T) {
+	r, err := Analyze(sweepInput(t, false), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sweeps) != 1 || len(r.Sweeps[0].Points) != 12 || r.Sweeps[0].Series != "file:ping.sql/c4/cpuall" {
+		t.Fatalf("sweeps %+v", r.Sweeps)
+	}
+	var order []string
+	for _, pt := range r.Sweeps[0].Points {
+		order = append(order, pt.Point+" "+pt.Commit)
+		if want := pt.OfferedTPS == 4000; (pt.Saturated == 3) != want || pt.Cells != 3 {
+			t.Errorf("%s %s: %d of %d saturated", pt.Point, pt.Commit, pt.Saturated, pt.Cells)
+		}
+	}
+	if got := strings.Join(order[:4], "; "); got != "r500 :batch=1 base; r500 :batch=1 patch; r1000 :batch=1 base; r1000 :batch=1 patch" {
+		t.Errorf("order %s", got)
+	}
+	if len(r.Incomplete) != 0 {
+		t.Errorf("saturated sweep points made the run incomplete: %+v", r.Incomplete)
+	}
+	var md strings.Builder
+	r.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), "## Sweep: file:ping.sql/c4/cpuall") || !strings.Contains(md.String(), "| r4000 :batch=10 | patch | 4000 | 2605 |") ||
+		!strings.Contains(md.String(), "**yes** (3 of 3)") || !strings.Contains(md.String(), "saturated (committed 2600 of the 4000 tx/s offered") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	dir := t.TempDir()
+	if err := r.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
+		t.Fatal(err)
+	}
+	drawn := 0
+	for _, p := range r.Plots {
+		if strings.HasPrefix(filepath.Base(p), "latency-vs-rate-") {
+			svg, _ := os.ReadFile(filepath.Join(dir, p))
+			if paths, _ := svgLines(string(svg)); paths < 4 {
+				t.Errorf("%s: %d lines", p, paths)
+			}
+			drawn++
+		}
+	}
+	if drawn != 1 {
+		t.Errorf("latency-vs-rate plots %d, want 1: %v %v", drawn, r.Plots, r.PlotNotes)
+	}
+
+	strict, err := Analyze(sweepInput(t, true), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strict.Incomplete) != 4 {
+		t.Errorf("--must-not-saturate: %d incomplete, want the 2 saturated points × 2 commits: %+v", len(strict.Incomplete), strict.Incomplete)
+	}
+}
