@@ -321,7 +321,9 @@ func save(p *plot.Plot, path string) error {
 	dc := draw.New(c)
 	legend := p.Legend
 	legend.Top, legend.Left = true, true
-	width := legend.Rectangle(dc).Size().X + vg.Points(16)
+	// A third more than gonum measures: browsers draw the labels in a
+	// wider font than gonum's metrics, and cut the longer ones off.
+	width := legend.Rectangle(dc).Size().X*4/3 + vg.Points(16)
 	p.Legend = plot.NewLegend()
 	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
 	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))

@@ -159,6 +159,26 @@ func (r *Report) writeSweeps(w io.Writer) {
 	}
 }
 
+// writeSweepsText writes each sweep's points in 80 columns: offered and
+// committed per second, p99 latency and saturation.
+func (r *Report) writeSweepsText(w io.Writer) {
+	for _, s := range r.Sweeps {
+		fmt.Fprintf(w, "Sweep %s\n\n", s.Series)
+		fmt.Fprintf(w, "  %-22s %-10s %10s %11s %9s  %s\n", "point", "commit", "offered/s", "committed/s", "p99 ms", "saturated")
+		for _, pt := range s.Points {
+			offered, sat := "closed", "no"
+			if pt.OfferedTPS > 0 {
+				offered = results.FormatRate(pt.OfferedTPS)
+			}
+			if pt.Saturated > 0 {
+				sat = fmt.Sprintf("YES %d/%d", pt.Saturated, pt.Cells)
+			}
+			fmt.Fprintf(w, "  %-22.22s %-10.10s %10s %11s %9s  %s\n", pt.Point, pt.Commit, offered, pt.cell(results.MetricTPS), pt.cell(results.MetricLatencyP99), sat)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
 // cell is a point's median of m, or a dash.
 func (pt SweepPoint) cell(m string) string {
 	v, ok := pt.Medians[m]

@@ -74,6 +74,16 @@ func TestSweepReport(t *testing.T) {
 		!strings.Contains(md.String(), "**yes** (3 of 3)") || !strings.Contains(md.String(), "saturated (committed 2600 of the 4000 tx/s offered") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
+	var txt strings.Builder
+	r.WriteText(&txt)
+	if !strings.Contains(txt.String(), "Sweep file:ping.sql/c4/cpuall") || !strings.Contains(txt.String(), "YES 3/3") {
+		t.Errorf("text report has no sweep:\n%s", txt.String())
+	}
+	for _, l := range strings.Split(txt.String(), "\n") {
+		if len([]rune(l)) > 80 {
+			t.Errorf("text line over 80 columns: %q", l)
+		}
+	}
 	dir := t.TempDir()
 	if err := r.WritePlots(filepath.Join(dir, "plots"), dir); err != nil {
 		t.Fatal(err)

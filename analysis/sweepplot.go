@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"image/color"
 	"path/filepath"
 	"slices"
 
@@ -41,16 +42,23 @@ func (w *plotWriter) latencyVsRate() error {
 			continue
 		}
 		p := plot.New()
-		p.Title.Text = "p99 latency by offered rate: " + s.Series
+		p.Title.Text = "p99 latency by offered rate"
 		p.X.Label.Text = "offered transactions/s"
-		p.Y.Label.Text = "p99 latency, ms (median of the cells; x: saturated)"
+		p.Y.Label.Text = "p99 latency, ms (median of cells)"
 		var sat *plotter.Scatter
+		varSets := []string{}
 		for _, k := range order {
 			pts := lines[k]
 			if len(pts) == 0 {
 				continue
 			}
+			// A commit's colour; a style per variables (dashes, glyph).
 			col := w.colour[pts[0].Commit]
+			v := varsSuffix(pts[0].Point)
+			if !slices.Contains(varSets, v) {
+				varSets = append(varSets, v)
+			}
+			style := slices.Index(varSets, v)
 			var xys, crosses plotter.XYs
 			for _, pt := range pts {
 				xy := plotter.XY{X: pt.OfferedTPS, Y: pt.Medians[results.MetricLatencyP99]}
@@ -63,7 +71,8 @@ func (w *plotWriter) latencyVsRate() error {
 			if err != nil {
 				return err
 			}
-			l.Color, sc.Color, sc.GlyphStyle.Shape = col, col, draw.CircleGlyph{}
+			l.Color, sc.Color, sc.GlyphStyle.Shape = col, col, glyphs[style%len(glyphs)]
+			l.Dashes = dashes[style%len(dashes)]
 			p.Add(l, sc)
 			p.Legend.Add(k, l, sc)
 			if len(crosses) > 0 {
@@ -71,7 +80,7 @@ func (w *plotWriter) latencyVsRate() error {
 				if err != nil {
 					return err
 				}
-				x.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(6), Shape: draw.CrossGlyph{}}
+				x.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(7), Shape: draw.CrossGlyph{}}
 				p.Add(x)
 				sat = x
 			}
@@ -88,6 +97,12 @@ func (w *plotWriter) latencyVsRate() error {
 	}
 	return nil
 }
+
+// glyphs and dashes tell a sweep's variables apart.
+var (
+	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}}
+	dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+)
 
 // varsSuffix is " :batch=10" for a point with variables, else "".
 func varsSuffix(point string) string {

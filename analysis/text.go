@@ -37,6 +37,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeWaitShiftsText(w)
 	r.writeTimeWentText(w)
 	r.writeInstrText(w)
+	r.writeSweepsText(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		for _, c := range others {
 			r.writeTextWorkload(w, wl, c)
