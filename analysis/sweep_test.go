@@ -1,13 +1,12 @@
 package analysis
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -16,14 +15,22 @@ import (
 // commits, as on a 2-core machine).
 func sweepInput(t *testing.T, mustNotSaturate bool) *Input {
 	t.Helper()
-	commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
-	p, err := matrix.PlanFor(matrix.Request{
-		Workloads: []string{"file:ping.sql"}, Clients: []int{4}, Rates: []float64{500, 1000, 4000},
-		Vars: []results.Axis{{Name: "batch", Values: []string{"1", "10"}}}, MustNotSaturate: mustNotSaturate,
-		Repeats: 3, Duration: 5 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
-	}, commits)
-	if err != nil {
-		t.Fatal(err)
+	p := &results.Plan{
+		Version: results.Version, Baseline: "base", Metrics: results.Builtin,
+		Commits: []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}},
+		Options: results.PlanOpts{Workloads: []string{"file:ping.sql"}, Clients: []int{4}, Rates: []float64{500, 1000, 4000},
+			Vars: []results.Axis{{Name: "batch", Values: []string{"1", "10"}}}, MustNotSaturate: mustNotSaturate, Repeats: 3, DurationS: 5, Order: "abba"},
+	}
+	for _, batch := range []string{"1", "10"} {
+		for _, rate := range p.Options.Rates {
+			c := results.Config{Workload: "file:ping.sql", Clients: 4, Rate: rate, Vars: map[string]string{"batch": batch}}
+			p.Configs = append(p.Configs, c)
+			for rep := 1; rep <= 3; rep++ {
+				for _, commit := range []string{"base", "patch"} {
+					p.Cells = append(p.Cells, results.Cell{ID: fmt.Sprintf("%s/r%d/%s", c.ID(), rep, commit), Seq: len(p.Cells) + 1, Commit: commit, Repeat: rep, Config: c})
+				}
+			}
+		}
 	}
 	in := &Input{Plan: p}
 	for _, c := range p.Cells {
