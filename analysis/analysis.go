@@ -404,6 +404,7 @@ func (a *analyzer) finish() {
 	r.aa()
 	r.WaitShifts = r.waitShifts()
 	r.Sweeps = sweeps(a.p, a.in.Records)
+	r.Conditions = underConditions(a.p, a.in.Records)
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}

@@ -25,6 +25,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	r.writeTimeWent(w)
 	r.writeInstructions(w)
 	r.writeSweeps(w)
+	r.writeConditions(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		r.writeWorkload(w, wl)
 	}

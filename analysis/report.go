@@ -331,6 +331,9 @@ type Report struct {
 	Rows       []Row        `json:"rows"`
 	// Sweeps are the plan's series of rate and variable points (sweeps).
 	Sweeps []Sweep `json:"sweeps,omitempty"`
+	// Conditions are the configurations held under a condition, beside
+	// the same without one (underConditions).
+	Conditions []UnderCondition `json:"conditions,omitempty"`
 	// WaitShifts are the wait events whose share moved (waitShifts).
 	WaitShifts []WaitShift `json:"wait_shifts,omitempty"`
 	Tiers      []Tier      `json:"tiers"`

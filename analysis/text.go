@@ -38,6 +38,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	r.writeTimeWentText(w)
 	r.writeInstrText(w)
 	r.writeSweepsText(w)
+	r.writeConditionsText(w)
 	for _, wl := range r.Plan.Options.Workloads {
 		for _, c := range others {
 			r.writeTextWorkload(w, wl, c)
