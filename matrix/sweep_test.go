@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -103,4 +106,97 @@ func TestRunSweepUnderConditions(t *testing.T) {
 	if !strings.Contains(txt.String(), "Under conditions") || !strings.Contains(txt.String(), "reached: xmin age") {
 		t.Errorf("no conditions in the text report:\n%s", txt.String())
 	}
+}
+
+// TestConditionGoneAfterPgbenchKilled: kill -9 of a cell's pgbench
+// under xmin-holder fails that cell, and the condition is torn down
+// before the next cell: the next cell, without a condition, sees no old
+// snapshot (its oldest xmin age stays small, where the holder's grew to
+// hundreds within the window).
+func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	ping, err := filepath.Abs(filepath.Join("..", "examples", "ping.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Commits: "a=install:" + install, Workloads: "file:" + ping, Clients: "2", PgssMax: "5000",
+		Vars: []string{"batch=5"}, Conditions: "xmin-holder,none",
+		Seconds: 4, Warmup: 0, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba",
+		Given: func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" },
+	}
+	req, err := o.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	// The first cell under the holder: its pgbench killed a second in.
+	victim := results.CellDir(dir, plan.Cells[0].ID)
+	if !strings.Contains(plan.Cells[0].ID, "cond=xmin-holder") {
+		t.Fatalf("first cell %s", plan.Cells[0].ID)
+	}
+	killed := make(chan int, 1)
+	go func() {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			for _, pid := range pgbenchesIn(victim) {
+				time.Sleep(time.Second)
+				syscall.Kill(pid, syscall.SIGKILL)
+				killed <- pid
+				return
+			}
+		}
+		killed <- 0
+	}()
+	var out strings.Builder
+	deps.Out = &out
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Logf("run: %v", err)
+	}
+	if pid := <-killed; pid == 0 {
+		t.Fatalf("the first cell's pgbench was never seen\n%s", out.String())
+	}
+	recs, _, _ := results.ReadRecords(dir)
+	byCell := map[string]results.Record{}
+	for _, r := range recs {
+		byCell[r.Cell] = r
+	}
+	if r := byCell[plan.Cells[0].ID]; r.Status == results.StatusOK {
+		t.Errorf("the killed cell is ok: %+v", r)
+	}
+	next := byCell[plan.Cells[1].ID]
+	if next.Condition != "" || next.Status != results.StatusOK {
+		t.Fatalf("the next cell %s: %s %s", next.Cell, next.Status, next.Error)
+	}
+	if age := next.Metrics[results.MetricOldestXminAge]; age > 50 {
+		t.Errorf("the cell after the killed one saw an xmin age of %v: the holder outlived its cell", age)
+	}
+	for _, r := range recs {
+		if r.Condition != "" && r.Status == results.StatusOK && !(r.ConditionFacts["xmin_age"] > 50) {
+			t.Errorf("%s: the holder reached only %v", r.Cell, r.ConditionFacts)
+		}
+	}
+}
+
+// pgbenchesIn are the pgbench processes writing into dir.
+func pgbenchesIn(dir string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.HasSuffix(strings.SplitN(string(cmd), "\x00", 2)[0], "pgbench") {
+			continue
+		}
+		if strings.Contains(string(cmd), dir) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
