@@ -44,6 +44,9 @@ func FuzzMatrixFlags(f *testing.F) {
 		"-k\na=install:/x,b=install:/x\n--shard\n2/3\n--order\nrandom\n--seed\n-5",
 		"--resume\n/nonexistent\n-c\n4",
 		"-k\nHEAD,HEAD~1\n--preset\nfull",
+		"-k\na=install:/x,b=install:/x\n-R\n500,1000\n--var\nbatch=1,10\n--condition\nnone,xmin-holder,bulk-update=500",
+		"-k\na=install:/x,b=install:/x\n-R\nNaN,0\n--must-not-saturate", "-k\na=install:/x,b=install:/x\n--condition\nfile:/nonexistent",
+		"-k\na=install:/x,b=install:/x\n--var\n1x=2\n--var\nbatch=", "-k\na=install:/x,b=install:/x\n--condition\nidle-slot\n--set\nwal_level=replica",
 	)
 }
 
@@ -62,8 +65,8 @@ func FuzzSwitchFlags(f *testing.F) {
 	)
 }
 
-// FuzzStoreReaderFlags drives analyze, history, dashboard, serve and
-// annotate (the input's first line; the rest are the arguments, one per
+// FuzzStoreReaderFlags drives analyze, history, dashboard, serve,
+// annotate and store (the input's first line; the rest are the arguments, one per
 // line, $RUN a results directory and $ROOT a directory of the fuzzer's)
 // against a store holding one run: never a panic, exit 0 or 2, a refusal
 // in one line, and a refusal creates nothing (in the results root, the
@@ -76,6 +79,7 @@ func FuzzStoreReaderFlags(f *testing.F) {
 		"history\n--metric\ntps\n--config\nselect1", "history\n--metric\ntps\n--since\n30d\n--json", "history\n--since\nbogus",
 		"dashboard\n-o\n$ROOT/site", "dashboard", "serve\n--addr\n127.0.0.1:0", "serve\n--addr\n127.0.0.1:99999", "serve\n--addr\n10.0.0.1:80",
 		"annotate\n--commit\nnosuch\n--metric\ntps\n--note\nx", "annotate\n--metric\ntps", "annotate\n--commit\nhead\n--metric\ntps\n--note\nexpected",
+		"store\nimport\n$RUN", "store\nimport\n$ROOT", "store\nimport\n--store\nftp://x/y\n$RUN", "store\nimport", "store\nbogus",
 	} {
 		f.Add(s)
 	}
@@ -90,7 +94,7 @@ func FuzzStoreReaderFlags(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		command, rest, _ := strings.Cut(in, "\n")
-		if !slices.Contains([]string{"analyze", "history", "dashboard", "serve", "annotate"}, command) {
+		if !slices.Contains([]string{"analyze", "history", "dashboard", "serve", "annotate", "store"}, command) {
 			return
 		}
 		dir := t.TempDir()
