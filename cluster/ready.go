@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/procfs"
 )
 
@@ -35,11 +37,21 @@ const (
 	pmStopping = "stopping"
 )
 
+// startTimeout is StartTimeout, or DefaultStartTimeout scaled by the
+// host's load: on a host running L tasks on N CPUs a start takes up to
+// about L/N times as long, so the default grows with it (LoadScale).
 func (m *Manager) startTimeout() time.Duration {
 	if m.StartTimeout > 0 {
 		return m.StartTimeout
 	}
-	return DefaultStartTimeout
+	return time.Duration(float64(DefaultStartTimeout) * LoadScale(host.Runnable("/", 1, 0), runtime.NumCPU()))
+}
+
+// LoadScale is how much longer than on an idle host a wait should be
+// when runnable tasks compete for cpus: runnable/cpus, at least 1 and
+// at most 5 (beyond that a start is not slow but stuck).
+func LoadScale(runnable float64, cpus int) float64 {
+	return min(5, max(1, runnable/float64(max(1, cpus))))
 }
 
 // start launches the postmaster and waits until it is ready and a real

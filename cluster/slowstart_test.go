@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,40 @@ func TestStartExited(t *testing.T) {
 	_, err := m.Start(context.Background(), "x", cluster.Options{Install: install, Settings: []cluster.Setting{{Name: "shared_preload_libraries", Value: "pg_stat_statements,no_such_library"}}})
 	if !errors.Is(err, cluster.ErrStart) || !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "no_such_library") {
 		t.Fatalf("Start = %v, want the server exited: no_such_library", err)
+	}
+}
+
+// TestSlowStartUnderLoad: a slow postgres (1.5 s before postmaster.pid)
+// on a host whose CPUs are all busy twice over still starts, is listed
+// and stops; the default start timeout grows with the load.
+func TestSlowStartUnderLoad(t *testing.T) {
+	for _, c := range []struct {
+		runnable float64
+		cpus     int
+		want     float64
+	}{{0, 2, 1}, {1, 2, 1}, {8, 2, 4}, {100, 2, 5}, {3, 0, 3}} {
+		if got := cluster.LoadScale(c.runnable, c.cpus); got != c.want {
+			t.Errorf("LoadScale(%v, %d) = %v, want %v", c.runnable, c.cpus, got, c.want)
+		}
+	}
+	install := slowInstall(t, 1500*time.Millisecond)
+	m := testpg.Manager(t)
+	t.Cleanup(func() { checkNoneLeft(t, install) })
+	for range 2 * runtime.NumCPU() {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+	ctx := context.Background()
+	if _, err := m.Start(ctx, "slow", cluster.Options{Install: install}); err != nil {
+		t.Fatalf("Start under load: %v", err)
+	}
+	if infos, err := m.List(); err != nil || len(infos) != 1 || !infos[0].Running {
+		t.Fatalf("List = %+v, %v; want slow running", infos, err)
+	}
+	if stopped, err := m.Stop(ctx, "slow"); err != nil || !stopped {
+		t.Fatalf("Stop = %v, %v", stopped, err)
 	}
 }
