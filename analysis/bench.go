@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/safefile"
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/pgabtest/abtest/results"
@@ -189,10 +190,13 @@ func (r *Report) WriteBenchFiles(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := safefile.Dir(dir); err != nil {
+		return nil, err
+	}
 	var paths []string
 	for _, c := range r.baselineFirst() {
 		path := filepath.Join(dir, fileSafe.ReplaceAllString(c, "_")+".bench")
-		f, err := os.Create(path)
+		f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -60,7 +61,7 @@ func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
 	if out == "" {
 		return nil
 	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := safefile.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return exitcode.Failure(err)
 	}
 	fmt.Fprintf(note, "report: %s\n", out)

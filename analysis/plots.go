@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/safefile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -56,6 +57,11 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 // legend sits beside the data, never on it.
 func (r *Report) WritePlots(dir, relTo string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Never into a directory (or through a link) someone else can write:
+	// the plots' names are predictable.
+	if err := safefile.Dir(dir); err != nil {
 		return err
 	}
 	if err := r.writeDiffs(dir, relTo); err != nil {
@@ -327,7 +333,7 @@ func save(p *plot.Plot, path string) error {
 	p.Legend = plot.NewLegend()
 	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
 	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))
-	f, err := os.Create(path)
+	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
