@@ -6,6 +6,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -151,4 +152,27 @@ func (w *Workspace) out() io.Writer {
 		return io.Discard
 	}
 	return w.Out
+}
+
+// ServerProcesses returns a function listing the postmaster and its
+// children of abtest's cluster name, or, without a name, of the server
+// on port (host and user as libpq takes them: PGHOST, PGUSER). A named
+// cluster is read through the workspace's manager, which knows the
+// server's account: its state files are the trusted ones as root.
+func (w *Workspace) ServerProcesses(ctx context.Context, name string, port int, host, user string) (func() []int, error) {
+	if name != "" {
+		cm, err := w.Clusters()
+		if err != nil {
+			return nil, err
+		}
+		return cm.ProcessesOf(name)
+	}
+	if port <= 0 {
+		return nil, exitcode.BadInputf("perf record: name the cluster: -w NAME or -p PORT")
+	}
+	dir, err := cluster.DataDirAt(ctx, port, host, user)
+	if err != nil {
+		return nil, fmt.Errorf("perf record: %w", err)
+	}
+	return cluster.RunningProcesses(dir)
 }

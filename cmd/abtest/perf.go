@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/pprof/driver"
 	"github.com/urfave/cli/v3"
 
-	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/perf"
 )
@@ -72,28 +70,12 @@ func perfCommand(env *Env) *cli.Command {
 	}
 }
 
-// clusterPIDs returns a function listing the postmaster and its children
-// for -w or -p.
-func clusterPIDs(ctx context.Context, cmd *cli.Command, env *Env) (func() []int, error) {
-	if name := cmd.String("worktree"); name != "" {
-		cfg, err := loadConfig(cmd, env)
-		if err != nil {
-			return nil, err
-		}
-		return (&cluster.Manager{Root: cfg.DataDir}).ProcessesOf(name)
-	}
-	if cmd.Int("port") <= 0 {
-		return nil, exitcode.BadInputf("perf record: name the cluster: -w NAME or -p PORT")
-	}
-	dir, err := cluster.DataDirAt(ctx, int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
-	if err != nil {
-		return nil, fmt.Errorf("perf record: %w", err)
-	}
-	return cluster.RunningProcesses(dir)
-}
-
 func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
-	pids, err := clusterPIDs(ctx, cmd, env)
+	ws, err := openWorkspace(cmd, env)
+	if err != nil {
+		return err
+	}
+	pids, err := ws.ServerProcesses(ctx, cmd.String("worktree"), int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
 	if err != nil {
 		return err
 	}
