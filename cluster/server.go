@@ -67,7 +67,16 @@ func (m *Manager) ReadEnv(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.EnvSHA256 == "" || st.EnvSHA256 != sha256Hex(data) {
+	if st.EnvSHA256 == "" {
+		// A state of an abtest before the checksum: the file is trusted
+		// only when it is exactly what abtest writes for this state.
+		env := Env{Name: name, Path: st.EnvFile, InstallDir: st.Install, DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port}
+		if env.Render() != string(data) {
+			return nil, untrusted(m.EnvFile(name), "is not the env.sh abtest writes for this cluster, and its state (from an older abtest) has no checksum; abtest switch -w "+name+" writes both again")
+		}
+		return data, nil
+	}
+	if st.EnvSHA256 != sha256Hex(data) {
 		return nil, untrusted(m.EnvFile(name), "is not the env.sh abtest wrote (its checksum is not the one in "+stateFile+")")
 	}
 	return data, nil

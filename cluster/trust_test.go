@@ -105,6 +105,23 @@ func TestPlantedState(t *testing.T) {
 	_, err = m.ReadEnv("c")
 	wantUntrusted(t, "ReadEnv of an env.sh abtest did not write", err, st.EnvFile)
 
+	// A state of an older abtest, without the checksum: the env.sh is
+	// printed when it is what abtest writes for the state, else not.
+	old := *st
+	old.EnvSHA256 = ""
+	if err := m.writeState(&old); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.ReadEnv("c")
+	wantUntrusted(t, "ReadEnv of a planted env.sh under an old state", err, st.EnvFile)
+	rendered := Env{Name: "c", Path: st.EnvFile, InstallDir: st.Install, DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port}.Render()
+	if err := os.WriteFile(st.EnvFile, []byte(rendered), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := m.ReadEnv("c"); err != nil || string(data) != rendered {
+		t.Errorf("ReadEnv of abtest's env.sh under an old state = %q, %v", data, err)
+	}
+
 	// Its state naming nobody's install: pg_ctl of it is not run.
 	forged := *st
 	forged.Install = evil
