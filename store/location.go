@@ -116,6 +116,42 @@ func sqliteFile(path string, create bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
+// storeDir refuses a SQLite file in a directory others can write
+// without the sticky bit: they could replace the files abtest checked.
+func storeDir(path string) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return exitcode.BadInputf("store %s: its directory %s is writable by others without the sticky bit; chmod o-w or +t it, or give --store elsewhere", path, dir)
+	}
+	return nil
+}
+
+// sideFiles creates the SQLite file's -wal and -shm files where they are
+// missing, new (O_EXCL, O_NOFOLLOW), before the driver opens the file:
+// the driver would create them following a link planted at their names
+// after sqliteFile looked. Once they are abtest's, nobody else can
+// replace them in a sticky directory (storeDir).
+func sideFiles(path string) error {
+	for _, suffix := range []string{"-wal", "-shm"} {
+		f, err := safefile.Create(path+suffix, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			side, lerr := os.Lstat(path + suffix)
+			if lerr == nil {
+				lerr = safefile.Owned(path+suffix, side, false)
+			}
+			if lerr != nil {
+				return exitcode.BadInputf("store %v", lerr)
+			}
+			continue
+		}
+		if err != nil {
+			return exitcode.Failure(fmt.Errorf("store %s: %w: %v", path, ErrUnreachable, err))
+		}
+		f.Close()
+	}
+	return nil
+}
+
 func createFile(path string) (fs.FileInfo, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %v", path, ErrUnreachable, err))

@@ -77,3 +77,42 @@ func TestParse(t *testing.T) {
 		t.Errorf("a URL that does not parse: %v; want an error without the password", err)
 	}
 }
+
+// TestOpenMakesItsSideFiles: the store makes its -wal and -shm files
+// itself (new, not through a link), so the driver never creates them
+// where a link could be planted between the check and its open; a store
+// in a directory others can write without the sticky bit is refused
+// (exit 2), in a sticky one it opens.
+func TestOpenMakesItsSideFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, DefaultFile)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if fi, err := os.Lstat(path + suffix); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s%s while open: %v", DefaultFile, suffix, err)
+		}
+	}
+	s.Close()
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	if s, err := Open(ctx, filepath.Join(shared, DefaultFile)); err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "sticky") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("a store in a 0777 directory: %v; want exit 2 saying why", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, DefaultFile)); err == nil {
+		t.Error("the refused store left a database file")
+	}
+	os.Chmod(shared, os.ModeSticky|0o777)
+	s, err = Open(ctx, filepath.Join(shared, DefaultFile))
+	if err != nil {
+		t.Fatalf("a store in a 1777 directory: %v", err)
+	}
+	s.Close()
+}

@@ -121,7 +121,13 @@ func open(ctx context.Context, location string, migrate, create bool) (*Store, e
 		s.db, err = sql.Open("pgx", location)
 	} else {
 		s.where = path
+		if err := storeDir(path); err != nil {
+			return nil, err
+		}
 		if checked, err = sqliteFile(path, create); err != nil {
+			return nil, err
+		}
+		if err := sideFiles(path); err != nil {
 			return nil, err
 		}
 		// WAL lets readers (the dashboard) run beside an import; every
