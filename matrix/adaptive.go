@@ -3,6 +3,8 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -130,4 +132,75 @@ func maxRepeat(p *results.Plan) int {
 		top = max(top, c.Repeat)
 	}
 	return top
+}
+
+// confirmInstructions adds one block of an instruction configuration
+// whose commits' counts differ beyond the metric's threshold after its
+// planned runs, and runs it: a count repeats to 0.001 %, so a difference
+// that comes back is the commit's, and one that does not is a flaw of
+// the first run the report shows. A plan from before InstrRepeats (every
+// repeat has its instruction cells) is left as it is.
+func (r *run) confirmInstructions(ctx context.Context) error {
+	o := r.plan.Options
+	if !o.Instructions || o.InstrRepeats == 0 {
+		return nil
+	}
+	recs, _, err := results.ReadRecords(r.dir)
+	if err != nil {
+		return exitcode.Failure(err)
+	}
+	ids, threshold := instrToConfirm(r.plan, recs)
+	configs := r.configsOf(ids)
+	if len(configs) == 0 {
+		return nil
+	}
+	rep := o.InstrRepeats + 1
+	r.deps.printf("instructions: %d configuration(s) differ beyond %.3g %% after %d run(s); one confirmation run of each (repeat %d)\n", len(configs), threshold, o.InstrRepeats, rep)
+	first := len(r.plan.Cells)
+	for _, c := range configs {
+		appendBlock(r.plan, c, rep)
+	}
+	if err := results.WritePlan(r.dir, r.plan); err != nil {
+		return exitcode.Failure(err)
+	}
+	return r.cells(ctx, r.plan.Cells[first:])
+}
+
+// instrToConfirm are the instruction configurations of p whose commits'
+// first counts differ from the baseline's by more than the metric's
+// threshold (percent, returned too) and that have no confirmation yet.
+func instrToConfirm(p *results.Plan, recs []results.Record) ([]string, float64) {
+	threshold := 0.1
+	if m, ok := p.Metrics.Get(results.MetricInstructionsPerTx); ok {
+		threshold = m.ThresholdPct
+	}
+	top := map[string]int{}                   // config → highest repeat planned
+	counts := map[string]map[string]float64{} // config → commit → the first run's count
+	for _, c := range p.Cells {
+		top[c.Config.ID()] = max(top[c.Config.ID()], c.Repeat)
+	}
+	for _, rec := range recs {
+		if v, ok := rec.Metrics[results.MetricInstructionsPerTx]; ok && rec.Status == results.StatusOK && rec.Repeat == 1 {
+			id := rec.Config.ID()
+			if counts[id] == nil {
+				counts[id] = map[string]float64{}
+			}
+			counts[id][rec.Commit] = v
+		}
+	}
+	var ids []string
+	for id, by := range counts {
+		base, ok := by[p.Baseline]
+		if top[id] > p.Options.InstrRepeats || !ok || base <= 0 {
+			continue
+		}
+		for _, v := range by {
+			if 100*math.Abs(v/base-1) > threshold {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids, threshold
 }

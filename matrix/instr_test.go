@@ -5,10 +5,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
@@ -18,9 +20,10 @@ import (
 )
 
 // TestPlanInstructions: --instructions adds one instruction cell per
-// commit × workload × settings to every repeat (not per client count or
-// CPU count: those would repeat the same count), interleaved ABBA like
-// the timed cells, and the plan without it is unchanged.
+// commit × workload × settings (not per client count or CPU count: those
+// would repeat the same count), once (or --instr-repeats times,
+// interleaved ABBA like the timed cells), and the plan without it is
+// unchanged.
 func TestPlanInstructions(t *testing.T) {
 	without, err := NewPlan(opts())
 	if err != nil {
@@ -32,9 +35,22 @@ func TestPlanInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2 workloads × 2 pgss.max × 2 repeats × 2 commits.
+	// 2 workloads × 2 pgss.max × 1 run × 2 commits: an instruction cell
+	// runs once by default, whatever -r (2 here).
+	if got, want := len(p.Cells)-len(without.Cells), 2*2*1*2; got != want || p.Options.InstrRepeats != 1 {
+		t.Fatalf("%d instruction cells (instr repeats %d), want %d", got, p.Options.InstrRepeats, want)
+	}
+	for _, c := range p.Cells {
+		if c.Instructions && c.Repeat != 1 {
+			t.Errorf("instruction cell %s in repeat %d", c.ID, c.Repeat)
+		}
+	}
+	o.InstrRepeats = 2
+	if p, err = NewPlan(o); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := len(p.Cells)-len(without.Cells), 2*2*2*2; got != want {
-		t.Fatalf("%d instruction cells, want %d", got, want)
+		t.Fatalf("--instr-repeats 2: %d instruction cells, want %d", got, want)
 	}
 	var instr []string
 	for _, c := range p.Cells {
@@ -80,7 +96,7 @@ func TestPlanInstructionsOnly(t *testing.T) {
 			t.Errorf("timed cell %s in an instruction-only plan", c.ID)
 		}
 	}
-	if len(p.Cells) != 2*2*2*2 || !p.Options.Instructions {
+	if len(p.Cells) != 2*2*1*2 || !p.Options.Instructions {
 		t.Errorf("%d cells, options %+v", len(p.Cells), p.Options)
 	}
 	o.Clients = []int{1, 4}
@@ -185,6 +201,92 @@ func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
 		log, err := os.ReadFile(filepath.Join(dir, rec.Artifacts["server_log"]))
 		if err != nil || rec.Artifacts["server_log"] == "" || !strings.Contains(string(log), "database system is shut down") {
 			t.Errorf("%s: the quiet period's server log %q: %v\n%s", rec.Cell, rec.Artifacts["server_log"], err, log)
+		}
+	}
+}
+
+// TestInstrToConfirm: after one run of each instruction cell, a
+// configuration is confirmed (one more block) only where a commit's
+// count differs from the baseline's beyond the threshold: an A/A pair
+// 0.001 % apart is not, a +0.2 % one is, and one already confirmed is
+// not again.
+func TestInstrToConfirm(t *testing.T) {
+	o := opts()
+	o.Instructions = true
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]float64{}
+	var recs []results.Record
+	for _, c := range p.Cells {
+		if !c.Instructions {
+			continue
+		}
+		v := 33796.8
+		if c.Commit != p.Baseline {
+			v = 33797.2 // A/A: 0.0012 %
+			if c.Workload == "churn" && c.Settings["pg_stat_statements.max"] == "5000" {
+				v = 33796.8 * 1.002
+			}
+		}
+		count[c.ID] = v
+		recs = append(recs, results.Record{Cell: c.ID, Commit: c.Commit, Config: c.Config, Repeat: c.Repeat, Status: results.StatusOK,
+			Metrics: map[string]float64{results.MetricInstructionsPerTx: v}})
+	}
+	ids, threshold := instrToConfirm(p, recs)
+	if want := []string{"churn/instr/cpuall/pgss.max=5000"}; !slices.Equal(ids, want) || threshold != 0.1 {
+		t.Fatalf("to confirm %v (threshold %v), want %v", ids, threshold, want)
+	}
+	r := &run{plan: p}
+	for _, c := range r.configsOf(ids) {
+		appendBlock(p, c, 2)
+	}
+	if again, _ := instrToConfirm(p, recs); len(again) != 0 {
+		t.Errorf("confirmed again: %v", again)
+	}
+}
+
+// TestOneInstructionRunDecides: with one instruction run per commit (the
+// default) the analysis still calls +0.2 % worse and an A/A pair 0.001 %
+// apart the same, gated, with nothing incomplete.
+func TestOneInstructionRunDecides(t *testing.T) {
+	for _, c := range []struct {
+		ratio float64
+		want  results.Verdict
+	}{{1.000012, results.Same}, {1.002, results.Worse}} {
+		commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
+		p, err := PlanFor(Request{Workloads: []string{"select1"}, Clients: []int{2}, Repeats: 3, Duration: 5 * time.Second, Protocol: "simple",
+			Build: "release", Order: ABBA, Seed: 1, Instructions: true, Settings: []results.Axis{{Name: results.PgssMax, Values: []string{"5000"}}}}, commits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &analysis.Input{Plan: p}
+		for _, cell := range p.Cells {
+			m := map[string]float64{results.MetricTPS: 1000 * (1 + 0.01*float64(cell.Repeat%2))}
+			if cell.Instructions {
+				v := 33796.8
+				if cell.Commit == "patch" {
+					v *= c.ratio
+				}
+				m = map[string]float64{results.MetricInstructionsPerTx: v}
+			}
+			in.Records = append(in.Records, results.Record{Cell: cell.ID, Commit: cell.Commit, Config: cell.Config, Repeat: cell.Repeat, Status: results.StatusOK, DurationS: 5, Metrics: m})
+		}
+		r, err := analysis.Analyze(in, analysis.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got results.Verdict
+		for _, row := range r.Rows {
+			for _, st := range row.Stats {
+				if row.Metric == results.MetricInstructionsPerTx && st.Commit == "patch" {
+					got = st.Verdict
+				}
+			}
+		}
+		if got != c.want || len(r.Incomplete) != 0 {
+			t.Errorf("×%v: %q, incomplete %v; want %q", c.ratio, got, r.Incomplete, c.want)
 		}
 	}
 }

@@ -33,9 +33,12 @@ type Options struct {
 	// Rates is -R: offered rates in transactions per second (0 a closed
 	// loop); Vars are --var NAME=V1,V2 axes of pgbench variables;
 	// Conditions is --condition: background conditions (none, …).
-	Rates, Conditions                string
-	Vars                             []string
-	MustNotSaturate                  bool
+	Rates, Conditions string
+	Vars              []string
+	MustNotSaturate   bool
+	// InstrRepeats is --instr-repeats: runs of each instruction cell
+	// before its confirmation (0: one).
+	InstrRepeats                     int
 	Seconds, Warmup, PerfWindow      int
 	Repeats, SleepMS, MaxRepeats     int
 	Build, Protocol, Order           string
@@ -74,7 +77,7 @@ func (o Options) Request() (Request, error) {
 	}
 	r := Request{
 		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
-		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate,
+		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate, InstrRepeats: o.InstrRepeats,
 		Adaptive:     Adaptive{UntilDecided: o.UntilDecided, MaxRepeats: o.MaxRepeats, Budget: o.Budget},
 		BuildOptions: o.BuildOptions,
 	}
@@ -331,7 +334,7 @@ func WorkloadNames(list string) ([]string, error) {
 
 // planFlags are the long names of the flags that decide a plan: a
 // resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "build", "protocol",
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "build", "protocol",
 	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt"}
 

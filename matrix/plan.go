@@ -113,9 +113,16 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			}
 		}
 	}
+	p.Options.InstrRepeats = req.instrRepeats()
 	for _, g := range groups {
-		for r := 1; r <= req.Repeats; r++ {
+		for r := 1; r <= max(req.Repeats, p.Options.InstrRepeats); r++ {
 			for _, c := range g {
+				// An instruction count repeats to 0.001 %: its cells run
+				// InstrRepeats times (confirmInstructions adds a block
+				// where they differ), the timed ones -r times.
+				if c.Instructions && r > p.Options.InstrRepeats || !c.Instructions && r > req.Repeats {
+					continue
+				}
 				if c.index%req.Shard.N == req.Shard.I-1 {
 					appendBlock(p, c, r)
 				}

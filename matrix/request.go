@@ -103,6 +103,9 @@ type Request struct {
 	// InstructionsOnly plans instruction cells only (bisect on
 	// instructions_per_tx); it implies Instructions and wants one client.
 	InstructionsOnly bool
+	// InstrRepeats is how many times each instruction cell runs before
+	// its confirmation (0: once); -r applies to the timed cells.
+	InstrRepeats int
 }
 
 // Bounds of a plan: checked before it is built, so that a typo in -r
@@ -211,6 +214,9 @@ func checkAxes(r *Request) error {
 	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions) > 0 {
 		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var and --condition")
 	}
+	if r.InstrRepeats < 0 || r.InstrRepeats > 100 {
+		return exitcode.BadInputf("--instr-repeats %d: want 1 to 100 runs of each instruction cell", r.InstrRepeats)
+	}
 	if r.MustNotSaturate && len(r.Rates) == 0 {
 		return exitcode.BadInputf("--must-not-saturate goes with -R: only an offered rate can saturate")
 	}
@@ -273,6 +279,9 @@ func (r *Request) checkAdaptive() error {
 	}
 	return nil
 }
+
+// instrRepeats is InstrRepeats, at least 1.
+func (r *Request) instrRepeats() int { return max(1, r.InstrRepeats) }
 
 func (r *Request) cellTime() time.Duration { return r.Duration + r.Warmup + Overhead }
 

@@ -190,6 +190,9 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 	if err := r.cells(ctx, todo); err != nil {
 		return err
 	}
+	if err := r.confirmInstructions(ctx); err != nil {
+		return err
+	}
 	if err := r.adaptive(ctx); err != nil {
 		return err
 	}

@@ -242,6 +242,10 @@ type PlanOpts struct {
 	Rates      []float64 `json:"rates,omitempty"`
 	Vars       []Axis    `json:"vars,omitempty"`
 	Conditions []string  `json:"conditions,omitempty"`
+	// InstrRepeats is how many times each instruction cell runs before
+	// a confirmation block (matrix --instr-repeats; -r is the timed
+	// cells'); 0, in plans before it, means every repeat has them.
+	InstrRepeats int `json:"instr_repeats,omitempty"`
 	// MustNotSaturate makes a saturated cell of a sweep leave its
 	// configuration incomplete (the gate fails), as it always does
 	// without rates; by default a sweep reports a saturated point.
