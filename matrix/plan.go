@@ -92,7 +92,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
 		},
 		Shard:   req.Shard.String(),
-		Metrics: results.Builtin,
+		Metrics: planMetrics(req.Workloads),
 	}
 	if req.Adaptive.UntilDecided {
 		p.Options.UntilDecided = true
@@ -130,6 +130,25 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 		}
 	}
 	return p
+}
+
+// planMetrics are the built-in metrics and those the plan's workload
+// files declare, judged like them (a file that cannot be read declares
+// none here: the request's check has refused it already).
+func planMetrics(workloads []string) results.Metrics {
+	ms := slices.Clone(results.Builtin)
+	for _, name := range workloads {
+		w, err := workload.Resolve(name)
+		if err != nil {
+			continue
+		}
+		for _, d := range w.Metrics {
+			if _, ok := ms.Get(d.Metric.Name); !ok {
+				ms = append(ms, d.Metric)
+			}
+		}
+	}
+	return ms
 }
 
 // indexed is a configuration and its index in the canonical list, which

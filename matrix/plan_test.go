@@ -360,3 +360,22 @@ func TestCellDirIsSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanCarriesDeclaredMetrics: the metrics a workload file declares
+// are in the plan's definitions, so the analysis judges them like its
+// own.
+func TestPlanCarriesDeclaredMetrics(t *testing.T) {
+	o := opts()
+	o.Workloads = []string{"select1", "file:../examples/queue.sql"}
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := p.Metrics.Get("delivery_p99_ms")
+	if !ok || m.Unit != "ms" || m.Tier != results.TierBand {
+		t.Errorf("delivery_p99_ms in the plan: %+v, %v", m, ok)
+	}
+	if _, ok := p.Metrics.Get(results.MetricTPS); !ok {
+		t.Error("the built-in metrics are gone")
+	}
+}

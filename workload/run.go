@@ -107,6 +107,9 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
 	res.LoggedTx = txlog.Count()
 	r.metrics(res, txlog, s)
+	if err := readDeclared(ctx, conn, s.Workload, res); err != nil {
+		return nil, err
+	}
 	keepArtifacts(res, s, sv, dir, logPrefix, logs)
 	r.report(out, res)
 	return res, nil

@@ -42,6 +42,9 @@ type Workload struct {
 	// warm-up (a file's "-- abtest:setup" section): its tables, made so
 	// that running it again is harmless.
 	Setup string
+	// Metrics are the metrics a file declares ("-- abtest:metric"), read
+	// by SQL after the window.
+	Metrics []Declared
 }
 
 // Names lists the built-in workloads.
@@ -112,8 +115,8 @@ func Resolve(item string) (Workload, error) {
 			return Workload{}, exitcode.BadInputf("workload %s: %v", item, err)
 		}
 		name := strings.TrimSuffix(pathBase(path), ".sql")
-		setup, script := splitSetup(string(data))
-		return Workload{Name: name, Script: script, Setup: setup}, nil
+		setup, script, metrics, err := parseFile(item, string(data))
+		return Workload{Name: name, Script: script, Setup: setup, Metrics: metrics}, err
 	}
 	if w, ok := Builtin(item); ok {
 		return w, nil
