@@ -22,24 +22,7 @@ import (
 // no condition is left behind.
 func TestRunSweepUnderConditions(t *testing.T) {
 	deps, install := prebuiltDeps(t)
-	ping, err := filepath.Abs(filepath.Join("..", "examples", "ping.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{
-		Commits: "a=install:" + install, Workloads: "file:" + ping, Clients: "2", PgssMax: "5000",
-		Rates: "50,100000", Vars: []string{"batch=5"}, Conditions: "none,xmin-holder",
-		Seconds: 2, Warmup: 0, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba",
-		Given: func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" },
-	}
-	req, err := o.Request()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Prepare(context.Background(), deps, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Rates: "50,100000", Conditions: "none,xmin-holder", Seconds: 2})
 	if len(plan.Configs) != 2*2 {
 		t.Fatalf("%d configurations, want rates × conditions = 4", len(plan.Configs))
 	}
@@ -115,24 +98,7 @@ func TestRunSweepUnderConditions(t *testing.T) {
 // hundreds within the window).
 func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
 	deps, install := prebuiltDeps(t)
-	ping, err := filepath.Abs(filepath.Join("..", "examples", "ping.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{
-		Commits: "a=install:" + install, Workloads: "file:" + ping, Clients: "2", PgssMax: "5000",
-		Vars: []string{"batch=5"}, Conditions: "xmin-holder,none",
-		Seconds: 4, Warmup: 0, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba",
-		Given: func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" },
-	}
-	req, err := o.Request()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Prepare(context.Background(), deps, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "xmin-holder,none", Seconds: 4})
 	dir := filepath.Join(testenv.SharedTempDir(t), "r")
 	// The first cell under the holder: its pgbench killed a second in.
 	victim := results.CellDir(dir, plan.Cells[0].ID)
@@ -179,6 +145,28 @@ func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
 			t.Errorf("%s: the holder reached only %v", r.Cell, r.ConditionFacts)
 		}
 	}
+}
+
+// pingPlan prepares a plan of o on the shipped ping workload at batch=5:
+// two clients, no warm-up, one commit twice (a noise run).
+func pingPlan(t *testing.T, deps *Deps, o Options) *results.Plan {
+	t.Helper()
+	ping, err := filepath.Abs(filepath.Join("..", "examples", "ping.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Workloads, o.Clients, o.PgssMax, o.Vars = "file:"+ping, "2", "5000", []string{"batch=5"}
+	o.Repeats, o.Build, o.Protocol, o.Order = 2, "release", "simple", "abba"
+	o.Given = func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" }
+	req, err := o.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
 
 // pgbenchesIn are the pgbench processes writing into dir.
