@@ -94,14 +94,20 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 			func(out string) []string { return []string{"matrix", "--resume", out} }},
 		{"initdb", "", func(string) bool { return exists(mf1) && !exists(filepath.Join(mf1, "postmaster.pid")) },
 			func(string) []string { return []string{"env", "-w", "f1"} }},
-		{"warm-up", "", func(out string) bool { return hasDir(cellsDir(out), "warm-up") }, nil},
-		{"measurement", "", func(out string) bool { return countLines(filepath.Join(out, results.CellsFile)) >= 1 },
+		{"warm-up", "", func(out string) bool { return hasDir(cellsDir(out), "warm-up") },
 			func(out string) []string { return []string{"matrix", "--resume", out, "--sample-every", "1s"} }},
+		{"measurement", "", func(out string) bool { return countLines(filepath.Join(out, results.CellsFile)) >= 1 }, nil},
 	} {
 		t.Run(p.phase, func(t *testing.T) {
+			// The previous phase's run left its own clusters: running, or
+			// (killed in initdb) a data directory not yet the server's.
 			for _, c := range []string{matrix.ClusterName("f1"), matrix.ClusterName("b")} {
+				dir := filepath.Join(env["PG_DATA_DIR"], c)
 				if err := cm.Remove(context.Background(), c); err != nil {
-					t.Fatal(err)
+					if _, running := cluster.PID(dir); running {
+						t.Fatal(err)
+					}
+					os.RemoveAll(dir)
 				}
 			}
 			os.Remove(filepath.Join(built, "compiling"))
