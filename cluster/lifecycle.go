@@ -205,27 +205,3 @@ func (m *Manager) Identify(name string) (*Identity, error) {
 	}
 	return &Identity{PID: pid, Exe: exe, Replaced: strings.HasSuffix(exe, " (deleted)"), Fingerprint: st.Fingerprint, Version: st.ServerVersion}, nil
 }
-
-// StopUsing stops every running cluster of this manager whose server runs
-// the binaries of install, and returns their names: a build calls it
-// before it installs over install (build.Builder.Servers). Their states
-// keep their options, so the next Start brings them back on the new
-// binaries.
-func (m *Manager) StopUsing(ctx context.Context, install string) ([]string, error) {
-	infos, err := m.List()
-	if err != nil {
-		return nil, err
-	}
-	var stopped []string
-	for _, i := range infos {
-		if !i.Running || !sameDir(i.Install, install) {
-			continue
-		}
-		m.logf("cluster %s: stopping before installing over its binaries", i.Name)
-		if _, err := m.Stop(ctx, i.Name); err != nil {
-			return stopped, err
-		}
-		stopped = append(stopped, i.Name)
-	}
-	return stopped, nil
-}

@@ -128,7 +128,9 @@ func (m *Manager) choosePort(name, dir string, prev *State, opts Options) (int, 
 }
 
 // portsOfOthers maps the ports of abtest's other running clusters to their
-// names.
+// names, and those of the clusters a build stopped to start again
+// (StopRecord): a run that stops the user's cluster must not give its
+// port to its own, which a kill -9 would leave holding it.
 func (m *Manager) portsOfOthers(name string) map[int]string {
 	out := map[int]string{}
 	states, _ := filepath.Glob(filepath.Join(m.Root, "*", stateFile))
@@ -143,6 +145,8 @@ func (m *Manager) portsOfOthers(name string) map[int]string {
 		}
 		if _, running := PID(st.DataDir); running {
 			out[st.Port] = other
+		} else if st.Stopped != nil {
+			out[st.Port] = other + " (stopped by a build, to be started again)"
 		}
 	}
 	return out

@@ -48,6 +48,9 @@ type State struct {
 	// Initialized is set once the benchmark database and extension exist.
 	Initialized bool      `json:"initialized"`
 	StartedAt   time.Time `json:"started_at"`
+	// Stopped says which abtest stopped the server meaning to start it
+	// again (StopUsing); every Start clears it.
+	Stopped *StopRecord `json:"stopped,omitempty"`
 
 	// Action is what the Start that returned this state did, and Reason
 	// why (e.g. "build fingerprint changed"); neither is stored.

@@ -27,9 +27,11 @@ const ClusterPrefix = cluster.MatrixPrefix
 func ClusterName(build string) string { return cluster.ForBuild(build) }
 
 // ClustersFile, in a results directory, lists the clusters the run
-// started and the user's clusters its builds stopped, as they happen: a
-// resume after the run was killed stops the former and starts the latter
-// again, as the killed run would have at its end.
+// started, as they happen: a resume after the run was killed stops them,
+// as the killed run would have at its end. The user's clusters its
+// builds stopped are recorded in their own states instead
+// (cluster.StopRecord): any later abtest starts them again, a resume of
+// this directory included, even when the run died before its plan.
 const ClustersFile = "clusters.json"
 
 // clusterLog is what ClustersFile holds.
@@ -37,9 +39,6 @@ type clusterLog struct {
 	// Started are clusters this run (or a killed run of the same
 	// directory) started: stopped at the end.
 	Started []string `json:"started,omitempty"`
-	// Restore are clusters that ran when a build installed over their
-	// binaries: started again at the end, on the new binaries.
-	Restore []string `json:"restore,omitempty"`
 }
 
 // loadClusterLog takes over what a killed run of dir left to undo.
@@ -59,11 +58,8 @@ func (r *run) loadClusterLog() error {
 	for _, n := range l.Started {
 		r.started[n] = true
 	}
-	for _, n := range l.Restore {
-		r.restore[n] = true
-	}
-	if len(l.Started)+len(l.Restore) > 0 {
-		r.deps.printf("resume: taking over clusters of the previous run of %s (started %v, to restore %v)\n", r.dir, l.Started, l.Restore)
+	if len(l.Started) > 0 {
+		r.deps.printf("resume: taking over clusters of the previous run of %s (started %v)\n", r.dir, l.Started)
 	}
 	return nil
 }
@@ -71,7 +67,7 @@ func (r *run) loadClusterLog() error {
 // saveClusterLog writes ClustersFile durably (before the cluster it
 // names is started, so that a kill cannot lose it).
 func (r *run) saveClusterLog() error {
-	l := clusterLog{Started: slices.Sorted(maps.Keys(r.started)), Restore: slices.Sorted(maps.Keys(r.restore))}
+	l := clusterLog{Started: slices.Sorted(maps.Keys(r.started))}
 	data, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return err
@@ -94,21 +90,34 @@ func (r *run) markStarted(name string) error {
 	return r.saveClusterLog()
 }
 
-// recordStops records the clusters a build stops as soon as they are
-// stopped, before anything is installed: a run killed during the install
-// leaves them to its resume to start again.
+// recordStops remembers the clusters a build stops, to start the user's
+// again at the end of the run; the cluster manager records each stop in
+// the cluster's state before it stops it (why: this build, this run).
 type recordStops struct {
 	build.Servers
-	r *run
+	r   *run
+	why string
+}
+
+// stopRecorder is a build.Servers that records why it stops
+// (cluster.Manager).
+type stopRecorder interface {
+	StopUsingFor(ctx context.Context, install, why string) ([]string, error)
 }
 
 func (s *recordStops) StopUsing(ctx context.Context, install string) ([]string, error) {
-	stopped, err := s.Servers.StopUsing(ctx, install)
+	var stopped []string
+	var err error
+	if sr, ok := s.Servers.(stopRecorder); ok {
+		stopped, err = sr.StopUsingFor(ctx, install, s.why)
+	} else {
+		stopped, err = s.Servers.StopUsing(ctx, install)
+	}
 	s.r.markStopped(stopped)
 	return stopped, err
 }
 
-// markStopped records the clusters a build stopped before installing
+// markStopped remembers the clusters a build stopped before installing
 // over their binaries; the matrix's own are started again by their cells.
 func (r *run) markStopped(names []string) {
 	own := map[string]bool{}
@@ -119,9 +128,6 @@ func (r *run) markStopped(names []string) {
 		if !own[n] {
 			r.restore[n] = true
 		}
-	}
-	if err := r.saveClusterLog(); err != nil {
-		r.deps.warnf("recording clusters: %v", err)
 	}
 }
 

@@ -281,7 +281,7 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	dir, _ := wt.Dir(c.Build)
 	b := *r.deps.Builder
 	if b.Servers != nil {
-		b.Servers = &recordStops{Servers: b.Servers, r: r}
+		b.Servers = &recordStops{Servers: b.Servers, r: r, why: fmt.Sprintf("a build of %s for the run %s", c.Label, r.dir)}
 	}
 	res, err := b.BuildShown(ctx, r.deps.sink(), prov, dir, buildOptions(r.deps.BuildOptions, r.plan.Options))
 	if err != nil {

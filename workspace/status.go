@@ -38,6 +38,9 @@ func (w *Workspace) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Starts again what a killed abtest stopped, when there is a server
+	// account to start it as.
+	_, _ = w.Clusters()
 	// The server's account, when there is one, owns the states List reads.
 	u, _ := ServerUser(w.Config, w.Euid)
 	cm := &cluster.Manager{Root: w.Config.DataDir, Run: w.Run, User: u}

@@ -34,6 +34,11 @@ type Workspace struct {
 	// Out receives what Switch did, one line per step, the build's
 	// progress and the clusters' messages; nil discards them.
 	Out io.Writer
+	// Notes receives what is no part of a command's output: the
+	// clusters Clusters started again (RestoreStopped); nil is Out.
+	Notes io.Writer
+
+	restored bool
 }
 
 // Worktrees is the worktree manager of the configuration.
@@ -78,19 +83,38 @@ func ReadEnv(cfg *config.Loaded, euid int, name string) ([]byte, error) {
 // Clusters is the cluster manager of the configuration, logging to Out.
 // It looks up the server's account (ServerUser), so it is only asked for
 // when a cluster or a build is touched: creating a worktree as root
-// needs no postgres account.
+// needs no postgres account. The first call starts again the clusters
+// an abtest that died had stopped (cluster.Manager.RestoreStopped), one
+// line each on Notes: every command that opens the clusters (switch,
+// status, env, bench, matrix and what builds on it) repairs what a
+// kill -9 left.
 func (w *Workspace) Clusters() (*cluster.Manager, error) {
 	u, err := ServerUser(w.Config, w.Euid)
 	if err != nil {
 		return nil, err
 	}
-	return &cluster.Manager{
+	cm := &cluster.Manager{
 		Root:         w.Config.DataDir,
 		Run:          w.Run,
 		User:         u,
 		StartTimeout: time.Duration(w.Config.StartTimeout) * time.Second,
-		Log:          w.Out,
-	}, nil
+	}
+	if !w.restored {
+		w.restored = true
+		for _, r := range cm.RestoreStopped(context.Background()) {
+			fmt.Fprintln(w.notes(), r)
+		}
+	}
+	cm.Log = w.Out
+	return cm, nil
+}
+
+// notes is Notes, or out when it is nil.
+func (w *Workspace) notes() io.Writer {
+	if w.Notes == nil {
+		return w.out()
+	}
+	return w.Notes
 }
 
 // Builder is the builder of the configuration: it stops cm's servers of

@@ -144,13 +144,13 @@ func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout}, nil
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout, Notes: env.Stderr}, nil
 }
 
 // newDeps is what a matrix run (and nightly, bisect and the demo, which
 // build on it) uses, from the configuration.
 func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, error) {
-	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid(), Out: env.Stdout}
+	ws := &workspace.Workspace{Config: cfg, Run: run, Euid: env.Geteuid(), Out: env.Stdout, Notes: env.Stderr}
 	return ws.MatrixDeps(env.Now, buildVersion(version))
 }
 

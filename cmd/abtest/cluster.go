@@ -42,11 +42,12 @@ func envCommand(env *Env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd, env)
+			ws, err := openWorkspace(cmd, env)
 			if err != nil {
 				return err
 			}
-			data, err := workspace.ReadEnv(cfg, env.Geteuid(), name)
+			_, _ = ws.Clusters() // starts again what a killed abtest stopped
+			data, err := workspace.ReadEnv(ws.Config, env.Geteuid(), name)
 			if err != nil {
 				return err
 			}
