@@ -150,3 +150,16 @@ func (m *Manager) restore1(ctx context.Context, st *State) (bool, error) {
 	_, err := m.Start(ctx, st.Name, OptionsOf(st))
 	return false, err
 }
+
+// KeepStopped forgets that this process stopped cluster name, so that
+// no later abtest starts it again: the run that stopped it decided it
+// stays stopped (a matrix's own cluster at the run's end). A record of
+// another process, or none, is left as it is.
+func (m *Manager) KeepStopped(name string) error {
+	st, err := m.ReadState(name)
+	if err != nil || st.Stopped == nil || st.Stopped.PID != os.Getpid() {
+		return err
+	}
+	st.Stopped = nil
+	return m.writeState(st)
+}

@@ -63,4 +63,15 @@ func TestRestoreStopped(t *testing.T) {
 	if got := m.RestoreStopped(ctx); len(got) != 0 {
 		t.Errorf("restored twice: %v", got)
 	}
+	// A stop its recorder keeps (a matrix's own cluster at the run's
+	// end) is forgotten: nothing starts it again.
+	if _, err := m.StopUsingFor(ctx, install, "a test build"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.KeepStopped("u"); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := m.ReadState("u"); err != nil || kept.Stopped != nil {
+		t.Errorf("KeepStopped left %+v, %v", kept, err)
+	}
 }

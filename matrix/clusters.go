@@ -125,7 +125,9 @@ func (r *run) markStopped(names []string) {
 		own[ClusterName(c.Build)] = true
 	}
 	for _, n := range names {
-		if !own[n] {
+		if own[n] {
+			r.ownStopped = append(r.ownStopped, n)
+		} else {
 			r.restore[n] = true
 		}
 	}
@@ -146,6 +148,13 @@ func (r *run) leaveClusters() {
 			continue
 		}
 		delete(r.started, n)
+	}
+	// The run's own clusters a build stopped stay stopped, as a run
+	// that ends leaves them: no later command is to start them again.
+	for _, n := range r.ownStopped {
+		if err := cm.KeepStopped(n); err != nil {
+			r.note("cluster %s: forgetting its stop record: %v", n, err)
+		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(r.restore)) {
 		st, err := cm.ReadState(n)

@@ -116,8 +116,11 @@ type run struct {
 	// started are the clusters this run started, restore the user's
 	// clusters its builds stopped (ClustersFile).
 	started, restore map[string]bool
-	online           []int
-	maxClients       int
+	// ownStopped are the run's own clusters its builds stopped: they stay
+	// stopped at its end (leaveClusters).
+	ownStopped []string
+	online     []int
+	maxClients int
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	instr  instrState
