@@ -105,6 +105,9 @@ type Options struct {
 	// PgssMax is shorthand for a pg_stat_statements.max setting (-m),
 	// placed before Settings; 0 means none, so DefaultSettings' value.
 	PgssMax int
+	// Preload are libraries shared_preload_libraries loads beside
+	// pg_stat_statements (matrix --preload), placed before Settings.
+	Preload []string
 	// Settings are --set values, applied last.
 	Settings []Setting
 	// CPUs pins the postmaster and so every backend; nil means no pinning.

@@ -22,12 +22,15 @@ var DefaultSettings = []Setting{
 	{Name: results.PgssMax, Value: strconv.Itoa(DefaultPgssMax)},
 }
 
-// effectiveSettings is DefaultSettings, then the PgssMax shorthand, then
-// opts.Settings; each name once, the last value winning.
+// effectiveSettings is DefaultSettings, then the PgssMax shorthand and
+// the Preload libraries, then opts.Settings; each name once, the last value winning.
 func effectiveSettings(opts Options) []Setting {
 	s := append([]Setting(nil), DefaultSettings...)
 	if opts.PgssMax != 0 {
 		s = append(s, Setting{Name: "pg_stat_statements.max", Value: strconv.Itoa(opts.PgssMax)})
+	}
+	if len(opts.Preload) > 0 {
+		s = append(s, Setting{Name: "shared_preload_libraries", Value: strings.Join(append([]string{"pg_stat_statements"}, opts.Preload...), ",")})
 	}
 	return dedupSettings(append(s, opts.Settings...))
 }

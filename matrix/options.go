@@ -46,6 +46,10 @@ type Options struct {
 	Seed                             int64
 	Perf, Instructions, UntilDecided bool
 	Budget                           time.Duration
+	// Extensions, Preload and SetupSQL are --extension DIR, --preload
+	// LIB (repeatable, or lists) and --setup-sql FILE (Request).
+	Extensions, Preload []string
+	SetupSQL            string
 	// BuildOptions are the build's options besides its type (switch
 	// -b's: profiling, meson and configure options).
 	BuildOptions build.Options
@@ -79,7 +83,12 @@ func (o Options) Request() (Request, error) {
 		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
 		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate, InstrRepeats: o.InstrRepeats,
 		Adaptive:     Adaptive{UntilDecided: o.UntilDecided, MaxRepeats: o.MaxRepeats, Budget: o.Budget},
-		BuildOptions: o.BuildOptions,
+		BuildOptions: o.BuildOptions, Extensions: o.Extensions, SetupSQL: o.SetupSQL,
+	}
+	for _, l := range o.Preload {
+		for _, lib := range strings.Split(l, ",") {
+			r.Preload = append(r.Preload, strings.TrimSpace(lib))
+		}
 	}
 	if !o.given("seed") {
 		r.Seed = o.Now.UnixNano() % 1_000_000_007
@@ -336,7 +345,7 @@ func WorkloadNames(list string) ([]string, error) {
 // resume takes the plan from its directory and refuses them.
 var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "build", "protocol",
 	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
-	"profiling", "meson-opt", "configure-opt"}
+	"profiling", "meson-opt", "configure-opt", "extension", "preload", "setup-sql"}
 
 // ResumePlan returns the plan stored in dir, to run its missing cells.
 // given reports the options given again by their flags' long names: a

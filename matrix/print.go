@@ -17,6 +17,9 @@ import (
 type BuildEstimate struct {
 	Build string
 	build.Estimate
+	// Extensions say what becomes of each extension in the build (a
+	// prebuilt install has them alone, no Estimate).
+	Extensions []string
 }
 
 // EstimateBuilds estimates the plan's builds without changing anything:
@@ -32,10 +35,16 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 	o := buildOptions(deps.BuildOptions, p.Options)
 	for i := range p.Commits {
 		c := &p.Commits[i]
-		if c.Install != "" || seen[c.Build] {
+		if seen[c.Build] {
 			continue
 		}
 		seen[c.Build] = true
+		if c.Install != "" {
+			if len(p.Options.Extensions) > 0 {
+				out = append(out, BuildEstimate{Build: c.Build, Extensions: extensionLines(ctx, deps, p.Options.Extensions, c, c.Install, "")})
+			}
+			continue
+		}
 		fp := ""
 		if prov, err := deps.Worktrees.Info(ctx, c.Build); err == nil && current(prov, c) {
 			dir, _ := deps.Worktrees.Dir(c.Build)
@@ -45,7 +54,15 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 		if e.Kind != build.Cached {
 			compiled[c.SHA] = true // ccache has it for the next build of sha
 		}
-		out = append(out, BuildEstimate{Build: c.Build, Estimate: e})
+		be := BuildEstimate{Build: c.Build, Estimate: e}
+		if len(p.Options.Extensions) > 0 {
+			install, _ := deps.Builder.InstallDir(c.Build)
+			if e.Kind != build.Cached {
+				fp = ""
+			}
+			be.Extensions = extensionLines(ctx, deps, p.Options.Extensions, c, install, fp)
+		}
+		out = append(out, be)
 	}
 	return out
 }
@@ -68,7 +85,12 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 	var bd time.Duration
 	kinds := map[string]int{}
 	for _, b := range builds {
-		fmt.Fprintf(w, "# build %s: %s\n", b.Build, b.Estimate)
+		if b.Kind != "" {
+			fmt.Fprintf(w, "# build %s: %s\n", b.Build, b.Estimate)
+		}
+		for _, e := range b.Extensions {
+			fmt.Fprintf(w, "# %s\n", e)
+		}
 		bd += b.Duration
 		kinds[b.Kind]++
 	}

@@ -106,6 +106,12 @@ type Request struct {
 	// InstrRepeats is how many times each instruction cell runs before
 	// its confirmation (0: once); -r applies to the timed cells.
 	InstrRepeats int
+	// Extensions are extension source trees built with PGXS into every
+	// build, Preload libraries preloaded beside pg_stat_statements,
+	// SetupSQL a file run in every cluster before its cells, ${name}
+	// replaced by the cell's setting or variable (extensions.go).
+	Extensions, Preload []string
+	SetupSQL            string
 }
 
 // Bounds of a plan: checked before it is built, so that a typo in -r
@@ -374,6 +380,9 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		return nil, err
 	}
 	p := newPlan(req, commits)
+	if err := prepareExtras(ctx, deps, req, p); err != nil {
+		return nil, err
+	}
 	p.Created = deps.Clock().UTC()
 	if deps.Host != nil {
 		p.Host, p.Doctor = deps.Host()

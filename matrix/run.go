@@ -124,6 +124,8 @@ type run struct {
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	instr  instrState
+	// setupSQL is the plan's setup SQL, read once (readSetup).
+	setupSQL string
 }
 
 // Run executes plan into dir: it locks dir for the whole run
@@ -243,11 +245,14 @@ func (r *run) builds(ctx context.Context) error {
 	for i := range r.plan.Commits {
 		c := &r.plan.Commits[i]
 		if prev, ok := done[c.Build]; ok {
-			c.Fingerprint, c.Version, c.BuildType = prev.Fingerprint, prev.Version, prev.BuildType
+			c.Fingerprint, c.Version, c.BuildType, c.Extensions = prev.Fingerprint, prev.Version, prev.BuildType, prev.Extensions
 			continue
 		}
 		done[c.Build] = c
 		if err := r.build(ctx, c); err != nil {
+			return err
+		}
+		if err := r.extensions(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -310,6 +315,12 @@ func buildOptions(o build.Options, p results.PlanOpts) build.Options {
 // checkSettings refuses settings an install does not know before any
 // cell runs (exit 2): otherwise every cell would fail on them.
 func (r *run) checkSettings(ctx context.Context) error {
+	if err := r.checkPreload(ctx); err != nil {
+		return err
+	}
+	if err := r.readSetup(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, c := range r.plan.Commits {
 		for _, cfg := range r.plan.Configs {
@@ -483,7 +494,7 @@ func failed(rec *results.Record, err error, serverLog string) *results.Record {
 func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options, []int, error) {
 	// Port 0: the cluster's previous port while it is free, else a free
 	// one (cluster.Start chooses).
-	opts := cluster.Options{Install: install, MaxClients: r.maxClients}
+	opts := cluster.Options{Install: install, MaxClients: r.maxClients, Preload: r.plan.Options.Preload}
 	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
 		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: cell.Settings[k]})
 	}
@@ -525,6 +536,9 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		return failed(rec, err, serverLog)
 	}
 	st, err := cm.Start(ctx, name, opts)
+	if err == nil {
+		err = r.setup(ctx, st, cell)
+	}
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}

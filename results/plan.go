@@ -32,6 +32,9 @@ type Commit struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Version     string `json:"version,omitempty"`
 	BuildType   string `json:"build_type,omitempty"`
+	// Extensions are the extensions built into the build (matrix
+	// --extension), filled after the builds.
+	Extensions []Extension `json:"extensions,omitempty"`
 }
 
 // Identity is what makes two commits the same build: the sha and the
@@ -281,6 +284,16 @@ type PlanOpts struct {
 	// cells.
 	Instructions     bool `json:"instructions,omitempty"`
 	InstructionsOnly bool `json:"instructions_only,omitempty"`
+
+	// Extensions are the extension source trees built into every build
+	// (--extension), Preload the libraries every cluster preloads beside
+	// pg_stat_statements (--preload), SetupSQL the file run in every
+	// cluster before its cells (--setup-sql; SetupSQLSHA256 its content
+	// when the plan was made). See Extension and SetupSQL.
+	Extensions     []string `json:"extensions,omitempty"`
+	Preload        []string `json:"preload,omitempty"`
+	SetupSQL       string   `json:"setup_sql,omitempty"`
+	SetupSQLSHA256 string   `json:"setup_sql_sha256,omitempty"`
 }
 
 // Commit returns the plan's commit labelled label.

@@ -3,7 +3,7 @@
 # missing. Needs root (or does nothing but say what is missing).
 set -euo pipefail
 pkgs=(git ca-certificates dpkg-dev build-essential bison flex libreadline-dev zlib1g-dev
-      ccache meson ninja-build pkg-config postgresql-15 linux-perf valgrind bc chromium)
+      ccache meson ninja-build pkg-config postgresql-15 postgresql-server-dev-15 linux-perf valgrind bc chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -43,6 +43,9 @@ type BuildSpec struct {
 	Profiling, NoCCache      bool
 	// Force rebuilds even when the fingerprint is unchanged.
 	Force bool
+	// Extensions are extension source trees built with PGXS into the
+	// build after it (build.Builder.BuildExtension).
+	Extensions []string
 }
 
 // ClusterSpec is a cluster start as asked for, before validation.
@@ -130,9 +133,13 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 	}
 	var bopts build.Options
 	var copts cluster.Options
+	var exts []*build.Extension
 	var err error
 	if r.Build != nil {
 		if bopts, err = w.buildOptions(r.Build); err != nil {
+			return err
+		}
+		if exts, err = w.readExtensions(ctx, r.Build.Extensions); err != nil {
 			return err
 		}
 	}
@@ -151,7 +158,11 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 		return err
 	}
 	if r.Build != nil {
-		if _, err := w.Build(ctx, r.Name, bopts); err != nil {
+		res, err := w.Build(ctx, r.Name, bopts)
+		if err != nil {
+			return err
+		}
+		if err := w.buildExtensions(ctx, r.Name, res, exts, bopts); err != nil {
 			return err
 		}
 	}

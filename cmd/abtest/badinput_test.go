@@ -138,3 +138,25 @@ func TestServeAddrExit2(t *testing.T) {
 		t.Error("a bad --addr created the store")
 	}
 }
+
+// TestExtensionBadInputCreatesNothing (issue 26): an extension directory
+// without a Makefile and a missing --setup-sql file are one line, exit
+// 2, and no results directory.
+func TestExtensionBadInputCreatesNothing(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	env["BENCH_RESULTS_DIR"] = filepath.Join(t.TempDir(), "results")
+	install := testenv.PGInstall(t)
+	k := "a=install:" + install + ",b=install:" + install
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--extension", t.TempDir(), "no Makefile"},
+		{"--setup-sql", "/nonexistent/setup.sql", "/nonexistent/setup.sql"},
+	} {
+		args := []string{"matrix", "-k", k, "-w", "select1", "-r", "1", "-d", "1", tc.flag, tc.value}
+		code, _, stderr := abtest(t, env, args...)
+		exit2OneLine(t, args, code, stderr, tc.want)
+	}
+	if _, err := os.Stat(env["BENCH_RESULTS_DIR"]); err == nil {
+		t.Error("bad input created the results directory")
+	}
+}

@@ -48,7 +48,9 @@ func matrixFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		// The build options of switch -b, with the same meaning.
-		buildFlag("profiling"), buildFlag("meson-opt"), buildFlag("configure-opt"), buildFlag("force"),
+		buildFlag("profiling"), buildFlag("meson-opt"), buildFlag("configure-opt"), buildFlag("force"), buildFlag("extension"),
+		&cli.StringSliceFlag{Name: "preload", Usage: "preload `LIB` in every cluster beside pg_stat_statements (repeatable, or a list)"},
+		&cli.StringFlag{Name: "setup-sql", Usage: "run `FILE` on every cluster's database before its cells; ${NAME} is the cell's --set or --var value, and it runs again when that changes"},
 		&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "live sampler `INTERVAL`"},
 		&cli.BoolFlag{Name: "until-decided", Usage: "after the planned repeats, run more blocks of the undecided configurations"},
 		&cli.IntFlag{Name: "max-repeats", Usage: "with --until-decided: at most `N` repeats per configuration", DefaultText: "twice -r"},
@@ -87,6 +89,7 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 		NameTemplate: cmd.String("name-template"), Preset: cmd.String("preset"), Shard: cmd.String("shard"),
 		Seed: int64(cmd.Int("seed")), Perf: cmd.Bool("perf"), Instructions: cmd.Bool("instructions"),
 		UntilDecided: cmd.Bool("until-decided"), Budget: cmd.Duration("budget"),
+		Extensions: cmd.StringSlice("extension"), Preload: cmd.StringSlice("preload"), SetupSQL: cmd.String("setup-sql"),
 		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
 		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(),
 	}.Request()

@@ -50,10 +50,10 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 	if t := cmd.String("build"); t != "" {
 		r.Build = &workspace.BuildSpec{
 			Type: t, MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt"),
-			Profiling: cmd.Bool("profiling"), NoCCache: cmd.Bool("no-ccache"), Force: cmd.Bool("force"),
+			Profiling: cmd.Bool("profiling"), NoCCache: cmd.Bool("no-ccache"), Force: cmd.Bool("force"), Extensions: cmd.StringSlice("extension"),
 		}
 	} else {
-		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force"} {
+		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force", "extension"} {
 			if cmd.IsSet(f) && !(f == "force" && r.Stop) {
 				return r, exitcode.BadInputf("switch: --%s needs -b TYPE", f)
 			}
@@ -91,6 +91,7 @@ func buildFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "profiling", Usage: "keep frame pointers and symbols, so perf records call graphs"},
 		&cli.BoolFlag{Name: "no-ccache", Usage: "build without ccache"},
 		&cli.BoolFlag{Name: "force", Usage: "rebuild even when nothing changed"},
+		&cli.StringSliceFlag{Name: "extension", Usage: "build the extension source `DIR` with PGXS into the build, after it (repeatable; cached by fingerprint)"},
 	}
 }
 

@@ -1,0 +1,188 @@
+package matrix
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/results"
+)
+
+// extDeps are prebuiltDeps with a builder (as root, building as the
+// server account) over a new install root.
+func extDeps(t *testing.T) (*Deps, string) {
+	deps, pg := prebuiltDeps(t)
+	cm := deps.Clusters
+	deps.Builder = &build.Builder{InstallRoot: filepath.Join(testenv.SharedTempDir(t), "installs"), Run: cm.Run, Servers: cm, User: cm.User}
+	return deps, pg
+}
+
+// TestExtensionPreloadSetup (issue 26): contrib/pg_prewarm of Debian's
+// PostgreSQL 15 source package, built with PGXS into a copy of Debian's
+// install that lacks it, preloaded in every cluster, CREATE EXTENSION'd
+// by setup SQL that records a setting of the cell's configuration; a
+// second matrix builds nothing.
+func TestExtensionPreloadSetup(t *testing.T) {
+	ext := filepath.Join(testenv.PG15Source(t), "contrib", "pg_prewarm")
+	deps, pg := extDeps(t)
+	install := testpg.CopyInstallPGXS(t, pg, "fp-ext")
+	lib := filepath.Join(install, "lib", "pg_prewarm.so")
+	if err := os.Remove(lib); err != nil {
+		t.Fatal(err)
+	}
+	sql := filepath.Join(t.TempDir(), "setup.sql")
+	os.WriteFile(sql, []byte("CREATE EXTENSION IF NOT EXISTS pg_prewarm;\nCREATE TABLE IF NOT EXISTS setup_log (v text);\nINSERT INTO setup_log VALUES ('${work_mem}');\n"), 0o644)
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Settings:   []results.Axis{{Name: "work_mem", Values: []string{"4MB", "8MB"}}},
+		Extensions: []string{ext}, Preload: []string{"pg_prewarm"}, SetupSQL: sql,
+	}
+	run := func() (string, *results.Plan) {
+		t.Helper()
+		plan, err := Prepare(context.Background(), deps, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		deps.Out, deps.Progress = &out, nil
+		dir := filepath.Join(testenv.SharedTempDir(t), "r")
+		if err := Run(context.Background(), deps, plan, dir); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		stored, _ := results.ReadPlan(dir)
+		return out.String(), stored
+	}
+	t0 := time.Now()
+	out, plan := run()
+	first := time.Since(t0)
+	info, err := build.ReadExtensionInfo(install, "pg_prewarm")
+	if err != nil || !strings.Contains(out, "build a+pg_prewarm (extension "+ext+")") || !strings.Contains(out, "build a+pg_prewarm: built") {
+		t.Fatalf("no build of the extension (%v):\n%s", err, out)
+	}
+	if _, err := os.Stat(lib); err != nil {
+		t.Errorf("the build did not install pg_prewarm.so: %v", err)
+	}
+	t.Logf("extension build %.1f s (CC=%s); first matrix %.1f s", info.Seconds, info.CC, first.Seconds())
+	for _, c := range plan.Commits {
+		if len(c.Extensions) != 1 || c.Extensions[0].Fingerprint != info.Fingerprint || c.Extensions[0].SHA == "" || c.Extensions[0].Tree == "" {
+			t.Errorf("commit %s: extensions %+v; want pg_prewarm's provenance", c.Label, c.Extensions)
+		}
+	}
+	checkCluster(t, deps, install)
+
+	t0 = time.Now()
+	out, _ = run()
+	t.Logf("second matrix %.1f s", time.Since(t0).Seconds())
+	if !strings.Contains(out, "build a+pg_prewarm (extension "+ext+"): up to date") || strings.Contains(out, "pg_prewarm: built") {
+		t.Errorf("the second matrix built the extension again:\n%s", out)
+	}
+	if again, _ := build.ReadExtensionInfo(install, "pg_prewarm"); again == nil || !again.BuiltAt.Equal(info.BuiltAt) {
+		t.Errorf("the record changed: %+v", again)
+	}
+}
+
+// checkCluster starts the matrix's cluster of build a again and checks
+// that pg_prewarm is preloaded, its extension exists, and the setup SQL
+// ran once per work_mem value (the two commits share the cluster).
+func checkCluster(t *testing.T, deps *Deps, install string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := deps.Clusters.Start(ctx, ClusterName("a"), cluster.Options{Install: install, Preload: []string{"pg_prewarm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var preload, ext string
+	if err := conn.QueryRow(ctx, "SHOW shared_preload_libraries").Scan(&preload); err != nil || preload != "pg_stat_statements,pg_prewarm" {
+		t.Errorf("shared_preload_libraries = %q (%v)", preload, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT extname FROM pg_extension WHERE extname = 'pg_prewarm'").Scan(&ext); err != nil {
+		t.Errorf("CREATE EXTENSION pg_prewarm did not run: %v", err)
+	}
+	rows, _ := conn.Query(ctx, "SELECT v FROM setup_log")
+	vals, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	slices.Sort(vals)
+	if err != nil || !slices.Equal(vals, []string{"4MB", "8MB"}) {
+		t.Errorf("setup_log %v (%v); want the setup SQL run once per work_mem value", vals, err)
+	}
+}
+
+// TestExtensionBadInput: an extension directory without a Makefile and
+// a missing setup SQL file are refused by Prepare (exit 2); a build
+// that fails is exit 3 naming its log; setup SQL that fails fails the
+// cells, naming the file and line.
+func TestExtensionBadInput(t *testing.T) {
+	deps, pg := extDeps(t)
+	install := testpg.CopyInstallPGXS(t, pg, "fp-bad")
+	base := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+	}
+	ctx := context.Background()
+	req := base
+	req.Extensions = []string{t.TempDir()}
+	if _, err := Prepare(ctx, deps, req); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "no Makefile") {
+		t.Errorf("no Makefile: %v", err)
+	}
+	req = base
+	req.SetupSQL = "/nonexistent/setup.sql"
+	if _, err := Prepare(ctx, deps, req); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "/nonexistent/setup.sql") {
+		t.Errorf("missing setup SQL: %v", err)
+	}
+	req.SetupSQL = filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(req.SetupSQL, []byte("SELECT ${nosuch};"), 0o644)
+	if _, err := Prepare(ctx, deps, req); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "${nosuch}") {
+		t.Errorf("unknown ${name}: %v", err)
+	}
+
+	broken := filepath.Join(t.TempDir(), "broken")
+	os.MkdirAll(broken, 0o755)
+	os.WriteFile(filepath.Join(broken, "Makefile"), []byte("all:\n\t@echo 'broken.c:1: error: simulated' >&2; exit 1\nclean:\n\t@true\n"), 0o644)
+	req = base
+	req.Extensions = []string{broken}
+	plan, err := Prepare(ctx, deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, deps, plan, filepath.Join(testenv.SharedTempDir(t), "r"))
+	log := deps.Builder.ExtensionLog("a", "broken")
+	if data, _ := os.ReadFile(log); exitcode.Code(err) != exitcode.Infra || !strings.Contains(err.Error(), log) || !strings.Contains(string(data), "simulated") {
+		t.Errorf("a failed build: %v; want exit 3 naming %s (which holds %q)", err, log, data)
+	}
+
+	req = base
+	req.SetupSQL = filepath.Join(t.TempDir(), "bad.sql")
+	os.WriteFile(req.SetupSQL, []byte("SELECT 1;\nSELECT * FROM nosuch_table;\n"), 0o644)
+	if plan, err = Prepare(ctx, deps, req); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(ctx, deps, plan, dir); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, _ := results.ReadRecords(dir)
+	for _, r := range recs {
+		if r.Status != results.StatusFailed || !strings.Contains(r.Error, "setup SQL "+req.SetupSQL+" line 2") || !strings.Contains(r.Error, "nosuch_table") {
+			t.Errorf("cell %s: %s %q; want failed naming the file, line 2 and the table", r.Cell, r.Status, r.Error)
+		}
+	}
+	if len(recs) != 2 {
+		t.Errorf("%d records, want 2", len(recs))
+	}
+}
