@@ -126,10 +126,20 @@ func (r *run) configsOf(ids []string) []indexed {
 	return out
 }
 
+// maxRepeat is the highest repeat of the plan's timed cells (an
+// instruction cell's confirmation is not a repeat of the design), or of
+// its instruction cells in a plan of those alone.
 func maxRepeat(p *results.Plan) int {
-	top := 0
+	top, instr := 0, 0
 	for _, c := range p.Cells {
-		top = max(top, c.Repeat)
+		if c.Instructions {
+			instr = max(instr, c.Repeat)
+		} else {
+			top = max(top, c.Repeat)
+		}
+	}
+	if top == 0 {
+		return instr
 	}
 	return top
 }
