@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,6 +119,10 @@ type Options struct {
 	Listen string
 	// DataChecksums passes --data-checksums to initdb.
 	DataChecksums bool
+	// InitdbOpts are more initdb options (matrix --initdb-opt), e.g.
+	// --no-data-checksums to compare PG 18 with 17 on equal terms; a
+	// cluster made with others is made anew (CheckInitdbOpts).
+	InitdbOpts []string
 	// Recreate runs initdb again over an existing data directory.
 	Recreate bool
 	// Force stops or restarts the server even while another process
@@ -255,6 +260,10 @@ func (m *Manager) survey(ctx context.Context, name, dir string, opts Options) (*
 	if s.fresh, err = m.needsInitdb(ctx, name, dir, opts, s.id); err != nil {
 		return nil, err
 	}
+	if !s.fresh && s.prev != nil && !slices.Equal(s.prev.InitdbOpts, opts.InitdbOpts) {
+		m.logf("cluster %s: made with initdb options %q, asked for %q: it is made anew", name, s.prev.InitdbOpts, opts.InitdbOpts)
+		s.fresh = true
+	}
 	return s, nil
 }
 
@@ -363,7 +372,7 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		Name: s.name, Install: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir,
 		Port: s.port, Listen: s.opts.Listen, CPUs: s.opts.CPUs, MaxClients: s.opts.MaxClients, Settings: settingsMap(s.conf),
 		EnvFile: m.EnvFile(s.name), Fingerprint: s.id.fingerprint, Binary: s.id.binary,
-		Action: s.action, Reason: s.reason,
+		Action: s.action, Reason: s.reason, InitdbOpts: s.opts.InitdbOpts,
 	}
 	st.Initialized = s.prev != nil && s.prev.Initialized
 	st.Version, _ = build.ServerVersion(ctx, m.Run, s.opts.Install, m.User)
@@ -496,6 +505,7 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	if opts.DataChecksums {
 		args = append(args, "--data-checksums")
 	}
+	args = append(args, opts.InitdbOpts...)
 	c := m.cmd(opts.Install, "initdb", args...)
 	c.Log = filepath.Join(m.Root, name+".initdb.log")
 	if err := m.Run.Run(ctx, c); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -89,4 +91,44 @@ func (m *Manager) ProcessesOf(name string) (func() []int, error) {
 		return nil, err
 	}
 	return RunningProcesses(st.DataDir)
+}
+
+// ServerSettings are the running server's settings (pg_settings: name →
+// value with its unit), for comparing servers of different builds.
+func ServerSettings(ctx context.Context, st *State) (map[string]string, error) {
+	c, err := pgx.Connect(ctx, st.ConnString("postgres"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: reading its settings: %w", st.Name, err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, "SELECT name, setting || coalesce(unit, '') FROM pg_settings")
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: pg_settings: %w", st.Name, err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// abtestsInitdb are initdb options abtest gives itself (initdb): a
+// --initdb-opt may not change them.
+var abtestsInitdb = []string{"-D", "--pgdata", "-U", "--username", "-E", "--encoding", "-A", "--auth", "--auth-local", "--auth-host", "--no-locale", "--locale", "--no-instructions", "-W", "--pwprompt", "--pwfile", "-S", "--sync-only", "-X", "--waldir"}
+
+// CheckInitdbOpts refuses an initdb option that is not one (it starts
+// with -) or that abtest decides itself (the data directory, the
+// superuser, encoding, locale, authentication).
+func CheckInitdbOpts(opts []string) error {
+	for _, o := range opts {
+		name, _, _ := strings.Cut(o, "=")
+		if !strings.HasPrefix(o, "-") || strings.ContainsAny(o, "\n\x00") || slices.Contains(abtestsInitdb, name) {
+			return exitcode.BadInputf("--initdb-opt %q: want an initdb option such as --no-data-checksums or --wal-segsize=64 that abtest does not set itself (%s)", o, strings.Join(abtestsInitdb, " "))
+		}
+	}
+	return nil
 }

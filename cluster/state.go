@@ -33,6 +33,9 @@ type State struct {
 	// EnvSHA256 is the checksum of the env.sh abtest wrote: abtest env
 	// prints only that file, never one planted in its place.
 	EnvSHA256 string `json:"env_sha256,omitempty"`
+	// InitdbOpts are the initdb options the data directory was made
+	// with beyond abtest's own (Options.InitdbOpts).
+	InitdbOpts []string `json:"initdb_opts,omitempty"`
 	// Fingerprint is the build fingerprint of the install the server
 	// was started from (its .abtest-build.json); "" for an install abtest
 	// did not build.

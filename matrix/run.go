@@ -119,6 +119,10 @@ type run struct {
 	// ownStopped are the run's own clusters its builds stopped: they stay
 	// stopped at its end (leaveClusters).
 	ownStopped []string
+	// pgbench drives every timed cell (choosePgbench); servers are what
+	// each commit's server runs with (noteServer).
+	pgbench string
+	servers results.Servers
 	online     []int
 	maxClients int
 	// noPerf says why profiles are not recorded, once.
@@ -401,6 +405,7 @@ func (r *run) prepareCells() error {
 		}
 	}
 	r.maxClients = max(1, slices.Max(r.plan.Options.Clients))
+	r.pgbench = r.choosePgbench()
 	return nil
 }
 
@@ -542,10 +547,12 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
+	r.noteServer(ctx, commit, st)
 	w, err := workload.Resolve(cell.Workload)
 	if err != nil {
 		return failed(rec, err, serverLog)
 	}
+	rec.Pgbench = r.pgbench
 	spec := workload.Spec{
 		Workload: w,
 		Conn:     workload.Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
@@ -553,7 +560,7 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		Protocol: r.plan.Options.Protocol,
 		SleepMS:  r.plan.Options.SleepMS,
 		CPUs:     clientCPUs,
-		Pgbench:  filepath.Join(install, "bin", "pgbench"),
+		Pgbench:  r.pgbench,
 		Rate:     cell.Rate, Vars: cell.Vars, SetupDone: true,
 	}
 	if r.deps.SampleEvery > 0 {

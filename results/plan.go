@@ -249,6 +249,11 @@ type PlanOpts struct {
 	// a confirmation block (matrix --instr-repeats; -r is the timed
 	// cells'); 0, in plans before it, means every repeat has them.
 	InstrRepeats int `json:"instr_repeats,omitempty"`
+	// InitdbOpts are initdb options for every cluster of the run
+	// (--initdb-opt); Pgbench the one pgbench of its timed cells
+	// (--pgbench; empty: the newest build's).
+	InitdbOpts []string `json:"initdb_opts,omitempty"`
+	Pgbench    string   `json:"pgbench,omitempty"`
 	// MustNotSaturate makes a saturated cell of a sweep leave its
 	// configuration incomplete (the gate fails), as it always does
 	// without rates; by default a sweep reports a saturated point.

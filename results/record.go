@@ -58,6 +58,9 @@ type Record struct {
 	// Server is what the cell actually measured: the build fingerprint
 	// of the running server, its version() and its binary.
 	Server *Server `json:"server,omitempty"`
+	// Pgbench is the pgbench that drove the cell: one for every server
+	// of a run (the newest build's, or matrix --pgbench).
+	Pgbench string `json:"pgbench,omitempty"`
 	// Saturation is how an open-loop cell kept its offered rate (nil in a
 	// closed loop); Saturated is its verdict.
 	Saturation *Saturation `json:"saturation,omitempty"`
@@ -215,8 +218,11 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 }
 
 // WritePlan writes dir/plan.json atomically.
-func WritePlan(dir string, p *Plan) error {
-	data, err := json.MarshalIndent(p, "", "  ")
+func WritePlan(dir string, p *Plan) error { return writeJSON(dir, PlanFile, p) }
+
+// writeJSON writes v as dir/name atomically.
+func writeJSON(dir, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -224,7 +230,7 @@ func WritePlan(dir string, p *Plan) error {
 	// through a link; a stale one (a killed run's, or planted) is
 	// removed first: Remove deletes a link, not its target, and the
 	// rename replaces a link at plan.json rather than writing through it.
-	tmp := filepath.Join(dir, PlanFile+".tmp")
+	tmp := filepath.Join(dir, name+".tmp")
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -239,7 +245,7 @@ func WritePlan(dir string, p *Plan) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(dir, PlanFile))
+	return os.Rename(tmp, filepath.Join(dir, name))
 }
 
 // ReadRecords reads dir/cells.jsonl. A line that does not parse (the
