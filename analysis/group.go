@@ -276,13 +276,6 @@ func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why stri
 	return fmt.Sprintf("%s missing in %d of %d %s", m, missing, len(g.usable), cells), false
 }
 
-// value is rec's value of m when it is a measurement: valid, and not
-// void.
-func (a *analyzer) value(rec *results.Record, m string) (float64, bool) {
-	v, ok := rec.Metrics[m]
-	return v, ok && a.valid(m, v) && a.whyVoid(rec, m) == ""
-}
-
 // values returns a group's valid values of m in repeat order. The
 // slice is shared: read it, never write it.
 func (a *analyzer) values(g *group, m string) []float64 {
@@ -304,7 +297,8 @@ func (a *analyzer) column(g *group, m string) column {
 }
 
 // fillColumns makes a group's columns of every metric in one pass over
-// its records in repeat order.
+// its records in repeat order: a value counts when it is a measurement
+// (valid, and not void).
 func (a *analyzer) fillColumns(g *group) {
 	reps := slices.Sorted(maps.Keys(g.usable))
 	g.cols = map[string]column{}
