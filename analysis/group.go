@@ -23,6 +23,18 @@ type group struct {
 	// every row, tier and primary asks for them again, and at 10⁵ cells
 	// walking the records' metric maps each time was most of Analyze.
 	cols map[string]column
+	recs []*results.Record // usable, in repeat order (records)
+}
+
+// records returns the group's usable records in repeat order, made once:
+// ranging over the map for every row was a tenth of Analyze.
+func (g *group) records() []*results.Record {
+	if g.recs == nil && len(g.usable) > 0 {
+		for _, rep := range slices.Sorted(maps.Keys(g.usable)) {
+			g.recs = append(g.recs, g.usable[rep])
+		}
+	}
+	return g.recs
 }
 
 // column is a group's valid values of a metric (value) and their
@@ -261,7 +273,7 @@ func (a *analyzer) voidWarnings() []string {
 // is not the run failing to answer, so the gap does not gate.
 func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why string, void bool) {
 	nvoid := 0
-	for _, rec := range g.usable {
+	for _, rec := range g.records() {
 		if a.whyVoid(rec, m) != "" {
 			nvoid++
 		}
@@ -300,17 +312,17 @@ func (a *analyzer) column(g *group, m string) column {
 // its records in repeat order: a value counts when it is a measurement
 // (valid, and not void).
 func (a *analyzer) fillColumns(g *group) {
-	reps := slices.Sorted(maps.Keys(g.usable))
+	recs := g.records()
 	g.cols = map[string]column{}
-	for _, rep := range reps {
-		rec := g.usable[rep]
+	for _, rec := range recs {
+		rep := rec.Repeat
 		for m, v := range rec.Metrics {
 			if !a.valid(m, v) || a.whyVoid(rec, m) != "" {
 				continue
 			}
 			c, ok := g.cols[m]
 			if !ok {
-				c = column{reps: make([]int, 0, len(reps)), vals: make([]float64, 0, len(reps))}
+				c = column{reps: make([]int, 0, len(recs)), vals: make([]float64, 0, len(recs))}
 			}
 			c.reps, c.vals = append(c.reps, rep), append(c.vals, v)
 			g.cols[m] = c
