@@ -367,3 +367,30 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeOneShardShares (issue 27): one shard whose records are all
+// kept is not copied (10⁵ records are 40 MB); one with a record to drop
+// is, and the shard's own slice is left as it was (the store imports
+// from it while the analysis runs).
+func TestMergeOneShardShares(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	fixture(t, dir, matrix.Shard{I: 1, N: 1})
+	p, err := results.ReadPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Merge([]Shard{{Dir: dir, Plan: p, Records: recs}})
+	if err != nil || len(in.Records) != len(recs) || &in.Records[0] != &recs[0] {
+		t.Fatalf("one whole shard copied: %d of %d records, %v", len(in.Records), len(recs), err)
+	}
+	dup := append(recs[:len(recs):len(recs)], recs[0])
+	first := dup[0].Cell
+	in, err = Merge([]Shard{{Dir: dir, Plan: p, Records: dup}})
+	if err != nil || len(in.Records) != len(recs) || &in.Records[0] == &dup[0] || dup[0].Cell != first || dup[len(dup)-1].Cell != first {
+		t.Errorf("a shard with a duplicate: %d records, %v", len(in.Records), err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pgabtest/abtest/results"
@@ -18,6 +19,29 @@ type group struct {
 	planned           int
 	usable            map[int]*results.Record // by repeat
 	failed, saturated int
+	// cols are the group's valid values by metric, made on first use:
+	// every row, tier and primary asks for them again, and at 10⁵ cells
+	// walking the records' metric maps each time was most of Analyze.
+	cols map[string]column
+	recs []*results.Record // usable, in repeat order (records)
+}
+
+// records returns the group's usable records in repeat order, made once:
+// ranging over the map for every row was a tenth of Analyze.
+func (g *group) records() []*results.Record {
+	if g.recs == nil && len(g.usable) > 0 {
+		for _, rep := range slices.Sorted(maps.Keys(g.usable)) {
+			g.recs = append(g.recs, g.usable[rep])
+		}
+	}
+	return g.recs
+}
+
+// column is a group's valid values of a metric (value) and their
+// repeats, in repeat order.
+type column struct {
+	reps []int
+	vals []float64
 }
 
 // group returns a commit's group in a configuration, made on first use.
@@ -33,16 +57,52 @@ func (a *analyzer) group(cfg, commit string) *group {
 	return g
 }
 
-// configID is c.ID(), remembered by every field of c (fmt prints maps
-// sorted).
+// configID is c.ID(), remembered by every field of c.
 func (a *analyzer) configID(c results.Config) string {
-	k := fmt.Sprint(c.Workload, "\x00", c.Clients, "\x00", c.CPUs, "\x00", c.Settings, "\x00", c.Instructions, "\x00", c.Rate, "\x00", c.Vars, "\x00", c.Condition)
-	id, ok := a.ids[k]
-	if !ok {
-		id = c.ID()
-		a.ids[k] = id
+	a.key = configKey(a.key[:0], c)
+	if id, ok := a.ids[string(a.key)]; ok {
+		return id
 	}
+	id := c.ID()
+	a.ids[string(a.key)] = id
 	return id
+}
+
+// configKey appends to b a key that tells every field of c apart, the
+// maps' entries sorted: at 10⁵ cells, c.ID() and fmt were a tenth of
+// Analyze.
+func configKey(b []byte, c results.Config) []byte {
+	str := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	sorted := func(m map[string]string) {
+		b = strconv.AppendInt(b, int64(len(m)), 10)
+		b = append(b, '{')
+		if len(m) == 1 {
+			for k, v := range m {
+				str(k)
+				str(v)
+			}
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			str(k)
+			str(m[k])
+		}
+	}
+	str(c.Workload)
+	b = strconv.AppendInt(b, int64(c.Clients), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(c.CPUs), 10)
+	b = strconv.AppendBool(b, c.Instructions)
+	b = strconv.AppendFloat(b, c.Rate, 'g', -1, 64)
+	b = append(b, ',')
+	sorted(c.Settings)
+	sorted(c.Vars)
+	str(c.Condition)
+	return b
 }
 
 // groupCells sorts the planned cells and the records into groups, and
@@ -213,7 +273,7 @@ func (a *analyzer) voidWarnings() []string {
 // is not the run failing to answer, so the gap does not gate.
 func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why string, void bool) {
 	nvoid := 0
-	for _, rec := range g.usable {
+	for _, rec := range g.records() {
 		if a.whyVoid(rec, m) != "" {
 			nvoid++
 		}
@@ -228,30 +288,49 @@ func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why stri
 	return fmt.Sprintf("%s missing in %d of %d %s", m, missing, len(g.usable), cells), false
 }
 
-// value is rec's value of m when it is a measurement: valid, and not
-// void.
-func (a *analyzer) value(rec *results.Record, m string) (float64, bool) {
-	v, ok := rec.Metrics[m]
-	return v, ok && a.valid(m, v) && a.whyVoid(rec, m) == ""
-}
-
-// values returns a group's valid values of m in repeat order.
+// values returns a group's valid values of m in repeat order. The
+// slice is shared: read it, never write it.
 func (a *analyzer) values(g *group, m string) []float64 {
 	if g == nil {
 		return nil
 	}
-	reps := make([]int, 0, len(g.usable))
-	for rep, rec := range g.usable {
-		if _, ok := a.value(rec, m); ok {
-			reps = append(reps, rep)
+	return a.column(g, m).vals
+}
+
+// column returns a group's valid values of m and their repeats.
+func (a *analyzer) column(g *group, m string) column {
+	if g.cols == nil {
+		a.fillColumns(g)
+	}
+	if c, ok := g.cols[m]; ok {
+		return c
+	}
+	return column{vals: []float64{}}
+}
+
+// fillColumns makes a group's columns of every metric in one pass over
+// its records in repeat order: a value counts when it is a measurement
+// (valid, and not void).
+func (a *analyzer) fillColumns(g *group) {
+	recs := g.records()
+	g.cols = map[string]column{}
+	for _, rec := range recs {
+		rep := rec.Repeat
+		for m, v := range rec.Metrics {
+			if !a.valid(m, v) || a.whyVoid(rec, m) != "" {
+				continue
+			}
+			c, ok := g.cols[m]
+			if !ok {
+				c = column{reps: make([]int, 0, len(recs)), vals: make([]float64, 0, len(recs))}
+			}
+			c.reps, c.vals = append(c.reps, rep), append(c.vals, v)
+			g.cols[m] = c
 		}
 	}
-	slices.Sort(reps)
-	out := make([]float64, len(reps))
-	for i, rep := range reps {
-		out[i] = g.usable[rep].Metrics[m]
+	for m, c := range g.cols {
+		g.cols[m] = column{reps: slices.Clip(c.reps), vals: slices.Clip(c.vals)}
 	}
-	return out
 }
 
 // pairs returns the values of m of the blocks where both commits have
@@ -261,22 +340,19 @@ func (a *analyzer) pairs(ga, gb *group, m string) (pa, pb []float64) {
 	if ga == nil || gb == nil {
 		return nil, nil
 	}
-	reps := make([]int, 0, len(ga.usable))
-	for rep, ra := range ga.usable {
-		rb, ok := gb.usable[rep]
-		if !ok {
-			continue
+	ca, cb := a.column(ga, m), a.column(gb, m)
+	for i, j := 0, 0; i < len(ca.reps) && j < len(cb.reps); {
+		switch {
+		case ca.reps[i] < cb.reps[j]:
+			i++
+		case ca.reps[i] > cb.reps[j]:
+			j++
+		default:
+			pa = append(pa, ca.vals[i])
+			pb = append(pb, cb.vals[j])
+			i++
+			j++
 		}
-		_, oka := a.value(ra, m)
-		_, okb := a.value(rb, m)
-		if oka && okb {
-			reps = append(reps, rep)
-		}
-	}
-	slices.Sort(reps)
-	for _, rep := range reps {
-		pa = append(pa, ga.usable[rep].Metrics[m])
-		pb = append(pb, gb.usable[rep].Metrics[m])
 	}
 	return pa, pb
 }

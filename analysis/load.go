@@ -62,7 +62,6 @@ func Merge(shards []Shard) (*Input, error) {
 		return nil, exitcode.BadInputf("analyze: give at least one results directory")
 	}
 	in := &Input{}
-	seen := map[string]bool{}
 	var names []string
 	for _, sh := range shards {
 		p := sh.Plan
@@ -81,18 +80,11 @@ func Merge(shards []Shard) (*Input, error) {
 		in.Dirs = append(in.Dirs, sh.Dir)
 		names = append(names, p.Shard)
 		in.Warnings = append(in.Warnings, sh.Warnings...)
-		for _, r := range sh.Records {
-			if seen[r.Cell] {
-				continue
-			}
-			seen[r.Cell] = true
-			in.Records = append(in.Records, r)
-		}
 	}
 	if len(shards) > 1 {
 		in.Plan.Shard = strings.Join(names, "+")
 	}
-	in.dropUnplanned()
+	in.mergeRecords(shards)
 	if w := mixedHosts(shards); w != "" {
 		in.Warnings = append(in.Warnings, w)
 	}
@@ -102,27 +94,57 @@ func Merge(shards []Shard) (*Input, error) {
 	return in, nil
 }
 
-// dropUnplanned ignores, with a warning, records of cells the plan does
-// not have (a hand-edited or foreign cells.jsonl): counted, they made
-// "7 of 6 cells recorded". A plan without its cell list keeps them all.
-func (in *Input) dropUnplanned() {
-	if len(in.Plan.Cells) == 0 {
-		return
-	}
-	planned := make(map[string]bool, len(in.Plan.Cells))
-	for _, c := range in.Plan.Cells {
-		planned[c.ID] = true
-	}
-	kept := in.Records[:0]
-	var unknown []string
-	for _, r := range in.Records {
-		if planned[r.Cell] {
-			kept = append(kept, r)
-		} else {
-			unknown = append(unknown, r.Cell)
+// mergeRecords keeps the shards' records once per cell, from the first
+// shard that has it, and ignores, with a warning, records of cells the
+// plan does not have (a hand-edited or foreign cells.jsonl): counted,
+// they made "7 of 6 cells recorded". A plan without its cell list keeps
+// them all. One shard whose records are all kept is not copied (10⁵
+// records are 40 MB); the shards' slices are never written.
+func (in *Input) mergeRecords(shards []Shard) {
+	var planned map[string]bool
+	if len(in.Plan.Cells) > 0 {
+		planned = make(map[string]bool, len(in.Plan.Cells))
+		for i := range in.Plan.Cells {
+			planned[in.Plan.Cells[i].ID] = true
 		}
 	}
-	in.Records = kept
+	seen := map[string]bool{}
+	var unknown []string
+	kept, total := 0, 0
+	keep := func(r *results.Record) bool {
+		if seen[r.Cell] {
+			return false
+		}
+		seen[r.Cell] = true
+		if planned != nil && !planned[r.Cell] {
+			unknown = append(unknown, r.Cell)
+			return false
+		}
+		return true
+	}
+	keeps := make([][]bool, len(shards))
+	for s, sh := range shards {
+		keeps[s] = make([]bool, len(sh.Records))
+		for i := range sh.Records {
+			keeps[s][i] = keep(&sh.Records[i])
+			if keeps[s][i] {
+				kept++
+			}
+		}
+		total += len(sh.Records)
+	}
+	if len(shards) == 1 && kept == total {
+		in.Records = shards[0].Records
+	} else if kept > 0 {
+		in.Records = make([]results.Record, 0, kept)
+		for s, sh := range shards {
+			for i := range sh.Records {
+				if keeps[s][i] {
+					in.Records = append(in.Records, sh.Records[i])
+				}
+			}
+		}
+	}
 	if len(unknown) > 0 {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("%d record(s) of cells not in the plan ignored (first: %s)", len(unknown), unknown[0]))
 	}

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pgabtest/abtest/internal/safefile"
 	"gonum.org/v1/plot"
@@ -77,15 +79,17 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	for _, c := range r.Plan.Configs {
 		w.cfgs[c.ID()] = c
 	}
-	if err := w.stripPlots(); err != nil {
-		return err
-	}
+	err := w.stripPlots()
 	for _, g := range w.clientGroups() {
-		if err := w.tpsVsClients(g); err != nil {
-			return err
+		if err == nil {
+			err = w.tpsVsClients(g)
 		}
 	}
-	if err := w.latencyVsRate(); err != nil {
+	if err == nil {
+		err = w.latencyVsRate()
+	}
+	if err != nil {
+		w.wait()
 		return err
 	}
 	byConfig, configs := w.okRecordsByConfig()
@@ -94,7 +98,7 @@ func (r *Report) WritePlots(dir, relTo string) error {
 			return err
 		}
 	}
-	return nil
+	return w.wait()
 }
 
 // plotWriter is what the plots of WritePlots share.
@@ -103,6 +107,39 @@ type plotWriter struct {
 	dir, relTo string
 	colour     map[string]color.Color    // by commit
 	cfgs       map[string]results.Config // by ID
+
+	// Plots are drawn and written (save) by up to one worker per CPU
+	// while the next is made: drawing was most of writing the report
+	// at 10⁵ cells, and each plot is its own.
+	saving sync.WaitGroup
+	slots  chan struct{}
+	mu     sync.Mutex
+	err    error // the first save's error
+}
+
+// save draws p into path on a worker; wait says how the saves went.
+func (w *plotWriter) save(p *plot.Plot, path string) error {
+	if w.slots == nil {
+		w.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
+	}
+	w.slots <- struct{}{}
+	w.saving.Go(func() {
+		defer func() { <-w.slots }()
+		if err := save(p, path); err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = err
+			}
+			w.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// wait waits for the saves and returns the first one's error.
+func (w *plotWriter) wait() error {
+	w.saving.Wait()
+	return w.err
 }
 
 // add records a plot's path in the report.
@@ -175,7 +212,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		}
 	}
 	fromZero(p)
-	if err := save(p, path); err != nil {
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -297,7 +334,7 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		return nil
 	}
 	fromZero(p)
-	if err := save(p, path); err != nil {
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)

@@ -213,7 +213,7 @@ func methodsOf(g *group, m string, by results.MeasuredBy) []string {
 	if g == nil {
 		return out
 	}
-	for _, rec := range g.usable {
+	for _, rec := range g.records() {
 		if _, ok := rec.Metrics[m]; !ok {
 			continue
 		}

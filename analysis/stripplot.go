@@ -90,7 +90,7 @@ func (w *plotWriter) strip(row Row) error {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.4, float64(len(row.Stats))+0.6
 	fromZero(p)
-	if err := save(p, path); err != nil {
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)

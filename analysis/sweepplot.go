@@ -90,7 +90,7 @@ func (w *plotWriter) latencyVsRate() error {
 		}
 		fromZero(p)
 		p.X.Min = 0
-		if err := save(p, path); err != nil {
+		if err := w.save(p, path); err != nil {
 			return err
 		}
 		w.add(path)

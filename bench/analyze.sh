@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Analysis at scale (issue 7): `abtest analyze` of 100 000 cells, the
-# markdown report with plots. Target: ≤ 3 s and ≤ 500 MB peak RSS.
+# Analysis at scale (issue 7, issue 27): `abtest analyze` of 100 000
+# cells, the markdown report with plots. Target: ≤ 1 s and ≤ 200 MB peak
+# RSS (issue 27). Where the time goes: go run ./bench/analyzeprof
+# -cpuprofile cpu.pb.gz -count 3 DIR (the fastest of each step: load,
+# analyse, write).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
