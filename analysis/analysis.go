@@ -406,6 +406,8 @@ func (a *analyzer) finish() {
 	r.WaitShifts = r.waitShifts()
 	r.Sweeps = sweeps(a.p, a.in.Records)
 	r.Conditions = underConditions(a.p, a.in.Records)
+	r.servers, r.ServerDiffs = a.in.Servers, serverDiffs(r.Commits, a.in.Servers)
+	r.Warnings = append(r.Warnings, serverWarnings(r.ServerDiffs, r.Commits)...)
 	if a.p.Options.Perf {
 		r.profiles(r.Baseline)
 	}

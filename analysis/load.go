@@ -18,6 +18,9 @@ type Input struct {
 	Plan     *results.Plan
 	Records  []results.Record
 	Warnings []string
+	// Servers are what each commit's server ran with (servers.json),
+	// when the run recorded it.
+	Servers results.Servers
 }
 
 // ErrPlansDiffer: result directories of different plans cannot merge.
@@ -41,7 +44,25 @@ func Load(dirs ...string) (*Input, error) {
 		}
 		shards = append(shards, Shard{Dir: d, Plan: p, Records: recs, Warnings: warnings})
 	}
-	return Merge(shards)
+	in, err := Merge(shards)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		servers, err := results.ReadServers(d)
+		if err != nil {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s: %v", results.ServersFile, err))
+		}
+		for commit, s := range servers {
+			if _, ok := in.Servers[commit]; !ok {
+				if in.Servers == nil {
+					in.Servers = results.Servers{}
+				}
+				in.Servers[commit] = s
+			}
+		}
+	}
+	return in, nil
 }
 
 // Shard is one results directory's plan and records, read from its files

@@ -31,6 +31,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	r.writeProvenance(w)
+	r.writeServers(w, r.servers)
 	r.writeTiers(w)
 	r.writeLeftOut(w)
 	r.writeWarnings(w)

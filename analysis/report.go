@@ -331,6 +331,10 @@ type Report struct {
 	Rows       []Row        `json:"rows"`
 	// Sweeps are the plan's series of rate and variable points (sweeps).
 	Sweeps []Sweep `json:"sweeps,omitempty"`
+	// ServerDiffs are the settings in which the commits' servers differ
+	// (serverDiffs); servers is what each ran with (servers.json).
+	ServerDiffs []ServerDiff `json:"server_diffs,omitempty"`
+	servers     results.Servers
 	// Conditions are the configurations held under a condition, beside
 	// the same without one (underConditions).
 	Conditions []UnderCondition `json:"conditions,omitempty"`

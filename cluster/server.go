@@ -126,6 +126,9 @@ var abtestsInitdb = []string{"-D", "--pgdata", "-U", "--username", "-E", "--enco
 func CheckInitdbOpts(opts []string) error {
 	for _, o := range opts {
 		name, _, _ := strings.Cut(o, "=")
+		if !strings.HasPrefix(o, "--") && len(o) > 2 {
+			name = o[:2] // -D/x: a short option with its value
+		}
 		if !strings.HasPrefix(o, "-") || strings.ContainsAny(o, "\n\x00") || slices.Contains(abtestsInitdb, name) {
 			return exitcode.BadInputf("--initdb-opt %q: want an initdb option such as --no-data-checksums or --wal-segsize=64 that abtest does not set itself (%s)", o, strings.Join(abtestsInitdb, " "))
 		}

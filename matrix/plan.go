@@ -90,6 +90,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
 			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
+			InitdbOpts: req.InitdbOpts, Pgbench: req.Pgbench,
 		},
 		Shard:   req.Shard.String(),
 		Metrics: planMetrics(req.Workloads),

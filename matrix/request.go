@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
@@ -106,6 +108,11 @@ type Request struct {
 	// InstrRepeats is how many times each instruction cell runs before
 	// its confirmation (0: once); -r applies to the timed cells.
 	InstrRepeats int
+	// InitdbOpts are initdb options for every cluster (e.g.
+	// --no-data-checksums: PG 18 turns them on by default); Pgbench is
+	// the one pgbench of the timed cells (empty: the newest build's).
+	InitdbOpts []string
+	Pgbench    string
 	// Extensions are extension source trees built with PGXS into every
 	// build, Preload libraries preloaded beside pg_stat_statements,
 	// SetupSQL a file run in every cluster before its cells, ${name}
@@ -219,6 +226,14 @@ func checkAxes(r *Request) error {
 	}
 	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions) > 0 {
 		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var and --condition")
+	}
+	if err := cluster.CheckInitdbOpts(r.InitdbOpts); err != nil {
+		return err
+	}
+	if r.Pgbench != "" {
+		if fi, err := os.Stat(r.Pgbench); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 || !filepath.IsAbs(r.Pgbench) {
+			return exitcode.BadInputf("--pgbench %s: want the absolute path of a pgbench program", r.Pgbench)
+		}
 	}
 	if r.InstrRepeats < 0 || r.InstrRepeats > 100 {
 		return exitcode.BadInputf("--instr-repeats %d: want 1 to 100 runs of each instruction cell", r.InstrRepeats)

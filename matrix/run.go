@@ -121,8 +121,8 @@ type run struct {
 	ownStopped []string
 	// pgbench drives every timed cell (choosePgbench); servers are what
 	// each commit's server runs with (noteServer).
-	pgbench string
-	servers results.Servers
+	pgbench    string
+	servers    results.Servers
 	online     []int
 	maxClients int
 	// noPerf says why profiles are not recorded, once.
@@ -499,7 +499,7 @@ func failed(rec *results.Record, err error, serverLog string) *results.Record {
 func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options, []int, error) {
 	// Port 0: the cluster's previous port while it is free, else a free
 	// one (cluster.Start chooses).
-	opts := cluster.Options{Install: install, MaxClients: r.maxClients, Preload: r.plan.Options.Preload}
+	opts := cluster.Options{Install: install, MaxClients: r.maxClients, Preload: r.plan.Options.Preload, InitdbOpts: r.plan.Options.InitdbOpts}
 	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
 		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: cell.Settings[k]})
 	}

@@ -47,6 +47,7 @@ func FuzzMatrixFlags(f *testing.F) {
 		"-k\na=install:/x,b=install:/x\n-R\n500,1000\n--var\nbatch=1,10\n--condition\nnone,xmin-holder,bulk-update=500",
 		"-k\na=install:/x,b=install:/x\n-R\nNaN,0\n--must-not-saturate", "-k\na=install:/x,b=install:/x\n--condition\nfile:/nonexistent",
 		"-k\na=install:/x,b=install:/x\n--var\n1x=2\n--var\nbatch=", "-k\na=install:/x,b=install:/x\n--condition\nidle-slot\n--set\nwal_level=replica",
+		"-k\na=install:/x,b=install:/x\n--initdb-opt=-D/x\n--pgbench\nrel/pgbench", "-k\na=install:/x,b=install:/x\n--initdb-opt\n--no-data-checksums\n--instr-repeats\n-1",
 	)
 }
 

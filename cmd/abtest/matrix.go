@@ -27,6 +27,8 @@ func matrixFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
 		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
 		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: "offered rates `LIST` in transactions/s (pgbench -R, open loop; 0 = closed loop): a sweep, each point marked saturated or not"},
+		&cli.StringSliceFlag{Name: "initdb-opt", Usage: "initdb `OPTION` for every cluster (repeatable), e.g. --initdb-opt=--no-data-checksums to compare PG 18 with 17 on equal terms"},
+		&cli.StringFlag{Name: "pgbench", Usage: "the one pgbench `PROGRAM` for every server", DefaultText: "the newest build's"},
 		&cli.BoolFlag{Name: "must-not-saturate", Usage: "with -R: a saturated point leaves its configuration incomplete (the gate fails) instead of being reported"},
 		&cli.StringSliceFlag{Name: "var", Usage: "pgbench variable axis `NAME=V1,V2` (-D; the workload reads :NAME; repeatable)"},
 		&cli.StringFlag{Name: "condition", Usage: "background conditions `LIST` held through warm-up and window: none, xmin-holder, idle-slot, autovacuum-off, checkpoint-storm[=S], bulk-update[=ROWS/S], file:PATH"},
@@ -83,6 +85,7 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	return matrix.Options{
 		Commits: cmd.String("commits"), Workloads: cmd.String("workloads"), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
 		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: cmd.String("condition"), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")),
+		InitdbOpts: cmd.StringSlice("initdb-opt"), Pgbench: cmd.String("pgbench"),
 		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), PerfWindow: cmd.Int("perf-window"),
 		Repeats: int(cmd.Int("repeats")), SleepMS: int(cmd.Int("sleep")), MaxRepeats: int(cmd.Int("max-repeats")),
 		Build: cmd.String("build"), Protocol: cmd.String("protocol"), Order: cmd.String("order"),

@@ -1,0 +1,64 @@
+package matrix
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestServersRecorded: a run records what each commit's server ran with
+// (servers.json: version, --initdb-opt, pg_settings) and the one pgbench
+// of its cells; the report shows the servers and, for equal servers, no
+// difference.
+func TestServersRecorded(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		InitdbOpts: []string{"--data-checksums"},
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	var out strings.Builder
+	deps.Out = &out
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	servers, err := results.ReadServers(dir)
+	if err != nil || len(servers) != 2 {
+		t.Fatalf("servers.json: %v, %v", servers, err)
+	}
+	for c, s := range servers {
+		if s.Settings["data_checksums"] != "on" || strings.Join(s.InitdbOpts, " ") != "--data-checksums" || !strings.Contains(s.Version, "15") {
+			t.Errorf("%s: version %q, initdb %v, data_checksums %q", c, s.Version, s.InitdbOpts, s.Settings["data_checksums"])
+		}
+	}
+	recs, _, _ := results.ReadRecords(dir)
+	for _, r := range recs {
+		if r.Pgbench != filepath.Join(install, "bin", "pgbench") {
+			t.Errorf("%s: pgbench %q", r.Cell, r.Pgbench)
+		}
+	}
+	in, err := analysis.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyze(in, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	rep.WriteMarkdown(&md)
+	if len(rep.ServerDiffs) != 0 || !strings.Contains(md.String(), "## Servers") || !strings.Contains(md.String(), "Every setting is the same") {
+		t.Errorf("diffs %v\n%s", rep.ServerDiffs, md.String())
+	}
+}
