@@ -188,3 +188,45 @@ func pgbenchesIn(dir string) []int {
 	}
 	return out
 }
+
+// TestConditionStoppedOnInterrupt: an interrupt (SIGINT cancels the
+// run's context) in the middle of a cell under a condition still runs
+// the condition's stop: a file: condition's script says start, then
+// stop, and nothing after.
+func TestConditionStoppedOnInterrupt(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	dir := testenv.SharedTempDir(t)
+	// The script writes as the server's account: a directory of its own.
+	scripts := filepath.Join(dir, "scripts")
+	if err := os.Mkdir(scripts, 0o777); err != nil || os.Chmod(scripts, 0o777) != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(scripts, "journal")
+	script := filepath.Join(scripts, "cond.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1\" >> "+journal+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "file:" + script, Seconds: 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Interrupt once the first cell's pgbench runs.
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if len(pgbenchesIn(filepath.Join(dir, "r"))) > 0 {
+				time.Sleep(500 * time.Millisecond)
+				cancel()
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	err := Run(ctx, deps, plan, filepath.Join(dir, "r"))
+	t.Logf("run: %v", err)
+	if took := time.Since(start); err == nil || took > 15*time.Second {
+		t.Errorf("interrupted run: %v after %s", err, took)
+	}
+	got, _ := os.ReadFile(journal)
+	if lines := strings.Fields(string(got)); strings.Join(lines, " ") != "start stop" {
+		t.Errorf("the condition's script ran %q; want start, then stop", lines)
+	}
+}
