@@ -115,6 +115,8 @@ type Condition struct {
 	// connString reaches the server for checks from outside it.
 	conn       *pgx.Conn
 	connString string
+	// slot is idle-slot's temporary replication slot.
+	slot string
 	// pids are the server processes of the condition's sessions: Stop
 	// waits for them to end, so that nothing of it is left when it returns.
 	pids []uint32
@@ -179,8 +181,9 @@ func (h *Condition) start(ctx context.Context, name string, n float64, env Condi
 		_, err := h.conn.Exec(ctx, marker+" SELECT count(*) FROM pg_class")
 		return err
 	case ConditionIdleSlot:
-		slot := fmt.Sprintf("abtest_idle_%d", os.Getpid())
-		_, err := h.conn.Exec(ctx, marker+" SELECT pg_create_logical_replication_slot($1, 'pgoutput', true)", slot)
+		// Named by the session's backend: unique on the server.
+		h.slot = fmt.Sprintf("abtest_idle_%d", h.conn.PgConn().PID())
+		_, err := h.conn.Exec(ctx, marker+" SELECT pg_create_logical_replication_slot($1, 'pgoutput', true)", h.slot)
 		return err
 	case ConditionAutovacuumOff:
 		return h.setAutovacuum(ctx, "SET (autovacuum_enabled = off)", "")
@@ -342,7 +345,7 @@ func (h *Condition) Check(ctx context.Context) (map[string]float64, error) {
 	case ConditionIdleSlot:
 		var wal, xmin *int64
 		err = conn.QueryRow(ctx, marker+` SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, age(catalog_xmin)
- FROM pg_replication_slots WHERE slot_name = $1`, fmt.Sprintf("abtest_idle_%d", os.Getpid())).Scan(&wal, &xmin)
+ FROM pg_replication_slots WHERE slot_name = $1`, h.slot).Scan(&wal, &xmin)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = errors.New("its replication slot is gone")
 		} else if err == nil && wal != nil && xmin != nil {
