@@ -76,14 +76,16 @@ func (u *userCluster) check(t *testing.T, dir, install string) {
 	}
 }
 
-// brokenInstall is a copy of Debian's install whose pgbench fails: every
-// cell measured with it fails.
+// brokenInstall is a copy of Debian's install whose pg_ctl fails: every
+// cell on it fails (its server never starts).
 func brokenInstall(t *testing.T, src string) string {
 	t.Helper()
 	install := testpg.CopyInstall(t, src, "")
-	pgbench := filepath.Join(install, "bin", "pgbench")
-	os.Remove(pgbench)
-	if err := os.WriteFile(pgbench, []byte("#!/bin/sh\necho 'pgbench: broken on purpose' >&2\nexit 1\n"), 0o755); err != nil {
+	// pg_ctl, not pgbench: one pgbench (the newest build's) drives every
+	// server of a run, so a broken pgbench of one build breaks no cell.
+	pgctl := filepath.Join(install, "bin", "pg_ctl")
+	os.Remove(pgctl)
+	if err := os.WriteFile(pgctl, []byte("#!/bin/sh\necho 'pg_ctl: broken on purpose' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return install
