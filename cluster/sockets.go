@@ -284,6 +284,18 @@ func (m *Manager) Orphans() ([]Orphan, error) {
 	return out, nil
 }
 
+// onlyDeadSockets: a directory's entries are none, or only a server's
+// socket files (.s.PGSQL.PORT and its .lock), whose process liveSocketLock
+// found gone: what a server killed -9 leaves.
+func onlyDeadSockets(ents []os.DirEntry) bool {
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".s.PGSQL.") {
+			return false
+		}
+	}
+	return true
+}
+
 // orphan says whether the candidate dir is an orphan, and why.
 func (m *Manager) orphan(dir string, now time.Time) (Orphan, bool) {
 	fi, err := os.Lstat(dir)
@@ -294,10 +306,14 @@ func (m *Manager) orphan(dir string, now time.Time) (Orphan, bool) {
 	owner, err := m.readMarker(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		ents, rerr := os.ReadDir(dir)
-		if young || rerr != nil || len(ents) > 0 || fi.Mode().Perm() != 0o700 {
+		if young || rerr != nil || !onlyDeadSockets(ents) || fi.Mode().Perm() != 0o700 {
 			return Orphan{}, false
 		}
-		return Orphan{Dir: dir, Reason: "empty, made by an older abtest, and no cluster of " + m.Root + " records it"}, true
+		what := "empty"
+		if len(ents) > 0 {
+			what = "holding only the socket of a server that is gone"
+		}
+		return Orphan{Dir: dir, Reason: what + ", made by an older abtest, and no cluster of " + m.Root + " records it"}, true
 	}
 	if err != nil {
 		return Orphan{}, false

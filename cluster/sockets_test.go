@@ -173,8 +173,12 @@ func TestPrune(t *testing.T) {
 	fix := func(name string, files map[string]string, age time.Duration) string {
 		return sockFixture(t, m.socketParent, name, uid, files, age)
 	}
+	// An older abtest's directory a server killed -9 left its socket
+	// and lock in (pid 0: no process).
+	deadSocket := map[string]string{".s.PGSQL.5998": "", ".s.PGSQL.5998.lock": "999999999\n"}
 	want := []string{
 		fix("abtest-1", marker(goneData), 0),
+		fix("abtest-11", deadSocket, old),
 		fix("abtest-2", marker(live.DataDir), old),
 		fix("abtest-3", nil, old),
 	}
