@@ -35,7 +35,7 @@ type UnderCondition struct {
 }
 
 // conditionMetrics are the probes a condition shows in, beside it.
-var conditionMetrics = []struct{ head, metric string }{
+var conditionMetrics = []metricColumn{
 	{"TPS", results.MetricTPS}, {"p99 ms", results.MetricLatencyP99}, {"oldest xmin age", results.MetricOldestXminAge},
 	{"dead tuples +", results.MetricDeadTupGrowth}, {"dead/op", results.MetricDeadTupPerTx}, {"HOT %", results.MetricHOTUpdatePct},
 	{"WAL B/op", results.MetricWALBytesPerTx},
@@ -67,20 +67,20 @@ func underConditions(p *results.Plan, recs []results.Record) []UnderCondition {
 		without := first.Config
 		without.Condition = ""
 		u := UnderCondition{Condition: first.Condition, Config: k.config, Commit: k.commit, Cells: len(cells[k]),
-			Reached: factMedians(cells[k]), Medians: medians(cells[k])}
+			Reached: factMedians(cells[k]), Medians: medians(cells[k], conditionMetrics)}
 		if w := cells[key{without.ID(), k.commit}]; len(w) > 0 {
-			u.Without, u.WithoutMedians = without.ID(), medians(w)
+			u.Without, u.WithoutMedians = without.ID(), medians(w, conditionMetrics)
 		}
 		out = append(out, u)
 	}
 	return out
 }
 
-// medians are the cells' medians of conditionMetrics (a void value left
-// out).
-func medians(cells []*results.Record) map[string]float64 {
+// medians are the cells' medians of the columns' metrics (a void value
+// left out; a metric no cell has, absent).
+func medians(cells []*results.Record, columns []metricColumn) map[string]float64 {
 	out := map[string]float64{}
-	for _, c := range conditionMetrics {
+	for _, c := range columns {
 		var vs []float64
 		for _, rec := range cells {
 			if v, ok := rec.Metrics[c.metric]; ok && rec.Void[c.metric] == "" {
@@ -93,6 +93,9 @@ func medians(cells []*results.Record) map[string]float64 {
 	}
 	return out
 }
+
+// metricColumn is a column of a table: its heading and the metric it shows.
+type metricColumn struct{ head, metric string }
 
 // factMedians are the medians of what the condition reached.
 func factMedians(cells []*results.Record) map[string]float64 {

@@ -28,6 +28,9 @@ type Sweep struct {
 type SweepPoint struct {
 	Config string `json:"config"`
 	Point  string `json:"point"`
+	// Vars names the point's variables (results.Config.VarsLabel): the
+	// points of one line of a plot.
+	Vars   string `json:"vars,omitempty"`
 	Commit string `json:"commit"`
 	// OfferedTPS is the point's offered rate (0: a closed loop).
 	OfferedTPS float64 `json:"offered_tps"`
@@ -42,7 +45,7 @@ type SweepPoint struct {
 // sweepColumns are a point table's columns after point, commit and
 // offered/s: a heading and its metric (committed/s is tps), in seed
 // 000's order; a column no point has is left out.
-var sweepColumns = []struct{ head, metric string }{
+var sweepColumns = []metricColumn{
 	{"committed/s", results.MetricTPS}, {"p50 ms", results.MetricLatencyP50}, {"p95 ms", results.MetricLatencyP95}, {"p99 ms", results.MetricLatencyP99},
 	{"backlog s", results.MetricBacklog}, {"ins/op", results.MetricTupInsPerTx}, {"upd/op", results.MetricTupUpdPerTx},
 	{"WAL rec/op", results.MetricWALRecordsPerTx}, {"WAL B/op", results.MetricWALBytesPerTx}, {"FPI/op", results.MetricWALFPIPerTx},
@@ -72,7 +75,7 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 		}
 		k := key{rec.Config.ID(), rec.Commit}
 		if byPoint[k] == nil {
-			series[id].Points = append(series[id].Points, SweepPoint{Config: k.config, Point: rec.Config.Point(), Commit: rec.Commit, OfferedTPS: rec.Rate})
+			series[id].Points = append(series[id].Points, SweepPoint{Config: k.config, Point: rec.Config.Point(), Vars: rec.Config.VarsLabel(), Commit: rec.Commit, OfferedTPS: rec.Rate})
 		}
 		byPoint[k] = append(byPoint[k], rec)
 	}
@@ -82,19 +85,7 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 		for i := range s.Points {
 			pt := &s.Points[i]
 			cells := byPoint[key{pt.Config, pt.Commit}]
-			pt.Cells, pt.Medians = len(cells), map[string]float64{}
-			for _, col := range sweepColumns {
-				m := col.metric
-				var vs []float64
-				for _, rec := range cells {
-					if v, ok := rec.Metrics[m]; ok && rec.Void[m] == "" {
-						vs = append(vs, v)
-					}
-				}
-				if len(vs) > 0 {
-					pt.Medians[m] = median(vs)
-				}
-			}
+			pt.Cells, pt.Medians = len(cells), medians(cells, sweepColumns)
 			for _, rec := range cells {
 				if rec.Saturated {
 					pt.Saturated++
@@ -102,20 +93,11 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 			}
 		}
 		slices.SortStableFunc(s.Points, func(a, b SweepPoint) int {
-			return cmp.Or(strings.Compare(varsOf(a.Point), varsOf(b.Point)), cmp.Compare(a.OfferedTPS, b.OfferedTPS), commitOrder(p, a.Commit, b.Commit))
+			return cmp.Or(strings.Compare(a.Vars, b.Vars), cmp.Compare(a.OfferedTPS, b.OfferedTPS), commitOrder(p, a.Commit, b.Commit))
 		})
 		out = append(out, *s)
 	}
 	return out
-}
-
-// varsOf is the variables part of a point's name.
-func varsOf(point string) string {
-	_, vars, _ := strings.Cut(point, " :")
-	if strings.HasPrefix(point, ":") {
-		return point
-	}
-	return vars
 }
 
 func commitOrder(p *results.Plan, a, b string) int {

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -26,7 +27,7 @@ func (w *plotWriter) latencyVsRate() error {
 		var rates []float64
 		var order []string
 		for _, pt := range s.Points {
-			k := pt.Commit + varsSuffix(pt.Point)
+			k := strings.TrimSpace(pt.Commit + " " + pt.Vars)
 			if lines[k] == nil {
 				order = append(order, k)
 			}
@@ -54,7 +55,7 @@ func (w *plotWriter) latencyVsRate() error {
 			}
 			// A commit's colour; a style per variables (dashes, glyph).
 			col := w.colour[pts[0].Commit]
-			v := varsSuffix(pts[0].Point)
+			v := pts[0].Vars
 			if !slices.Contains(varSets, v) {
 				varSets = append(varSets, v)
 			}
@@ -103,14 +104,3 @@ var (
 	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}}
 	dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
 )
-
-// varsSuffix is " :batch=10" for a point with variables, else "".
-func varsSuffix(point string) string {
-	if v := varsOf(point); v != "" {
-		if v[0] != ':' {
-			v = ":" + v
-		}
-		return " " + v
-	}
-	return ""
-}

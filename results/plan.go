@@ -97,11 +97,21 @@ func (c Config) Point() string {
 	if c.Rate > 0 {
 		parts = append(parts, "r"+FormatRate(c.Rate))
 	}
-	for _, k := range sortedKeys(c.Vars) {
-		parts = append(parts, ":"+k+"="+c.Vars[k])
+	if v := c.VarsLabel(); v != "" {
+		parts = append(parts, v)
 	}
 	if len(parts) == 0 {
 		return "closed"
+	}
+	return strings.Join(parts, " ")
+}
+
+// VarsLabel names the configuration's variables, ":batch=10 :n=2", or
+// "" without any.
+func (c Config) VarsLabel() string {
+	var parts []string
+	for _, k := range sortedKeys(c.Vars) {
+		parts = append(parts, ":"+k+"="+c.Vars[k])
 	}
 	return strings.Join(parts, " ")
 }
