@@ -314,12 +314,7 @@ func load(dir string, id Identity, revs []Rev) (*State, error) {
 }
 
 func save(dir string, st *State) error {
-	data, _ := json.MarshalIndent(st, "", "  ")
-	tmp := statePath(dir) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, statePath(dir))
+	return results.WriteJSON(dir, filepath.Base(statePath(dir)), st)
 }
 
 // measure runs one step through the pipeline: good, the step's commit

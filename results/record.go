@@ -226,10 +226,11 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 }
 
 // WritePlan writes dir/plan.json atomically.
-func WritePlan(dir string, p *Plan) error { return writeJSON(dir, PlanFile, p) }
+func WritePlan(dir string, p *Plan) error { return WriteJSON(dir, PlanFile, p) }
 
-// writeJSON writes v as dir/name atomically.
-func writeJSON(dir, name string, v any) error {
+// WriteJSON writes v as dir/name atomically, never through a link
+// planted at either name (a results root others can write to).
+func WriteJSON(dir, name string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ type ServerSetup struct {
 type Servers map[string]ServerSetup
 
 // WriteServers writes dir/servers.json atomically.
-func WriteServers(dir string, s Servers) error { return writeJSON(dir, ServersFile, s) }
+func WriteServers(dir string, s Servers) error { return WriteJSON(dir, ServersFile, s) }
 
 // ReadServers reads dir/servers.json; a directory without one (a run of
 // an older abtest, or none started) has none.
