@@ -48,11 +48,7 @@ func TestServersRecorded(t *testing.T) {
 			t.Errorf("%s: pgbench %q", r.Cell, r.Pgbench)
 		}
 	}
-	in, err := analysis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analysis.Analyze(in, analysis.Options{})
+	rep, err := analysis.AnalyzeDirs(analysis.Options{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,11 +81,7 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 	if timed != 3 {
 		t.Errorf("%d timed base cells; want 3 (1 planned, 2 extra blocks)", timed)
 	}
-	in, err := analysis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := analysis.Analyze(in, analysis.Options{})
+	r, err := analysis.AnalyzeDirs(analysis.Options{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,11 +58,7 @@ func TestRunSweepUnderConditions(t *testing.T) {
 	// The report shows what the holder reached, beside the same point
 	// without it: the xmin age, and dead tuples that no pruning could
 	// remove under the holder.
-	in, err := analysis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analysis.Analyze(in, analysis.Options{})
+	rep, err := analysis.AnalyzeDirs(analysis.Options{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
