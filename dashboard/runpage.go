@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -63,17 +65,38 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 // configs are the run's configurations, by id.
 func (d *runData) configs() []string {
 	seen := map[string]bool{}
+	var out, rest []string
 	for _, c := range d.cells {
-		seen[c.Config] = true
+		if !seen[c.Config] {
+			seen[c.Config] = true
+			out = append(out, c.Config)
+		}
 	}
 	for _, v := range d.verdicts {
-		seen[v.Config] = true
+		if !seen[v.Config] {
+			seen[v.Config] = true
+			rest = append(rest, v.Config)
+		}
 	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// configLabels are the configurations' names in the run page's list,
+// with the saturated cells of those that have any (a sweep's points that
+// could not keep their offered rate: reported, not judged).
+func (d *runData) configLabels() map[string]string {
+	n, sat := map[string]int{}, map[string]int{}
+	for _, c := range d.cells {
+		n[c.Config]++
+		if c.Saturated {
+			sat[c.Config]++
+		}
 	}
-	sort.Strings(out)
+	out := map[string]string{}
+	for cfg, k := range sat {
+		out[cfg] = fmt.Sprintf("%s (saturated in %d of %d cells)", cfg, k, n[cfg])
+	}
 	return out
 }
 
@@ -129,8 +152,9 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	pageDir := filepath.Join(site, from)
 	perf, instr := d.diffs(pageDir, commit)
 	var configs []pairLink
+	labels := d.configLabels()
 	for _, c := range d.configs() {
-		configs = append(configs, pairLink{Label: c, Href: relLink(from, ConfigPage(d.run.ID, c))})
+		configs = append(configs, pairLink{Label: cmp.Or(labels[c], c), Href: relLink(from, ConfigPage(d.run.ID, c))})
 	}
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,

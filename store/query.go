@@ -337,10 +337,11 @@ func (s *Store) CellMetrics(ctx context.Context, run string) (map[string]map[str
 	return out, s.fail("reading cell metrics", rows.Err())
 }
 
-// Cells returns run's cells (without metrics), by name.
+// Cells returns run's cells (without metrics) in the plan's order (its
+// sequence numbers; by name where shards share one).
 func (s *Store) Cells(ctx context.Context, run string) ([]Cell, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT cell, shard, commit_label, config, repeat, status, saturated, error, artifacts
-		FROM cells WHERE run_id = ? ORDER BY cell`), run)
+		FROM cells WHERE run_id = ? ORDER BY seq, cell`), run)
 	if err != nil {
 		return nil, s.fail("reading cells", err)
 	}
