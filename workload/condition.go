@@ -111,6 +111,8 @@ func ConditionSettings(c string) map[string]string {
 // called from any goroutine, Stop more than once.
 type Condition struct {
 	Name string
+	// kind is Name without its =N (parseCondition).
+	kind string
 	// conn is the condition's own session (the snapshot, the slot);
 	// connString reaches the server for checks from outside it.
 	conn       *pgx.Conn
@@ -154,7 +156,7 @@ func StartCondition(ctx context.Context, c string, env ConditionEnv) (*Condition
 	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("condition %s: cannot connect: %w", c, err))
 	}
-	h := &Condition{Name: c, conn: conn, connString: cs, pids: []uint32{conn.PgConn().PID()}}
+	h := &Condition{Name: c, kind: name, conn: conn, connString: cs, pids: []uint32{conn.PgConn().PID()}}
 	if err := h.start(ctx, name, n, env); err != nil {
 		h.Stop(context.WithoutCancel(ctx))
 		return nil, exitcode.Failure(fmt.Errorf("condition %s: %w", c, err))
@@ -323,7 +325,7 @@ func (h *Condition) file(ctx context.Context, verb string) error {
 // (autovacuum-off), checkpoints (checkpoint-storm), rows_updated
 // (bulk-update). An inactive condition is an error saying why.
 func (h *Condition) Check(ctx context.Context) (map[string]float64, error) {
-	name, _, _ := parseCondition(h.Name)
+	name := h.kind
 	facts := map[string]float64{}
 	// Checked from a session of its own: inside the holder's transaction
 	// pg_stat_activity and age() would be frozen at its start.
@@ -385,7 +387,7 @@ func (h *Condition) Stop(ctx context.Context) error {
 			h.cancel()
 			h.wg.Wait()
 		}
-		name, _, _ := parseCondition(h.Name)
+		name := h.kind
 		if h.conn != nil && !h.conn.IsClosed() {
 			_, _ = h.conn.Exec(ctx, marker+" ROLLBACK")
 			if name == ConditionAutovacuumOff {
