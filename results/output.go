@@ -20,7 +20,7 @@ func CheckOutput(out string) error {
 	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
 		return exitcode.BadInputf("-o %s: directory %s does not exist; create it first", out, filepath.Dir(abs))
 	}
-	if st, err := os.Stat(abs); err == nil && st.IsDir() || strings.HasSuffix(out, "/") {
+	if st, err := os.Stat(abs); err == nil && st.IsDir() || strings.HasSuffix(out, "/") || filepath.Base(out) == "." || filepath.Base(out) == ".." {
 		return exitcode.BadInputf("-o %s: is a directory; give a file name", out)
 	}
 	switch filepath.Base(abs) {
