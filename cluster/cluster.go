@@ -260,6 +260,12 @@ func (m *Manager) survey(ctx context.Context, name, dir string, opts Options) (*
 	if s.fresh, err = m.needsInitdb(ctx, name, dir, opts, s.id); err != nil {
 		return nil, err
 	}
+	if !s.fresh && s.prev == nil && !s.running && lacksInclude(dir) {
+		// What an abtest before staging left when killed during initdb:
+		// a data directory never started that ignores abtest.conf.
+		m.logf("cluster %s: data directory %s was never started and does not include %s: it is made anew", name, dir, ConfFile)
+		s.fresh = true
+	}
 	if !s.fresh && s.prev != nil && !slices.Equal(s.prev.InitdbOpts, opts.InitdbOpts) {
 		m.logf("cluster %s: made with initdb options %q, asked for %q: it is made anew", name, s.prev.InitdbOpts, opts.InitdbOpts)
 		s.fresh = true
@@ -487,21 +493,30 @@ func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
 	}
 }
 
+// initdb makes name's data directory dir anew. initdb writes into a
+// staging directory beside it (InitdbStaging), renamed to dir only once
+// its configuration includes abtest.conf: an abtest killed during
+// initdb (which runs on, orphaned, to its end) leaves no data directory
+// that looks whole but ignores abtest.conf, only a staging directory the
+// next initdb of name removes.
 func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) error {
 	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
 		return exitcode.BadInput(err)
 	}
-	if err := m.Run.RemoveAll(dir); err != nil {
-		return exitcode.Failure(err)
+	stage := InitdbStaging(m.Root, name)
+	for _, p := range []string{dir, stage} {
+		if err := m.removeStale(ctx, p); err != nil {
+			return exitcode.Failure(err)
+		}
 	}
 	if err := m.Run.MkdirAll(m.Root, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := m.privateDir(dir); err != nil {
+	if err := m.privateDir(stage); err != nil {
 		return exitcode.Failure(err)
 	}
 	m.logf("cluster %s: initdb %s", name, dir)
-	args := []string{"-D", dir, "-U", SuperUser, "--no-locale", "-E", "UTF8", "-A", "trust", "--no-instructions"}
+	args := []string{"-D", stage, "-U", SuperUser, "--no-locale", "-E", "UTF8", "-A", "trust", "--no-instructions"}
 	if opts.DataChecksums {
 		args = append(args, "--data-checksums")
 	}
@@ -509,9 +524,25 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	c := m.cmd(opts.Install, "initdb", args...)
 	c.Log = filepath.Join(m.Root, name+".initdb.log")
 	if err := m.Run.Run(ctx, c); err != nil {
-		_ = m.Run.RemoveAll(dir)
+		_ = m.Run.RemoveAll(stage)
 		return exitcode.Failure(fmt.Errorf("initdb %s: %w", name, err))
 	}
+	if err := m.includeConf(stage); err != nil {
+		_ = m.Run.RemoveAll(stage)
+		return exitcode.Failure(err)
+	}
+	return exitcode.Failure(m.Run.Rename(stage, dir))
+}
+
+// InitdbStaging is where initdb makes cluster name's data directory
+// under root before it takes its place.
+func InitdbStaging(root, name string) string {
+	return filepath.Join(root, "."+name+".initdb")
+}
+
+// includeConf appends the line that includes abtest.conf to the
+// postgresql.conf of data directory dir.
+func (m *Manager) includeConf(dir string) error {
 	pgconf := filepath.Join(dir, "postgresql.conf")
 	if m.Run.DryRun {
 		m.Run.Note("append %q to %s", includeLine, pgconf)
@@ -520,12 +551,33 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	// O_NOFOLLOW: the file is the server account's, written as root.
 	f, err := os.OpenFile(pgconf, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return exitcode.Failure(err)
+		return err
 	}
 	defer f.Close()
 	_, err = fmt.Fprintf(f, "\n%s\n", includeLine)
-	return exitcode.Failure(err)
+	return err
 }
+
+// removeStale removes path, what a killed abtest left: an initdb it
+// started may still be writing into it, so a directory that fills again
+// while it is removed is tried again for a while.
+func (m *Manager) removeStale(ctx context.Context, path string) error {
+	deadline := time.Now().Add(staleRemoveWait)
+	for {
+		err := m.Run.RemoveAll(path)
+		if err == nil || !errors.Is(err, syscall.ENOTEMPTY) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// staleRemoveWait bounds removeStale: an orphaned initdb ends in seconds.
+const staleRemoveWait = 30 * time.Second
 
 // validate asks postgres itself to read the configuration (postgres -C),
 // so that a bad --set is reported in the server's own words before

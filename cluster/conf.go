@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -15,6 +17,13 @@ import (
 // over initdb's defaults while every other line of postgresql.conf stays
 // the user's own.
 const ConfFile = "abtest.conf"
+
+// lacksInclude reports whether data directory dir's postgresql.conf was
+// read and does not include abtest.conf.
+func lacksInclude(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "postgresql.conf"))
+	return err == nil && !strings.Contains(string(data), includeLine)
+}
 
 // includeLine is what postgresql.conf gains at initdb.
 const includeLine = "include_if_exists = '" + ConfFile + "'\t# settings written by abtest"

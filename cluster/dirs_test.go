@@ -204,3 +204,54 @@ func TestRememberedPortTakenMovesOn(t *testing.T) {
 		t.Errorf("explicit -p of a running cluster's port = %v, want ErrPortBusy", err)
 	}
 }
+
+// An abtest killed during initdb leaves what initdb made so far (initdb
+// runs on, orphaned): before staging, a data directory that had
+// PG_VERSION, no state and no include of abtest.conf, so every later
+// start ignored abtest.conf and waited for a socket the server never
+// made. Now initdb writes into a staging directory that the next Start
+// removes, and such an old data directory is made anew.
+func TestKilledInitdbLeavesNothingToTrip(t *testing.T) {
+	m, install := newManager(t)
+	ctx := context.Background()
+
+	// A staging directory a killed run left, with initdb's first files.
+	stage := InitdbStaging(m.Root, "k")
+	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.privateDir(stage); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, "PG_VERSION"), []byte("15\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := start(t, m, "k", Options{Install: install, PgssMax: 1200})
+	if _, err := os.Lstat(stage); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the staging directory a killed initdb left is still there: %v", err)
+	}
+	if got := show(t, envConn(t, st.EnvFile), "pg_stat_statements.max"); got != "1200" {
+		t.Errorf("pg_stat_statements.max = %s, want 1200", got)
+	}
+
+	// A data directory an older abtest left the same way: initdb done,
+	// the include not yet appended, never started (no state).
+	if _, err := m.Stop(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	pgconf := filepath.Join(st.DataDir, "postgresql.conf")
+	data, err := os.ReadFile(pgconf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pgconf, []byte(strings.ReplaceAll(string(data), includeLine, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(st.DataDir, stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	st = start(t, m, "k", Options{Install: install, PgssMax: 1300})
+	if got := show(t, envConn(t, st.EnvFile), "pg_stat_statements.max"); got != "1300" {
+		t.Errorf("a data directory without the include: pg_stat_statements.max = %s, want 1300", got)
+	}
+}

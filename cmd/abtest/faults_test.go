@@ -121,7 +121,7 @@ func aaArgs(install, out string, repeats int) []string {
 }
 
 // SIGINT at five points of a run: while preparing (its results
-// directory made, no cluster yet), during initdb (the run's data directory appears),
+// directory made, no cluster yet), during initdb (its staging directory appears),
 // during start (its postmaster.pid appears), during the warm-up (the
 // first cell's warm-up directory appears); the fifth, measurement, is
 // TestMatrixInterruptAndResume's interrupt in its third cell. Each point
@@ -155,7 +155,8 @@ func TestFaultInterruptAtFivePoints(t *testing.T) {
 			return err == nil && !clusterFile(env, "")
 		}},
 		{"initdb", func(env map[string]string, _ string) bool {
-			return clusterFile(env, "") && !clusterFile(env, "postmaster.pid")
+			staged, _ := filepath.Glob(cluster.InitdbStaging(env["PG_DATA_DIR"], matrix.ClusterName("*")))
+			return len(staged) > 0
 		}},
 		{"start", func(env map[string]string, out string) bool {
 			return clusterFile(env, "postmaster.pid") && !hasDir(filepath.Join(out, "cells"), "warm-up")

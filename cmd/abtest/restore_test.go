@@ -83,7 +83,6 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 	}
 	cellsDir := func(out string) string { return filepath.Join(out, "cells") }
 	built := filepath.Join(env["PG_WORKTREES_DIR"], "f1", "build")
-	mf1 := filepath.Join(env["PG_DATA_DIR"], matrix.ClusterName("f1"))
 	for _, p := range []struct {
 		phase, hold string
 		reached     func(out string) bool
@@ -92,7 +91,7 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 		{"build", "compile", func(string) bool { return exists(filepath.Join(built, "compiling")) }, nil},
 		{"install", "install", func(string) bool { return exists(filepath.Join(built, "installing")) },
 			func(out string) []string { return []string{"matrix", "--resume", out} }},
-		{"initdb", "", func(string) bool { return exists(mf1) && !exists(filepath.Join(mf1, "postmaster.pid")) },
+		{"initdb", "", func(string) bool { return exists(cluster.InitdbStaging(env["PG_DATA_DIR"], matrix.ClusterName("f1"))) },
 			func(string) []string { return []string{"env", "-w", "f1"} }},
 		{"warm-up", "", func(out string) bool { return hasDir(cellsDir(out), "warm-up") },
 			func(out string) []string { return []string{"matrix", "--resume", out, "--sample-every", "1s"} }},

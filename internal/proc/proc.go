@@ -543,6 +543,16 @@ func (r *Runner) MkdirAll(path string, perm os.FileMode) error {
 	return os.MkdirAll(path, perm)
 }
 
+// Rename renames oldpath to newpath, or in dry-run mode prints that it
+// would.
+func (r *Runner) Rename(oldpath, newpath string) error {
+	if r.DryRun {
+		r.tracef("mv %s %s", Quote(oldpath), Quote(newpath))
+		return nil
+	}
+	return os.Rename(oldpath, newpath)
+}
+
 // RemoveAll removes path and everything below it, or in dry-run mode prints
 // that it would. Callers check that path is theirs to remove.
 func (r *Runner) RemoveAll(path string) error {
