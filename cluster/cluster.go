@@ -586,9 +586,19 @@ func (m *Manager) validate(ctx context.Context, install, dir string) error {
 	if m.Run.DryRun {
 		return nil
 	}
+	return m.askPostgres(ctx, install, dir)
+}
+
+// askPostgres has postgres read data directory dir's configuration
+// (postgres -C port): a setting it refuses is bad input, said in its
+// own words.
+func (m *Manager) askPostgres(ctx context.Context, install, dir string) error {
 	c := m.cmd(install, "postgres", "-D", dir, "-C", "port")
 	c.ReadOnly = true
 	if _, err := m.Run.Output(ctx, c); err != nil {
+		if ctx.Err() != nil {
+			return exitcode.Failure(ctx.Err()) // interrupted: no verdict on the settings
+		}
 		var pe *proc.Error
 		msg := err.Error()
 		if errors.As(err, &pe) && len(pe.Tail) > 0 {
@@ -643,6 +653,9 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	if m.User != nil {
 		c := proc.Cmd{Path: "test", Args: []string{"-x", postgres}, User: m.User, Dir: "/", ReadOnly: true}
 		if err := m.Run.Run(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return exitcode.Failure(ctx.Err()) // interrupted: no verdict on the install
+			}
 			return exitcode.BadInputf("%w: user %s cannot run %s (a parent directory is private?); put installs and data under a directory it can enter", ErrNoInstall, m.User.Name, postgres)
 		}
 	}
@@ -650,6 +663,9 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 		// The data root (or its nearest existing ancestor, before it is
 		// made) must be enterable by the server's account.
 		if dir, ok := m.Run.CanEnter(ctx, m.User, m.Root); !ok {
+			if ctx.Err() != nil {
+				return exitcode.Failure(ctx.Err())
+			}
 			return exitcode.BadInputf("user %s cannot enter %s (a parent directory is private): set PG_DATA_DIR to a directory it can reach, e.g. /var/tmp/abtest/data", m.User.Name, dir)
 		}
 	}
@@ -657,6 +673,9 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	pc.ReadOnly = true
 	out, err := m.Run.Output(ctx, pc)
 	if err != nil {
+		if ctx.Err() != nil {
+			return exitcode.Failure(ctx.Err())
+		}
 		return exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err)
 	}
 	so := filepath.Join(strings.TrimSpace(out), "pg_stat_statements.so")

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -97,15 +95,5 @@ func (m *Manager) checkSettings(ctx context.Context, install string, settings []
 	if err := m.writeOwned(filepath.Join(dir, "postgresql.conf"), []byte(b.String()), 0o600); err != nil {
 		return exitcode.Failure(err)
 	}
-	c := m.cmd(install, "postgres", "-D", dir, "-C", "port")
-	c.ReadOnly = true
-	if _, err := m.Run.Output(ctx, c); err != nil {
-		var pe *proc.Error
-		msg := err.Error()
-		if errors.As(err, &pe) && len(pe.Tail) > 0 {
-			msg = serverComplaint(pe.Tail)
-		}
-		return exitcode.BadInputf("%w: %s", ErrSetting, msg)
-	}
-	return nil
+	return m.askPostgres(ctx, install, dir)
 }

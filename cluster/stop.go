@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safepath"
@@ -47,7 +48,8 @@ func (m *Manager) stop(ctx context.Context, name string, force, keepSocket bool)
 	defer unlock()
 	// pg_ctl stop signals whatever pid postmaster.pid names: it runs only
 	// once that pid is known to be this cluster's postmaster.
-	if _, err := postmaster(dir); err != nil {
+	pid, err := postmaster(dir)
+	if err != nil {
 		var stale *staleError
 		if errors.As(err, &stale) {
 			m.logf("cluster %s: not running (%v)", name, stale)
@@ -65,10 +67,21 @@ func (m *Manager) stop(ctx context.Context, name string, force, keepSocket bool)
 	if err := m.pgctlStop(ctx, dir, "", "fast"); err != nil {
 		return true, err
 	}
+	// pg_ctl returns once postmaster.pid is gone; the postmaster unlinks
+	// its socket lock files just after it, and a socket directory with
+	// the lock of a live process is not removed.
+	waitExited(ctx, pid, 5*time.Second)
 	if !keepSocket {
 		m.dropSocketDir(name, dir)
 	}
 	return true, nil
+}
+
+// waitExited waits up to limit for process pid to exit.
+func waitExited(ctx context.Context, pid int, limit time.Duration) {
+	for deadline := time.Now().Add(limit); Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Remove stops cluster name and removes its data directory and env.sh;

@@ -14,6 +14,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
@@ -62,6 +63,39 @@ func (r *run) loadClusterLog() error {
 		r.deps.printf("resume: taking over clusters of the previous run of %s (started %v)\n", r.dir, l.Started)
 	}
 	return nil
+}
+
+// ProcessesFile, in a results directory, lists the commands the run
+// has running (proc.Tracker): what a SIGKILL of abtest leaves running
+// (pgbench loading a server, make writing into a build, initdb), which
+// the next run of the directory ends before it starts anything.
+const ProcessesFile = "processes.json"
+
+// trackProcesses ends what a killed run of the directory left running,
+// then records this run's commands until the returned func is called.
+func (r *run) trackProcesses() (func(), error) {
+	if r.deps.Proc.DryRun {
+		return func() {}, nil
+	}
+	path := filepath.Join(r.dir, ProcessesFile)
+	ended, err := proc.EndLeftovers(path, 5*time.Second)
+	for _, p := range ended {
+		r.deps.printf("resume: ended %s (pid %d), left running by the killed run of %s\n", filepath.Base(p.Path), p.PID, r.dir)
+	}
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("ending what the killed run left running: %w", err))
+	}
+	tr := proc.NewTracker(path)
+	r.deps.Proc.Track = tr
+	return func() {
+		r.deps.Proc.Track = nil
+		if err := tr.Err(); err != nil {
+			r.note("%v", err)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.note("%v", err)
+		}
+	}, nil
 }
 
 // saveClusterLog writes ClustersFile durably (before the cluster it

@@ -175,6 +175,11 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 		return err
 	}
 	r := &run{deps: deps, plan: plan, dir: dir}
+	untrack, err := r.trackProcesses()
+	if err != nil {
+		return err
+	}
+	defer untrack()
 	if err := r.loadClusterLog(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
@@ -95,7 +96,9 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 			func(string) []string { return []string{"env", "-w", "f1"} }},
 		{"warm-up", "", func(out string) bool { return hasDir(cellsDir(out), "warm-up") },
 			func(out string) []string { return []string{"matrix", "--resume", out, "--sample-every", "1s"} }},
-		{"measurement", "", func(out string) bool { return countLines(filepath.Join(out, results.CellsFile)) >= 1 }, nil},
+		{"measurement", "", func(out string) bool {
+			return countLines(filepath.Join(out, results.CellsFile)) >= 1 && len(pgbenchOf(out)) > 0
+		}, func(out string) []string { return []string{"matrix", "--resume", out} }},
 	} {
 		t.Run(p.phase, func(t *testing.T) {
 			// The previous phase's run left its own clusters: running, or
@@ -127,11 +130,11 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if p.phase == "measurement" {
-				time.Sleep(1500 * time.Millisecond) // past the second cell's warm-up
-			}
 			c.cmd.Process.Kill()
 			c.cmd.Wait()
+			// pgbench mostly dies at its next progress line, on the pipe
+			// abtest held; one that does not is ended by the resume.
+			orphans := pgbenchOf(out)
 			os.WriteFile(release, nil, 0o644)
 			_, running := cluster.PID(user.DataDir)
 			if running != (p.phase == "build") {
@@ -146,6 +149,11 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 			if p.phase != "build" && !strings.Contains(stderr, fmt.Sprintf("restored cluster f1 on port %d, stopped by abtest pid %d", user.Port, c.cmd.Process.Pid)) {
 				t.Errorf("abtest %s does not say it restored f1 (port %d, stopped by pid %d)", strings.Join(args, " "), user.Port, c.cmd.Process.Pid)
 			}
+			for _, pid := range orphans {
+				if procfs.Alive(pid) {
+					t.Errorf("pgbench pid %d of the killed run still runs after abtest %s", pid, strings.Join(args, " "))
+				}
+			}
 			st, err := cm.ReadState("f1")
 			if err != nil {
 				t.Fatal(err)
@@ -156,6 +164,19 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pgbenchOf lists the pgbench processes that write into results
+// directory out.
+func pgbenchOf(out string) []int {
+	var pids []int
+	for _, s := range procfs.All() {
+		argv, err := procfs.Cmdline(s.PID)
+		if err == nil && s.Alive() && len(argv) > 0 && filepath.Base(argv[0]) == "pgbench" && strings.Contains(strings.Join(argv, " "), out+"/") {
+			pids = append(pids, s.PID)
+		}
+	}
+	return pids
 }
 
 func exists(path string) bool {

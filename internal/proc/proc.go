@@ -58,6 +58,10 @@ type Runner struct {
 	// calling process's. The CLI passes its injected environment here,
 	// so a test that runs abtest in-process decides what children see.
 	Environ []string
+	// Track, when set, records every command started until it exits, so
+	// that an abtest killed with SIGKILL leaves a list of what it left
+	// running (EndLeftovers).
+	Track *Tracker
 }
 
 // User is an unprivileged account to run a command as (used when abtest
@@ -344,8 +348,15 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 		p.closeLog()
 		return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err, Log: c.Log}
 	}
+	tr := r.Track
+	if tr != nil {
+		tr.started(cmd.Process.Pid, cmd.Args[0])
+	}
 	go func() {
 		err := cmd.Wait()
+		if tr != nil {
+			tr.exited(cmd.Process.Pid)
+		}
 		p.closeLog()
 		p.err = p.wrap(err)
 		close(p.done)
