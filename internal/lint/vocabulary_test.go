@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -74,14 +75,17 @@ func vocabulary(t *testing.T, root string) (metrics, words map[string]string) {
 	return metrics, words
 }
 
+// templateWord is a quoted word in a template's action ({{if ne .X "ok"}}).
+var templateWord = regexp.MustCompile(`\{\{[^}]*"([a-z]+)"[^}]*\}\}`)
+
 // statusLike is an operand that holds a status, verdict or gate status.
 var statusLike = regexp.MustCompile(`(?i)status|verdict|gate`)
 
 // TestVocabularyByConstants (issue 22): outside results, no built-in
 // metric name is a string literal (`grep -rn '"tps"'` finds only its
 // constant; struct tags, which Go cannot take from a constant, aside), no
-// status, verdict or gate status is compared with a string literal, and
-// no SQL compares one with a quoted word.
+// status, verdict or gate status is compared with a string literal, in
+// Go or in a template, and no SQL compares one with a quoted word.
 func TestVocabularyByConstants(t *testing.T) {
 	root := filepath.Join("..", "..")
 	metrics, words := vocabulary(t, root)
@@ -97,6 +101,22 @@ func TestVocabularyByConstants(t *testing.T) {
 		}
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || path == filepath.Join(root, "results")) && path != root {
 			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".html") || strings.HasSuffix(path, ".tmpl") || strings.HasSuffix(path, ".sql")) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			for _, m := range templateWord.FindAllStringSubmatch(string(data), -1) {
+				if words[m[1]] != "" {
+					t.Errorf("%s: the template compares with %q: give it a field or method that says what it needs", rel, m[1])
+				}
+			}
+			if m := sqlWord.FindString(string(data)); m != "" {
+				t.Errorf("%s: SQL compares with %s: pass results' constant as a parameter", rel, m)
+			}
+			return nil
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
