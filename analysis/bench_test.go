@@ -25,7 +25,8 @@ func benchstat(t *testing.T) string {
 
 // TestBenchstatReadsBench: benchstat reads the per-commit files without
 // flags and the single stream with -col commit, and prints one table per
-// metric with the commits as columns; -row /clients groups by clients.
+// metric with the commits as columns (without flags, a "vs base" column
+// each); -row /clients groups by clients.
 func TestBenchstatReadsBench(t *testing.T) {
 	r, dir := fixtureReport(t)
 	paths, err := r.WriteBenchFiles(filepath.Join(dir, "bench"))
@@ -66,6 +67,10 @@ func TestBenchstatReadsBench(t *testing.T) {
 	plain := run("base.bench", "patch.bench")
 	t.Logf("benchstat base.bench patch.bench:\n%s", plain)
 	tables("plain", plain, "base.bench", "patch.bench")
+	// Issue 23: with no flags, each table compares patch with base.
+	if n := strings.Count(plain, " vs base "); n != len(units) {
+		t.Errorf("plain: %d \"vs base\" columns, want one per metric (%d):\n%s", n, len(units), plain)
+	}
 	// The patch's 5 % TPS loss on churn shows as a significant change
 	// that benchstat knows to be worse (better=higher).
 	if !regexp.MustCompile(`workload=churn/clients=8/cpus=all/pgss.max=1000 .*-\d\.\d+% \(p=0\.000`).MatchString(plain) {

@@ -85,7 +85,7 @@ func checkMarkdownSigns(t *testing.T, name, md string) int {
 		}
 		if contradicts(base, cand, delta) {
 			n++
-			if !strings.Contains(cells[4], disagreeMark) || !strings.Contains(md, disagreeNote) {
+			if !strings.Contains(cells[4], DisagreeMark) || !strings.Contains(md, DisagreeNote) {
 				t.Errorf("%s markdown: Δ contradicts the medians without the note: %s", name, line)
 			}
 		}
@@ -98,7 +98,7 @@ func checkTextSigns(t *testing.T, name, txt string) int {
 	n := 0
 	for _, line := range strings.Split(txt, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 || !strings.HasSuffix(strings.TrimRight(f[3], disagreeMark), "%") {
+		if len(f) < 5 || !strings.HasSuffix(strings.TrimRight(f[3], DisagreeMark), "%") {
 			continue
 		}
 		base, ok1 := firstNum(f[1])
@@ -106,7 +106,7 @@ func checkTextSigns(t *testing.T, name, txt string) int {
 		delta, ok3 := firstNum(f[3])
 		if ok1 && ok2 && ok3 && contradicts(base, cand, delta) {
 			n++
-			if !strings.Contains(f[3], disagreeMark) || !strings.Contains(strings.Join(strings.Fields(txt), " "), disagreeNote) {
+			if !strings.Contains(f[3], DisagreeMark) || !strings.Contains(strings.Join(strings.Fields(txt), " "), DisagreeNote) {
 				t.Errorf("%s text: Δ contradicts the medians without the note: %s", name, line)
 			}
 		}

@@ -250,7 +250,7 @@ func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
 		fmt.Fprintln(w)
 	}
 	if anyDisagree(rows) {
-		fmt.Fprintf(w, "\n%s\n", disagreeNote)
+		fmt.Fprintf(w, "\n%s\n", DisagreeNote)
 	}
 	fmt.Fprintln(w)
 }
@@ -456,7 +456,7 @@ func isFinite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
 // deltaCI writes the change and, when there is one, its 95 % interval
 // with prec decimals; from a baseline of 0, the absolute difference; a
 // change whose sign contradicts the medians beside it is marked with
-// disagreeMark (explained under the table, disagreeNote).
+// DisagreeMark (explained under the table, DisagreeNote).
 func deltaCI(st Stat, prec int) string {
 	if st.N == 0 {
 		return "-"
@@ -466,7 +466,7 @@ func deltaCI(st Stat, prec int) string {
 	}
 	s := pct(st.DeltaPct)
 	if st.MediansDisagree {
-		s += disagreeMark
+		s += DisagreeMark
 	}
 	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
 		s += fmt.Sprintf(" [%+.*f, %+.*f]", prec, st.DeltaLo, prec, st.DeltaHi)
@@ -474,14 +474,15 @@ func deltaCI(st Stat, prec int) string {
 	return s
 }
 
-// disagreeMark marks a Δ whose sign contradicts the medians shown beside
-// it, and disagreeNote says why under the table.
+// DisagreeMark marks a Δ whose sign contradicts the medians shown beside
+// it (MediansDisagree), and DisagreeNote says why under the table: in
+// every format, the dashboard's included.
 const (
-	disagreeMark = "†"
-	disagreeNote = "† Δ is the paired estimate (the geometric mean of the per-pair ratios), which the verdict judges; the medians beside it are each commit's own, and with pairs that scatter they can point the other way."
+	DisagreeMark = "†"
+	DisagreeNote = "† Δ is the paired estimate (the geometric mean of the per-pair ratios), which the verdict judges; the medians beside it are each commit's own, and with pairs that scatter they can point the other way."
 )
 
-// anyDisagree reports whether a row's Δ carries disagreeMark.
+// anyDisagree reports whether a row's Δ carries DisagreeMark.
 func anyDisagree(rows []Row) bool {
 	for _, row := range rows {
 		for _, st := range row.Stats {

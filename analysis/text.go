@@ -220,7 +220,7 @@ func textDelta(st Stat) string {
 	}
 	s := pct(st.DeltaPct)
 	if st.MediansDisagree {
-		s += disagreeMark
+		s += DisagreeMark
 	}
 	return s
 }
@@ -256,7 +256,7 @@ func (r *Report) writeTextLegend(w io.Writer) {
 	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X; untested: a secondary metric, tested only where the configuration's primary was called better or worse). * reported only, not gated.")
 	for _, row := range r.Rows {
 		if anyDisagree([]Row{row}) {
-			wrap(w, "  ", "  ", disagreeNote)
+			wrap(w, "  ", "  ", DisagreeNote)
 			break
 		}
 	}

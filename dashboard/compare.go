@@ -189,6 +189,25 @@ func (r vrow) Detect() string {
 	return fmt.Sprintf("could not detect < %s %%", human(*r.DetectablePct))
 }
 
+// Disagree: the row's Δ (the paired estimate) points the other way than
+// its medians, as the report marks it (analysis.DisagreeMark).
+func (r vrow) Disagree() bool {
+	if r.DeltaPct == nil || r.Median == nil || r.BaselineMedian == nil {
+		return false
+	}
+	return analysis.MediansDisagree(*r.DeltaPct, *r.Median-*r.BaselineMedian)
+}
+
+// anyDisagree: a table of rows needs DisagreeNote under it.
+func anyDisagree(rows []vrow) bool {
+	for _, r := range rows {
+		if r.Disagree() {
+			return true
+		}
+	}
+	return false
+}
+
 // significant: the run called a change (or could not answer) here.
 func significant(v results.Verdict) bool {
 	return v != results.Same && v != results.Unknown

@@ -72,7 +72,11 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"human": human,
 	"pval":  pval,
 	"raw":   raw,
-	"date":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	// The report's mark and note for a Δ against its medians.
+	"anyDisagree":  anyDisagree,
+	"disagreeMark": func() string { return analysis.DisagreeMark },
+	"disagreeNote": func() string { return analysis.DisagreeNote },
+	"date":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Options shape the site.

@@ -182,6 +182,8 @@ type cellFiles struct {
 	Commit string
 	Repeat int
 	Status results.Status
+	// Failed marks the row: the template says nothing about statuses.
+	Failed bool
 	Error  string
 	Files  []link
 }
@@ -240,7 +242,7 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 // relative to the cell's results directory (never file://): the site can
 // be copied beside the results, or served.
 func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
-	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Error: c.Error}
+	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Failed: c.Status != results.StatusOK, Error: c.Error}
 	for _, n := range sortedKeys(c.Artifacts) {
 		p := c.Artifacts[n]
 		if !filepath.IsAbs(p) {

@@ -2,7 +2,11 @@ package demo
 
 import (
 	"bytes"
+	"io"
+	"maps"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -159,6 +163,58 @@ func hasPGSSLockWaits(rep *analysis.Report) bool {
 		}
 	}
 	return active > 0 && 10*event >= active
+}
+
+// repeatGlyph is a thin stroked path of gonum/plot's SVG, by colour.
+var repeatGlyph = regexp.MustCompile(`<path d="[^"]*" style="fill:none;stroke:(#[0-9A-F]{6});stroke-width:0.5" />`)
+
+// TestRecordedRunDrawsItsTPS (issue 23): report.md of the recorded demo
+// run, written as `abtest analyze DIR -o report.md` writes it, embeds
+// the SVG of each workload's TPS repeats, and each holds both commits'
+// repeats: the demo draws at least its two TPS distributions.
+func TestRecordedRunDrawsItsTPS(t *testing.T) {
+	rep, err := analysis.AnalyzeDirs(analysis.Options{}, recordedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report.md")
+	if err := rep.Output(io.Discard, "md", out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := map[string]bool{}
+	for _, m := range regexp.MustCompile(`!\[[^\]]*\]\((plots/[^)]+\.svg)\)`).FindAllStringSubmatch(string(md), -1) {
+		embedded[m[1]] = true
+	}
+	for _, w := range []string{"select1", "churn"} {
+		name := "plots/repeats-" + w + "_c8_cpuall_pgss.max=1000-tps.svg"
+		if !embedded[name] {
+			t.Errorf("report.md does not embed %s; it embeds %v", name, slices.Sorted(maps.Keys(embedded)))
+			continue
+		}
+		svg, err := os.ReadFile(filepath.Join(filepath.Dir(out), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// gonum/plot draws each repeat as a thin glyph path in its
+		// commit's colour, and the commits' names in the legend.
+		glyphs := map[string]int{}
+		for _, g := range repeatGlyph.FindAllStringSubmatch(string(svg), -1) {
+			glyphs[g[1]]++
+		}
+		full := 0
+		for colour, n := range glyphs {
+			if colour != "#000000" && n >= 12 {
+				full++
+			}
+		}
+		if full < 2 || !strings.Contains(string(svg), ">base<") || !strings.Contains(string(svg), ">patch<") {
+			t.Errorf("%s: glyphs by colour %v; want both commits' 12 repeats", name, glyphs)
+		}
+	}
 }
 
 // TestRecordedRunIsSmall keeps the fixture a fixture: plan.json and

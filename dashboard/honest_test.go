@@ -1,0 +1,95 @@
+package dashboard_test
+
+import (
+	"context"
+	"html"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/dashboard"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
+	"github.com/pgabtest/abtest/store/storetest"
+)
+
+// verdictRow is a compare page's verdict row: base median, commit
+// median and Δ by their data-sort values, and the Δ cell.
+var verdictRow = regexp.MustCompile(`<tr data-verdict="[a-z]+"[^>]*>\s*<td class="cfg">.*?</td>\s*<td>.*?</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">(.*?)</td>`)
+
+// TestDashboardMarksDeltaAgainstMedians (issue 23): where a row's Δ (the
+// paired estimate, +9 % here) points the other way than the medians
+// beside it (295 → 290), the compare page and the configuration page
+// mark it with the report's † and say why, as report.md and the text
+// report do; no row contradicts its medians without the mark.
+func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(root, "run")
+	base, patch := []float64{100, 290, 310, 300}, []float64{150, 280, 300, 305}
+	cfg := results.Config{Workload: "select1", Clients: 1, Settings: map[string]string{}}
+	_, err := storetest.Write(dir, storetest.Run{
+		Created: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC), Seed: 1, Repeats: len(base),
+		Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "patch", SHA: storetest.BaseSHA, Build: "patch"}},
+		Configs: []results.Config{cfg},
+		Value: func(k results.Commit, _ results.Config, rep int) map[string]float64 {
+			v := base[rep-1]
+			if k.Label == "patch" {
+				v = patch[rep-1]
+			}
+			return map[string]float64{results.MetricTPS: v}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, filepath.Join(root, store.DefaultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Import(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := dashboard.Write(ctx, s, filepath.Join(root, "site"), dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(site.Dir, dashboard.RunPage(st.Run)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for _, m := range verdictRow.FindAllStringSubmatch(string(page), -1) {
+		b, err1 := strconv.ParseFloat(m[1], 64)
+		c, err2 := strconv.ParseFloat(m[2], 64)
+		d, err3 := strconv.ParseFloat(m[3], 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		if analysis.MediansDisagree(d, c-b) {
+			marked++
+			if !strings.Contains(m[4], analysis.DisagreeMark) {
+				t.Errorf("compare page: Δ %s against medians %s → %s without %s", m[3], m[1], m[2], analysis.DisagreeMark)
+			}
+		}
+	}
+	if marked == 0 {
+		t.Fatalf("no row's Δ contradicts its medians on the compare page:\n%s", page)
+	}
+	cfgPage, err := os.ReadFile(filepath.Join(site.Dir, dashboard.ConfigPage(st.Run, cfg.ID())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string][]byte{"compare page": page, "configuration page": cfgPage} {
+		if !strings.Contains(string(p), analysis.DisagreeMark+"</span>") || !strings.Contains(html.UnescapeString(string(p)), analysis.DisagreeNote) {
+			t.Errorf("the %s neither marks the tps row nor says why", name)
+		}
+	}
+}
