@@ -163,6 +163,7 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	plan.Cells = nil
 	r := &Report{Plan: &plan, PlannedCells: len(p.Cells), Dirs: in.Dirs, Alpha: o.Alpha, Warnings: append([]string(nil), in.Warnings...), records: in.Records}
 	r.Commits = p.Labels()
+	r.Observer = observerCost(in.Records)
 	r.Baseline = o.Baseline
 	if r.Baseline == "" {
 		r.Baseline = p.Baseline

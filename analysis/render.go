@@ -75,6 +75,9 @@ func (r *Report) writeProvenance(w io.Writer) {
 		fmt.Fprintf(w, " (%s)", strings.Join(knobs, ", "))
 	}
 	fmt.Fprintln(w)
+	if r.Observer != nil {
+		fmt.Fprintf(w, "- %s\n", r.Observer.Line())
+	}
 	var settings []string
 	for _, s := range o.Settings {
 		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))

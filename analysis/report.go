@@ -360,6 +360,10 @@ type Report struct {
 	// PlotNotes say which plots WritePlots did not draw, and why.
 	PlotNotes []string `json:"plot_notes,omitempty"`
 
+	// Observer is what measuring the cells cost (nil when no cell
+	// recorded it).
+	Observer *ObserverCost `json:"observer,omitempty"`
+
 	// Instructions compares the instruction cells (matrix --instructions).
 	Instructions []InstrWent `json:"instructions,omitempty"`
 

@@ -282,6 +282,9 @@ func (r *Report) writeTextSetup(w io.Writer) {
 	}
 	h := p.Host
 	wrap(w, "  ", "    ", fmt.Sprintf("host: %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel)))
+	if r.Observer != nil {
+		wrap(w, "  ", "    ", r.Observer.Line())
+	}
 	var settings []string
 	for _, s := range o.Settings {
 		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))

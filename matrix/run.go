@@ -653,7 +653,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	rec.Saturation = res.Saturation
 	rec.Waits, rec.Final, rec.Probe, rec.Warnings = &res.Waits, &res.Final, res.Probe, res.Warnings
 	rec.LatencyMethod = string(res.LatencyMethod)
-	rec.Void = res.Void
+	rec.Void, rec.Observer = res.Void, res.Observer
 	rec.Artifacts = map[string]string{}
 	for k, v := range res.Artifacts {
 		if rel, err := filepath.Rel(r.dir, v); err == nil {

@@ -78,6 +78,9 @@ type Record struct {
 	// measurement (Metric.Validity), each with why: they are left out of
 	// Metrics and never judged.
 	Void map[string]string `json:"void,omitempty"`
+	// Observer is what measuring the cell cost (nil in results of an
+	// older abtest, and in instruction cells).
+	Observer *Observer `json:"observer,omitempty"`
 }
 
 // Method is how the cell measured the metrics of a kind: its latency

@@ -63,6 +63,9 @@ type Result struct {
 	// LatencyDetail how many values they rest on.
 	LatencyMethod LatencyMethod `json:"latency_method"`
 	LatencyDetail string        `json:"latency_detail,omitempty"`
+	// Observer is what measuring the run cost (abtest's CPU time and
+	// pgbench's latency logging, against the window).
+	Observer *Observer `json:"observer,omitempty"`
 }
 
 // metrics fills the flat metrics map.

@@ -94,6 +94,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 
 	sm := &sampler{conn: conn, w: s.Workload, every: s.SampleEvery, waitEvery: s.WaitEvery, out: out, dbName: c.Database,
 		hasSince: sv.versionNum >= 170000, hasInfo: sv.versionNum >= 140000, foreign: map[int32]string{}}
+	clock := startObserving(conn)
 	before, err := r.beforeRun(ctx, conn, sv, sm, c.Database, s)
 	if err != nil {
 		return nil, err
@@ -101,11 +102,14 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := r.runPgbench(ctx, cmd, sm, res, s); err != nil {
 		return nil, err
 	}
-	if err := r.afterRun(ctx, conn, sv, sm, c.Database, before, res); err != nil {
+	after, err := r.afterRun(ctx, conn, sv, sm, c.Database, before, res)
+	if err != nil {
 		return nil, err
 	}
+	clock.finish(res.Observer, before, after)
 	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
 	res.LoggedTx = txlog.Count()
+	logCost(res.Observer, res.LoggedTx)
 	r.metrics(res, txlog, s)
 	if err := readDeclared(ctx, conn, s.Workload, res); err != nil {
 		return nil, err
@@ -193,8 +197,10 @@ func (r *Runner) runPgbench(ctx context.Context, cmd proc.Cmd, sm *sampler, res 
 	wg.Add(1)
 	go func() { defer wg.Done(); sm.run(ctx, stop) }()
 	werr := p.Wait()
+	window := time.Since(sm.start)
 	close(stop)
 	wg.Wait()
+	res.Observer = &Observer{WindowS: window.Seconds(), PgbenchS: p.CPUTime().Seconds(), Queries: sm.queries}
 	if werr != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -213,28 +219,29 @@ func (r *Runner) runPgbench(ctx context.Context, cmd proc.Cmd, sm *sampler, res 
 }
 
 // afterRun takes the probe's and pg_stat_statements' second readings
-// into res; the probe is left out if other backends used db meanwhile.
-func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, before Counters, res *Result) error {
+// into res, and returns the probe's; the probe is left out of res if
+// other backends used db meanwhile.
+func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *sampler, db string, before Counters, res *Result) (Counters, error) {
 	// The probe's second reading: after pgbench's backends are gone, so
 	// their statistics are flushed.
 	r.waitBackendsGone(ctx, conn, db, "pgbench", 10*time.Second)
 	after, err := readCounters(ctx, conn, sv)
 	if err != nil {
-		return exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
+		return after, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
 	if sm.seesXmin {
 		if _, err := sm.readXmin(ctx); err != nil {
-			return exitcode.Failure(fmt.Errorf("%w: reading the oldest xmin: %v", ErrServer, err))
+			return after, exitcode.Failure(fmt.Errorf("%w: reading the oldest xmin: %v", ErrServer, err))
 		}
 		age := sm.xminMax
 		res.OldestXminAge = &age
 	}
 	res.xminHidden = !sm.seesXmin
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
-		return exitcode.Failure(err)
+		return after, exitcode.Failure(err)
 	}
 	if res.Final, err = sm.final(ctx); err != nil {
-		return exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
+		return after, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
 	res.Statements, _ = topStatements(ctx, conn, 10)
 	if len(sm.foreign) == 0 {
@@ -247,7 +254,7 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("foreign backends used database %s during the run: %s; probe counters left out, they would count its work too", db, strings.Join(who, ", ")))
 	}
-	return nil
+	return after, nil
 }
 
 // readTxLogs reads pgbench's transaction logs (logPrefix.*) and removes

@@ -76,6 +76,8 @@ type sampler struct {
 	// xminMax is the oldest xmin's largest age read so far.
 	seesXmin bool
 	xminMax  int64
+	// queries counts the queries run sends (the cost of measuring).
+	queries int
 }
 
 // run samples until stop is closed. Queries run under ctx, not under stop:
@@ -107,10 +109,15 @@ func (s *sampler) run(ctx context.Context, stop <-chan struct{}) {
 			s.waits.Seconds = time.Since(s.start).Seconds()
 			return
 		case <-wt.C:
+			s.queries++
 			if err := s.sampleWaits(ctx); err != nil && ctx.Err() == nil {
 				s.setErr(err)
 			}
 		case <-st.C:
+			s.queries += 2 // pg_stat_statements and its info
+			if s.seesXmin {
+				s.queries++
+			}
 			smp, err := s.samplePGSS(ctx)
 			if err != nil {
 				if ctx.Err() == nil {

@@ -450,6 +450,16 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
+// CPUTime is the exited process's CPU time, user and system, every
+// thread included (wait4's rusage: exact to the microsecond); 0 before
+// it exited or in dry-run mode.
+func (p *Process) CPUTime() time.Duration {
+	if p.cmd == nil || p.cmd.ProcessState == nil {
+		return 0
+	}
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -235,4 +236,41 @@ func Cmdline(pid int) ([]string, error) {
 		return nil, nil
 	}
 	return strings.Split(string(data), "\x00"), nil
+}
+
+// RunTime is the CPU time pid's main thread has run, from the first
+// field of /proc/PID/schedstat: nanoseconds the scheduler counted, exact,
+// where utime and stime are sampled in ticks of 10 ms. A single-threaded
+// process (a PostgreSQL backend) is its main thread.
+func RunTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(pidPath(pid, "schedstat"))
+	if err != nil {
+		return 0, err
+	}
+	return ParseSchedstat(data)
+}
+
+// ParseSchedstat parses the contents of /proc/PID/schedstat: "run_ns
+// wait_ns timeslices".
+func ParseSchedstat(data []byte) (time.Duration, error) {
+	f := strings.Fields(string(data))
+	if len(f) < 1 {
+		return 0, fmt.Errorf("%w: schedstat %q", ErrFormat, truncate(data))
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: schedstat %q: %v", ErrFormat, truncate(data), err)
+	}
+	return time.Duration(ns), nil
+}
+
+// SelfCPU is the CPU time of this process, every thread included (user
+// and system, getrusage RUSAGE_SELF; the kernel splits the exact run time
+// between the two, so their sum is exact to the microsecond).
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -81,3 +81,44 @@ func TestLiveProcess(t *testing.T) {
 		t.Errorf("pid %d alive after it was reaped", pid)
 	}
 }
+
+func TestSchedstat(t *testing.T) {
+	d, err := ParseSchedstat([]byte("123456789 42 7\n"))
+	if err != nil || d != 123456789 {
+		t.Fatalf("%v, %v", d, err)
+	}
+	if _, err := ParseSchedstat([]byte("\n")); err == nil {
+		t.Error("an empty schedstat parsed")
+	}
+	if _, err := ParseSchedstat([]byte("x 1 2")); err == nil {
+		t.Error("a schedstat without a number parsed")
+	}
+	// The main thread has run; the whole process's time agrees with
+	// its utime+stime ticks over a busy loop of 10 ticks.
+	if d := mustRunTime(t); d <= 0 {
+		t.Errorf("schedstat: run time %v", d)
+	}
+	ticks := func() int64 {
+		st, err := ReadStat(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CPUTicks(false)
+	}
+	self0, ticks0 := SelfCPU(), ticks()
+	for end := time.Now().Add(10 * time.Second); ticks()-ticks0 < 10 && time.Now().Before(end); {
+	}
+	d, want := SelfCPU()-self0, time.Duration(ticks()-ticks0)*time.Second/ClockTicks
+	if d < want-30*time.Millisecond || d > want+30*time.Millisecond {
+		t.Errorf("getrusage: %v over a loop of %v in ticks", d, want)
+	}
+}
+
+func mustRunTime(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := RunTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
