@@ -6,9 +6,12 @@
 # time instead.
 #
 # 1. pgbench's latency log: pgbench -t on select1 with --log
-#    --sampling-rate 1 and without, interleaved; its CPU time (getrusage
-#    of the child, bash's `time`) per logged line is the difference over
-#    the lines. workload's pgbenchLogLine holds this figure.
+#    --sampling-rate 1 and without, interleaved; its user CPU time
+#    (getrusage of the child, bash's `time`) per logged line is the
+#    difference over the lines. User time only: formatting a line is
+#    user work and its writes are buffered (a write per ~4 kB), while
+#    pgbench's system time (sockets) varies by more than the whole log
+#    costs. workload's pgbenchLogLine holds this figure.
 # 2. Real cells: `abtest bench --json` on each workload; each result's
 #    "observer" has the parts: the backend serving abtest's connection
 #    (/proc/PID/schedstat), abtest's own process (getrusage), pgbench's
@@ -18,14 +21,14 @@
 # Usage: bench/observer_cost.sh [CELLS] [SECONDS] [CLIENTS] [WORKLOADS] [LOG_TX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cells=${1:-3} secs=${2:-30} clients=${3:-8} workloads=${4:-select1,churn} logtx=${5:-25000}
+cells=${1:-3} secs=${2:-30} clients=${3:-8} workloads=${4:-select1,churn} logtx=${5:-10000}
 # shellcheck disable=SC1091
 . bench/lib.sh
 bench_cluster obscost "$clients"
 
 echo "== pgbench's latency log: -c $clients -j $threads -t $logtx, select1, 4 pairs"
 TIMEFORMAT='%3R %3U %3S'
-cpu() { { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{printf "%.3f", $2 + $3}'; }
+cpu() { { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{printf "%.3f", $2}'; }
 lines=$(( clients * logtx ))
 diffs=()
 for i in 1 2 3 4; do
@@ -34,7 +37,7 @@ for i in 1 2 3 4; do
   n=$(cat "$base"/tx.* | wc -l); rm -f "$base"/tx.*
   d=$(echo "($logged - $plain) / $n * 1000000000" | bc -l)
   diffs+=("$d")
-  printf 'pair %d: pgbench CPU %6.3f s plain, %6.3f s with %d lines logged: %6.0f ns a line\n' "$i" "$plain" "$logged" "$n" "$d"
+  printf 'pair %d: pgbench user CPU %6.3f s plain, %6.3f s with %d lines logged: %6.0f ns a line\n' "$i" "$plain" "$logged" "$n" "$d"
 done
 printf 'median: %.0f ns a logged line (%d tx a pair)\n' "$(median "${diffs[@]}")" "$lines"
 
