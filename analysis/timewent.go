@@ -144,8 +144,18 @@ func (r *Report) profiles(base string) {
 	type key struct{ config, commit string }
 	groups := map[key]*perfGroup{}
 	var keys []key
+	failed, firstErr := 0, ""
 	for _, rec := range r.records {
-		if rec.Status != results.StatusOK || rec.Perf == nil || rec.Perf.Profile == "" {
+		if rec.Status != results.StatusOK || rec.Perf == nil {
+			continue
+		}
+		if rec.Perf.Error != "" {
+			if failed++; failed == 1 {
+				firstErr = fmt.Sprintf("%s: %s", rec.Cell, rec.Perf.Error)
+			}
+			continue
+		}
+		if rec.Perf.Profile == "" {
 			continue
 		}
 		p, err := readProfile(r.Dirs, rec.Perf.Profile)
@@ -159,6 +169,9 @@ func (r *Report) profiles(base string) {
 			keys = append(keys, k)
 		}
 		groups[k].add(p, rec.Perf)
+	}
+	if failed > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("no profile in %d cell(s), left out of \"Where the time went\" (first: %s)", failed, firstErr))
 	}
 	for _, k := range keys {
 		b := groups[key{k.config, base}]

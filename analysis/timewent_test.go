@@ -250,3 +250,34 @@ func TestTimeWentText(t *testing.T) {
 		}
 	}
 }
+
+// A cell whose profile holds no sample of the server (perf started after
+// the workload ended, on a busy host) is left out of the comparison and
+// said in the warnings, not compared as an empty profile.
+func TestTimeWentSkipsFailedProfiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	dir := t.TempDir()
+	r := &Report{Dirs: []string{dir}, Baseline: "base"}
+	for i := range 2 {
+		for _, c := range []string{"base", "patch"} {
+			rel := fmt.Sprintf("cells/%s-%d/profile.pb.gz", c, i)
+			n := 200
+			info := &results.PerfInfo{Profile: rel, Samples: n, Tx: 1000}
+			if c == "patch" && i == 1 {
+				n = 0
+				info.Samples, info.Error = 0, "perf recorded no sample of the server in its 2s window"
+			}
+			if err := profiles.Write(synthProfile(rng, serverMix, n), filepath.Join(dir, rel)); err != nil {
+				t.Fatal(err)
+			}
+			r.records = append(r.records, results.Record{Cell: fmt.Sprintf("%s-%d", c, i), Commit: c, Config: results.Config{Workload: "select1", Clients: 2}, Repeat: i, Status: results.StatusOK, Perf: info})
+		}
+	}
+	r.profiles("base")
+	if len(r.TimeWent) != 1 || r.TimeWent[0].Samples != 200 {
+		t.Fatalf("time went %+v: want patch's one good profile of 200 samples", r.TimeWent)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "no profile in 1 cell(s)") || !strings.Contains(r.Warnings[0], "patch-1: perf recorded no sample") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}

@@ -702,6 +702,11 @@ func (r *run) profile(ctx context.Context, st *cluster.State, spec workload.Spec
 	}
 	rel, _ := filepath.Rel(r.dir, path)
 	info.Profile, info.Samples, info.Event, info.CallGraphs = rel, res.Samples, res.Event, res.CallGraphs
+	if res.Samples == 0 {
+		// perf -a takes long to start on a busy host: its window can begin
+		// after the workload has ended.
+		info.Error = fmt.Sprintf("perf recorded no sample of the server in its %s window (on a busy host perf can start late: a longer -d, or a shorter --perf-window, leaves it room)", window)
+	}
 	return info
 }
 

@@ -363,7 +363,9 @@ func TestMatrixPerf(t *testing.T) {
 	}
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "perf")
 	code, stdout, stderr := abtest(t, env, "matrix", "-k", "a=install:"+install+",b=install:"+install,
-		"-c", "2", "-w", "select1", "-r", "1", "-d", "3", "--warmup", "0", "--perf", "--perf-window", "2", "-o", out, "--sample-every", "1s")
+		// A 2 s window in the middle of 6 s: perf -a can take a second or
+		// more to start on a loaded host, and must still see the workload.
+		"-c", "2", "-w", "select1", "-r", "1", "-d", "6", "--warmup", "0", "--perf", "--perf-window", "2", "-o", out, "--sample-every", "1s")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
