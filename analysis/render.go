@@ -600,11 +600,16 @@ func yes(b bool) string {
 	return "no"
 }
 
+// maxShownPct is the largest percentage a verdict says: a detectable
+// change beyond it (two repeats of a spread metric gave 10^150 %) is
+// "any size".
+const maxShownPct = 1000
+
 // pctAbs writes a size in percent, whole from 100 % on (never in
 // exponent notation); "any size" when it has none.
 func pctAbs(x float64) string {
 	switch {
-	case math.IsInf(x, 0) || math.IsNaN(x):
+	case math.IsInf(x, 0) || math.IsNaN(x) || x >= maxShownPct:
 		return "any size"
 	case x >= 100:
 		return fmt.Sprintf("%.0f%%", x)

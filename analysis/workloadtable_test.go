@@ -50,3 +50,15 @@ func TestFileWorkloadTables(t *testing.T) {
 		t.Errorf("text lacks delivery_p99_ms:\n%s", text.String())
 	}
 }
+
+// TestHugeDetectableChange: a detectable change beyond 1000 % (two
+// repeats of a spread metric) is said as any size, not in 150 digits.
+func TestHugeDetectableChange(t *testing.T) {
+	st := Stat{Commit: "pg18", Verdict: results.Unknown, DetectablePct: 7.03e150, N: 2, Gated: true}
+	if got := verdictText(st); got != "unknown (could not detect < any size)" {
+		t.Errorf("got %q", got)
+	}
+	if got := pctAbs(250); got != "250%" {
+		t.Errorf("pctAbs(250) = %q", got)
+	}
+}
