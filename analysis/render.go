@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,17 +212,30 @@ func (r *Report) writeChanges(w io.Writer) {
 // configuration, then its cells' details.
 func (r *Report) writeWorkload(w io.Writer, wl string) {
 	fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
-	for _, m := range results.TableMetrics {
-		if rows := r.rowsFor(wl, m); len(rows) > 0 {
-			r.writeMetricTable(w, wl, m, rows)
+	id := results.EscapeID(wl)
+	for _, m := range r.tableMetrics() {
+		if rows := r.rowsFor(id, m); len(rows) > 0 {
+			r.writeMetricTable(w, id, m, rows)
 		}
 	}
 	r.writeCellDetails(w, wl)
 }
 
-// writeMetricTable is a metric's table in a workload: a line per
-// configuration, each commit's median and, against the baseline, its
-// change and verdict.
+// tableMetrics are the metrics of the per-workload tables: the built-in
+// ones of results.TableMetrics, then those the workloads declare.
+func (r *Report) tableMetrics() []string {
+	out := slices.Clone(results.TableMetrics)
+	for _, m := range r.Plan.Metrics {
+		if _, builtin := results.Builtin.Get(m.Name); !builtin {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// writeMetricTable is a metric's table in a workload (wl its id, as
+// configuration ids begin): a line per configuration, each commit's
+// median and, against the baseline, its change and verdict.
 func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
 	def, _ := r.Plan.Metrics.Get(m)
 	fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
@@ -404,6 +418,8 @@ func topWaits(waits map[string]int, active int) string {
 	return strings.Join(top, ", ") + fmt.Sprintf(", of %d active samples", active)
 }
 
+// rowsFor are metric's rows in the configurations whose id begins with
+// the workload id wl (results.EscapeID of its name).
 func (r *Report) rowsFor(wl, metric string) []Row {
 	var out []Row
 	for _, row := range r.Rows {
@@ -588,11 +604,16 @@ func yes(b bool) string {
 	return "no"
 }
 
+// maxShownPct is the largest percentage a verdict says: a detectable
+// change beyond it (two repeats of a spread metric gave 10^150 %) is
+// "any size".
+const maxShownPct = 1000
+
 // pctAbs writes a size in percent, whole from 100 % on (never in
 // exponent notation); "any size" when it has none.
 func pctAbs(x float64) string {
 	switch {
-	case math.IsInf(x, 0) || math.IsNaN(x):
+	case math.IsInf(x, 0) || math.IsNaN(x) || x >= maxShownPct:
 		return "any size"
 	case x >= 100:
 		return fmt.Sprintf("%.0f%%", x)

@@ -72,15 +72,22 @@ func serverWarnings(diffs []ServerDiff, commits []string) []string {
 		if !d.Performance {
 			continue
 		}
-		var vals []string
+		var vals, lacking []string
 		for _, c := range commits {
 			if v, ok := d.Values[c]; ok {
 				vals = append(vals, fmt.Sprintf("%s %s", c, orNone(v)))
+				if v == "" {
+					lacking = append(lacking, c)
+				}
 			}
 		}
 		how := "--set " + d.Setting + "=VALUE makes it one value"
-		if d.Setting == "data_checksums" {
+		switch {
+		case d.Setting == "data_checksums":
 			how = "--initdb-opt=--no-data-checksums (or --data-checksums) makes them equal"
+		case len(lacking) > 0:
+			// --set would make the servers without it refuse to start.
+			how = strings.Join(lacking, ", ") + " has no such setting, so no option makes them equal: a difference of the versions"
 		}
 		out = append(out, fmt.Sprintf("the servers differ in %s (%s), which changes performance: %s", d.Setting, strings.Join(vals, ", "), how))
 	}

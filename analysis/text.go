@@ -162,8 +162,8 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 func (r *Report) writeTextWorkload(w io.Writer, wl, c string) {
 	var configs []string
 	byConfig := map[string][]Row{}
-	for _, m := range results.TableMetrics {
-		for _, row := range r.rowsFor(wl, m) {
+	for _, m := range r.tableMetrics() {
+		for _, row := range r.rowsFor(results.EscapeID(wl), m) {
 			if byConfig[row.Config] == nil {
 				configs = append(configs, row.Config)
 			}

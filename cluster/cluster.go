@@ -520,7 +520,11 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	if opts.DataChecksums {
 		args = append(args, "--data-checksums")
 	}
-	args = append(args, opts.InitdbOpts...)
+	more, err := m.knownInitdbOpts(ctx, opts.Install, opts.InitdbOpts)
+	if err != nil {
+		return err
+	}
+	args = append(args, more...)
 	c := m.cmd(opts.Install, "initdb", args...)
 	c.Log = filepath.Join(m.Root, name+".initdb.log")
 	if err := m.Run.Run(ctx, c); err != nil {
@@ -532,6 +536,27 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 		return exitcode.Failure(err)
 	}
 	return exitcode.Failure(m.Run.Rename(stage, dir))
+}
+
+// knownInitdbOpts are opts without --no-data-checksums when install's
+// initdb does not know it (before PostgreSQL 17, whose initdb leaves
+// checksums off unless asked): there it is the default, so one
+// --initdb-opt=--no-data-checksums makes 15 and 18 equal.
+func (m *Manager) knownInitdbOpts(ctx context.Context, install string, opts []string) ([]string, error) {
+	const off = "--no-data-checksums"
+	if !slices.Contains(opts, off) {
+		return opts, nil
+	}
+	c := m.cmd(install, "initdb", "--help")
+	c.ReadOnly = true
+	help, err := m.Run.Output(ctx, c)
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("initdb --help of %s: %w", install, err))
+	}
+	if m.Run.DryRun || strings.Contains(help, off) {
+		return opts, nil
+	}
+	return slices.DeleteFunc(slices.Clone(opts), func(o string) bool { return o == off }), nil
 }
 
 // InitdbStaging is where initdb makes cluster name's data directory

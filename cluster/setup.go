@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 // SetupFile, in a data directory, is the setup SQL last run there, as
@@ -48,7 +50,11 @@ func (m *Manager) RunSetup(ctx context.Context, st *State, file, sql string) (bo
 	defer conn.Close(ctx)
 	// No arguments: the simple protocol, which runs several statements.
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		return false, fmt.Errorf("setup SQL %s%s: %w", file, sqlLine(sql, err), err)
+		err = fmt.Errorf("setup SQL %s%s: %w", file, sqlLine(sql, err), err)
+		if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+			err = &results.UserSQLError{Err: err}
+		}
+		return false, err
 	}
 	if err := m.writeOwned(done, []byte(sql), 0o600); err != nil {
 		return false, err

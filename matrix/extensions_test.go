@@ -125,8 +125,9 @@ func checkCluster(t *testing.T, deps *Deps, install string) {
 
 // TestExtensionBadInput: an extension directory without a Makefile and
 // a missing setup SQL file are refused by Prepare (exit 2); a build
-// that fails is exit 3 naming its log; setup SQL that fails fails the
-// cells, naming the file and line.
+// that fails is exit 3 naming its log; setup SQL or a declared metric's
+// query the server refuses stops the run after the first cell (exit 3,
+// one line naming the file and line, or the metric), no server left.
 func TestExtensionBadInput(t *testing.T) {
 	deps, pg := extDeps(t)
 	install := testpg.CopyInstallPGXS(t, pg, "fp-bad")
@@ -169,20 +170,37 @@ func TestExtensionBadInput(t *testing.T) {
 	req = base
 	req.SetupSQL = filepath.Join(t.TempDir(), "bad.sql")
 	os.WriteFile(req.SetupSQL, []byte("SELECT 1;\nSELECT * FROM nosuch_table;\n"), 0o644)
-	if plan, err = Prepare(ctx, deps, req); err != nil {
+	userSQLStops(t, deps, req, "setup SQL "+req.SetupSQL+" line 2", "nosuch_table")
+
+	req = base
+	file := filepath.Join(t.TempDir(), "badmetric.sql")
+	os.WriteFile(file, []byte("-- abtest:script\nSELECT 1;\n-- abtest:metric broken_ms unit=ms\nSELECT nosuch FROM nowhere\n"), 0o644)
+	req.Workloads = []string{"file:" + file}
+	userSQLStops(t, deps, req, "metric broken_ms: its query failed", `"nowhere"`)
+}
+
+// userSQLStops runs req, whose SQL the server refuses, and checks that
+// the run stops after its first cell (exit 3, the error naming want and
+// detail), records that cell failed, and leaves no server running.
+func userSQLStops(t *testing.T, deps *Deps, req Request, want, detail string) {
+	t.Helper()
+	ctx := context.Background()
+	plan, err := Prepare(ctx, deps, req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(testenv.SharedTempDir(t), "r")
-	if err := Run(ctx, deps, plan, dir); err != nil {
-		t.Fatal(err)
+	err = Run(ctx, deps, plan, dir)
+	if exitcode.Code(err) != exitcode.Infra || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), detail) || !strings.Contains(err.Error(), "stopped after 1 of 2 cells") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("run: %v (exit %d); want exit 3, one line naming %q and %q, stopped after 1 of 2 cells", err, exitcode.Code(err), want, detail)
 	}
 	recs, _, _ := results.ReadRecords(dir)
-	for _, r := range recs {
-		if r.Status != results.StatusFailed || !strings.Contains(r.Error, "setup SQL "+req.SetupSQL+" line 2") || !strings.Contains(r.Error, "nosuch_table") {
-			t.Errorf("cell %s: %s %q; want failed naming the file, line 2 and the table", r.Cell, r.Status, r.Error)
-		}
+	if len(recs) != 1 || recs[0].Status != results.StatusFailed || !strings.Contains(recs[0].Error, want) {
+		t.Errorf("records %+v; want the one failed cell naming %q", recs, want)
 	}
-	if len(recs) != 2 {
-		t.Errorf("%d records, want 2", len(recs))
+	for _, b := range []string{"a", "b"} {
+		if ps := cluster.Processes(filepath.Join(deps.Clusters.Root, ClusterName(b))); len(ps) > 0 {
+			t.Errorf("cluster of %s: processes %v left running", b, ps)
+		}
 	}
 }

@@ -58,3 +58,39 @@ func TestServersRecorded(t *testing.T) {
 		t.Errorf("diffs %v\n%s", rep.ServerDiffs, md.String())
 	}
 }
+
+// TestNoDataChecksumsBefore17: --initdb-opt=--no-data-checksums, what
+// makes PostgreSQL 18 equal to older servers, is given to PG 15's initdb
+// too, which does not know it (its checksums are off by default): its
+// cells run, with checksums off, the option recorded as asked.
+func TestNoDataChecksumsBefore17(t *testing.T) {
+	deps, install := prebuiltDeps(t)
+	req := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		InitdbOpts: []string{"--no-data-checksums"},
+	}
+	plan, err := Prepare(context.Background(), deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	if err := Run(context.Background(), deps, plan, dir); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, _ := results.ReadRecords(dir)
+	for _, r := range recs {
+		if r.Status != results.StatusOK {
+			t.Errorf("%s: %s %s", r.Cell, r.Status, r.Error)
+		}
+	}
+	servers, _ := results.ReadServers(dir)
+	for c, s := range servers {
+		if s.Settings["data_checksums"] != "off" || strings.Join(s.InitdbOpts, " ") != "--no-data-checksums" {
+			t.Errorf("%s: initdb %v, data_checksums %q", c, s.InitdbOpts, s.Settings["data_checksums"])
+		}
+	}
+	if len(recs) != 2 || len(servers) != 2 {
+		t.Errorf("%d records, %d servers; want 2 and 2", len(recs), len(servers))
+	}
+}

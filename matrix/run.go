@@ -130,6 +130,9 @@ type run struct {
 	instr  instrState
 	// setupSQL is the plan's setup SQL, read once (readSetup).
 	setupSQL string
+	// userSQL is the error of the user's SQL that failed the last cell
+	// (noteUserSQL): it stops the run.
+	userSQL error
 }
 
 // Run executes plan into dir: it locks dir for the whole run
@@ -464,8 +467,20 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 		}
 		detail, failed := result(rec)
 		sink.Emit(progress.Event{Kind: progress.CellDone, Task: cell.ID, Detail: detail, Failed: failed})
+		if r.userSQL != nil {
+			return exitcode.Failure(fmt.Errorf("%w: the run stopped after %d of %d cells (SQL the server refused fails the next cells alike); fix it and start a new run", r.userSQL, first+i+1, total))
+		}
 	}
 	return nil
+}
+
+// noteUserSQL keeps err when it is the user's SQL refused by the server
+// (setup SQL, a workload file's setup or metric query): cells stops the
+// run once the cell is recorded.
+func (r *run) noteUserSQL(err error) {
+	if _, ok := errors.AsType[*results.UserSQLError](err); ok {
+		r.userSQL = err
+	}
 }
 
 // result is a cell's outcome for its progress line, and whether it
@@ -550,6 +565,7 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		err = r.setup(ctx, st, cell)
 	}
 	if err != nil {
+		r.noteUserSQL(err)
 		return failed(rec, err, serverLog)
 	}
 	r.noteServer(ctx, commit, st)
@@ -576,6 +592,7 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		err = ierr
 	}
 	if err != nil {
+		r.noteUserSQL(err)
 		return failed(rec, err, serverLog)
 	}
 	return rec

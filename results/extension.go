@@ -61,3 +61,12 @@ func ExpandSetupSQL(sql string, values map[string]string) (string, error) {
 	}
 	return out, nil
 }
+
+// UserSQLError is SQL the user wrote that the server refused: matrix
+// --setup-sql, a workload file's setup section or a declared metric's
+// query. It fails alike in every cell, so a matrix stops at the first
+// instead of failing cell after cell.
+type UserSQLError struct{ Err error }
+
+func (e *UserSQLError) Error() string { return e.Err.Error() }
+func (e *UserSQLError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
@@ -146,9 +148,18 @@ func RunSetup(ctx context.Context, c Conn, w Workload) error {
 		err = tx.Commit(ctx)
 	}
 	if err != nil {
-		return exitcode.Failure(fmt.Errorf("workload %s: its setup SQL failed: %v", w.Name, err))
+		return exitcode.Failure(userSQL(fmt.Errorf("workload %s: its setup SQL failed: %w", w.Name, err)))
 	}
 	return nil
+}
+
+// userSQL is err marked as the user's SQL refused by the server
+// (results.UserSQLError) when a server error is in its chain.
+func userSQL(err error) error {
+	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return &results.UserSQLError{Err: err}
+	}
+	return err
 }
 
 // readDeclared reads the workload's declared metrics into res after the
@@ -158,7 +169,7 @@ func readDeclared(ctx context.Context, conn *pgx.Conn, w Workload, res *Result) 
 	for _, d := range w.Metrics {
 		var v *float64
 		if err := conn.QueryRow(ctx, marker+" SELECT ("+strings.TrimSuffix(d.Query, ";")+")::float8").Scan(&v); err != nil {
-			return exitcode.Failure(fmt.Errorf("workload %s: metric %s: its query failed: %v", w.Name, d.Metric.Name, err))
+			return exitcode.Failure(userSQL(fmt.Errorf("workload %s: metric %s: its query failed: %w", w.Name, d.Metric.Name, err)))
 		}
 		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 			return exitcode.Failure(fmt.Errorf("workload %s: metric %s: its query gave no number", w.Name, d.Metric.Name))

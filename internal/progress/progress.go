@@ -255,7 +255,11 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 			r.phases = append(r.phases, span{"build " + b.name + " " + s.name, s.d})
 		}
 		r.build = nil
-		r.line(fmt.Sprintf("build %s: built in %s (%s); %s", e.Task, Dur(took), strings.Join(parts, ", "), e.Detail), false)
+		phases := ""
+		if len(parts) > 0 {
+			phases = " (" + strings.Join(parts, ", ") + ")"
+		}
+		r.line(fmt.Sprintf("build %s: built in %s%s; %s", e.Task, Dur(took), phases, e.Detail), false)
 	}
 }
 

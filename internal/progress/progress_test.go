@@ -229,3 +229,16 @@ func TestAbort(t *testing.T) {
 		t.Errorf("after abort: %q", b.String())
 	}
 }
+
+// TestBuildWithoutPhases: a build that reports no phase (an extension's
+// PGXS build) ends with its time and no empty list of phases.
+func TestBuildWithoutPhases(t *testing.T) {
+	var b strings.Builder
+	Replay(New(&b, Options{Now: clock(0, 6*time.Second)}), []Event{
+		{Kind: BuildStart, Task: "pg15+pg_cron", Detail: "extension /src/pg_cron", Log: "/i/pg15.ext-pg_cron.log"},
+		{Kind: BuildDone, Task: "pg15+pg_cron", Detail: "PGXS, CC=ccache gcc"},
+	})
+	if got := strings.Split(b.String(), "\n")[1]; got != "build pg15+pg_cron: built in 6s; PGXS, CC=ccache gcc" {
+		t.Errorf("got %q", got)
+	}
+}
