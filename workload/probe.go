@@ -122,31 +122,6 @@ FROM pg_stat_user_tables t JOIN pg_statio_user_tables s USING (relid)`).Scan(&t.
 	return c, nil
 }
 
-// topStatements returns the entries that took the most time.
-func topStatements(ctx context.Context, conn *pgx.Conn, n int) ([]Statement, error) {
-	// The texts are tidied for the top n only: under churn the view
-	// holds thousands (the observer's cost, issue 27).
-	rows, err := conn.Query(ctx, marker+` SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 120), calls, mean_exec_time, max_exec_time
-FROM (SELECT query, calls, mean_exec_time, max_exec_time, total_exec_time FROM pg_stat_statements
-  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND query NOT LIKE '%/* abtest */%'
-  ORDER BY total_exec_time DESC LIMIT $1) top
-ORDER BY total_exec_time DESC`, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Statement
-	for rows.Next() {
-		var s Statement
-		if err := rows.Scan(&s.Query, &s.Calls, &s.MeanMS, &s.MaxMS); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 // xminSQL is the age of the oldest xmin holding back vacuum's horizon
 // in the database: a session's snapshot (backend_xmin) or its own
 // transaction (backend_xid), of this database or of none (a walsender

@@ -240,10 +240,9 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return after, exitcode.Failure(err)
 	}
-	if res.Final, err = sm.final(ctx); err != nil {
+	if res.Final, res.Statements, err = sm.final(ctx); err != nil {
 		return after, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
-	res.Statements, _ = topStatements(ctx, conn, 10)
 	if len(sm.foreign) == 0 {
 		d := after.Sub(before)
 		res.Probe = &d

@@ -51,15 +51,17 @@ type sampler struct {
 	out       io.Writer
 	// tps is the fallback when pg_stat_statements was not read at the
 	// start: pgbench's last -P report (0 until its first).
-	tps       func() float64
-	start     time.Time
-	firstSeen map[int64]time.Time
-	mu        sync.Mutex
-	samples   []Sample
-	waits     Waits
-	sinceLast map[string]int
-	err       error
-	dbName    string
+	tps   func() float64
+	start time.Time
+	// firstSeen is when each entry was first seen (PostgreSQL < 17);
+	// seen is the map the next sample fills, then swaps with it.
+	firstSeen, seen map[int64]time.Time
+	mu              sync.Mutex
+	samples         []Sample
+	waits           Waits
+	sinceLast       map[string]int
+	err             error
+	dbName          string
 	// foreign collects client backends of the database that are not
 	// pgbench's: pid → application_name.
 	foreign map[int32]string
@@ -84,7 +86,7 @@ type sampler struct {
 // pgx closes a connection whose query is cancelled, and the connection is
 // still needed for the probe afterwards.
 func (s *sampler) run(ctx context.Context, stop <-chan struct{}) {
-	s.firstSeen = map[int64]time.Time{}
+	s.firstSeen, s.seen = map[int64]time.Time{}, map[int64]time.Time{}
 	s.waits.ByEvent = map[string]int{}
 	s.sinceLast = map[string]int{}
 	if s.foreign == nil {
@@ -94,7 +96,8 @@ func (s *sampler) run(ctx context.Context, stop <-chan struct{}) {
 	// included, is counted from the one before.
 	s.perRun = statementsPerRun(s.w.Script)
 	if es, err := s.entries(ctx); err == nil {
-		s.calls, s.callsAt = callsOf(es), time.Now()
+		s.calls, s.callsAt = map[int64]int64{}, time.Now()
+		s.noteCalls(es)
 	}
 	wt := time.NewTicker(s.waitEvery)
 	st := time.NewTicker(s.every)
@@ -183,10 +186,15 @@ func (s *sampler) sampleWaits(ctx context.Context) error {
 	return rows.Err()
 }
 
-// pgssRows returns every entry of pg_stat_statements in the database
-// except abtest's own: queryid, calls, class (1 hot, 2 cold, 0 other),
-// and the seconds since stats_since where the server has it.
-func (s *sampler) pgssSQL() string {
+// pgssSQL reads every entry of pg_stat_statements in the database
+// except abtest's own, as one row of arrays: queryid, calls, class (1
+// hot, 2 cold, 0 other) and, where the server has stats_since, the
+// seconds since it. One row, not a row an entry: under churn the view
+// holds thousands, and a row each cost the server and abtest more than
+// the arrays (the observer's cost, issue 27). With top > 0 the row also
+// holds the top entries by total time (topStatements), so that the
+// reading at the end reads the view once.
+func (s *sampler) pgssSQL(top int) string {
 	class := "0"
 	if s.w.HotPrefix != "" || s.w.ColdPrefix != "" {
 		class = "CASE"
@@ -198,14 +206,25 @@ func (s *sampler) pgssSQL() string {
 		}
 		class += " ELSE 0 END"
 	}
-	age := "-1::float8"
+	ages, age := "'{}'::float8[]", ""
 	if s.hasSince {
-		age = "extract(epoch FROM now() - stats_since)::float8"
+		ages, age = "coalesce(array_agg(age), '{}')", ", extract(epoch FROM now() - stats_since)::float8 AS age"
 	}
-	return fmt.Sprintf(`%s SELECT queryid, calls, %s, %s
-FROM pg_stat_statements
-WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND query NOT LIKE '%%/* abtest */%%'`, marker, class, age)
+	var topCols, rank string
+	if top > 0 {
+		// FILTER comes before an aggregate's arguments are computed:
+		// only the top entries' texts are tidied.
+		agg := func(col string) string {
+			return fmt.Sprintf(", coalesce(array_agg(%s ORDER BY rank) FILTER (WHERE rank <= %d), '{}')", col, top)
+		}
+		topCols = agg(`left(regexp_replace(query, '\s+', ' ', 'g'), 120)`) + agg("calls") + agg("mean_exec_time") + agg("max_exec_time")
+		rank = ",\n    query, mean_exec_time, max_exec_time, row_number() OVER (ORDER BY total_exec_time DESC) AS rank"
+	}
+	return fmt.Sprintf(`%s SELECT coalesce(array_agg(queryid), '{}'), coalesce(array_agg(calls), '{}'), coalesce(array_agg(class), '{}'), %s%s
+FROM (SELECT queryid, calls, %s AS class%s%s
+  FROM pg_stat_statements
+  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND query NOT LIKE '%%/* abtest */%%') e`, marker, ages, topCols, class, age, rank)
 }
 
 func likePrefix(p string) string {
@@ -223,20 +242,44 @@ type entry struct {
 }
 
 func (s *sampler) entries(ctx context.Context) ([]entry, error) {
-	rows, err := s.conn.Query(ctx, s.pgssSQL())
-	if err != nil {
+	var r pgssRow
+	if err := s.conn.QueryRow(ctx, s.pgssSQL(0)).Scan(&r.ids, &r.calls, &r.classes, &r.ages); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []entry
-	for rows.Next() {
-		var e entry
-		if err := rows.Scan(&e.id, &e.calls, &e.class, &e.age); err != nil {
-			return nil, err
+	return r.entries(), nil
+}
+
+// pgssRow is pgssSQL's row.
+type pgssRow struct {
+	ids, calls []int64
+	classes    []int32
+	ages       []float64 // empty before PostgreSQL 17
+	// the top entries by total time, when asked for
+	top             []string
+	topCalls        []int64
+	topMean, topMax []float64
+}
+
+func (r *pgssRow) entries() []entry {
+	es := make([]entry, len(r.ids))
+	for i := range es {
+		es[i] = entry{id: r.ids[i], calls: r.calls[i], class: int(r.classes[i]), age: -1}
+		if len(r.ages) == len(es) {
+			es[i].age = r.ages[i]
 		}
-		out = append(out, e)
 	}
-	return out, rows.Err()
+	return es
+}
+
+func (r *pgssRow) statements() []Statement {
+	var out []Statement
+	if len(r.top) > 0 {
+		out = make([]Statement, len(r.top))
+	}
+	for i := range out {
+		out[i] = Statement{Query: r.top[i], Calls: r.topCalls[i], MeanMS: r.topMean[i], MaxMS: r.topMax[i]}
+	}
+	return out
 }
 
 func (s *sampler) dealloc(ctx context.Context) (int64, error) {
@@ -248,12 +291,14 @@ func (s *sampler) dealloc(ctx context.Context) (int64, error) {
 	return n - s.deallocBase, err
 }
 
-func callsOf(es []entry) map[int64]int64 {
-	m := make(map[int64]int64, len(es))
+// noteCalls keeps each entry's calls for the next sample's TPS. The map
+// is refilled, not made anew: under churn it holds thousands of entries
+// (the observer's cost, issue 27).
+func (s *sampler) noteCalls(es []entry) {
+	clear(s.calls)
 	for _, e := range es {
-		m[e.id] = e.calls
+		s.calls[e.id] = e.calls
 	}
-	return m
 }
 
 // sampleTPS is the script executions per second since the last
@@ -280,7 +325,8 @@ func (s *sampler) sampleTPS(es []entry, now time.Time) float64 {
 		stmts += e.calls - prev
 	}
 	dt := now.Sub(s.callsAt).Seconds()
-	s.calls, s.callsAt = callsOf(es), now
+	s.noteCalls(es)
+	s.callsAt = now
 	if dt <= 0 {
 		return 0
 	}
@@ -370,7 +416,8 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 	}
 	ages := make([]float64, 0, len(es))
 	calls := make([]float64, 0, len(es))
-	seen := make(map[int64]time.Time, len(es))
+	seen := s.seen
+	clear(seen)
 	ids := make([]int64, 0, len(es))
 	for _, e := range es {
 		switch e.class {
@@ -399,7 +446,7 @@ func (s *sampler) samplePGSS(ctx context.Context) (Sample, error) {
 		ages = append(ages, now.Sub(first).Seconds())
 	}
 	if len(seen) > 0 {
-		s.firstSeen = seen
+		s.firstSeen, s.seen = seen, s.firstSeen
 	}
 	smp.Age = dist(ages)
 	smp.Calls = dist(calls)
@@ -434,15 +481,21 @@ func (s *sampler) readXmin(ctx context.Context) (int64, error) {
 	return age, nil
 }
 
-// final reads pg_stat_statements once more at the end.
-func (s *sampler) final(ctx context.Context) (Final, error) {
-	es, err := s.entries(ctx)
-	if err != nil {
-		return Final{}, err
+// topStatements is how many entries final lists by total time.
+const topStatements = 10
+
+// final reads pg_stat_statements once more at the end: the entries and
+// the top statements by total time, in one reading.
+func (s *sampler) final(ctx context.Context) (Final, []Statement, error) {
+	var r pgssRow
+	if err := s.conn.QueryRow(ctx, s.pgssSQL(topStatements)).Scan(&r.ids, &r.calls, &r.classes, &r.ages,
+		&r.top, &r.topCalls, &r.topMean, &r.topMax); err != nil {
+		return Final{}, nil, err
 	}
+	es := r.entries()
 	d, err := s.dealloc(ctx)
 	if err != nil {
-		return Final{}, err
+		return Final{}, nil, err
 	}
 	f := Final{Entries: len(es), Deallocs: d, DeallocsUnknown: !s.hasInfo, HasClass: s.w.HotPrefix != ""}
 	counts := make([]int, len(histBins))
@@ -466,7 +519,7 @@ func (s *sampler) final(ctx context.Context) (Final, error) {
 			f.Histogram = append(f.Histogram, HistogramBin{Label: b.label, N: counts[i]})
 		}
 	}
-	return f, nil
+	return f, r.statements(), nil
 }
 
 func dist(xs []float64) Dist {
