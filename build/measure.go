@@ -59,7 +59,7 @@ func (m *measure) units(done, total int, t time.Time) {
 		return
 	}
 	d, pace := projected(t.Sub(m.start), t.Sub(m.compileAt), done, total, m.ref)
-	m.p.Estimate(d, fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the reference's time per unit",
+	m.p.Estimate(d, fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the reference's compile time",
 		done, total, progress.Dur(t.Sub(m.compileAt)), pace))
 }
 
@@ -67,12 +67,13 @@ func (m *measure) units(done, total int, t time.Time) {
 // since the build started, of which compile in the compile phase, where
 // done of total units are compiled. The units left take what the done
 // ones took each; the install takes the reference's, at the pace
-// (this machine's time per unit against the reference's) measured.
+// measured: this compile phase, so projected, against the reference's
+// (ninja's steps are not make's units, but both phases compile a tree).
 func projected(elapsed, compile time.Duration, done, total int, ref *Reference) (time.Duration, float64) {
 	per := compile.Seconds() / float64(done)
 	pace := 1.0
-	if ref.Seconds.Compile > 0 && ref.Units > 0 {
-		pace = per / (ref.Seconds.Compile / float64(ref.Units))
+	if ref.Seconds.Compile > 0 {
+		pace = per * float64(total) / ref.Seconds.Compile
 	}
 	left := per*float64(total-done) + ref.Seconds.Install*pace
 	return elapsed + seconds(left), pace

@@ -30,15 +30,15 @@ func TestMeasureAutotools(t *testing.T) {
 	m := &measure{ref: &ReferenceCold, p: &p, start: t0}
 	m.units(10, 1212, t0.Add(5*time.Second)) // before the compile phase: nothing
 	m.compiling(t0.Add(20 * time.Second))
-	// 0.2 s a unit: 107.1 s / 1212 is 0.0884 s on the reference, ×2.26.
+	// 0.2 s a unit, 242.4 s for 1212 against the reference's 107.1 s: ×2.26.
 	for _, k := range []int{50, 100, 151, 152, 200, 303, 500, 606, 1212} {
 		m.units(k, 1212, t0.Add(20*time.Second+time.Duration(k)*200*time.Millisecond))
 	}
 	want := []string{
 		// 20 + 30.4 (152 units) + 212 (1060 left) + 2.9 × 2.26 = 269 s.
-		"4m29s: measured on this machine: 152 of 1212 compile units in 30s, ×2.3 the reference's time per unit",
-		"4m29s: measured on this machine: 303 of 1212 compile units in 1m01s, ×2.3 the reference's time per unit",
-		"4m29s: measured on this machine: 606 of 1212 compile units in 2m01s, ×2.3 the reference's time per unit",
+		"4m29s: measured on this machine: 152 of 1212 compile units in 30s, ×2.3 the reference's compile time",
+		"4m29s: measured on this machine: 303 of 1212 compile units in 1m01s, ×2.3 the reference's compile time",
+		"4m29s: measured on this machine: 606 of 1212 compile units in 2m01s, ×2.3 the reference's compile time",
 	}
 	if strings.Join(p.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("estimates:\n%s\nwant\n%s", strings.Join(p.got, "\n"), strings.Join(want, "\n"))
