@@ -45,7 +45,7 @@ func jsonEqual(a, b any) bool {
 
 // TestMatrixDryRunEstimatesBuilds: -n counts the builds and says which
 // estimate each has: the last cold build of this tree from its record,
-// the machine's median for another tree, the 2-CPU references
+// the machine's median for another tree, the references of another machine (said so)
 // scaled by the load now without records (warm for a commit an earlier build of the plan compiles); the
 // total adds builds and cells.
 func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
