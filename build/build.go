@@ -95,6 +95,10 @@ type Builder struct {
 	Run         *proc.Runner
 	// Progress receives phases and steps; nil discards them.
 	Progress Progress
+	// learn, when set (BuildShown, from an Estimate of a reference),
+	// makes the build time its first compile units and tell Progress
+	// the estimate they give.
+	learn *Reference
 	// Servers stops the servers that run the prefix's binaries before
 	// anything is installed over them (a *cluster.Manager). Whether or
 	// not it is set, Build refuses to install over binaries a running
@@ -119,6 +123,9 @@ type Builder struct {
 type Progress interface {
 	Phase(name string)
 	Step(done, total int)
+	// Estimate tells what the whole build is now expected to take, and
+	// why: measured on this machine.
+	Estimate(d time.Duration, from string)
 }
 
 // Result is what Build did.
@@ -167,6 +174,9 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	}
 	start := time.Now()
 	j.info.Load = b.load()
+	if b.learn != nil && b.Progress != nil && !b.Run.DryRun {
+		j.measure = &measure{ref: b.learn, p: b.Progress, start: start}
+	}
 	stopped, err := b.runSteps(ctx, j)
 	if err != nil {
 		return nil, err
@@ -193,6 +203,8 @@ type job struct {
 	env           []string
 	// info is the record written once the build succeeded.
 	info *Info
+	// measure, when set, times the first compile units.
+	measure *measure
 }
 
 // plan decides how to build: the build system, the options and the
@@ -294,8 +306,19 @@ func (b *Builder) runStep(ctx context.Context, j *job, s step) error {
 	b.phase(s.phase)
 	t0 := time.Now()
 	c := s.cmd
-	if s.progress && b.Progress != nil {
-		c.Stdout = &ninjaProgress{p: b.Progress}
+	var p Progress = b.Progress
+	if m := j.measure; m != nil && s.phase == "compile" {
+		m.compiling(t0)
+		if s.progress {
+			p = stepsMeasured{Progress: p, m: m}
+		} else {
+			pctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go m.pollUnits(pctx, filepath.Join(j.wt, worktree.BuildDir), m.ref.Units, 2*time.Second)
+		}
+	}
+	if s.progress && p != nil {
+		c.Stdout = &ninjaProgress{p: p}
 	}
 	if err := b.runCached(ctx, j, c, s.cache); err != nil {
 		return b.failure(j.name, s.phase, j.log, err)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
@@ -199,7 +200,8 @@ func TestStatsLogAndNinjaProgress(t *testing.T) {
 
 type recorder struct{ steps []string }
 
-func (r *recorder) Phase(string) {}
+func (r *recorder) Phase(string)                   {}
+func (r *recorder) Estimate(time.Duration, string) {}
 func (r *recorder) Step(done, total int) {
 	r.steps = append(r.steps, fmt.Sprintf("%d/%d", done, total))
 }

@@ -38,10 +38,11 @@ func TestEstimate(t *testing.T) {
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	// No records: the references (quiet, 2 CPUs) scaled by load 2 on 2
 	// CPUs: ×2.
-	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != 36800*time.Millisecond || !strings.Contains(e.From, "reference, ×2.0 for load 2.0") {
+	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != 36800*time.Millisecond || e.Reference != &ReferenceWarm ||
+		e.From != "reference, not this machine: no warm build recorded here; a warm build of 18s on a 2-CPU VM, ×2.0 for load 2.0 now against 0.0 then" {
 		t.Errorf("no records, the commit compiled earlier in the plan: %+v", e)
 	}
-	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != 245200*time.Millisecond || !strings.Contains(e.From, "no cold build recorded") {
+	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != 245200*time.Millisecond || e.Reference != &ReferenceCold || !strings.HasPrefix(e.From, "reference, not this machine: no cold build recorded here; a cold build of 2m03s") {
 		t.Errorf("no records: %+v", e)
 	}
 	// On 8 idle CPUs the reference is 4 times faster.
@@ -72,7 +73,7 @@ func TestEstimate(t *testing.T) {
 		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 	} {
 		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o, false)
-		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from {
+		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from || e.Reference != nil {
 			t.Errorf("%s at %s %+v: %+v, want %s %s %q", tc.name, tc.sha, tc.o, e, tc.kind, tc.d, tc.from)
 		}
 	}

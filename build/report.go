@@ -51,6 +51,7 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 	}
 	bb := *b
 	bb.Progress = progress.Build{Sink: sink, Task: j.name}
+	bb.learn = est.Reference
 	res, err := bb.Build(ctx, prov, wtDir, o)
 	if err != nil && shown {
 		sink.Emit(progress.Event{Kind: progress.Abort})

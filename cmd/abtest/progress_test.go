@@ -45,7 +45,7 @@ func jsonEqual(a, b any) bool {
 
 // TestMatrixDryRunEstimatesBuilds: -n counts the builds and says which
 // estimate each has: the last cold build of this tree from its record,
-// the machine's median for another tree, the 2-CPU references
+// the machine's median for another tree, the references of another machine (said so)
 // scaled by the load now without records (warm for a commit an earlier build of the plan compiles); the
 // total adds builds and cells.
 func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
@@ -81,8 +81,8 @@ func TestMatrixDryRunEstimatesBuilds(t *testing.T) {
 	os.WriteFile(patch, []byte("x"), 0o644)
 	_, out, _ = abtest(t, env, "-n", "matrix", "-k", "a=HEAD,b=HEAD+"+patch, "-c", "1", "-w", "select1", "-r", "1", "-d", "10", "--warmup", "0")
 	for _, want := range []string{
-		`(?m)^# build a: cold, about \S+ \(no cold build recorded on this machine: a 2-CPU reference, ×[0-9.]+ for load [0-9.]+ now against 0\.0 then\)$`,
-		`(?m)^# build b: warm, about \S+ \(no warm build recorded on this machine: a 2-CPU reference, ×`,
+		`(?m)^# build a: cold, about \S+ \(reference, not this machine: no cold build recorded here; a cold build of 2m03s on a 2-CPU VM, ×[0-9.]+ for load [0-9.]+ now against 0\.0 then\)$`,
+		`(?m)^# build b: warm, about \S+ \(reference, not this machine: no warm build recorded here; a warm build of 18s on a 2-CPU VM, ×`,
 		`(?m)^# estimate: \S+ = builds \S+ \(1 warm, 1 cold\) \+ cells 25s`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {

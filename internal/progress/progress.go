@@ -41,6 +41,10 @@ const (
 	Phase Kind = "phase"
 	// Step: Done of Total steps of the current phase (ninja's [n/N]).
 	Step Kind = "step"
+	// Estimated: build Task is now expected to take Estimate in all,
+	// for the reason From: what it measured of this machine (its first
+	// compile units), replacing an estimate from a reference.
+	Estimated Kind = "estimate"
 	// BuildDone: build Task succeeded; Detail is its outcome (type,
 	// ccache, version).
 	BuildDone Kind = "built"
@@ -197,7 +201,7 @@ func (r *Renderer) Emit(e Event) {
 		r.began = t
 	}
 	switch e.Kind {
-	case BuildStart, BuildCached, Phase, Step, BuildDone:
+	case BuildStart, BuildCached, Phase, Step, Estimated, BuildDone:
 		r.buildEvent(e, t)
 	case CellStart, CellDone:
 		r.cellEvent(e, t)
@@ -241,6 +245,12 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 			return
 		}
 		b.done, b.total = e.Done, e.Total
+	case Estimated:
+		if b == nil {
+			return
+		}
+		b.estimate, b.from = e.Estimate, e.From
+		r.line(fmt.Sprintf("build %s: %s, %s in%s", b.name, estimate(e.Estimate, e.From), Dur(t.Sub(b.start)), b.left(t, ", ")), false)
 	case BuildDone:
 		if b == nil {
 			r.line(fmt.Sprintf("build %s: built; %s", e.Task, e.Detail), false)

@@ -242,3 +242,25 @@ func TestBuildWithoutPhases(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestEstimated: a build that measured its first compile units says its
+// new estimate in a line that stays, and the ETA counts from it, not from
+// the reference it started with.
+func TestEstimated(t *testing.T) {
+	var b strings.Builder
+	r := New(&b, Options{Now: clock(0, 10*time.Second)})
+	Replay(r, []Event{
+		{Kind: BuildStart, Task: "base", Detail: "base 116bfafc", Log: "/i/base.build.log", Estimate: 143 * time.Second, From: "cold: reference, not this machine"},
+		{Kind: Phase, Task: "base", Phase: "compile"},
+		{Kind: Estimated, Task: "base", Estimate: 292 * time.Second, From: "measured on this machine: 152 of 1212 compile units in 30s"},
+		{Kind: Phase, Task: "base", Phase: "install"},
+	})
+	want := `build base (base 116bfafc): about 2m23s (cold: reference, not this machine); log /i/base.build.log
+build base: compile (10s in, ETA 2m13s)
+build base: about 4m52s (measured on this machine: 152 of 1212 compile units in 30s), 20s in, ETA 4m32s
+build base: install (30s in, ETA 4m22s)
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -1,6 +1,9 @@
 package progress
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Recorder keeps every event and passes it on to Next (when set): a
 // run's events, to replay through another renderer.
@@ -49,4 +52,10 @@ func (b Build) Phase(name string) {
 // Step tells that done of total steps of the phase are done.
 func (b Build) Step(done, total int) {
 	b.Sink.Emit(Event{Kind: Step, Task: b.Task, Done: done, Total: total})
+}
+
+// Estimate tells that the build is now expected to take d in all, by
+// what it measured (from).
+func (b Build) Estimate(d time.Duration, from string) {
+	b.Sink.Emit(Event{Kind: Estimated, Task: b.Task, Estimate: d, From: from})
 }
