@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
