@@ -16,3 +16,13 @@ func UnmarshalLine(line []byte) (rec Record, err error) {
 	err = newLineDecoder(newInterner()).unmarshal(line, &rec)
 	return rec, err
 }
+
+// DecodePlanCells is the decoding of DecodePlan, without its checks and
+// upgrades.
+var DecodePlanCells = decodePlan
+
+// DecodeCells says whether the fast path decodes a plan's cells.
+func DecodeCells(b []byte) bool {
+	_, ok := newLineDecoder(newInterner()).cells(b)
+	return ok
+}

@@ -91,10 +91,6 @@ func (d *lineDecoder) field(s *scanner, f int, r *Record) (ok bool) {
 		r.Cell = string(b)
 	case "commit":
 		r.Commit, ok = d.shared(s)
-	case "workload":
-		r.Workload, ok = d.shared(s)
-	case "condition":
-		r.Condition, ok = d.shared(s)
 	case "latency_method":
 		r.LatencyMethod, ok = d.shared(s)
 	case "status":
@@ -109,26 +105,16 @@ func (d *lineDecoder) field(s *scanner, f int, r *Record) (ok bool) {
 		r.Pgbench, ok = d.shared(s)
 	case "seq":
 		r.Seq, ok = s.int()
-	case "clients":
-		r.Clients, ok = s.int()
-	case "cpus":
-		r.CPUs, ok = s.int()
 	case "repeat":
 		r.Repeat, ok = s.int()
-	case "rate":
-		r.Rate, ok = s.float()
 	case "duration_s":
 		r.DurationS, ok = s.float()
 	case "wall_s":
 		r.WallS, ok = s.float()
-	case "instructions":
-		r.Instructions, ok = s.bool()
 	case "saturated":
 		r.Saturated, ok = s.bool()
-	case "settings":
-		r.Settings, ok = d.strMap(s)
-	case "vars":
-		r.Vars, ok = d.strMap(s)
+	case "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition":
+		ok = d.configField(s, recordFields[f], &r.Config)
 	case "started_at":
 		start := s.i
 		if _, ok = s.str(); ok {
@@ -142,6 +128,107 @@ func (d *lineDecoder) field(s *scanner, f int, r *Record) (ok bool) {
 		ok = s.value(d.target(f, r))
 	}
 	return ok
+}
+
+// configField decodes the value of a Config's key k (not a null).
+func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
+	switch k {
+	case "workload":
+		c.Workload, ok = d.shared(s)
+	case "condition":
+		c.Condition, ok = d.shared(s)
+	case "clients":
+		c.Clients, ok = s.int()
+	case "cpus":
+		c.CPUs, ok = s.int()
+	case "rate":
+		c.Rate, ok = s.float()
+	case "instructions":
+		c.Instructions, ok = s.bool()
+	case "settings":
+		c.Settings, ok = d.strMap(s)
+	case "vars":
+		c.Vars, ok = d.strMap(s)
+	}
+	return ok
+}
+
+// cells decodes a plan's cells (a JSON array) as json.Unmarshal and the
+// interner would; false when it gave up.
+func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
+	s := scanner{b: b}
+	if !s.next('[') {
+		return nil, false
+	}
+	out := []Cell{}
+	if !s.next(']') {
+		for {
+			var c Cell
+			if !d.cell(&s, &c) {
+				return nil, false
+			}
+			out = append(out, c)
+			if s.next(',') {
+				continue
+			}
+			if s.next(']') {
+				break
+			}
+			return nil, false
+		}
+	}
+	s.space()
+	return out, s.i == len(s.b)
+}
+
+// The keys of a Cell (its Config's inline).
+var cellFields = [...]string{"id", "seq", "commit", "repeat", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition"}
+
+func (d *lineDecoder) cell(s *scanner, c *Cell) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	var seen [len(cellFields)]bool
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') || s.peek() == 'n' {
+			return false
+		}
+		f := -1
+		for i, name := range cellFields {
+			if name == string(k) {
+				f = i
+			}
+		}
+		if f < 0 || seen[f] {
+			return false
+		}
+		seen[f] = true
+		switch f {
+		case 0:
+			var b []byte
+			b, ok = s.str()
+			c.ID = string(b)
+		case 1:
+			c.Seq, ok = s.int()
+		case 2:
+			c.Commit, ok = d.shared(s)
+		case 3:
+			c.Repeat, ok = s.int()
+		default:
+			ok = d.configField(s, cellFields[f], &c.Config)
+		}
+		if !ok {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next('}')
+	}
 }
 
 // target is where json.Unmarshal decodes a field lineDecoder does not.

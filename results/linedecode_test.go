@@ -124,3 +124,50 @@ func nanless(m map[string]float64) map[string]float64 {
 	}
 	return out
 }
+
+// TestDecodePlanAsUnmarshal: a plan's cells, decoded by the fast path
+// or by json.Unmarshal (where it gives up), come out as json.Unmarshal
+// makes them, errors included.
+func TestDecodePlanAsUnmarshal(t *testing.T) {
+	full := resultstest.FullRecord("base", 1, results.StatusOK)
+	p := results.Plan{Version: results.Version, Baseline: "base", Commits: []results.Commit{{Label: "base"}, {Label: "patch"}}, Configs: []results.Config{full.Config}}
+	for i, commit := range []string{"base", "patch"} {
+		p.Cells = append(p.Cells, results.Cell{ID: "c/" + commit, Seq: i + 1, Commit: commit, Repeat: 1, Config: full.Config})
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := string(data)
+	cells, err := json.Marshal(p.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !results.DecodeCells(cells) {
+		t.Errorf("the fast path gives up on %s", cells)
+	}
+	for _, e := range [][2]string{
+		{"", ""},
+		{`"cells":[`, `"cells":[],"x":[`},
+		{`"cells":[`, `"cells":null,"x":[`},
+		{`"cells":[`, `"x":[`},
+		{`"cells":[`, `"cells":[{},`},
+		{`"seq":1`, `"seq":"1"`},
+		{`"seq":1`, `"seq":1.5`},
+		{`"seq":1`, `"seq":1,"Seq":3`},
+		{`"seq":1`, `"seq":1,"unknown":{"a":[1]}`},
+		{`"id":"c/base"`, `"id":"c\/base"`},
+		{`"commit":"patch"`, `"commit":null`},
+		{`"vars":{"batch":"10"}`, `"vars":{"b":"2","a":"1"}`},
+		{`"instructions":true`, `"instructions":1`},
+		{`"cells":[`, `"cells":{`},
+	} {
+		v := strings.Replace(plan, e[0], e[1], 1)
+		got, gotErr := results.DecodePlanCells([]byte(v))
+		var want results.Plan
+		wantErr := json.Unmarshal([]byte(v), &want)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || wantErr == nil && !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s:\nfast path: %+v (%v)\njson.Unmarshal: %+v (%v)", v, got, gotErr, want, wantErr)
+		}
+	}
+}

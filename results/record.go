@@ -186,8 +186,8 @@ func ReadPlan(dir string) (*Plan, error) {
 
 // DecodePlan parses a plan.json's bytes; name is for errors.
 func DecodePlan(data []byte, name string) (*Plan, error) {
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	p, err := decodePlan(data)
+	if err != nil {
 		return nil, exitcode.BadInputf("%s: %v", name, err)
 	}
 	switch {
@@ -213,9 +213,33 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 			p.Metrics[i].Count = m.Count || b.Count
 		}
 	}
-	// A big plan's cells share their configurations' settings (read
-	// them, never write them): 10⁵ cells took 53 MB, most of it maps.
-	in := newInterner()
+	return p, nil
+}
+
+// decodePlan decodes a plan as json.Unmarshal does. A big plan's cells
+// share their configurations' settings (read them, never write them):
+// 10⁵ cells took 53 MB, most of it maps. They are decoded by
+// lineDecoder, where it can: by json.Unmarshal, they were most of
+// reading such a plan.
+func decodePlan(data []byte) (*Plan, error) {
+	// The outer Cells hides the plan's own from json.Unmarshal.
+	var v struct {
+		Plan
+		Cells json.RawMessage `json:"cells"`
+	}
+	ok := json.Unmarshal(data, &v) == nil
+	p, in := v.Plan, newInterner()
+	if ok && v.Cells != nil {
+		p.Cells, ok = newLineDecoder(in).cells(v.Cells)
+	}
+	if !ok {
+		// The plan as a whole, as before (and for json.Unmarshal's
+		// error, which names the field by its path).
+		p = Plan{}
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, err
+		}
+	}
 	for i := range p.Cells {
 		c := &p.Cells[i]
 		c.Commit = in.str(c.Commit)
@@ -267,7 +291,11 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return DecodeRecords(f, filepath.Join(dir, CellsFile))
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return decodeRecords(f, filepath.Join(dir, CellsFile), size)
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
@@ -276,6 +304,11 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 // configuration share its Settings and Vars maps (and equal strings):
 // read them, never write them.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
+	return decodeRecords(r, name, 0)
+}
+
+// decodeRecords is DecodeRecords of size bytes (0: not known).
+func decodeRecords(r io.Reader, name string, size int64) ([]Record, []string, error) {
 	work := make(chan *chunk)
 	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
 	for range runtime.GOMAXPROCS(0) {
@@ -290,15 +323,25 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 			work <- c
 		})
 	}()
-	// The chunks are kept and copied once into a slice of the right
-	// size: appended chunk by chunk, the records (400 bytes each) were
-	// copied again at every doubling.
+	// The records are copied once, chunk by chunk as they come, into a
+	// slice of the size the first chunk's bytes per record predict (of
+	// a known size): kept until the end and then copied, the chunks
+	// were a second copy of every record (43 MB at 10⁵ cells), and
+	// appended with doublings, more.
+	var out []Record
 	var chunks [][]Record
 	var warnings []string
 	n := 0
 	for c := range order {
 		<-c.done
-		chunks = append(chunks, c.recs)
+		if out == nil && size > 0 && len(c.recs) > 0 {
+			out = make([]Record, 0, int(size/int64(c.bytes)*int64(len(c.recs))*21/20)+1)
+		}
+		if out != nil {
+			out = append(out, c.recs...)
+		} else {
+			chunks = append(chunks, c.recs)
+		}
 		n += len(c.recs)
 		for _, b := range c.bad {
 			warnings = append(warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, b.n, b.err))
@@ -307,10 +350,11 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 	if n == 0 {
 		return nil, warnings, readErr
 	}
-	out := make([]Record, 0, n)
-	for i, recs := range chunks {
-		out = append(out, recs...)
-		chunks[i] = nil
+	if out == nil {
+		out = make([]Record, 0, n)
+		for _, recs := range chunks {
+			out = append(out, recs...)
+		}
 	}
 	return out, warnings, readErr
 }
@@ -336,7 +380,7 @@ func readChunks(r io.Reader, send func(*chunk)) error {
 			rest = buf
 			continue
 		}
-		c := &chunk{first: line, data: buf[:end], done: make(chan struct{})}
+		c := &chunk{first: line, data: buf[:end], bytes: end, done: make(chan struct{})}
 		line += bytes.Count(c.data, []byte{'\n'})
 		rest = buf[end:]
 		send(c)
@@ -353,6 +397,7 @@ func readChunks(r io.Reader, send func(*chunk)) error {
 type chunk struct {
 	first int    // line number of data's first line
 	data  []byte // whole lines
+	bytes int    // len(data)
 	recs  []Record
 	bad   []badLine // lines that did not decode
 	done  chan struct{}
