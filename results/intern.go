@@ -33,21 +33,13 @@ func (in *interner) strMap(m map[string]string) map[string]string {
 		return m
 	}
 	b := in.key[:0]
-	add := func(k, v string) {
-		b = strconv.AppendInt(b, int64(len(k)), 10)
-		b = append(b, ':')
-		b = append(b, k...)
-		b = strconv.AppendInt(b, int64(len(v)), 10)
-		b = append(b, ':')
-		b = append(b, v...)
-	}
 	if len(m) == 1 {
 		for k, v := range m {
-			add(k, v)
+			b = appendPair(b, k, v)
 		}
 	} else {
 		for _, k := range sortedKeys(m) {
-			add(k, m[k])
+			b = appendPair(b, k, m[k])
 		}
 	}
 	in.key = b
@@ -76,4 +68,15 @@ func (in *interner) record(r *Record) {
 		}
 		r.Metrics = m
 	}
+}
+
+// appendPair appends a key and its value to a map's key in the
+// interner, each with its length (no separator can be confused).
+func appendPair[S string | []byte](b []byte, k, v S) []byte {
+	b = strconv.AppendInt(b, int64(len(k)), 10)
+	b = append(b, ':')
+	b = append(b, k...)
+	b = strconv.AppendInt(b, int64(len(v)), 10)
+	b = append(b, ':')
+	return append(b, v...)
 }

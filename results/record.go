@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -190,8 +189,8 @@ func ReadPlan(dir string) (*Plan, error) {
 
 // DecodePlan parses a plan.json's bytes; name is for errors.
 func DecodePlan(data []byte, name string) (*Plan, error) {
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	p, err := decodePlan(data)
+	if err != nil {
 		return nil, exitcode.BadInputf("%s: %v", name, err)
 	}
 	switch {
@@ -217,9 +216,33 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 			p.Metrics[i].Count = m.Count || b.Count
 		}
 	}
-	// A big plan's cells share their configurations' settings (read
-	// them, never write them): 10⁵ cells took 53 MB, most of it maps.
-	in := newInterner()
+	return p, nil
+}
+
+// decodePlan decodes a plan as json.Unmarshal does. A big plan's cells
+// share their configurations' settings (read them, never write them):
+// 10⁵ cells took 53 MB, most of it maps. They are decoded by
+// lineDecoder, where it can: by json.Unmarshal, they were most of
+// reading such a plan.
+func decodePlan(data []byte) (*Plan, error) {
+	// The outer Cells hides the plan's own from json.Unmarshal.
+	var v struct {
+		Plan
+		Cells json.RawMessage `json:"cells"`
+	}
+	ok := json.Unmarshal(data, &v) == nil
+	p, in := v.Plan, newInterner()
+	if ok && v.Cells != nil {
+		p.Cells, ok = newLineDecoder(in).cells(v.Cells)
+	}
+	if !ok {
+		// The plan as a whole, as before (and for json.Unmarshal's
+		// error, which names the field by its path).
+		p = Plan{}
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, err
+		}
+	}
 	for i := range p.Cells {
 		c := &p.Cells[i]
 		c.Commit = in.str(c.Commit)
@@ -271,77 +294,113 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return DecodeRecords(f, filepath.Join(dir, CellsFile))
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return decodeRecords(f, filepath.Join(dir, CellsFile), size)
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
-// Lines are decoded in chunks by one worker per CPU, in order: JSON
-// decoding is most of reading a big run (85 MB, 100 000 cells: 1.1 CPU-s).
-// Records of one configuration share its Settings and Vars maps (and
-// equal strings): read them, never write them.
+// Blocks of lines are decoded by one worker per CPU, in order: decoding
+// is most of reading a big run (85 MB, 100 000 cells). Records of one
+// configuration share its Settings and Vars maps (and equal strings):
+// read them, never write them.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
+	return decodeRecords(r, name, 0)
+}
+
+// decodeRecords is DecodeRecords of size bytes (0: not known).
+func decodeRecords(r io.Reader, name string, size int64) ([]Record, []string, error) {
 	work := make(chan *chunk)
 	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
 	for range runtime.GOMAXPROCS(0) {
 		go decodeChunks(work)
 	}
-	var scanErr error
+	var readErr error
 	go func() {
 		defer close(work)
 		defer close(order)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1024*1024), 256*1024*1024)
-		const size = 256
-		c := &chunk{first: 1, done: make(chan struct{})}
-		n := 0
-		for sc.Scan() {
-			n++
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) > 0 {
-				line = bytes.Clone(line)
-			} else {
-				line = nil
-			}
-			c.lines = append(c.lines, line)
-			if len(c.lines) == size {
-				order <- c
-				work <- c
-				c = &chunk{first: n + 1, done: make(chan struct{})}
-			}
-		}
-		scanErr = sc.Err()
-		order <- c
-		work <- c
+		readErr = readChunks(r, func(c *chunk) {
+			order <- c
+			work <- c
+		})
 	}()
-	// The chunks are kept and copied once into a slice of the right
-	// size: appended chunk by chunk, the records (400 bytes each) were
-	// copied again at every doubling.
+	// The records are copied once, chunk by chunk as they come, into a
+	// slice of the size the first chunk's bytes per record predict (of
+	// a known size): kept until the end and then copied, the chunks
+	// were a second copy of every record (43 MB at 10⁵ cells), and
+	// appended with doublings, more.
+	var out []Record
 	var chunks [][]Record
 	var warnings []string
 	n := 0
 	for c := range order {
 		<-c.done
-		chunks = append(chunks, c.recs)
+		if out == nil && size > 0 && len(c.recs) > 0 {
+			out = make([]Record, 0, int(size/int64(c.bytes)*int64(len(c.recs))*21/20)+1)
+		}
+		if out != nil {
+			out = append(out, c.recs...)
+		} else {
+			chunks = append(chunks, c.recs)
+		}
 		n += len(c.recs)
 		for _, b := range c.bad {
 			warnings = append(warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, b.n, b.err))
 		}
 	}
 	if n == 0 {
-		return nil, warnings, scanErr
+		return nil, warnings, readErr
 	}
-	out := make([]Record, 0, n)
-	for i, recs := range chunks {
-		out = append(out, recs...)
-		chunks[i] = nil
+	if out == nil {
+		out = make([]Record, 0, n)
+		for _, recs := range chunks {
+			out = append(out, recs...)
+		}
 	}
-	return out, warnings, scanErr
+	return out, warnings, readErr
+}
+
+// readChunks reads r in blocks of whole lines (a line longer than a
+// block makes the block grow) and hands each to send. The lines are
+// never copied one by one: at 10⁵ cells, their copies were 160 MB of
+// garbage.
+func readChunks(r io.Reader, send func(*chunk)) error {
+	const size = 1 << 20
+	line := 1
+	var rest []byte
+	for {
+		buf := make([]byte, len(rest), max(size, 2*len(rest)))
+		copy(buf, rest)
+		n, err := io.ReadFull(r, buf[len(rest):cap(buf)])
+		buf = buf[:len(rest)+n]
+		end := bytes.LastIndexByte(buf, '\n') + 1
+		last := err != nil
+		if last {
+			end = len(buf)
+		} else if end == 0 {
+			rest = buf
+			continue
+		}
+		c := &chunk{first: line, data: buf[:end], bytes: end, done: make(chan struct{})}
+		line += bytes.Count(c.data, []byte{'\n'})
+		rest = buf[end:]
+		send(c)
+		if last {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // chunk is consecutive lines of cells.jsonl, decoded by one worker.
 type chunk struct {
-	first int      // line number of lines[0]
-	lines [][]byte // trimmed, non-empty lines; nil marks an empty one
+	first int    // line number of data's first line
+	data  []byte // whole lines
+	bytes int    // len(data)
 	recs  []Record
 	bad   []badLine // lines that did not decode
 	done  chan struct{}
@@ -349,30 +408,61 @@ type chunk struct {
 
 // decodeChunks decodes the chunks of work, closing each one's done.
 func decodeChunks(work <-chan *chunk) {
-	in := newInterner()
+	d := newLineDecoder(newInterner())
 	for c := range work {
-		c.recs = make([]Record, 0, len(c.lines))
-		for i, line := range c.lines {
-			var rec Record
-			if line == nil {
+		c.recs = make([]Record, 0, bytes.Count(c.data, []byte{'\n'})+1)
+		n := c.first
+		for data := c.data; len(data) > 0; n++ {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if line = bytes.TrimSpace(line); len(line) == 0 {
 				continue
 			}
-			err := json.Unmarshal(line, &rec)
-			if err == nil && rec.Cell == "" {
-				err = errors.New("no cell id")
-			}
+			rec, err := d.line(line)
 			if err != nil {
-				c.bad = append(c.bad, badLine{c.first + i, err})
+				c.bad = append(c.bad, badLine{n, err})
 				continue
 			}
-			if bytes.Contains(line, []byte("null")) {
-				nullMetrics(line, &rec)
-			}
-			in.record(&rec)
 			c.recs = append(c.recs, rec)
 		}
+		c.data = nil
 		close(c.done)
 	}
+}
+
+// line decodes one line: by the fast path where it can, else by
+// json.Unmarshal.
+func (d *lineDecoder) line(line []byte) (Record, error) {
+	var rec Record
+	if d.decode(line, &rec) && rec.Cell != "" {
+		return rec, nil
+	}
+	rec = Record{}
+	if err := d.unmarshal(line, &rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// unmarshal decodes a line with json.Unmarshal, as lineDecoder's
+// results must be.
+func (d *lineDecoder) unmarshal(line []byte, rec *Record) error {
+	err := json.Unmarshal(line, rec)
+	if err == nil && rec.Cell == "" {
+		err = errors.New("no cell id")
+	}
+	if err != nil {
+		return err
+	}
+	if bytes.Contains(line, []byte("null")) {
+		nullMetrics(line, rec)
+	}
+	d.in.record(rec)
+	return nil
 }
 
 // badLine is a line of cells.jsonl that did not decode, and why.

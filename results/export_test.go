@@ -1,0 +1,28 @@
+package results
+
+// DecodeLine decodes one cells.jsonl line as DecodeRecords does, and
+// says whether the fast path decoded it.
+func DecodeLine(line []byte) (rec Record, fast bool, err error) {
+	d := newLineDecoder(newInterner())
+	if d.decode(line, &rec) && rec.Cell != "" {
+		return rec, true, nil
+	}
+	rec, err = d.line(line)
+	return rec, false, err
+}
+
+// UnmarshalLine decodes one line by json.Unmarshal alone.
+func UnmarshalLine(line []byte) (rec Record, err error) {
+	err = newLineDecoder(newInterner()).unmarshal(line, &rec)
+	return rec, err
+}
+
+// DecodePlanCells is the decoding of DecodePlan, without its checks and
+// upgrades.
+var DecodePlanCells = decodePlan
+
+// DecodeCells says whether the fast path decodes a plan's cells.
+func DecodeCells(b []byte) bool {
+	_, ok := newLineDecoder(newInterner()).cells(b)
+	return ok
+}

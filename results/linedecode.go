@@ -1,0 +1,621 @@
+package results
+
+// A cells.jsonl line decoded without reflection. encoding/json was most
+// of reading a big run (100 000 cells: a map made per record for its
+// metrics, every string allocated, then shared again by the interner).
+// lineDecoder reads the fields a recorded cell has, in the form abtest
+// writes them, straight into a Record, sharing strings and settings as
+// it goes; the series and rarer objects (samples, waits, probe, …) are
+// handed to json.Unmarshal whole. Anything else it meets (an escaped
+// string, a null, an unknown, repeated or differently cased key, a
+// number an int cannot hold, bad syntax) makes it give up, and the line
+// is decoded by json.Unmarshal as before: the fast path never decides a
+// case of its own, so it cannot disagree with it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// lineDecoder decodes the lines of one worker; its buffers are reused
+// from line to line.
+type lineDecoder struct {
+	in       *interner
+	pairs    [][2][]byte // a string map's keys and values, in order
+	progress []Progress
+	nmetrics int // the last record's number of metrics: the next map's size
+}
+
+func newLineDecoder(in *interner) *lineDecoder { return &lineDecoder{in: in} }
+
+// decode fills the zero rec from line as json.Unmarshal and
+// interner.record would; false when it gave up (rec is then to be
+// zeroed and decoded by json.Unmarshal).
+func (d *lineDecoder) decode(line []byte, rec *Record) bool {
+	s := scanner{b: line}
+	if !s.next('{') {
+		return false
+	}
+	if !s.next('}') {
+		var seen [len(recordFields)]bool
+		for {
+			k, ok := s.str()
+			if !ok || !s.next(':') {
+				return false
+			}
+			f := fieldOf(k)
+			if f < 0 || seen[f] {
+				return false
+			}
+			seen[f] = true
+			if s.peek() == 'n' || !d.field(&s, f, rec) {
+				return false
+			}
+			if s.next(',') {
+				continue
+			}
+			if s.next('}') {
+				break
+			}
+			return false
+		}
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// The keys of a Record (its Config's inline), as json.Marshal writes
+// them.
+var recordFields = [...]string{"cell", "seq", "commit", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition",
+	"repeat", "status", "started_at", "duration_s", "wall_s", "metrics", "saturated", "samples", "progress", "waits", "final", "probe",
+	"error", "log_tail", "warnings", "artifacts", "perf", "server", "pgbench", "saturation", "condition_facts", "instr", "latency_method", "void"}
+
+func fieldOf(k []byte) int {
+	for i, f := range recordFields {
+		if f == string(k) {
+			return i
+		}
+	}
+	return -1
+}
+
+// field decodes the value of recordFields[f] (not a null).
+func (d *lineDecoder) field(s *scanner, f int, r *Record) (ok bool) {
+	switch recordFields[f] {
+	case "cell":
+		var b []byte
+		b, ok = s.str()
+		r.Cell = string(b)
+	case "commit":
+		r.Commit, ok = d.shared(s)
+	case "latency_method":
+		r.LatencyMethod, ok = d.shared(s)
+	case "status":
+		var st string
+		st, ok = d.shared(s)
+		r.Status = Status(st)
+	case "error":
+		var b []byte
+		b, ok = s.str()
+		r.Error = string(b)
+	case "pgbench":
+		r.Pgbench, ok = d.shared(s)
+	case "seq":
+		r.Seq, ok = s.int()
+	case "repeat":
+		r.Repeat, ok = s.int()
+	case "duration_s":
+		r.DurationS, ok = s.float()
+	case "wall_s":
+		r.WallS, ok = s.float()
+	case "saturated":
+		r.Saturated, ok = s.bool()
+	case "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition":
+		ok = d.configField(s, recordFields[f], &r.Config)
+	case "started_at":
+		start := s.i
+		if _, ok = s.str(); ok {
+			ok = r.StartedAt.UnmarshalJSON(s.b[start:s.i]) == nil
+		}
+	case "metrics":
+		r.Metrics, ok = d.metrics(s)
+	case "progress":
+		r.Progress, ok = d.progressList(s)
+	default:
+		ok = s.value(d.target(f, r))
+	}
+	return ok
+}
+
+// configField decodes the value of a Config's key k (not a null).
+func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
+	switch k {
+	case "workload":
+		c.Workload, ok = d.shared(s)
+	case "condition":
+		c.Condition, ok = d.shared(s)
+	case "clients":
+		c.Clients, ok = s.int()
+	case "cpus":
+		c.CPUs, ok = s.int()
+	case "rate":
+		c.Rate, ok = s.float()
+	case "instructions":
+		c.Instructions, ok = s.bool()
+	case "settings":
+		c.Settings, ok = d.strMap(s)
+	case "vars":
+		c.Vars, ok = d.strMap(s)
+	}
+	return ok
+}
+
+// cells decodes a plan's cells (a JSON array) as json.Unmarshal and the
+// interner would; false when it gave up.
+func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
+	s := scanner{b: b}
+	if !s.next('[') {
+		return nil, false
+	}
+	out := []Cell{}
+	if !s.next(']') {
+		for {
+			var c Cell
+			if !d.cell(&s, &c) {
+				return nil, false
+			}
+			out = append(out, c)
+			if s.next(',') {
+				continue
+			}
+			if s.next(']') {
+				break
+			}
+			return nil, false
+		}
+	}
+	s.space()
+	return out, s.i == len(s.b)
+}
+
+// The keys of a Cell (its Config's inline).
+var cellFields = [...]string{"id", "seq", "commit", "repeat", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition"}
+
+func (d *lineDecoder) cell(s *scanner, c *Cell) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	var seen [len(cellFields)]bool
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') || s.peek() == 'n' {
+			return false
+		}
+		f := -1
+		for i, name := range cellFields {
+			if name == string(k) {
+				f = i
+			}
+		}
+		if f < 0 || seen[f] {
+			return false
+		}
+		seen[f] = true
+		switch f {
+		case 0:
+			var b []byte
+			b, ok = s.str()
+			c.ID = string(b)
+		case 1:
+			c.Seq, ok = s.int()
+		case 2:
+			c.Commit, ok = d.shared(s)
+		case 3:
+			c.Repeat, ok = s.int()
+		default:
+			ok = d.configField(s, cellFields[f], &c.Config)
+		}
+		if !ok {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next('}')
+	}
+}
+
+// target is where json.Unmarshal decodes a field lineDecoder does not.
+func (d *lineDecoder) target(f int, r *Record) any {
+	switch recordFields[f] {
+	case "samples":
+		return &r.Samples
+	case "waits":
+		return &r.Waits
+	case "final":
+		return &r.Final
+	case "probe":
+		return &r.Probe
+	case "log_tail":
+		return &r.LogTail
+	case "warnings":
+		return &r.Warnings
+	case "artifacts":
+		return &r.Artifacts
+	case "perf":
+		return &r.Perf
+	case "server":
+		return &r.Server
+	case "saturation":
+		return &r.Saturation
+	case "condition_facts":
+		return &r.ConditionFacts
+	case "instr":
+		return &r.Instr
+	case "void":
+		return &r.Void
+	}
+	panic("results: no target for " + recordFields[f])
+}
+
+// shared reads a string and returns the interner's copy of it.
+func (d *lineDecoder) shared(s *scanner) (string, bool) {
+	b, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	if t, ok := d.in.strs[string(b)]; ok {
+		return t, true
+	}
+	return d.in.str(string(b)), true
+}
+
+// strMap reads an object of strings as the interner shares it: a map
+// equal to one seen before is that one, looked up without being made.
+func (d *lineDecoder) strMap(s *scanner) (map[string]string, bool) {
+	if !s.next('{') {
+		return nil, false
+	}
+	if s.next('}') {
+		return map[string]string{}, true
+	}
+	d.pairs = d.pairs[:0]
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') {
+			return nil, false
+		}
+		v, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		d.pairs = append(d.pairs, [2][]byte{k, v})
+		if s.next(',') {
+			continue
+		}
+		if s.next('}') {
+			break
+		}
+		return nil, false
+	}
+	// In key order (json.Marshal's) and without a repeated key, the
+	// pairs spell the interner's key of the map they make.
+	sorted := true
+	key := d.in.key[:0]
+	for i, p := range d.pairs {
+		if i > 0 && bytes.Compare(d.pairs[i-1][0], p[0]) >= 0 {
+			sorted = false
+		}
+		key = appendPair(key, p[0], p[1])
+	}
+	d.in.key = key
+	if sorted {
+		if m, ok := d.in.maps[string(key)]; ok {
+			return m, true
+		}
+	}
+	m := make(map[string]string, len(d.pairs))
+	for _, p := range d.pairs {
+		m[string(p[0])] = string(p[1])
+	}
+	return d.in.strMap(m), true
+}
+
+// metrics reads the metrics object, its names shared.
+func (d *lineDecoder) metrics(s *scanner) (map[string]float64, bool) {
+	if !s.next('{') {
+		return nil, false
+	}
+	m := make(map[string]float64, d.nmetrics)
+	if s.next('}') {
+		return m, true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') || s.peek() == 'n' {
+			return nil, false
+		}
+		v, ok := s.float()
+		if !ok {
+			return nil, false
+		}
+		name, ok := d.in.strs[string(k)]
+		if !ok {
+			name = d.in.str(string(k))
+		}
+		m[name] = v
+		if s.next(',') {
+			continue
+		}
+		if s.next('}') {
+			break
+		}
+		return nil, false
+	}
+	d.nmetrics = len(m)
+	return m, true
+}
+
+// progressList reads pgbench's progress reports into a slice of their
+// number.
+func (d *lineDecoder) progressList(s *scanner) ([]Progress, bool) {
+	if !s.next('[') {
+		return nil, false
+	}
+	if s.next(']') {
+		return []Progress{}, true
+	}
+	d.progress = d.progress[:0]
+	for {
+		var p Progress
+		if !s.next('{') {
+			return nil, false
+		}
+		if !s.next('}') {
+			var seen [7]bool
+			for {
+				k, ok := s.str()
+				if !ok || !s.next(':') || s.peek() == 'n' {
+					return nil, false
+				}
+				f := -1
+				switch string(k) {
+				case "t":
+					f, ok = 0, s.floatTo(&p.T)
+				case "tps":
+					f, ok = 1, s.floatTo(&p.TPS)
+				case "lat_ms":
+					f, ok = 2, s.floatTo(&p.LatMS)
+				case "stddev_ms":
+					f, ok = 3, s.floatTo(&p.StddevMS)
+				case "lag_ms":
+					f, ok = 4, s.floatTo(&p.LagMS)
+				case "failed":
+					f, ok = 5, s.int64To(&p.Failed)
+				case "skipped":
+					f, ok = 6, s.int64To(&p.Skipped)
+				}
+				if f < 0 || !ok || seen[f] {
+					return nil, false
+				}
+				seen[f] = true
+				if s.next(',') {
+					continue
+				}
+				if s.next('}') {
+					break
+				}
+				return nil, false
+			}
+		}
+		d.progress = append(d.progress, p)
+		if s.next(',') {
+			continue
+		}
+		if s.next(']') {
+			break
+		}
+		return nil, false
+	}
+	return append([]Progress(nil), d.progress...), true
+}
+
+// scanner reads JSON tokens from b at i.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte that is not space (0 at the end).
+func (s *scanner) peek() byte {
+	s.space()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// next consumes c if it comes next.
+func (s *scanner) next(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string without escapes, of valid UTF-8: its bytes, which
+// are the string's (json.Unmarshal replaces bad UTF-8).
+func (s *scanner) str() ([]byte, bool) {
+	if !s.next('"') {
+		return nil, false
+	}
+	start, ascii := s.i, true
+	for ; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			return v, ascii || utf8.Valid(v)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// number reads a number as JSON spells it.
+func (s *scanner) number() ([]byte, bool) {
+	s.space()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case s.digits() == 0:
+		return nil, false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return nil, false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return nil, false
+		}
+	}
+	return s.b[start:s.i], true
+}
+
+func (s *scanner) digits() int {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i - start
+}
+
+// float reads a number into a float64 as json.Unmarshal does
+// (strconv.ParseFloat, an error beyond its range).
+func (s *scanner) float() (float64, bool) {
+	n, ok := s.number()
+	if !ok {
+		return 0, false
+	}
+	// The bytes are not kept: the string is only parsed (and dropped
+	// with the error, when there is one).
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(n), len(n)), 64)
+	return f, err == nil
+}
+
+func (s *scanner) floatTo(f *float64) (ok bool) {
+	*f, ok = s.float()
+	return ok
+}
+
+// int64 reads an integer as json.Unmarshal does: a fraction or an
+// exponent is an error, as is a value beyond int64.
+func (s *scanner) int64() (int64, bool) {
+	n, ok := s.number()
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(n), len(n)), 10, 64)
+	return i, err == nil
+}
+
+func (s *scanner) int64To(i *int64) (ok bool) {
+	*i, ok = s.int64()
+	return ok
+}
+
+func (s *scanner) int() (int, bool) {
+	i, ok := s.int64()
+	return int(i), ok && int64(int(i)) == i
+}
+
+func (s *scanner) bool() (bool, bool) {
+	s.space()
+	switch {
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return true, true
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// value hands the next value to json.Unmarshal into v. It only finds
+// where the value ends (strings and nesting); json.Unmarshal judges it.
+func (s *scanner) value(v any) bool {
+	s.space()
+	start, depth := s.i, 0
+scan:
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '"':
+			for s.i++; s.i < len(s.b) && s.b[s.i] != '"'; s.i++ {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+			}
+			s.i++
+		case '{', '[':
+			depth++
+			s.i++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				break scan
+			}
+			depth--
+			s.i++
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				break scan
+			}
+			s.i++
+			continue
+		default:
+			s.i++
+			continue
+		}
+		// A string or a closing bracket that ends the value.
+		if depth == 0 {
+			break
+		}
+	}
+	if s.i > len(s.b) {
+		return false
+	}
+	return json.Unmarshal(s.b[start:s.i], v) == nil
+}

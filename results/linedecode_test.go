@@ -1,0 +1,173 @@
+package results_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/results/resultstest"
+)
+
+// TestDecodeLineFullRecord: a record with every field set is decoded by
+// the fast path, to what json.Unmarshal makes of it.
+func TestDecodeLineFullRecord(t *testing.T) {
+	for _, status := range []results.Status{results.StatusOK, results.StatusFailed} {
+		line, err := json.Marshal(resultstest.FullRecord("base", 1, status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, fast, err := results.DecodeLine(line)
+		if err != nil || !fast {
+			t.Fatalf("fast path: fast %v, err %v; want it to decode %s", fast, err, line)
+		}
+		want, err := results.UnmarshalLine(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameRecord(got, want) {
+			t.Errorf("fast path:\n%+v\njson.Unmarshal:\n%+v", got, want)
+		}
+	}
+}
+
+// TestDecodeLineAsUnmarshal: lines the fast path reads and lines it must
+// leave to json.Unmarshal (escapes, nulls, other spellings, bad syntax,
+// values a field cannot hold) decode to the same record, or fail with
+// the same error, as by json.Unmarshal alone.
+func TestDecodeLineAsUnmarshal(t *testing.T) {
+	full, err := json.Marshal(resultstest.FullRecord("patch", 2, results.StatusOK))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := string(full)
+	edits := [][2]string{
+		{"", ""},
+		{`"cell":"`, `"cell":"\u00e9\n`},
+		{`"commit":"patch"`, `"commit":"pätch"`},
+		{`"commit":"patch"`, "\"commit\":\"p\xffatch\""},
+		{`"commit":"patch"`, `"Commit":"patch"`},
+		{`"commit":"patch"`, `"commit":"patch","commit":"base"`},
+		{`"commit":"patch"`, `"commit":null`},
+		{`"commit":"patch"`, `"commit":"patch","unknown":[1,{"a":"}"}]`},
+		{`"seq":2`, `"seq":2.5`},
+		{`"seq":2`, `"seq":1e2`},
+		{`"seq":2`, `"seq":02`},
+		{`"seq":2`, `"seq":99999999999999999999`},
+		{`"seq":2`, `"seq":-0`},
+		{`"seq":2`, `"seq":"2"`},
+		{`"seq":2`, ` "seq" : 2 `},
+		{`"duration_s":10.5`, `"duration_s":1e999`},
+		{`"duration_s":10.5`, `"duration_s":-1.5E-3`},
+		{`"duration_s":10.5`, `"duration_s":.5`},
+		{`"duration_s":10.5`, `"duration_s":1.`},
+		{`"saturated":true`, `"saturated":tru`},
+		{`"saturated":true`, `"saturated":false`},
+		{`"tps":1000.5`, `"tps":null`},
+		{`"tps":1000.5`, `"tps":1000.5,"tps":7`},
+		{`"metrics":{`, `"metrics":{},"x":{`},
+		{`"settings":{"pg_stat_statements.max":"5000"}`, `"settings":{}`},
+		{`"settings":{"pg_stat_statements.max":"5000"}`, `"settings":{"b":"1","a":"2"}`},
+		{`"settings":{"pg_stat_statements.max":"5000"}`, `"settings":{"a":"1","a":"2"}`},
+		{`"settings":{"pg_stat_statements.max":"5000"}`, `"settings":null`},
+		{`"progress":[`, `"progress":[],"x":[`},
+		{`"progress":[{`, `"progress":[{"t":1},{`},
+		{`"lat_ms":1`, `"lat_ms":1,"lat_ms":2`},
+		{`"lat_ms":1`, `"LAT_MS":1`},
+		{`"failed":1`, `"failed":1.5`},
+		{`"waits":{`, `"waits":null,"x":{`},
+		{`"started_at":"`, `"started_at":"x`},
+		{`"log_tail":["`, `"log_tail":["\"]}`},
+		{`}`, `]`},
+		{`{"cell"`, `[{"cell"`},
+		{`"cell":"`, `"cell":"`},
+	}
+	for _, e := range edits {
+		variants := []string{strings.Replace(line, e[0], e[1], 1)}
+		if e[0] == "" {
+			variants = append(variants, " "+line+"\t", line[:len(line)/2], line+"}", `{"cell":"x"}`, `{}`, `{"cell":""}`)
+		}
+		for _, v := range variants {
+			got, _, gotErr := results.DecodeLine([]byte(v))
+			want, wantErr := results.UnmarshalLine([]byte(v))
+			// A line that does not decode is skipped: only its error counts.
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || wantErr == nil && !sameRecord(got, want) {
+				t.Errorf("%s:\nfast path: %+v (%v)\njson.Unmarshal: %+v (%v)", v, got, gotErr, want, wantErr)
+			}
+		}
+	}
+}
+
+// sameRecord is reflect.DeepEqual with a NaN metric (a null in the
+// line) equal to a NaN.
+func sameRecord(a, b results.Record) bool {
+	a.Metrics, b.Metrics = nanless(a.Metrics), nanless(b.Metrics)
+	return reflect.DeepEqual(a, b)
+}
+
+func nanless(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if math.IsNaN(v) {
+			k += " NaN"
+		}
+		out[k] = 0
+		if !math.IsNaN(v) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestDecodePlanAsUnmarshal: a plan's cells, decoded by the fast path
+// or by json.Unmarshal (where it gives up), come out as json.Unmarshal
+// makes them, errors included.
+func TestDecodePlanAsUnmarshal(t *testing.T) {
+	full := resultstest.FullRecord("base", 1, results.StatusOK)
+	p := results.Plan{Version: results.Version, Baseline: "base", Commits: []results.Commit{{Label: "base"}, {Label: "patch"}}, Configs: []results.Config{full.Config}}
+	for i, commit := range []string{"base", "patch"} {
+		p.Cells = append(p.Cells, results.Cell{ID: "c/" + commit, Seq: i + 1, Commit: commit, Repeat: 1, Config: full.Config})
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := string(data)
+	cells, err := json.Marshal(p.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !results.DecodeCells(cells) {
+		t.Errorf("the fast path gives up on %s", cells)
+	}
+	for _, e := range [][2]string{
+		{"", ""},
+		{`"cells":[`, `"cells":[],"x":[`},
+		{`"cells":[`, `"cells":null,"x":[`},
+		{`"cells":[`, `"x":[`},
+		{`"cells":[`, `"cells":[{},`},
+		{`"seq":1`, `"seq":"1"`},
+		{`"seq":1`, `"seq":1.5`},
+		{`"seq":1`, `"seq":1,"Seq":3`},
+		{`"seq":1`, `"seq":1,"unknown":{"a":[1]}`},
+		{`"id":"c/base"`, `"id":"c\/base"`},
+		{`"commit":"patch"`, `"commit":null`},
+		{`"vars":{"batch":"10"}`, `"vars":{"b":"2","a":"1"}`},
+		{`"instructions":true`, `"instructions":1`},
+		{`"cells":[`, `"cells":{`},
+	} {
+		v := strings.Replace(plan, e[0], e[1], 1)
+		got, gotErr := results.DecodePlanCells([]byte(v))
+		var want results.Plan
+		wantErr := json.Unmarshal([]byte(v), &want)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || wantErr == nil && !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s:\nfast path: %+v (%v)\njson.Unmarshal: %+v (%v)", v, got, gotErr, want, wantErr)
+		}
+	}
+}
