@@ -26,3 +26,6 @@ func DecodeCells(b []byte) bool {
 	_, ok := newLineDecoder(newInterner()).cells(b)
 	return ok
 }
+
+// RecordFields are the keys of a Record lineDecoder reads.
+var RecordFields = recordFields[:]

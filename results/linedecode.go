@@ -71,7 +71,7 @@ func (d *lineDecoder) decode(line []byte, rec *Record) bool {
 // them.
 var recordFields = [...]string{"cell", "seq", "commit", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition",
 	"repeat", "status", "started_at", "duration_s", "wall_s", "metrics", "saturated", "samples", "progress", "waits", "final", "probe",
-	"error", "log_tail", "warnings", "artifacts", "perf", "server", "pgbench", "saturation", "condition_facts", "instr", "latency_method", "void"}
+	"error", "log_tail", "warnings", "artifacts", "perf", "server", "pgbench", "saturation", "condition_facts", "instr", "latency_method", "void", "observer"}
 
 func fieldOf(k []byte) int {
 	for i, f := range recordFields {
@@ -260,6 +260,8 @@ func (d *lineDecoder) target(f int, r *Record) any {
 		return &r.Instr
 	case "void":
 		return &r.Void
+	case "observer":
+		return &r.Observer
 	}
 	panic("results: no target for " + recordFields[f])
 }

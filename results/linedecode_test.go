@@ -171,3 +171,31 @@ func TestDecodePlanAsUnmarshal(t *testing.T) {
 		}
 	}
 }
+
+// Every key json.Marshal writes for a Record is one lineDecoder knows:
+// a field added to Record and not to recordFields would send every line
+// that has it to json.Unmarshal, right but slow, and nothing would say.
+func TestLineDecoderKnowsEveryField(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range results.RecordFields {
+		known[f] = true
+	}
+	var walk func(rt reflect.Type)
+	walk = func(rt reflect.Type) {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				walk(f.Type)
+				continue
+			}
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if !known[name] {
+				t.Errorf("Record's key %q (field %s) is not in results.RecordFields", name, f.Name)
+			}
+		}
+	}
+	walk(reflect.TypeOf(results.Record{}))
+}

@@ -37,6 +37,8 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 		Instr: &results.InstrInfo{Method: "valgrind-lackey", Transactions: 200, Seed: 7,
 			Profile: "cells/" + commit + "/instr.pb.gz"},
 		LatencyMethod: "pgbench-log",
-		Void:          map[string]string{"statements_per_tx": results.VoidEvicted},
+		Observer: &results.Observer{WindowS: 10, BackendS: 0.02, AbtestS: 0.03, PgbenchLogS: 0.001, LoggedTx: 400, LogLineS: 2.3e-6,
+			PgbenchS: 4, ServerS: 9, Queries: 12},
+		Void: map[string]string{"statements_per_tx": results.VoidEvicted},
 	}
 }
