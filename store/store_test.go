@@ -89,7 +89,7 @@ func openSQLite(t *testing.T) *store.Store {
 // startPostgres starts a PostgreSQL 15 cluster with abtest's cluster
 // package, stopped when the test ends, and returns a store URL for a
 // fresh database in it.
-func startPostgres(t *testing.T) string {
+func startPostgres(t testing.TB) string {
 	t.Helper()
 	install := testenv.PGInstall(t)
 	m := testpg.Manager(t)
