@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
 )
 
@@ -20,7 +18,6 @@ import (
 // each failed cell, and only those (the template is told by a field, not
 // by comparing a status with a literal).
 func TestConfigPageMarksFailedCells(t *testing.T) {
-	ctx := context.Background()
 	root := t.TempDir()
 	dir := filepath.Join(root, "run")
 	cfg := results.Config{Workload: "select1", Clients: 4, Settings: map[string]string{}}
@@ -50,19 +47,7 @@ func TestConfigPageMarksFailedCells(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(ctx, filepath.Join(root, store.DefaultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	st, err := s.Import(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	site, err := dashboard.Write(ctx, s, filepath.Join(root, "site"), dashboard.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, site := importAndWrite(t, root, dir)
 	page, err := os.ReadFile(filepath.Join(site.Dir, dashboard.ConfigPage(st.Run, cfg.ID())))
 	if err != nil {
 		t.Fatal(err)

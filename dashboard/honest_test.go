@@ -28,7 +28,6 @@ var verdictRow = regexp.MustCompile(`<tr data-verdict="[a-z]+"[^>]*>\s*<td class
 // mark it with the report's † and say why, as report.md and the text
 // report do; no row contradicts its medians without the mark.
 func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
-	ctx := context.Background()
 	root := t.TempDir()
 	dir := filepath.Join(root, "run")
 	base, patch := []float64{100, 290, 310, 300}, []float64{150, 280, 300, 305}
@@ -48,19 +47,7 @@ func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(ctx, filepath.Join(root, store.DefaultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	st, err := s.Import(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	site, err := dashboard.Write(ctx, s, filepath.Join(root, "site"), dashboard.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, site := importAndWrite(t, root, dir)
 	page, err := os.ReadFile(filepath.Join(site.Dir, dashboard.RunPage(st.Run)))
 	if err != nil {
 		t.Fatal(err)
@@ -92,4 +79,25 @@ func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
 			t.Errorf("the %s neither marks the tps row nor says why", name)
 		}
 	}
+}
+
+// importAndWrite imports the run in dir into a new store under root and
+// writes the dashboard's site there.
+func importAndWrite(t *testing.T, root, dir string) (store.ImportStats, *dashboard.Site) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(root, store.DefaultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Import(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := dashboard.Write(ctx, s, filepath.Join(root, "site"), dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, site
 }

@@ -527,6 +527,12 @@ func (r *Runner) WriteFileAs(path string, data []byte, perm os.FileMode, u *User
 		r.tracef("# write %s (%d bytes)", Quote(path), len(data))
 		return nil
 	}
+	return writeAtomic(path, data, perm, u)
+}
+
+// writeAtomic writes data to a temporary file beside path, with mode
+// perm and owner u (nil: the caller), and renames it over path.
+func writeAtomic(path string, data []byte, perm os.FileMode, u *User) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err

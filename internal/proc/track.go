@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -70,27 +69,11 @@ func (t *Tracker) exited(pid int) {
 func (t *Tracker) save() {
 	data, err := json.Marshal(t.live)
 	if err == nil {
-		err = writeAtomic(t.path, append(data, '\n'))
+		err = writeAtomic(t.path, append(data, '\n'), 0o644, nil)
 	}
 	if err != nil && t.err == nil {
 		t.err = fmt.Errorf("recording the processes abtest runs in %s: %w", t.path, err)
 	}
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // EndLeftovers ends the process groups the file at path lists that still
