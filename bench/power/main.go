@@ -71,23 +71,10 @@ func designs(rng *rand.Rand, runs int) {
 			return gatesim.Design{Configs: d.configs, Repeats: d.r, Effect: e, Noise: nz, Full: true, FailedCells: 0.01}
 		}
 		fmt.Printf("| %s | %d × %d | %d %% | %d %% |", d.name, d.configs, d.r, 100*power(rng, at(-0.05, two), runs)/runs, 100*power(rng, at(-0.15, six), runs)/runs)
-		for _, nz := range []gatesim.Noise{two, six} {
-			alarms, unanswered := 0, 0
-			for range runs {
-				switch g := analyze(rng, at(0, nz)).Gate(); {
-				case errors.Is(g, analysis.ErrRegression):
-					alarms++
-				case errors.Is(g, analysis.ErrUnanswered):
-					unanswered++
-				}
-			}
-			fmt.Printf(" %d %% / %d %% |", 100*alarms/runs, 100*unanswered/runs)
-		}
-		fmt.Println()
+		aaColumns(rng, runs, func(nz gatesim.Noise) gatesim.Design { return at(0, nz) }, two, six)
 	}
 }
 
-// analyze judges one synthetic run.
 // withInstructions judges the designs users run with --instructions: an
 // instruction cell per workload and commit, measured once. It shows that
 // one run per commit calls a +0.2 % instruction change every time, that
@@ -112,22 +99,30 @@ func withInstructions(rng *rand.Rand, runs int) {
 			}
 		}
 		fmt.Printf("| %s | %d × %d | %d %% | %d %% |", d.name, d.configs, d.r, 100*power(rng, at(-0.05, 0, two), runs)/runs, 100*instr/runs)
-		for _, nz := range []gatesim.Noise{two, six} {
-			alarms, unanswered := 0, 0
-			for range runs {
-				switch g := analyze(rng, at(0, 0, nz)).Gate(); {
-				case errors.Is(g, analysis.ErrRegression):
-					alarms++
-				case errors.Is(g, analysis.ErrUnanswered):
-					unanswered++
-				}
-			}
-			fmt.Printf(" %d %% / %d %% |", 100*alarms/runs, 100*unanswered/runs)
-		}
-		fmt.Println()
+		aaColumns(rng, runs, func(nz gatesim.Noise) gatesim.Design { return at(0, 0, nz) }, two, six)
 	}
 }
 
+// aaColumns prints, for each noise, the share of A/A runs of design aa
+// whose gate fails as a regression (exit 1) and as unanswered (exit 3),
+// and ends the row.
+func aaColumns(rng *rand.Rand, runs int, aa func(gatesim.Noise) gatesim.Design, noises ...gatesim.Noise) {
+	for _, nz := range noises {
+		alarms, unanswered := 0, 0
+		for range runs {
+			switch g := analyze(rng, aa(nz)).Gate(); {
+			case errors.Is(g, analysis.ErrRegression):
+				alarms++
+			case errors.Is(g, analysis.ErrUnanswered):
+				unanswered++
+			}
+		}
+		fmt.Printf(" %d %% / %d %% |", 100*alarms/runs, 100*unanswered/runs)
+	}
+	fmt.Println()
+}
+
+// analyze judges one synthetic run.
 func analyze(rng *rand.Rand, d gatesim.Design) *analysis.Report {
 	p, recs := gatesim.Run(rng, d)
 	r, err := analysis.Analyze(&analysis.Input{Plan: p, Records: recs}, analysis.Options{})
