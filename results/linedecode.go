@@ -36,32 +36,9 @@ func newLineDecoder(in *interner) *lineDecoder { return &lineDecoder{in: in} }
 // zeroed and decoded by json.Unmarshal).
 func (d *lineDecoder) decode(line []byte, rec *Record) bool {
 	s := scanner{b: line}
-	if !s.next('{') {
+	var seen [len(recordFields)]bool
+	if !s.object(recordFields[:], seen[:], func(f int) bool { return d.field(&s, f, rec) }) {
 		return false
-	}
-	if !s.next('}') {
-		var seen [len(recordFields)]bool
-		for {
-			k, ok := s.str()
-			if !ok || !s.next(':') {
-				return false
-			}
-			f := fieldOf(k)
-			if f < 0 || seen[f] {
-				return false
-			}
-			seen[f] = true
-			if s.peek() == 'n' || !d.field(&s, f, rec) {
-				return false
-			}
-			if s.next(',') {
-				continue
-			}
-			if s.next('}') {
-				break
-			}
-			return false
-		}
 	}
 	s.space()
 	return s.i == len(s.b)
@@ -73,8 +50,9 @@ var recordFields = [...]string{"cell", "seq", "commit", "workload", "clients", "
 	"repeat", "status", "started_at", "duration_s", "wall_s", "metrics", "saturated", "samples", "progress", "waits", "final", "probe",
 	"error", "log_tail", "warnings", "artifacts", "perf", "server", "pgbench", "saturation", "condition_facts", "instr", "latency_method", "void", "observer"}
 
-func fieldOf(k []byte) int {
-	for i, f := range recordFields {
+// keyOf is k's index in keys, or -1.
+func keyOf(keys []string, k []byte) int {
+	for i, f := range keys {
 		if f == string(k) {
 			return i
 		}
@@ -157,25 +135,17 @@ func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
 // interner would; false when it gave up.
 func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
 	s := scanner{b: b}
-	if !s.next('[') {
-		return nil, false
-	}
 	out := []Cell{}
-	if !s.next(']') {
-		for {
-			var c Cell
-			if !d.cell(&s, &c) {
-				return nil, false
-			}
-			out = append(out, c)
-			if s.next(',') {
-				continue
-			}
-			if s.next(']') {
-				break
-			}
-			return nil, false
+	ok := s.array(func() bool {
+		var c Cell
+		if !d.cell(&s, &c) {
+			return false
 		}
+		out = append(out, c)
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	s.space()
 	return out, s.i == len(s.b)
@@ -185,28 +155,8 @@ func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
 var cellFields = [...]string{"id", "seq", "commit", "repeat", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition"}
 
 func (d *lineDecoder) cell(s *scanner, c *Cell) bool {
-	if !s.next('{') {
-		return false
-	}
-	if s.next('}') {
-		return true
-	}
 	var seen [len(cellFields)]bool
-	for {
-		k, ok := s.str()
-		if !ok || !s.next(':') || s.peek() == 'n' {
-			return false
-		}
-		f := -1
-		for i, name := range cellFields {
-			if name == string(k) {
-				f = i
-			}
-		}
-		if f < 0 || seen[f] {
-			return false
-		}
-		seen[f] = true
+	return s.object(cellFields[:], seen[:], func(f int) (ok bool) {
 		switch f {
 		case 0:
 			var b []byte
@@ -221,14 +171,8 @@ func (d *lineDecoder) cell(s *scanner, c *Cell) bool {
 		default:
 			ok = d.configField(s, cellFields[f], &c.Config)
 		}
-		if !ok {
-			return false
-		}
-		if s.next(',') {
-			continue
-		}
-		return s.next('}')
-	}
+		return ok
+	})
 }
 
 // target is where json.Unmarshal decodes a field lineDecoder does not.
@@ -367,71 +311,94 @@ func (d *lineDecoder) metrics(s *scanner) (map[string]float64, bool) {
 // progressList reads pgbench's progress reports into a slice of their
 // number.
 func (d *lineDecoder) progressList(s *scanner) ([]Progress, bool) {
-	if !s.next('[') {
-		return nil, false
-	}
-	if s.next(']') {
-		return []Progress{}, true
-	}
 	d.progress = d.progress[:0]
-	for {
+	ok := s.array(func() bool {
 		var p Progress
-		if !s.next('{') {
-			return nil, false
-		}
-		if !s.next('}') {
-			var seen [7]bool
-			for {
-				k, ok := s.str()
-				if !ok || !s.next(':') || s.peek() == 'n' {
-					return nil, false
-				}
-				f := -1
-				switch string(k) {
-				case "t":
-					f, ok = 0, s.floatTo(&p.T)
-				case "tps":
-					f, ok = 1, s.floatTo(&p.TPS)
-				case "lat_ms":
-					f, ok = 2, s.floatTo(&p.LatMS)
-				case "stddev_ms":
-					f, ok = 3, s.floatTo(&p.StddevMS)
-				case "lag_ms":
-					f, ok = 4, s.floatTo(&p.LagMS)
-				case "failed":
-					f, ok = 5, s.int64To(&p.Failed)
-				case "skipped":
-					f, ok = 6, s.int64To(&p.Skipped)
-				}
-				if f < 0 || !ok || seen[f] {
-					return nil, false
-				}
-				seen[f] = true
-				if s.next(',') {
-					continue
-				}
-				if s.next('}') {
-					break
-				}
-				return nil, false
+		var seen [len(progressFields)]bool
+		if !s.object(progressFields[:], seen[:], func(f int) bool {
+			switch f {
+			case 0:
+				return s.floatTo(&p.T)
+			case 1:
+				return s.floatTo(&p.TPS)
+			case 2:
+				return s.floatTo(&p.LatMS)
+			case 3:
+				return s.floatTo(&p.StddevMS)
+			case 4:
+				return s.floatTo(&p.LagMS)
+			case 5:
+				return s.int64To(&p.Failed)
+			default:
+				return s.int64To(&p.Skipped)
 			}
+		}) {
+			return false
 		}
 		d.progress = append(d.progress, p)
-		if s.next(',') {
-			continue
-		}
-		if s.next(']') {
-			break
-		}
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
-	return append([]Progress(nil), d.progress...), true
+	return append([]Progress{}, d.progress...), true
 }
+
+// The keys of a Progress report.
+var progressFields = [...]string{"t", "tps", "lat_ms", "stddev_ms", "lag_ms", "failed", "skipped"}
 
 // scanner reads JSON tokens from b at i.
 type scanner struct {
 	b []byte
 	i int
+}
+
+// object reads a JSON object whose keys are among keys, each at most
+// once and never null (seen marks those read), value(i) reading the
+// value of keys[i]; false on anything else.
+func (s *scanner) object(keys []string, seen []bool, value func(f int) bool) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') || s.peek() == 'n' {
+			return false
+		}
+		f := keyOf(keys, k)
+		if f < 0 || seen[f] {
+			return false
+		}
+		seen[f] = true
+		if !value(f) {
+			return false
+		}
+		if !s.next(',') {
+			return s.next('}')
+		}
+	}
+}
+
+// array reads a JSON array, elem reading each element; false on
+// anything else.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if !s.next(',') {
+			return s.next(']')
+		}
+	}
 }
 
 func (s *scanner) space() {
