@@ -621,17 +621,24 @@ func (m *Manager) askPostgres(ctx context.Context, install, dir string) error {
 	c := m.cmd(install, "postgres", "-D", dir, "-C", "port")
 	c.ReadOnly = true
 	if _, err := m.Run.Output(ctx, c); err != nil {
-		if ctx.Err() != nil {
-			return exitcode.Failure(ctx.Err()) // interrupted: no verdict on the settings
-		}
 		var pe *proc.Error
 		msg := err.Error()
 		if errors.As(err, &pe) && len(pe.Tail) > 0 {
 			msg = serverComplaint(pe.Tail)
 		}
-		return exitcode.BadInputf("%w: %s", ErrSetting, msg)
+		return unlessInterrupted(ctx, exitcode.BadInputf("%w: %s", ErrSetting, msg))
 	}
 	return nil
+}
+
+// unlessInterrupted is err, the verdict of a check that ran a command,
+// unless ctx ended: a check cut short by SIGINT says nothing of the
+// install or the settings, and is an interruption (exit 3).
+func unlessInterrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return exitcode.Failure(ctx.Err())
+	}
+	return err
 }
 
 // serverComplaint picks the line of postgres's output that names the
@@ -678,30 +685,21 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	if m.User != nil {
 		c := proc.Cmd{Path: "test", Args: []string{"-x", postgres}, User: m.User, Dir: "/", ReadOnly: true}
 		if err := m.Run.Run(ctx, c); err != nil {
-			if ctx.Err() != nil {
-				return exitcode.Failure(ctx.Err()) // interrupted: no verdict on the install
-			}
-			return exitcode.BadInputf("%w: user %s cannot run %s (a parent directory is private?); put installs and data under a directory it can enter", ErrNoInstall, m.User.Name, postgres)
+			return unlessInterrupted(ctx, exitcode.BadInputf("%w: user %s cannot run %s (a parent directory is private?); put installs and data under a directory it can enter", ErrNoInstall, m.User.Name, postgres))
 		}
 	}
 	if m.User != nil {
 		// The data root (or its nearest existing ancestor, before it is
 		// made) must be enterable by the server's account.
 		if dir, ok := m.Run.CanEnter(ctx, m.User, m.Root); !ok {
-			if ctx.Err() != nil {
-				return exitcode.Failure(ctx.Err())
-			}
-			return exitcode.BadInputf("user %s cannot enter %s (a parent directory is private): set PG_DATA_DIR to a directory it can reach, e.g. /var/tmp/abtest/data", m.User.Name, dir)
+			return unlessInterrupted(ctx, exitcode.BadInputf("user %s cannot enter %s (a parent directory is private): set PG_DATA_DIR to a directory it can reach, e.g. /var/tmp/abtest/data", m.User.Name, dir))
 		}
 	}
 	pc := m.cmd(install, "pg_config", "--pkglibdir")
 	pc.ReadOnly = true
 	out, err := m.Run.Output(ctx, pc)
 	if err != nil {
-		if ctx.Err() != nil {
-			return exitcode.Failure(ctx.Err())
-		}
-		return exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err)
+		return unlessInterrupted(ctx, exitcode.BadInputf("%w: %s: pg_config: %v", ErrNoInstall, install, err))
 	}
 	so := filepath.Join(strings.TrimSpace(out), "pg_stat_statements.so")
 	if _, err := os.Stat(so); err != nil {

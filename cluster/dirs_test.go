@@ -255,3 +255,22 @@ func TestKilledInitdbLeavesNothingToTrip(t *testing.T) {
 		t.Errorf("a data directory without the include: pg_stat_statements.max = %s, want 1300", got)
 	}
 }
+
+// A check of the install cut short by SIGINT (its context ended) is an
+// interruption, exit 3, not "user postgres cannot run …" with exit 2:
+// TestFaultInterruptAtFivePoints/preparing met that once.
+func TestInterruptedCheckIsNoBadInput(t *testing.T) {
+	m, install := newManager(t)
+	if m.User == nil {
+		t.Skip("the check runs a command only for a server account other than the caller (as root)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := m.checkInstall(ctx, install)
+	if code := exitcode.Code(err); code != exitcode.Infra || !errors.Is(err, context.Canceled) {
+		t.Errorf("checkInstall after SIGINT: exit %d, %v; want exit %d, the interruption", code, err, exitcode.Infra)
+	}
+	if err := m.askPostgres(ctx, install, t.TempDir()); exitcode.Code(err) != exitcode.Infra {
+		t.Errorf("askPostgres after SIGINT: exit %d, %v; want exit %d", exitcode.Code(err), err, exitcode.Infra)
+	}
+}
