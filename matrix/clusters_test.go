@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,5 +83,53 @@ func TestRecordStops(t *testing.T) {
 	}
 	if len(r.restore) != 1 || !r.restore["x"] || len(r.started) != 0 {
 		t.Errorf("restore %v, started %v", r.restore, r.started)
+	}
+}
+
+// A run of a results directory first ends what a killed run of it left
+// running (processes.json), says so, then records its own commands
+// there until it ends, when the file goes.
+func TestRunEndsWhatAKilledRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	// A process a killed run started, in its own group, still running.
+	left, err := (&proc.Runner{Track: proc.NewTracker(filepath.Join(dir, ProcessesFile))}).Start(context.Background(), proc.Cmd{Path: "/bin/sleep", Args: []string{"60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := left.Pid()
+	t.Cleanup(func() { left.Signal(9) })
+	// The file as SIGKILL left it: the tracker's own record of the
+	// running sleep (copied, since this tracker would write it again when
+	// the sleep ends).
+	data, err := os.ReadFile(filepath.Join(dir, ProcessesFile))
+	if err != nil || !strings.Contains(string(data), "/bin/sleep") {
+		t.Fatalf("processes.json = %q, %v", data, err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, ProcessesFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	r := &run{deps: &Deps{Proc: &proc.Runner{}, Out: &said, Quiet: false}, dir: out}
+	untrack, err := r.trackProcesses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left.Wait()
+	if !strings.Contains(said.String(), "ended sleep (pid "+strconv.Itoa(pid)+")") {
+		t.Errorf("the run did not say it ended the sleep pid %d: %q", pid, said.String())
+	}
+	if r.deps.Proc.Track == nil {
+		t.Fatal("the run does not record its own commands")
+	}
+	if err := r.deps.Proc.Run(context.Background(), proc.Cmd{Path: "/bin/true"}); err != nil {
+		t.Fatal(err)
+	}
+	untrack()
+	if _, err := os.Stat(filepath.Join(out, ProcessesFile)); !os.IsNotExist(err) {
+		t.Errorf("%s left after the run ended: %v", ProcessesFile, err)
 	}
 }
