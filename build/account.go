@@ -72,12 +72,12 @@ func (b *Builder) ccacheDir() string {
 }
 
 // chownTree gives dir and everything below it to uid:gid, without
-// following symbolic links. It walks the whole tree every time: a tree
-// handed over once can still get files of another owner (a build run as
-// root by an older abtest into an install the server account owns made
-// `make install` fail on its chmod), and a walk of an install and a
-// build directory (about 11 000 entries) costs milliseconds beside a
-// build.
+// following symbolic links, and steps past what goes away under it. It
+// walks the whole tree every time: a tree handed over once can still get
+// files of another owner (a build run as root by an older abtest into an
+// install the server account owns made `make install` fail on its
+// chmod), and a walk of an install and a build directory (about 11 000
+// entries) costs milliseconds beside a build.
 func chownTree(dir string, uid, gid int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -87,16 +87,21 @@ func chownTree(dir string, uid, gid int) error {
 		return fmt.Errorf("%s is not a directory abtest made", dir)
 	}
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+		if err == nil {
+			var info fs.FileInfo
+			if info, err = d.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+					return nil
+				}
+				err = os.Lchown(path, uid, gid)
+			}
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+		if errors.Is(err, fs.ErrNotExist) {
+			// Gone under the walk: ccache's directory is shared by
+			// concurrent builds, which write temporary files there and
+			// rename or remove them.
 			return nil
 		}
-		return os.Lchown(path, uid, gid)
+		return err
 	})
 }

@@ -363,3 +363,42 @@ func TestBuildUserMustReachTheTrees(t *testing.T) {
 		t.Errorf("a private install root: %v", err)
 	}
 }
+
+// TestChownTreeWhileAnotherBuildWrites: ccache's directory is shared by
+// concurrent builds, and ccache writes temporary files there and renames
+// or removes them. Handing the tree over must step past an entry that
+// goes away under the walk instead of failing the build.
+func TestChownTreeWhileAnotherBuildWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another account needs root")
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "a")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := filepath.Join(sub, fmt.Sprintf("tmp%d", i%64))
+			os.WriteFile(name, nil, 0o644)
+			os.Remove(name)
+		}
+	}()
+	var err error
+	for i := 0; i < 2000 && err == nil; i++ {
+		err = chownTree(dir, 65534, 65534+i%2)
+	}
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("chownTree beside a writer: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ func TestFromSourcePG15(t *testing.T) {
 		// A cache made before builds ran as the server's account: built
 		// again from scratch as that account, whose ccache then warms.
 		t.Logf("cached pg15-base was built as another account: rebuilding it as %s", u.Name)
+		testbuild.Own(t, "pg15-base")
 		os.RemoveAll(filepath.Join(e.Worktrees, "pg15-base", "build"))
 		prov, err := e.WT.Info(ctx, "pg15-base")
 		if err != nil {

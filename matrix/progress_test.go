@@ -40,7 +40,7 @@ func TestProgressGolden(t *testing.T) {
 	if err := os.Remove(filepath.Join(tiny, build.InfoFile)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("setup (cache lock, cached builds): %s", time.Since(setup).Round(time.Second))
+	t.Logf("setup (build locks, cached builds): %s", time.Since(setup).Round(time.Second))
 	deps, _ := prebuiltDeps(t)
 	b := *e.B
 	b.Servers = deps.Clusters

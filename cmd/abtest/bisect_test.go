@@ -30,6 +30,8 @@ func bisectChain(t *testing.T, change func(src string)) (env map[string]string, 
 	t.Helper()
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
+	// Both bisect tests build the chain's first commits, b-<sha>.
+	testbuild.Own(t, "bisect-chain")
 	base := testenv.SharedTempDir(t)
 	testpg.ManagerAt(t, filepath.Join(base, "data")) // stops the clusters left running
 	src := filepath.Join(base, "src")

@@ -16,8 +16,10 @@ import (
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
@@ -305,16 +307,26 @@ func itoa(n int) string {
 // (--allow-unknown), and may call the patch worse on churn (exit 1),
 // never the A/A arm.
 func TestMatrixFromSourcePG15(t *testing.T) {
-	src := testenv.PG15Source(t)
 	testenv.RequireTools(t, "cc", "make")
 	env := matrixEnv(t)
-	testenv.LockCache(t)
-	cache := testenv.CacheRoot(t)
-	env["PG_SOURCE_DIR"] = src
-	env["PG_WORKTREES_DIR"] = filepath.Join(cache, "wt")
-	env["PG_INSTALL_DIR"] = filepath.Join(cache, "install")
+	e := testbuild.PG15(t)
 	patch := filepath.Join(t.TempDir(), "demo.patch")
 	os.WriteFile(patch, demo.Patch, 0o644)
+	// The builds the matrix plans, made (or found) first, as other tests
+	// make them: the matrix finds them up to date and builds nothing,
+	// so the test holds them shared and other tests run beside it.
+	release := build.Options{Type: build.Release}
+	builds := []*build.Result{e.Build(t, "pg15-base", "base", nil, release), e.Build(t, "pg15-patch", "base", []string{patch}, release)}
+	defer func() {
+		for _, b := range builds {
+			if info, err := build.ReadInfo(b.Info.Install); err != nil || !info.BuiltAt.Equal(b.Info.BuiltAt) {
+				t.Errorf("the matrix built %s again, under other tests' servers (%v)", b.Info.Name, err)
+			}
+		}
+	}()
+	env["PG_SOURCE_DIR"] = e.Source
+	env["PG_WORKTREES_DIR"] = e.Worktrees
+	env["PG_INSTALL_DIR"] = e.Installs
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "e2e")
 	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base,patch=base+"+patch+",aa=base", "-W", "pg15-%c",
 		"-c", "2,4", "-w", "select1,churn", "-d", "3", "-r", "3", "-m", "1000", "--warmup", "1", "-o", out, "--fail-on-regression", "--allow-unknown")

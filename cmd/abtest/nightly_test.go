@@ -20,6 +20,7 @@ import (
 func TestNightlyTwoNights(t *testing.T) {
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
+	testbuild.Own(t, "nightly") // its builds, n-<sha>, and their pruning
 	testenv.PGInstall(t)
 	base := testenv.SharedTempDir(t)
 	testpg.ManagerAt(t, filepath.Join(base, "nightly", "data")) // stops the clusters left running

@@ -72,8 +72,9 @@ func checkMeasured(t *testing.T, dir, label string, built bool) string {
 // the binary installed over; the user's cluster runs again afterwards,
 // on the new binary, and the matrix's own cluster is stopped.
 func TestMatrixMeasuresThePlannedBinary(t *testing.T) {
-	t.Parallel()      // its proof is no TPS figure: it may share the CPUs
-	testbuild.Base(t) // the cached PostgreSQL 15 build; holds the cache lock
+	t.Parallel()               // its proof is no TPS figure: it may share the CPUs
+	testbuild.Base(t)          // the cached PostgreSQL 15 build
+	testbuild.Own(t, "wire-x") // which abtest builds, twice
 	cache := testenv.CacheRoot(t)
 	base := testenv.SharedTempDir(t)
 	env := map[string]string{

@@ -25,18 +25,16 @@ type Env struct {
 	B         *build.Builder
 }
 
-// PG15 returns the environment for the PostgreSQL 15 source repository
-// and holds the cache lock until the test ends.
+// PG15 returns the environment for the PostgreSQL 15 source repository.
 func PG15(t testing.TB) *Env {
 	t.Helper()
 	return New(t, testenv.PG15Source(t))
 }
 
-// New returns the environment for source and holds the cache lock until
-// the test ends.
+// New returns the environment for source. It locks nothing: Build and
+// Own lock the names a test uses.
 func New(t testing.TB, source string) *Env {
 	t.Helper()
-	testenv.LockCache(t)
 	root := testenv.CacheRoot(t)
 	run := &proc.Runner{}
 	e := &Env{
@@ -57,9 +55,13 @@ func New(t testing.TB, source string) *Env {
 	return e
 }
 
-// Build makes worktree name at ref with patches and builds it.
+// Build makes worktree name at ref with patches and builds it, holding
+// name exclusive while it builds and shared, for the servers the test
+// runs from the install, until the test ends (unless the test owns it).
 func (e *Env) Build(t testing.TB, name, ref string, patches []string, o build.Options) *build.Result {
 	t.Helper()
+	hold(t, name, true)
+	defer hold(t, name, false)
 	ctx := context.Background()
 	if _, err := e.WT.Switch(ctx, name, ref); err != nil {
 		t.Fatalf("worktree %s: %v", name, err)
@@ -87,7 +89,8 @@ func (e *Env) Build(t testing.TB, name, ref string, patches []string, o build.Op
 }
 
 // Base returns the release install of the PostgreSQL 15 tree's base
-// commit, building it on first use.
+// commit, building it on first use, and holds it shared until the test
+// ends.
 func Base(t testing.TB) string {
 	t.Helper()
 	e := PG15(t)

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -174,24 +173,6 @@ func PG15Source(t testing.TB) string {
 	_, err := os.Stat(filepath.Join(dir, ".git"))
 	Require(t, err == nil, "a PostgreSQL 15 source repository at %s (scripts/pg-source.sh %s)", dir, dir)
 	return dir
-}
-
-// LockCache serialises the use of CacheRoot between test processes (go
-// test runs packages in parallel, and two of them must not build in one
-// worktree at once). The lock is released when the test ends.
-func LockCache(t testing.TB) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(CacheRoot(t), ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
 }
 
 // update is the -update flag of every test binary that uses Golden.

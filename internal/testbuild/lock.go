@@ -1,0 +1,98 @@
+package testbuild
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+)
+
+// A test holds the names of the cache it uses, each by an flock on
+// CacheRoot/locks/NAME: exclusive while it builds the name (a worktree
+// and its install) or lets abtest build or remove it, shared while its
+// servers run from the install. Tests of other names run beside it: go
+// test runs packages in parallel, and a lock on the whole cache made the
+// eleven from-source tests of five packages run one after another (20 of
+// the suite's 21 minutes).
+//
+// A test takes the shared base build first (Base, or Build of
+// pg15-base) and its other names after, so two tests never wait for
+// each other in a circle.
+
+// held is one test's lock on one name. flock belongs to an open file,
+// so a test has one file per name: a second one in the same process
+// would wait for the first.
+type held struct {
+	f *os.File
+	// exclusive: held exclusive now; owned: until the test ends.
+	exclusive, owned bool
+}
+
+var (
+	heldMu sync.Mutex
+	byTest = map[testing.TB]map[string]*held{}
+)
+
+// hold takes name for t, exclusive or shared, converting a lock t holds
+// already; an owned lock stays exclusive.
+func hold(t testing.TB, name string, exclusive bool) *held {
+	t.Helper()
+	heldMu.Lock()
+	names, ok := byTest[t]
+	if !ok {
+		names = map[string]*held{}
+		byTest[t] = names
+		t.Cleanup(func() { release(t) })
+	}
+	h := names[name]
+	heldMu.Unlock()
+	if h == nil {
+		dir := filepath.Join(testenv.CacheRoot(t), "locks")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = &held{f: f}
+		heldMu.Lock()
+		names[name] = h
+		heldMu.Unlock()
+	} else if h.owned || h.exclusive == exclusive {
+		return h
+	}
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	if err := syscall.Flock(int(h.f.Fd()), how); err != nil {
+		t.Fatalf("lock %s: %v", name, err)
+	}
+	h.exclusive = exclusive
+	return h
+}
+
+func release(t testing.TB) {
+	heldMu.Lock()
+	names := byTest[t]
+	delete(byTest, t)
+	heldMu.Unlock()
+	for _, h := range names {
+		syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+		h.f.Close()
+	}
+}
+
+// Own holds names exclusive until the test ends: the test rebuilds them,
+// or runs an abtest that may build or remove them. A name may stand for
+// a group (the bisect chain's b-<sha> builds).
+func Own(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		hold(t, name, true).owned = true
+	}
+}
