@@ -332,3 +332,17 @@ func expand(p, home string) string {
 	}
 	return p
 }
+
+// DemoRoot is where `abtest demo` keeps worktrees, installs, clusters and
+// results: dir ($ABTEST_DEMO_DIR) when set, else /var/tmp/abtest-demo
+// for root (outside its private home, so that the postgres account can
+// reach the installs) and ~/.cache/abtest-demo for anyone else.
+func DemoRoot(dir string, asRoot bool, home string) string {
+	switch {
+	case dir != "":
+		return dir
+	case asRoot:
+		return "/var/tmp/abtest-demo"
+	}
+	return filepath.Join(home, ".cache", "abtest-demo")
+}

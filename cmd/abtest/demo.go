@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
@@ -36,7 +37,7 @@ reuses its worktrees. Its directories are under $ABTEST_DEMO_DIR (default
 }
 
 func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
-	root := demo.RootFor(env.Getenv("ABTEST_DEMO_DIR"), env.Geteuid() == 0, env.Home)
+	root := config.DemoRoot(env.Getenv("ABTEST_DEMO_DIR"), env.Geteuid() == 0, env.Home)
 	defaults := demo.Defaults(env.Home, root)
 	cfg, err := loadConfigWith(cmd, env, &defaults)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestRequestPlan(t *testing.T) {
 	if d.DataDir != "/r/data" || d.ResultsDir != "/r/results" || d.SourceDir != "/h/pg/source" {
 		t.Errorf("defaults %+v", d)
 	}
-	if Root(true, "/h") != "/var/tmp/abtest-demo" || Root(false, "/h") != "/h/.cache/abtest-demo" {
+	if config.DemoRoot("", true, "/h") != "/var/tmp/abtest-demo" || config.DemoRoot("", false, "/h") != "/h/.cache/abtest-demo" {
 		t.Error("root")
 	}
 }
@@ -64,8 +64,8 @@ func TestWritePatchAndSource(t *testing.T) {
 	if err != nil || p != filepath.Join(root, PatchName) {
 		t.Fatalf("patch at %s, %v", p, err)
 	}
-	if RootFor("/d", true, "/h") != "/d" || RootFor("", false, "/h") != "/h/.cache/abtest-demo" {
-		t.Error("RootFor")
+	if config.DemoRoot("/d", true, "/h") != "/d" {
+		t.Error("DemoRoot")
 	}
 	cfg, err := config.Load(config.Options{Dir: t.TempDir(), Home: "/h"})
 	if err != nil {

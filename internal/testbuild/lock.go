@@ -2,11 +2,13 @@ package testbuild
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
@@ -95,4 +97,46 @@ func Own(t testing.TB, names ...string) {
 	for _, name := range names {
 		hold(t, name, true).owned = true
 	}
+}
+
+// seedCCache gives an install root without a ccache directory the one
+// `make demo` filled, when there is one. The demo builds the same trees
+// as the tests (the source's base commit, alone and with the demo
+// patch), and ccache's base_dir makes their objects hit here too, so
+// `make test` after `make demo` on a new machine compiles PostgreSQL
+// once, not twice.
+func seedCCache(t testing.TB, installs string) {
+	t.Helper()
+	dst := filepath.Join(installs, ".ccache")
+	if _, err := os.Lstat(dst); err == nil {
+		return
+	}
+	home, _ := os.UserHomeDir()
+	src := filepath.Join(config.DemoRoot(os.Getenv("ABTEST_DEMO_DIR"), os.Geteuid() == 0, home), "install", ".ccache")
+	if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(testenv.CacheRoot(t), ".ccache-seed.lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return // seeded by another test meanwhile
+	}
+	if err := os.MkdirAll(installs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := dst + ".seed"
+	os.RemoveAll(tmp)
+	if out, err := exec.Command("cp", "-a", src, tmp).CombinedOutput(); err != nil {
+		t.Fatalf("seeding ccache from %s: %v\n%s", src, err, out)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ccache seeded from make demo's, %s", src)
 }

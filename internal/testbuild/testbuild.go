@@ -42,6 +42,7 @@ func New(t testing.TB, source string) *Env {
 		Worktrees: filepath.Join(root, "wt"),
 		Installs:  filepath.Join(root, "install"),
 	}
+	seedCCache(t, e.Installs)
 	e.WT = &worktree.Manager{Source: source, Root: e.Worktrees, Run: run}
 	e.B = &build.Builder{WorktreesRoot: e.Worktrees, InstallRoot: e.Installs, Run: run}
 	if name := testenv.ServerUser(t); name != "" {
