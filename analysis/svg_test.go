@@ -8,8 +8,6 @@ import (
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"github.com/pgabtest/abtest/matrix"
 )
 
 // TestSVGCanvasIsVgsvg: every plot the reports of the fixtures draw
@@ -17,10 +15,8 @@ import (
 // points crossed, the demo's recorded run) is the same bytes drawn on
 // newSVG as on vgsvg's canvas.
 func TestSVGCanvasIsVgsvg(t *testing.T) {
-	fixed := filepath.Join(t.TempDir(), "run")
-	fixture(t, fixed, matrix.Shard{I: 1, N: 1})
 	inputs := map[string]func() *Input{
-		"fixture": func() *Input { return load(t, fixed) },
+		"fixture": func() *Input { return loadFixture(t) },
 		"demo":    func() *Input { return load(t, "../internal/demo/testdata/run") },
 		"v1":      func() *Input { return load(t, "../results/testdata/v1") },
 		"sweep":   func() *Input { return sweepInput(t, false) },
