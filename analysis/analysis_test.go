@@ -34,7 +34,7 @@ func input(base, patch []float64) *Input {
 		for i, v := range vs {
 			in.Records = append(in.Records, results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), i+1, commit), Commit: commit,
 				Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients, Settings: cfg.Settings}, Repeat: i + 1, Status: "ok",
-				Metrics: map[string]float64{"tps": v}})
+				Metrics: results.ValuesOf(map[string]float64{"tps": v})})
 		}
 	}
 	add("base", base)
@@ -152,7 +152,7 @@ func TestExactTier(t *testing.T) {
 		if in.Records[i].Commit == "patch" {
 			v = 3
 		}
-		in.Records[i].Metrics["rows_per_tx"] = v
+		in.Records[i].Metrics.Set("rows_per_tx", v)
 	}
 	r, err := Analyze(in, Options{})
 	if err != nil {
@@ -214,7 +214,7 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 		tps *= 1 + 0.01*rng.NormFloat64()
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings},
 			Repeat: c.Repeat, Status: "ok", DurationS: 5, WallS: 7.3,
-			Metrics:  map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1},
+			Metrics:  results.ValuesOf(map[string]float64{"tps": tps, "latency_avg_ms": 1000 * float64(c.Clients) / tps, "pgss_deallocs": deallocs, "statements_per_tx": 1}),
 			Progress: []results.Progress{{T: 1, TPS: tps * 0.98}, {T: 2, TPS: tps}, {T: 3, TPS: tps * 1.01}},
 			Final:    &results.Final{Entries: 1000, Hot: 900, Cold: 100, Deallocs: int64(deallocs)},
 			Waits:    &results.Waits{Active: 10, Idle: 90, ByEvent: map[string]int{"CPU": 9, "LWLock:pg_stat_statements": 1}},
@@ -332,7 +332,7 @@ func TestTruncatedAndMissing(t *testing.T) {
 func TestUnknownRecordsIgnored(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	fixture(t, dir, matrix.Shard{I: 1, N: 1})
-	rec := results.Record{Cell: "nosuch/c2/cpuall/r1/base", Commit: "base", Config: results.Config{Workload: "nosuch", Clients: 2}, Repeat: 1, Status: "ok", Metrics: map[string]float64{"tps": 1}}
+	rec := results.Record{Cell: "nosuch/c2/cpuall/r1/base", Commit: "base", Config: results.Config{Workload: "nosuch", Clients: 2}, Repeat: 1, Status: "ok", Metrics: results.ValuesOf(map[string]float64{"tps": 1})}
 	if err := results.AppendRecord(dir, &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (r *Report) benchResults(commit string, withCommit bool) []*benchfmt.Result
 	for _, rec := range recs {
 		res := &benchfmt.Result{Config: cfg, Name: benchfmt.Name(benchName(rec.Config)), Iters: 1}
 		for _, m := range r.Metrics {
-			v, ok := rec.Metrics[m]
+			v, ok := rec.Metrics.Get(m)
 			if !ok || !isFinite(v) {
 				continue
 			}

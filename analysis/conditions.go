@@ -83,7 +83,7 @@ func medians(cells []*results.Record, columns []metricColumn) map[string]float64
 	for _, c := range columns {
 		var vs []float64
 		for _, rec := range cells {
-			if v, ok := rec.Metrics[c.metric]; ok && rec.Void[c.metric] == "" {
+			if v, ok := rec.Metrics.Get(c.metric); ok && rec.Void[c.metric] == "" {
 				vs = append(vs, v)
 			}
 		}

@@ -43,7 +43,7 @@ func TestGateIncomplete(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
 		if r.Commit == "patch" {
-			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "server would not start"
+			r.Status, r.Metrics, r.Error = results.StatusFailed, results.Values{}, "server would not start"
 		}
 	})
 	r, err := Analyze(in, Options{})
@@ -61,7 +61,7 @@ func TestGateIncomplete(t *testing.T) {
 	in = loadFixture(t)
 	edit(in, func(r *results.Record) {
 		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 2 && r.Repeat == 3 {
-			r.Status, r.Metrics = results.StatusFailed, nil
+			r.Status, r.Metrics = results.StatusFailed, results.Values{}
 		}
 	})
 	r, err = Analyze(in, Options{})
@@ -79,12 +79,12 @@ func TestGateIncomplete(t *testing.T) {
 func TestGateRateAndFailures(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
-		r.Metrics["failed_tx"] = 0
+		r.Metrics.Set("failed_tx", 0)
 		if r.Commit == "patch" && r.Workload == "select1" && r.Repeat == 2 {
 			r.Saturated = true
 		}
 		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 4 {
-			r.Metrics["failed_tx"] = 3
+			r.Metrics.Set("failed_tx", 3)
 		}
 	})
 	r, err := Analyze(in, Options{})
@@ -107,9 +107,9 @@ func TestGateRateAndFailures(t *testing.T) {
 	// not judged there; move the failure to a complete configuration.
 	in = loadFixture(t)
 	edit(in, func(r *results.Record) {
-		r.Metrics["failed_tx"] = 0
+		r.Metrics.Set("failed_tx", 0)
 		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 4 {
-			r.Metrics["failed_tx"] = 3
+			r.Metrics.Set("failed_tx", 3)
 		}
 	})
 	if r, err = Analyze(in, Options{}); err != nil {
@@ -126,9 +126,9 @@ func TestGateRateAndFailures(t *testing.T) {
 	// A 5× rate is a change: 2 failures a cell against 10.
 	in = loadFixture(t)
 	edit(in, func(r *results.Record) {
-		r.Metrics["failed_tx"] = 0
+		r.Metrics.Set("failed_tx", 0)
 		if r.Workload == "select1" && r.Clients == 8 {
-			r.Metrics["failed_tx"] = map[string]float64{"base": 2, "patch": 10}[r.Commit]
+			r.Metrics.Set("failed_tx", map[string]float64{"base": 2, "patch": 10}[r.Commit])
 		}
 	})
 	if r, err = Analyze(in, Options{}); err != nil {
@@ -149,9 +149,9 @@ func TestGateRateAndFailures(t *testing.T) {
 func TestDescriptiveAndGate(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
-		r.Metrics["pgss_entries"] = 1000
+		r.Metrics.Set("pgss_entries", 1000)
 		if r.Commit == "patch" {
-			r.Metrics["pgss_entries"] = 1200
+			r.Metrics.Set("pgss_entries", 1200)
 		}
 	})
 	for _, gate := range [][]string{nil, {"pgss_entries"}} {
@@ -185,12 +185,15 @@ func TestDescriptiveAndGate(t *testing.T) {
 func TestNonFinite(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
-		r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0, 0
+		r.Metrics.Set("wal_fpi_per_tx", 0)
+		r.Metrics.Set("pgss_deallocs", 0)
 		if r.Repeat == 1 && r.Commit == "base" {
-			r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0.5, 5
+			r.Metrics.Set("wal_fpi_per_tx", 0.5)
+			r.Metrics.Set("pgss_deallocs", 5)
 		}
 		if r.Commit == "patch" {
-			r.Metrics["wal_fpi_per_tx"], r.Metrics["pgss_deallocs"] = 0.25, 2
+			r.Metrics.Set("wal_fpi_per_tx", 0.25)
+			r.Metrics.Set("pgss_deallocs", 2)
 		}
 	})
 	r, err := Analyze(in, Options{})
@@ -223,10 +226,10 @@ func TestReportSectionsGolden(t *testing.T) {
 	in := loadFixture(t)
 	edit(in, func(r *results.Record) {
 		if r.Commit == "patch" && r.Workload == "churn" && r.Clients == 8 && r.Repeat == 7 {
-			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "pgbench: connection lost"
+			r.Status, r.Metrics, r.Error = results.StatusFailed, results.Values{}, "pgbench: connection lost"
 		}
 		if r.Commit == "patch" && r.Workload == "select1" && r.Clients == 2 && r.Repeat == 5 {
-			delete(r.Metrics, "pgss_deallocs")
+			r.Metrics.Delete("pgss_deallocs")
 		}
 	})
 	r, err := Analyze(in, Options{Thresholds: map[string]float64{"tps": 0.5}})

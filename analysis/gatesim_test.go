@@ -263,16 +263,16 @@ func TestFailClosedInputs(t *testing.T) {
 		{"tps null", func(*results.Record) {}, true, Options{}},
 		{"tps 0", func(r *results.Record) {
 			if r.Commit == "patch" && r.Repeat == 3 {
-				r.Metrics["tps"] = 0
+				r.Metrics.Set("tps", 0)
 			}
 		}, false, Options{}},
 		{"tps absent everywhere", func(r *results.Record) {
-			delete(r.Metrics, "tps")
-			delete(r.Metrics, "latency_avg_ms")
+			r.Metrics.Delete("tps")
+			r.Metrics.Delete("latency_avg_ms")
 		}, false, Options{}},
 		{"tps absent from the baseline", func(r *results.Record) {
 			if r.Commit == "base" {
-				delete(r.Metrics, "tps")
+				r.Metrics.Delete("tps")
 			}
 		}, false, Options{}},
 		{"--gate pgss_hot absent", func(*results.Record) {}, false, Options{Gate: []string{"pgss_hot"}}},
@@ -361,7 +361,7 @@ func TestExactSurvivesTimedBlocks(t *testing.T) {
 		id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, commit)
 		p.Cells = append(p.Cells, results.Cell{ID: id, Commit: commit, Repeat: rep, Config: cfg})
 		rec := results.Record{Cell: id, Commit: commit, Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients, Instructions: cfg.Instructions}, Repeat: rep,
-			Status: results.StatusOK, Metrics: m}
+			Status: results.StatusOK, Metrics: results.ValuesOf(m)}
 		if cfg.Instructions {
 			rec.Instr = &results.InstrInfo{Method: "valgrind-callgrind", Transactions: 1000}
 		}
@@ -416,10 +416,10 @@ func TestNoSilentEscape(t *testing.T) {
 	p, recs := gatesim.Run(rng, gatesim.Design{Configs: 2, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}, Full: true})
 	for i := range recs {
 		if recs[i].Workload == "select1" {
-			delete(recs[i].Metrics, "tps")
-			delete(recs[i].Metrics, "latency_avg_ms")
+			recs[i].Metrics.Delete("tps")
+			recs[i].Metrics.Delete("latency_avg_ms")
 			if recs[i].Commit == "patch" {
-				recs[i].Metrics["server_cpu_s_per_tx"] *= 1.43
+				recs[i].Metrics.Set("server_cpu_s_per_tx", recs[i].Metrics.Value("server_cpu_s_per_tx")*1.43)
 			}
 		}
 	}
@@ -439,9 +439,9 @@ func TestNoSilentEscape(t *testing.T) {
 	}
 	in := input([]float64{100, 100, 100, 100, 100, 100}, []float64{100, 100, 100, 100, 100, 100})
 	edit(in, func(r *results.Record) {
-		r.Metrics = map[string]float64{"instructions_per_tx": 1020}
+		r.Metrics = results.ValuesOf(map[string]float64{"instructions_per_tx": 1020})
 		if r.Commit == "base" {
-			r.Metrics["instructions_per_tx"] = map[bool]float64{true: 1030, false: 1000}[r.Repeat == 6]
+			r.Metrics.Set("instructions_per_tx", map[bool]float64{true: 1030, false: 1000}[r.Repeat == 6])
 		}
 	})
 	if r, err = Analyze(in, Options{}); err != nil {
@@ -463,7 +463,7 @@ func TestOverdispersedCountsAA(t *testing.T) {
 	for range 200 {
 		p, recs := gatesim.Run(rng, gatesim.Design{Configs: 1, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}})
 		for i := range recs {
-			recs[i].Metrics["failed_tx"] = math.Round(math.Max(0, 100+20*rng.NormFloat64()))
+			recs[i].Metrics.Set("failed_tx", math.Round(math.Max(0, 100+20*rng.NormFloat64())))
 		}
 		r, err := Analyze(&Input{Plan: p, Records: recs}, Options{})
 		if err != nil {

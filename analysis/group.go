@@ -140,7 +140,7 @@ func (a *analyzer) groupCells() {
 			continue
 		}
 		g.usable[rec.Repeat] = rec
-		for m, v := range rec.Metrics {
+		for m, v := range rec.Metrics.All() {
 			switch {
 			case a.whyVoid(rec, m) != "":
 				// counted by noteVoid
@@ -316,7 +316,7 @@ func (a *analyzer) fillColumns(g *group) {
 	g.cols = map[string]column{}
 	for _, rec := range recs {
 		rep := rec.Repeat
-		for m, v := range rec.Metrics {
+		for m, v := range rec.Metrics.All() {
 			if !a.valid(m, v) || a.whyVoid(rec, m) != "" {
 				continue
 			}

@@ -78,7 +78,7 @@ func (r *Report) instructions() {
 			groups[k] = g
 			keys = append(keys, k)
 		}
-		g.values = append(g.values, rec.Metrics[results.MetricInstructionsPerTx])
+		g.values = append(g.values, rec.Metrics.Value(results.MetricInstructionsPerTx))
 		if !slices.Contains(g.methods, rec.Instr.Method) {
 			g.methods = append(g.methods, rec.Instr.Method)
 		}

@@ -30,12 +30,12 @@ func instrInput(t *testing.T) *Input {
 	for _, c := range p.Cells {
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat, Status: results.StatusOK}
 		if !c.Instructions {
-			rec.Metrics = map[string]float64{"tps": 10000}
+			rec.Metrics = results.ValuesOf(map[string]float64{"tps": 10000})
 		} else {
 			per := map[string]float64{"base": 36803, "patch": 36803 + 3607, "aa": 36803 * 1.0001}[c.Commit]
 			rec.Instructions = true
 			rec.Instr = &results.InstrInfo{Method: "valgrind-cachegrind", Transactions: 2000, Seed: 1}
-			rec.Metrics = map[string]float64{"instructions_per_tx": per, "instructions": per * 2000}
+			rec.Metrics = results.ValuesOf(map[string]float64{"instructions_per_tx": per, "instructions": per * 2000})
 		}
 		in.Records = append(in.Records, rec)
 	}

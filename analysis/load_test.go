@@ -45,7 +45,7 @@ func TestLoadAsUnmarshal(t *testing.T) {
 			}
 			// Two progress reports make a TPS-over-time plot.
 			rec.Progress = append(rec.Progress, results.Progress{T: 2, TPS: 990 + float64(r), LatMS: 1.2})
-			rec.Metrics = map[string]float64{results.MetricTPS: 1000 + 10*float64(i) + float64(r%3), results.MetricLatencyAvg: 1 + 0.01*float64(r)}
+			rec.Metrics = results.ValuesOf(map[string]float64{results.MetricTPS: 1000 + 10*float64(i) + float64(r%3), results.MetricLatencyAvg: 1 + 0.01*float64(r)})
 			if i == 0 && r == 1 {
 				p.Configs = append(p.Configs, rec.Config)
 			}

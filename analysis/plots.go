@@ -18,7 +18,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/pgabtest/abtest/results"
 )
@@ -357,10 +356,14 @@ func fromZero(p *plot.Plot) {
 	p.Y.Max = math.Max(p.Y.Max*1.05, 1)
 }
 
+// newCanvas makes the canvas plots are drawn on: newSVG, or vgsvg's
+// in TestSVGCanvasIsVgsvg.
+var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
+
 // save writes p as SVG with its legend in a column right of the plot,
 // where it covers no data and leaves room for the last x tick label.
 func save(p *plot.Plot, path string) error {
-	c := vgsvg.New(plotW, plotH)
+	c := newCanvas(plotW, plotH)
 	dc := draw.New(c)
 	legend := p.Legend
 	legend.Top, legend.Left = true, true

@@ -357,7 +357,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			a.total += rec.Waits.Active + rec.Waits.Idle
 		}
 		if rec.Probe != nil {
-			tx := rec.Metrics[results.MetricTPS] * rec.DurationS
+			tx := rec.Metrics.Value(results.MetricTPS) * rec.DurationS
 			a.tx += tx
 			a.ins += float64(rec.Probe.Tables.Ins)
 			a.upd += float64(rec.Probe.Tables.Upd)

@@ -214,7 +214,7 @@ func methodsOf(g *group, m string, by results.MeasuredBy) []string {
 		return out
 	}
 	for _, rec := range g.records() {
-		if _, ok := rec.Metrics[m]; !ok {
+		if _, ok := rec.Metrics.Get(m); !ok {
 			continue
 		}
 		name := rec.Method(by)

@@ -197,7 +197,7 @@ func aaInput(rng *rand.Rand, cvs map[string]float64) *Input {
 						id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
 						p.Cells = append(p.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
 						in.Records = append(in.Records, results.Record{Cell: id, Commit: c, Config: results.Config{Workload: wl, Clients: cl, CPUs: cpus},
-							Repeat: rep, Status: results.StatusOK, Metrics: m})
+							Repeat: rep, Status: results.StatusOK, Metrics: results.ValuesOf(m)})
 					}
 				}
 			}
@@ -271,7 +271,7 @@ func counterInput(rng *rand.Rand, repeats int, effect float64) *Input {
 						id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
 						p.Cells = append(p.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
 						in.Records = append(in.Records, results.Record{Cell: id, Commit: c, Config: results.Config{Workload: wl, Clients: cl, CPUs: cpus},
-							Repeat: rep, Status: results.StatusOK, Metrics: m})
+							Repeat: rep, Status: results.StatusOK, Metrics: results.ValuesOf(m)})
 					}
 				}
 			}

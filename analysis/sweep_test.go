@@ -39,7 +39,7 @@ func sweepInput(t *testing.T, mustNotSaturate bool) *Input {
 			committed, sat = 2600, true
 		}
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: c.Config, Repeat: c.Repeat, Status: results.StatusOK, DurationS: 5,
-			Metrics:   map[string]float64{"tps": committed * (1 + 0.001*float64(c.Repeat)), "latency_p50_ms": 1, "latency_p95_ms": 2, "latency_p99_ms": 3 + c.Rate/1000, "tup_ins_per_tx": 1},
+			Metrics:   results.ValuesOf(map[string]float64{"tps": committed * (1 + 0.001*float64(c.Repeat)), "latency_p50_ms": 1, "latency_p95_ms": 2, "latency_p99_ms": 3 + c.Rate/1000, "tup_ins_per_tx": 1}),
 			Saturated: sat,
 		}
 		if sat {

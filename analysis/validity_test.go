@@ -33,7 +33,7 @@ func validityInput(plan results.Metrics, evicts func(commit, workload string) bo
 				m := map[string]float64{"tps": 1000 + float64(rep%3), "pgss_deallocs": deallocs,
 					"statements_per_tx": stmts, "rows_per_tx": stmts, "wal_records_per_tx": 0}
 				rec := results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c), Commit: c, Config: results.Config{Workload: wl, Clients: 8, Settings: cfg.Settings},
-					Repeat: rep, Status: results.StatusOK, Metrics: m, Final: &results.Final{Deallocs: int64(deallocs)}}
+					Repeat: rep, Status: results.StatusOK, Metrics: results.ValuesOf(m), Final: &results.Final{Deallocs: int64(deallocs)}}
 				if voided {
 					rec.Void = results.Builtin.Apply(m, results.Window{Deallocs: int64(deallocs), DeallocsKnown: true})
 				}
@@ -136,7 +136,7 @@ func TestVoidCellsIncompleteNotGated(t *testing.T) {
 	in := validityInput(results.Builtin, patchOnly, true)
 	for i := range in.Records {
 		if rec := &in.Records[i]; rec.Workload == "select1" && rec.Commit == "patch" && rec.Repeat == 3 {
-			delete(rec.Metrics, "statements_per_tx")
+			rec.Metrics.Delete("statements_per_tx")
 		}
 	}
 	if r, err = Analyze(in, Options{}); err != nil {

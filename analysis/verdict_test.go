@@ -21,7 +21,7 @@ func TestLatencyMethodsNotCompared(t *testing.T) {
 	in := loadFixture(t)
 	mixed := "select1/c8/cpuall/pgss.max=1000"
 	edit(in, func(r *results.Record) {
-		r.Metrics["latency_p50_ms"] = 0.2 * (1 + 0.01*float64(r.Repeat%3))
+		r.Metrics.Set("latency_p50_ms", 0.2*(1+0.01*float64(r.Repeat%3)))
 		r.LatencyMethod = "completion-intervals"
 		if r.Config.ID() == mixed && r.Commit == "patch" && r.Repeat > 6 {
 			r.LatencyMethod = "pgbench-latency"
@@ -72,7 +72,7 @@ func TestInstructionMethodsNotCompared(t *testing.T) {
 	for _, mixed := range []bool{false, true} {
 		in := input([]float64{1, 1, 1, 1, 1, 1, 1, 1}, []float64{1, 1, 1, 1, 1, 1, 1, 1})
 		edit(in, func(r *results.Record) {
-			r.Metrics["instructions_per_tx"] = 35000
+			r.Metrics.Set("instructions_per_tx", 35000)
 			r.Instr = &results.InstrInfo{Method: "valgrind-callgrind"}
 			if mixed && r.Commit == "patch" && r.Repeat%2 == 0 {
 				r.Instr.Method = "perf-stat"
@@ -195,9 +195,9 @@ func TestObservedExactNeedsAShift(t *testing.T) {
 	} {
 		in := input([]float64{1, 1, 1, 1, 1, 1, 1, 1}, []float64{1, 1, 1, 1, 1, 1, 1, 1})
 		edit(in, func(r *results.Record) {
-			r.Metrics[tc.metric] = 0
+			r.Metrics.Set(tc.metric, 0)
 			if r.Commit == "patch" {
-				r.Metrics[tc.metric] = tc.cand[r.Repeat-1]
+				r.Metrics.Set(tc.metric, tc.cand[r.Repeat-1])
 			}
 		})
 		r, err := Analyze(in, Options{})
@@ -249,9 +249,9 @@ func TestVaryingCounterNeedsEvidence(t *testing.T) {
 		in := input(ones, ones)
 		edit(in, func(r *results.Record) {
 			if r.Commit == "patch" {
-				r.Metrics[tc.metric] = tc.cand[r.Repeat-1]
+				r.Metrics.Set(tc.metric, tc.cand[r.Repeat-1])
 			} else {
-				r.Metrics[tc.metric] = tc.base[r.Repeat-1]
+				r.Metrics.Set(tc.metric, tc.base[r.Repeat-1])
 			}
 		})
 		r, err := Analyze(in, Options{})

@@ -31,7 +31,7 @@ func TestFileWorkloadTables(t *testing.T) {
 				p99 *= 2
 			}
 			in.Records = append(in.Records, results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), i, c), Commit: c, Config: cfg, Repeat: i, Status: results.StatusOK,
-				Metrics: map[string]float64{results.MetricTPS: 100 + float64(i%2), "delivery_p99_ms": p99}})
+				Metrics: results.ValuesOf(map[string]float64{results.MetricTPS: 100 + float64(i%2), "delivery_p99_ms": p99})})
 		}
 	}
 	r, err := Analyze(in, Options{})

@@ -39,7 +39,7 @@ func TestConfigPageMarksFailedCells(t *testing.T) {
 	var buf bytes.Buffer
 	for i := range recs {
 		if recs[i].Commit == "patch" && recs[i].Repeat == 2 {
-			recs[i].Status, recs[i].Error, recs[i].Metrics = results.StatusFailed, "pgbench: exit 2", nil
+			recs[i].Status, recs[i].Error, recs[i].Metrics = results.StatusFailed, "pgbench: exit 2", results.Values{}
 		}
 		line, _ := json.Marshal(&recs[i])
 		buf.Write(append(line, '\n'))

@@ -205,7 +205,7 @@ func writeRun(t *testing.T, dir string, axes ...results.Axis) map[string]results
 		tps := 1000.0 + float64(c.Repeat)
 		recs = append(recs, results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings},
 			Repeat: c.Repeat, Status: results.StatusOK, DurationS: 5, StartedAt: p.Created.Add(time.Duration(c.Seq) * time.Minute),
-			Metrics: map[string]float64{results.MetricTPS: tps, results.MetricLatencyAvg: 2000 / tps}, Artifacts: map[string]string{"pgbench": rel}})
+			Metrics: results.ValuesOf(map[string]float64{results.MetricTPS: tps, results.MetricLatencyAvg: 2000 / tps}), Artifacts: map[string]string{"pgbench": rel}})
 	}
 	if err := results.WritePlan(dir, p); err != nil {
 		t.Fatal(err)

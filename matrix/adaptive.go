@@ -190,7 +190,7 @@ func instrToConfirm(p *results.Plan, recs []results.Record) ([]string, float64) 
 		top[c.Config.ID()] = max(top[c.Config.ID()], c.Repeat)
 	}
 	for _, rec := range recs {
-		if v, ok := rec.Metrics[results.MetricInstructionsPerTx]; ok && rec.Status == results.StatusOK && rec.Repeat == 1 {
+		if v, ok := rec.Metrics.Get(results.MetricInstructionsPerTx); ok && rec.Status == results.StatusOK && rec.Repeat == 1 {
 			id := rec.Config.ID()
 			if counts[id] == nil {
 				counts[id] = map[string]float64{}

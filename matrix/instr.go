@@ -100,7 +100,7 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 		return rec
 	}
 	rec.Status = results.StatusOK
-	rec.Metrics = res.Metrics()
+	rec.Metrics = results.ValuesOf(res.Metrics())
 	rec.Instr = &results.InstrInfo{Method: string(res.Method), Transactions: res.Transactions, Seed: res.Seed}
 	if res.ProfilePath != "" {
 		if rel, err := filepath.Rel(r.dir, res.ProfilePath); err == nil {
@@ -136,5 +136,5 @@ func (r *run) keepServerLog(rec *results.Record, serverLog string, cell results.
 // instrResult is the result of an instruction cell, for its progress
 // line.
 func instrResult(rec *results.Record) string {
-	return fmt.Sprintf("instructions/tx=%.1f (%s, %d tx)", rec.Metrics[results.MetricInstructionsPerTx], rec.Instr.Method, rec.Instr.Transactions)
+	return fmt.Sprintf("instructions/tx=%.1f (%s, %d tx)", rec.Metrics.Value(results.MetricInstructionsPerTx), rec.Instr.Method, rec.Instr.Transactions)
 }

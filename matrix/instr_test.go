@@ -232,7 +232,7 @@ func TestInstrToConfirm(t *testing.T) {
 		}
 		count[c.ID] = v
 		recs = append(recs, results.Record{Cell: c.ID, Commit: c.Commit, Config: c.Config, Repeat: c.Repeat, Status: results.StatusOK,
-			Metrics: map[string]float64{results.MetricInstructionsPerTx: v}})
+			Metrics: results.ValuesOf(map[string]float64{results.MetricInstructionsPerTx: v})})
 	}
 	ids, threshold := instrToConfirm(p, recs)
 	if want := []string{"churn/instr/cpuall/pgss.max=5000"}; !slices.Equal(ids, want) || threshold != 0.1 {
@@ -271,7 +271,7 @@ func TestOneInstructionRunDecides(t *testing.T) {
 				}
 				m = map[string]float64{results.MetricInstructionsPerTx: v}
 			}
-			in.Records = append(in.Records, results.Record{Cell: cell.ID, Commit: cell.Commit, Config: cell.Config, Repeat: cell.Repeat, Status: results.StatusOK, DurationS: 5, Metrics: m})
+			in.Records = append(in.Records, results.Record{Cell: cell.ID, Commit: cell.Commit, Config: cell.Config, Repeat: cell.Repeat, Status: results.StatusOK, DurationS: 5, Metrics: results.ValuesOf(m)})
 		}
 		r, err := analysis.Analyze(in, analysis.Options{})
 		if err != nil {

@@ -308,7 +308,7 @@ func TestDiff(t *testing.T) {
 
 func TestReadRecordsSkipsTruncatedLine(t *testing.T) {
 	dir := t.TempDir()
-	r := &results.Record{Cell: "x/c1/cpuall/r1/a", Commit: "a", Status: "ok", Metrics: map[string]float64{"tps": 1}}
+	r := &results.Record{Cell: "x/c1/cpuall/r1/a", Commit: "a", Status: "ok", Metrics: results.ValuesOf(map[string]float64{"tps": 1})}
 	if err := results.AppendRecord(dir, r); err != nil {
 		t.Fatal(err)
 	}

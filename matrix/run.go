@@ -496,7 +496,7 @@ func result(rec *results.Record) (string, bool) {
 	if rec.Saturated {
 		sat = " SATURATED"
 	}
-	return fmt.Sprintf("tps=%.0f p99=%.3fms deallocs=%.0f%s", rec.Metrics[results.MetricTPS], rec.Metrics[results.MetricLatencyP99], rec.Metrics[results.MetricPGSSDeallocs], sat), false
+	return fmt.Sprintf("tps=%.0f p99=%.3fms deallocs=%.0f%s", rec.Metrics.Value(results.MetricTPS), rec.Metrics.Value(results.MetricLatencyP99), rec.Metrics.Value(results.MetricPGSSDeallocs), sat), false
 }
 
 // failed records a failed cell with the tail of the failing tool's
@@ -666,7 +666,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 		return err
 	}
 	rec.Status = results.StatusOK
-	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = res.Metrics, res.Saturated, res.Samples, res.Progress
+	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = results.ValuesOf(res.Metrics), res.Saturated, res.Samples, res.Progress
 	rec.Saturation = res.Saturation
 	rec.Waits, rec.Final, rec.Probe, rec.Warnings = &res.Waits, &res.Final, res.Probe, res.Warnings
 	rec.LatencyMethod = string(res.LatencyMethod)

@@ -133,7 +133,7 @@ func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
 	if next.Condition != "" || next.Status != results.StatusOK {
 		t.Fatalf("the next cell %s: %s %s", next.Cell, next.Status, next.Error)
 	}
-	if age := next.Metrics[results.MetricOldestXminAge]; age > 50 {
+	if age := next.Metrics.Value(results.MetricOldestXminAge); age > 50 {
 		t.Errorf("the cell after the killed one saw an xmin age of %v: the holder outlived its cell", age)
 	}
 	for _, r := range recs {

@@ -29,7 +29,7 @@ func TestNightWhoseHeadFailedIsNotOK(t *testing.T) {
 		if c.Commit == HeadLabel {
 			rec.Status, rec.Error = results.StatusFailed, "pgbench: exit 1"
 		} else {
-			rec.Status, rec.Metrics = results.StatusOK, map[string]float64{"tps": 1000 + float64(c.Seq)}
+			rec.Status, rec.Metrics = results.StatusOK, results.ValuesOf(map[string]float64{"tps": 1000 + float64(c.Seq)})
 		}
 	})
 	dir := n.dir
@@ -64,7 +64,7 @@ func TestNightUnansweredIsNotOK(t *testing.T) {
 		nc := loadNightly(t, toml+fmt.Sprintf("[gate]\nallow_unknown = %v\n", allow))
 		n, out := writeNight(t, nc, func(c results.Cell, rec *results.Record) {
 			// ±10 % alternating: no answer from three pairs.
-			rec.Metrics = map[string]float64{"tps": 10000 * (1 + 0.1*float64(c.Seq%3-1))}
+			rec.Metrics = results.ValuesOf(map[string]float64{"tps": 10000 * (1 + 0.1*float64(c.Seq%3-1))})
 		})
 		err := n.judge(context.Background())
 		want := exitcode.Infra
@@ -157,7 +157,7 @@ func TestNightGatesInstructions(t *testing.T) {
 		n, out := writeNight(t, loadNightly(t, toml), func(c results.Cell, rec *results.Record) {
 			if !c.Instructions {
 				// ±3 % noise, alternating: no TPS verdict.
-				rec.Metrics = map[string]float64{"tps": 10000 * (1 + 0.03*float64(c.Seq%3-1))}
+				rec.Metrics = results.ValuesOf(map[string]float64{"tps": 10000 * (1 + 0.03*float64(c.Seq%3-1))})
 				return
 			}
 			per := 34820.0
@@ -165,7 +165,7 @@ func TestNightGatesInstructions(t *testing.T) {
 				per *= 1 + tc.pct/100
 			}
 			rec.Instructions, rec.Instr = true, &results.InstrInfo{Method: "valgrind-callgrind", Transactions: 2000, Seed: 1}
-			rec.Metrics = map[string]float64{"instructions_per_tx": per, "instructions": per * 2000}
+			rec.Metrics = results.ValuesOf(map[string]float64{"instructions_per_tx": per, "instructions": per * 2000})
 		})
 		err := n.judge(context.Background())
 		if exitcode.Code(err) != tc.code || !strings.Contains(out.String(), tc.words) || strings.Count(out.String(), "instructions_per_tx") != strings.Count(tc.words, "instructions_per_tx") {

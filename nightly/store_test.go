@@ -72,7 +72,7 @@ func failHead(t *testing.T, dir string) {
 	os.Remove(filepath.Join(dir, results.CellsFile))
 	for i := range recs {
 		if recs[i].Commit == HeadLabel {
-			recs[i].Status, recs[i].Error, recs[i].Metrics = results.StatusFailed, "pgbench: exit 1", nil
+			recs[i].Status, recs[i].Error, recs[i].Metrics = results.StatusFailed, "pgbench: exit 1", results.Values{}
 		}
 		if err := results.AppendRecord(dir, &recs[i]); err != nil {
 			t.Fatal(err)

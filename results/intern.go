@@ -8,13 +8,14 @@ import "strconv"
 // took in memory. What it shares is read, never written: no code writes
 // into a decoded record's or cell's Settings or Vars.
 type interner struct {
-	strs map[string]string
-	maps map[string]map[string]string
-	key  []byte
+	strs  map[string]string
+	maps  map[string]map[string]string
+	names map[string][]string // Values' names, by nameKey
+	key   []byte
 }
 
 func newInterner() *interner {
-	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}}
+	return &interner{strs: map[string]string{}, maps: map[string]map[string]string{}, names: map[string][]string{}}
 }
 
 // str returns the first string equal to s this interner saw.
@@ -61,13 +62,35 @@ func (in *interner) config(c *Config) {
 func (in *interner) record(r *Record) {
 	r.Commit, r.Status, r.LatencyMethod = in.str(r.Commit), Status(in.str(string(r.Status))), in.str(r.LatencyMethod)
 	in.config(&r.Config)
-	if len(r.Metrics) > 0 {
-		m := make(map[string]float64, len(r.Metrics))
-		for k, v := range r.Metrics {
-			m[in.str(k)] = v
-		}
-		r.Metrics = m
+	if len(r.Metrics.names) > 0 {
+		r.Metrics.names = in.valueNames(r.Metrics.names)
 	}
+}
+
+// valueNames returns the first names equal to names this interner saw,
+// each name shared too.
+func (in *interner) valueNames(names []string) []string {
+	b := in.key[:0]
+	for _, n := range names {
+		b = appendName(b, n)
+	}
+	in.key = b
+	if t, ok := in.names[string(b)]; ok {
+		return t
+	}
+	own := make([]string, len(names))
+	for i, n := range names {
+		own[i] = in.str(n)
+	}
+	in.names[string(b)] = own
+	return own
+}
+
+// appendName appends a name to a key of names, with its length.
+func appendName[S string | []byte](b []byte, n S) []byte {
+	b = strconv.AppendInt(b, int64(len(n)), 10)
+	b = append(b, ':')
+	return append(b, n...)
 }
 
 // appendPair appends a key and its value to a map's key in the

@@ -32,15 +32,15 @@ func TestDecodeSharesConfigs(t *testing.T) {
 		t.Errorf("settings changed: %v, %#v", recs[2].Settings, recs[3].Settings)
 	}
 	name := func(r Record) *byte {
-		for k := range r.Metrics {
+		for k := range r.Metrics.All() {
 			return unsafe.StringData(k)
 		}
 		return nil
 	}
-	if name(recs[0]) != name(recs[1]) || recs[0].Metrics["tps"] != 1 || recs[1].Metrics["tps"] != 2 {
+	if name(recs[0]) != name(recs[1]) || recs[0].Metrics.Value("tps") != 1 || recs[1].Metrics.Value("tps") != 2 {
 		t.Errorf("metric names not shared, or values lost: %v %v", recs[0].Metrics, recs[1].Metrics)
 	}
-	if v, ok := recs[2].Metrics["tps"]; !ok || !math.IsNaN(v) {
+	if v, ok := recs[2].Metrics.Get("tps"); !ok || !math.IsNaN(v) {
 		t.Errorf("a null metric must stay NaN: %v", recs[2].Metrics)
 	}
 	p, err := DecodePlan([]byte(`{"version":1,"commits":[{"label":"base"}],"cells":[{"id":"x","commit":"base","settings":{"a":"1"}},{"id":"y","commit":"base","settings":{"a":"1"}}]}`), "plan.json")

@@ -26,7 +26,8 @@ type lineDecoder struct {
 	in       *interner
 	pairs    [][2][]byte // a string map's keys and values, in order
 	progress []Progress
-	nmetrics int // the last record's number of metrics: the next map's size
+	names    [][]byte // a metrics object's names, in order
+	nmetrics int      // the last record's number of metrics: the next one's capacity
 }
 
 func newLineDecoder(in *interner) *lineDecoder { return &lineDecoder{in: in} }
@@ -273,39 +274,52 @@ func (d *lineDecoder) strMap(s *scanner) (map[string]string, bool) {
 	return d.in.strMap(m), true
 }
 
-// metrics reads the metrics object, its names shared.
-func (d *lineDecoder) metrics(s *scanner) (map[string]float64, bool) {
+// metrics reads the metrics object, its names shared. Names out of
+// order (json.Marshal writes a map's in order) are json.Unmarshal's.
+func (d *lineDecoder) metrics(s *scanner) (Values, bool) {
 	if !s.next('{') {
-		return nil, false
+		return Values{}, false
 	}
-	m := make(map[string]float64, d.nmetrics)
 	if s.next('}') {
-		return m, true
+		return Values{}, true
 	}
+	key := d.in.key[:0]
+	d.names = d.names[:0]
+	vals := make([]float64, 0, d.nmetrics)
 	for {
 		k, ok := s.str()
 		if !ok || !s.next(':') || s.peek() == 'n' {
-			return nil, false
+			return Values{}, false
+		}
+		if len(d.names) > 0 && bytes.Compare(d.names[len(d.names)-1], k) >= 0 {
+			return Values{}, false
 		}
 		v, ok := s.float()
 		if !ok {
-			return nil, false
+			return Values{}, false
 		}
-		name, ok := d.in.strs[string(k)]
-		if !ok {
-			name = d.in.str(string(k))
-		}
-		m[name] = v
+		d.names = append(d.names, k)
+		key = appendName(key, k)
+		vals = append(vals, v)
 		if s.next(',') {
 			continue
 		}
 		if s.next('}') {
 			break
 		}
-		return nil, false
+		return Values{}, false
 	}
-	d.nmetrics = len(m)
-	return m, true
+	d.in.key = key
+	names, ok := d.in.names[string(key)]
+	if !ok {
+		own := make([]string, len(d.names))
+		for i, n := range d.names {
+			own[i] = string(n)
+		}
+		names = d.in.valueNames(own)
+	}
+	d.nmetrics = len(vals)
+	return Values{names: names, vals: vals}, true
 }
 
 // progressList reads pgbench's progress reports into a slice of their

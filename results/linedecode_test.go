@@ -104,16 +104,17 @@ func TestDecodeLineAsUnmarshal(t *testing.T) {
 // sameRecord is reflect.DeepEqual with a NaN metric (a null in the
 // line) equal to a NaN.
 func sameRecord(a, b results.Record) bool {
-	a.Metrics, b.Metrics = nanless(a.Metrics), nanless(b.Metrics)
-	return reflect.DeepEqual(a, b)
+	ma, mb := nanless(a.Metrics), nanless(b.Metrics)
+	a.Metrics, b.Metrics = results.Values{}, results.Values{}
+	return reflect.DeepEqual(ma, mb) && reflect.DeepEqual(a, b)
 }
 
-func nanless(m map[string]float64) map[string]float64 {
-	if m == nil {
+func nanless(m results.Values) map[string]float64 {
+	if m.Len() == 0 {
 		return nil
 	}
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
+	out := make(map[string]float64, m.Len())
+	for k, v := range m.All() {
 		if math.IsNaN(v) {
 			k += " NaN"
 		}

@@ -40,18 +40,19 @@ type Record struct {
 	DurationS float64   `json:"duration_s"`
 	// WallS is the cell's whole wall time: cluster (re)start, warm-up,
 	// measurement, probes.
-	WallS     float64            `json:"wall_s"`
-	Metrics   map[string]float64 `json:"metrics,omitempty"`
-	Saturated bool               `json:"saturated,omitempty"`
-	Samples   []Sample           `json:"samples,omitempty"`
-	Progress  []Progress         `json:"progress,omitempty"`
-	Waits     *Waits             `json:"waits,omitempty"`
-	Final     *Final             `json:"final,omitempty"`
-	Probe     *Counters          `json:"probe,omitempty"`
-	Error     string             `json:"error,omitempty"`
-	LogTail   []string           `json:"log_tail,omitempty"`
-	Warnings  []string           `json:"warnings,omitempty"`
-	Artifacts map[string]string  `json:"artifacts,omitempty"`
+	WallS float64 `json:"wall_s"`
+	// Metrics are the cell's measured values by metric name.
+	Metrics   Values            `json:"metrics,omitzero"`
+	Saturated bool              `json:"saturated,omitempty"`
+	Samples   []Sample          `json:"samples,omitempty"`
+	Progress  []Progress        `json:"progress,omitempty"`
+	Waits     *Waits            `json:"waits,omitempty"`
+	Final     *Final            `json:"final,omitempty"`
+	Probe     *Counters         `json:"probe,omitempty"`
+	Error     string            `json:"error,omitempty"`
+	LogTail   []string          `json:"log_tail,omitempty"`
+	Warnings  []string          `json:"warnings,omitempty"`
+	Artifacts map[string]string `json:"artifacts,omitempty"`
 	// Perf describes the CPU profile of the cell's middle, with --perf.
 	Perf *PerfInfo `json:"perf,omitempty"`
 	// Server is what the cell actually measured: the build fingerprint
@@ -105,7 +106,7 @@ func (r *Record) WhyVoid(m Metric) string {
 	if why := r.Void[m.Name]; why != "" {
 		return why
 	}
-	if _, ok := r.Metrics[m.Name]; !ok || m.Validity == ValidAlways {
+	if _, ok := r.Metrics.Get(m.Name); !ok || m.Validity == ValidAlways {
 		return ""
 	}
 	w, ok := r.window()
@@ -122,7 +123,7 @@ func (r *Record) window() (w Window, ok bool) {
 	if f := r.Final; f != nil && !f.DeallocsUnknown {
 		return Window{Deallocs: f.Deallocs, DeallocsKnown: true}, true
 	}
-	if d, ok := r.Metrics[MetricPGSSDeallocs]; ok && !math.IsNaN(d) {
+	if d, ok := r.Metrics.Get(MetricPGSSDeallocs); ok && !math.IsNaN(d) {
 		return Window{Deallocs: int64(math.Ceil(d)), DeallocsKnown: true}, true
 	}
 	return Window{}, false
@@ -482,7 +483,7 @@ func nullMetrics(line []byte, rec *Record) {
 	}
 	for m, x := range v.Metrics {
 		if x == nil {
-			rec.Metrics[m] = math.NaN()
+			rec.Metrics.Set(m, math.NaN())
 		}
 	}
 }

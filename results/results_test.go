@@ -40,7 +40,7 @@ func TestReadVersion1(t *testing.T) {
 	if err != nil || len(warnings) > 0 {
 		t.Fatal(err, warnings)
 	}
-	if len(recs) != len(p.Cells) || recs[0].Status != StatusOK || recs[0].Metrics["tps"] == 0 {
+	if len(recs) != len(p.Cells) || recs[0].Status != StatusOK || recs[0].Metrics.Value("tps") == 0 {
 		t.Fatalf("%d records for %d cells; first %+v", len(recs), len(p.Cells), recs[0])
 	}
 }

@@ -51,16 +51,16 @@ func TestRecordWhyVoid(t *testing.T) {
 		want string
 	}{
 		{"recorded", Record{Void: map[string]string{MetricStatementsPerTx: VoidDeallocsUnknown}}, VoidDeallocsUnknown},
-		{"final deallocs", Record{Metrics: map[string]float64{MetricStatementsPerTx: 0.64}, Final: &Final{Deallocs: 2}}, VoidEvicted},
-		{"final without deallocs", Record{Metrics: map[string]float64{MetricStatementsPerTx: 1}, Final: &Final{}}, ""},
-		{"metric deallocs", Record{Metrics: map[string]float64{MetricStatementsPerTx: 0.64, MetricPGSSDeallocs: 4000}}, VoidEvicted},
-		{"no evidence", Record{Metrics: map[string]float64{MetricStatementsPerTx: 1}}, ""},
+		{"final deallocs", Record{Metrics: ValuesOf(map[string]float64{MetricStatementsPerTx: 0.64}), Final: &Final{Deallocs: 2}}, VoidEvicted},
+		{"final without deallocs", Record{Metrics: ValuesOf(map[string]float64{MetricStatementsPerTx: 1}), Final: &Final{}}, ""},
+		{"metric deallocs", Record{Metrics: ValuesOf(map[string]float64{MetricStatementsPerTx: 0.64, MetricPGSSDeallocs: 4000})}, VoidEvicted},
+		{"no evidence", Record{Metrics: ValuesOf(map[string]float64{MetricStatementsPerTx: 1})}, ""},
 		{"no value", Record{Final: &Final{Deallocs: 2}}, ""},
 	} {
 		if got := tt.rec.WhyVoid(def); got != tt.want {
 			t.Errorf("%s: WhyVoid = %q, want %q", tt.name, got, tt.want)
 		}
-		tt.rec.Metrics = map[string]float64{MetricTPS: 1}
+		tt.rec.Metrics = ValuesOf(map[string]float64{MetricTPS: 1})
 		if got := tt.rec.WhyVoid(tps); got != "" {
 			t.Errorf("%s: tps void: %q", tt.name, got)
 		}
@@ -70,7 +70,7 @@ func TestRecordWhyVoid(t *testing.T) {
 // The void map is part of a record's line; a line without one (every
 // record before it) reads as it did.
 func TestRecordVoidJSON(t *testing.T) {
-	rec := Record{Cell: "churn/r1/patch", Metrics: map[string]float64{MetricTPS: 1}, Void: map[string]string{MetricRowsPerTx: VoidEvicted}}
+	rec := Record{Cell: "churn/r1/patch", Metrics: ValuesOf(map[string]float64{MetricTPS: 1}), Void: map[string]string{MetricRowsPerTx: VoidEvicted}}
 	line, err := json.Marshal(&rec)
 	if err != nil {
 		t.Fatal(err)

@@ -415,7 +415,7 @@ func (s *Store) metricIDs(ctx context.Context, recs []results.Record) (map[strin
 	var missing []string
 	seen := map[string]bool{}
 	for i := range recs {
-		for m := range recs[i].Metrics {
+		for m := range recs[i].Metrics.All() {
 			if _, ok := have[m]; !ok && !seen[m] {
 				seen[m] = true
 				missing = append(missing, m)
@@ -480,7 +480,7 @@ func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record
 			continue
 		}
 		for _, m := range order {
-			v, ok := recs[i].Metrics[m.name]
+			v, ok := recs[i].Metrics.Get(m.name)
 			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}

@@ -142,7 +142,7 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 			rows.Close()
 			return nil, err
 		}
-		r.Metrics = map[string]float64{}
+		r.Metrics = results.Values{}
 		index[id] = len(recs)
 		recs = append(recs, r)
 		shardOf = append(shardOf, shard)
@@ -183,7 +183,7 @@ func (s *Store) readMetrics(ctx context.Context, q execer, run string, recs []re
 			return err
 		}
 		if i, ok := index[id]; ok {
-			recs[i].Metrics[names[metric]] = v
+			recs[i].Metrics.Set(names[metric], v)
 		}
 	}
 	return rows.Err()

@@ -125,7 +125,7 @@ func cellDetail(r *results.Record) string {
 		reflect.ValueOf(c.ptr).Elem().SetZero()
 	}
 	setConfig(&d, results.Config{})
-	d.Metrics = nil
+	d.Metrics = results.Values{}
 	dropSeries(&d)
 	// Checking for nothing left first spares 100 000 synthetic cells
 	// 0.1 CPU-s of marshalling.

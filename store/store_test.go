@@ -158,7 +158,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 	rows.Close()
 	want := 0
 	for _, rec := range recs {
-		for m, v := range rec.Metrics {
+		for m, v := range rec.Metrics.All() {
 			want++
 			if g, ok := got[rec.Cell+" "+m]; !ok || g != v {
 				t.Errorf("%s %s = %v (stored: %v), want %v", rec.Cell, m, g, ok, v)
@@ -344,7 +344,7 @@ func TestStorePostgresConcurrentShards(t *testing.T) {
 		recs, _, _ := results.ReadRecords(d)
 		want += len(recs)
 		for _, r := range recs {
-			wantMetrics += len(r.Metrics)
+			wantMetrics += r.Metrics.Len()
 		}
 	}
 	var cells, distinct int

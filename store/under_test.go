@@ -199,7 +199,7 @@ func failCell(t *testing.T, dir, cell string) {
 		}
 		if r.Cell == cell {
 			found = true
-			r.Status, r.Metrics, r.Error = results.StatusFailed, nil, "server would not start"
+			r.Status, r.Metrics, r.Error = results.StatusFailed, results.Values{}, "server would not start"
 			if line, err = json.Marshal(&r); err != nil {
 				t.Fatal(err)
 			}

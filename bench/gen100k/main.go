@@ -54,7 +54,7 @@ func main() {
 			m[def.Name] = 1000 * (1 + 0.02*rng.NormFloat64())
 		}
 		rec := results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings},
-			Repeat: c.Repeat, Status: results.StatusOK, DurationS: 20, Metrics: m,
+			Repeat: c.Repeat, Status: results.StatusOK, DurationS: 20, Metrics: results.ValuesOf(m),
 			Progress: []workload.Progress{{T: 5, TPS: m[results.MetricTPS]}, {T: 10, TPS: m[results.MetricTPS]}, {T: 15, TPS: m[results.MetricTPS]}}}
 		line, _ := json.Marshal(rec)
 		w.Write(append(line, '\n'))

@@ -124,7 +124,7 @@ func add(in *analysis.Input, n int, cell func(float64) float64, effect float64) 
 			id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
 			in.Plan.Cells = append(in.Plan.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
 			in.Records = append(in.Records, results.Record{Cell: id, Commit: c, Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients},
-				Repeat: rep, Status: results.StatusOK, Metrics: map[string]float64{results.MetricTPS: cell(mult)}})
+				Repeat: rep, Status: results.StatusOK, Metrics: results.ValuesOf(map[string]float64{results.MetricTPS: cell(mult)})})
 		}
 	}
 }

@@ -114,8 +114,8 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 	}
 	want := []string{"a", "b", "b", "a"}
 	for i, r := range recs {
-		if r.Commit != want[i] || r.Status != "ok" || r.Metrics["tps"] <= 0 {
-			t.Errorf("cell %d: %s %s tps %v (%s)", i, r.Commit, r.Status, r.Metrics["tps"], r.Error)
+		if r.Commit != want[i] || r.Status != "ok" || r.Metrics.Value("tps") <= 0 {
+			t.Errorf("cell %d: %s %s tps %v (%s)", i, r.Commit, r.Status, r.Metrics.Value("tps"), r.Error)
 		}
 		// Orchestration overhead: wall time minus the measured second.
 		t.Logf("cell %s: wall %.2f s, overhead %.2f s", r.Cell, r.WallS, r.WallS-1)
@@ -352,7 +352,7 @@ func TestMatrixFromSourcePG15(t *testing.T) {
 	dealloc := map[string]float64{}
 	for _, r := range recs {
 		if r.Workload == "churn" {
-			dealloc[r.Commit] += r.Metrics["pgss_deallocs"]
+			dealloc[r.Commit] += r.Metrics.Value("pgss_deallocs")
 		}
 	}
 	t.Logf("churn deallocs: base %.0f, patch %.0f", dealloc["base"], dealloc["patch"])

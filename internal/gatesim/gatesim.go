@@ -85,7 +85,7 @@ func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
 					}
 				}
 				recs = append(recs, results.Record{Cell: id, Commit: c, Config: results.Config{Workload: cfg.Workload, Clients: cfg.Clients},
-					Repeat: rep, Status: results.StatusOK, Metrics: m, LatencyMethod: "intervals"})
+					Repeat: rep, Status: results.StatusOK, Metrics: results.ValuesOf(m), LatencyMethod: "intervals"})
 			}
 		}
 	}
@@ -109,7 +109,7 @@ func instructions(rng *rand.Rand, d Design, p *results.Plan, wls []string, recs 
 				count *= 1 + d.InstrEffect
 			}
 			recs = append(recs, results.Record{Cell: id, Commit: c, Config: cfg, Repeat: 1, Status: results.StatusOK,
-				Metrics: map[string]float64{results.MetricInstructionsPerTx: count}})
+				Metrics: results.ValuesOf(map[string]float64{results.MetricInstructionsPerTx: count})})
 		}
 	}
 	return recs

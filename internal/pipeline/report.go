@@ -75,7 +75,7 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 		if tps[id] == nil {
 			tps[id] = map[string][]float64{}
 		}
-		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics[results.MetricTPS])
+		tps[id][r.Commit] = append(tps[id][r.Commit], r.Metrics.Value(results.MetricTPS))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "configuration\t")

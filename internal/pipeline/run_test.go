@@ -300,7 +300,7 @@ func TestRunHoldsTheLock(t *testing.T) {
 	}
 	for _, c := range plan.Cells {
 		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat,
-			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
+			DurationS: 1, Status: results.StatusOK, Metrics: results.ValuesOf(map[string]float64{"tps": 1000 + float64(c.Seq%2)})}
 		if err := results.AppendRecord(dir, rec); err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func finishedRun(t *testing.T) (*results.Plan, string) {
 	}
 	for _, c := range plan.Cells {
 		rec := &results.Record{Cell: c.ID, Seq: c.Seq, Commit: c.Commit, Config: results.Config{Workload: c.Workload, Clients: c.Clients, Settings: c.Settings}, Repeat: c.Repeat,
-			DurationS: 1, Status: results.StatusOK, Metrics: map[string]float64{"tps": 1000 + float64(c.Seq%2)}}
+			DurationS: 1, Status: results.StatusOK, Metrics: results.ValuesOf(map[string]float64{"tps": 1000 + float64(c.Seq%2)})}
 		if err := results.AppendRecord(dir, rec); err != nil {
 			t.Fatal(err)
 		}

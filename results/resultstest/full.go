@@ -19,7 +19,7 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 		Config: results.Config{Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"}, Instructions: true,
 			Rate: 1000, Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder"},
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
-		Metrics:   map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5},
+		Metrics:   results.ValuesOf(map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5}),
 		Saturated: true, Pgbench: "/opt/pg/bin/pgbench",
 		Saturation:     &results.Saturation{OfferedTPS: 1000, CommittedTPS: 600, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 60 %"},
 		ConditionFacts: map[string]float64{"xmin_age": 4242},

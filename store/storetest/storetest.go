@@ -71,7 +71,7 @@ func Write(dir string, r Run) (int, error) {
 				recs = append(recs, results.Record{
 					Cell: id, Seq: seq, Commit: k.Label, Config: results.Config{Workload: c.Workload, Clients: c.Clients, CPUs: c.CPUs, Settings: c.Settings},
 					Repeat: rep, Status: results.StatusOK, StartedAt: r.Created.Add(time.Duration(seq) * time.Minute), DurationS: 10,
-					Metrics: r.Value(k, c, rep), Artifacts: map[string]string{"pgbench": filepath.Join("cells", id, "pgbench.log")},
+					Metrics: results.ValuesOf(r.Value(k, c, rep)), Artifacts: map[string]string{"pgbench": filepath.Join("cells", id, "pgbench.log")},
 				})
 			}
 		}
