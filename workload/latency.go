@@ -9,9 +9,20 @@ import (
 	"runtime"
 )
 
-// MaxLoggedTx bounds the per-transaction log: the sampling rate is chosen
-// so that about this many transactions are logged (about 4 MB).
-const MaxLoggedTx = 100000
+// LoggedTxPerSecond is the per-transaction log's budget, in lines per
+// second of window: the sampling rate is chosen so that about this many
+// transactions a second are logged, whatever the cell's length. Each
+// line costs pgbench about 2.3 µs of CPU (pgbenchLogLine), so the budget
+// is about 0.5 % of one core; a fixed 100 000 lines a cell cost a 3 s
+// cell at 40 000 tx/s 1.6 % (issue 27). At that throughput it gives
+// LoggedTxPerSecond²/TPS = 100 back-to-back pairs a second, 300 in a
+// 3 s cell; the pair rule of samplingRate keeps short cells above
+// MinLatencyPairs.
+const LoggedTxPerSecond = 2000
+
+// maxLoggedTxPerRun bounds the log of a run of -t transactions, which
+// has no window to scale LoggedTxPerSecond by (about 4 MB).
+const maxLoggedTxPerRun = 100000
 
 // MinLatencyPairs is the fewest back-to-back pairs (see TxLog.Intervals)
 // a closed-loop run needs for its latency percentiles; with fewer, the
@@ -23,7 +34,7 @@ const MinLatencyPairs = 100
 // for the sampling rate when the throughput is not known: SELECT 1
 // from 64 clients, the cheapest transaction, ran at 60 000 per CPU on
 // this 2-core VM (Debian's PostgreSQL 15, 5 s cells). A host that
-// exceeds it logs a little more than MaxLoggedTx, with more pairs.
+// exceeds it logs a little more than its budget, with more pairs.
 const maxTPSPerCPU = 100000
 
 // LatencyMethod says where a result's latency percentiles come from. It
@@ -50,25 +61,30 @@ func latencyMethod(s Spec) LatencyMethod {
 	return LatencyIntervals
 }
 
-// samplingRate picks pgbench's --sampling-rate so that about MaxLoggedTx
-// transactions are logged. The transactions to come are estimated from
-// -t, the rate (-R), ExpectedTPS, or else an upper bound: clients ×
-// (1000/think time), or the lesser of clients × 20 000 and CPUs ×
-// maxTPSPerCPU per second.
+// samplingRate picks pgbench's --sampling-rate so that about
+// LoggedTxPerSecond transactions a second of window are logged
+// (maxLoggedTxPerRun for a run of -t transactions). The transactions to
+// come are estimated from -t, the rate (-R), ExpectedTPS, or else an
+// upper bound: clients × (1000/think time), or the lesser of clients ×
+// 20 000 and CPUs × maxTPSPerCPU per second.
 //
 // A closed loop's percentiles need back-to-back pairs, which a rate r
 // samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
 // bound logged so few pairs that every real cell fell back to pgbench's
 // biased latencies). So the rate is at least √(MinLatencyPairs×10 /
 // expected), which at the expected count yields ten times the pairs
-// needed; with a good estimate the budget rate alone gives
-// MaxLoggedTx²/expected pairs, 1 000 or more up to 10 M transactions.
+// needed: where the upper bound overestimates the throughput fourfold
+// (select1 at 8 clients on 2 cores: 160 000 bounded, 40 000 run), a
+// cell still has 2.5 times the pairs it needs. With a good estimate the
+// budget alone gives LoggedTxPerSecond²/TPS pairs a second.
 func samplingRate(s Spec) float64 {
 	var expected float64
 	secs := s.Duration.Seconds()
+	budget := LoggedTxPerSecond * secs
 	switch {
 	case s.Transactions > 0:
 		expected = float64(s.Transactions * s.Clients)
+		budget = maxLoggedTxPerRun
 	case s.Rate > 0:
 		expected = s.Rate * secs
 	case s.ExpectedTPS > 0:
@@ -82,10 +98,10 @@ func samplingRate(s Spec) float64 {
 		}
 		expected = math.Min(float64(s.Clients)*20000, float64(cpus)*maxTPSPerCPU) * secs
 	}
-	if expected <= MaxLoggedTx {
+	if expected <= budget {
 		return 1
 	}
-	rate := MaxLoggedTx / expected
+	rate := budget / expected
 	if s.Rate == 0 {
 		rate = math.Max(rate, math.Sqrt(10*MinLatencyPairs/expected))
 	}

@@ -212,17 +212,25 @@ func TestSamplingRate(t *testing.T) {
 		want float64
 	}{
 		{Spec{Clients: 1, Transactions: 500}, 1},
-		// Pinned to 2 CPUs: at most 200 000 tps, 6 M transactions.
-		{Spec{Clients: 64, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (2 * 100000 * 30.0)},
-		{Spec{Clients: 4, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (4 * 20000 * 30.0)},
-		{Spec{Clients: 64, Duration: 30e9, ExpectedTPS: 20000}, MaxLoggedTx / (20000 * 30.0)},
+		// -t has no window: the per-run budget, 100 000 of 1 M.
+		{Spec{Clients: 10, Transactions: 100000}, 0.1},
+		// Pinned to 2 CPUs: at most 200 000 tps, 6 M transactions; the
+		// budget (60 000, a rate of 0.01) would give 600 pairs, the pair
+		// rule gives 1 000.
+		{Spec{Clients: 64, Duration: 30e9, CPUs: []int{0, 1}}, math.Sqrt(10 * MinLatencyPairs / 6e6)},
+		{Spec{Clients: 4, Duration: 30e9, CPUs: []int{0, 1}}, LoggedTxPerSecond / (4 * 20000.0)},
+		{Spec{Clients: 64, Duration: 30e9, ExpectedTPS: 20000}, LoggedTxPerSecond / 20000.0},
+		// The demo's cell: 3 s at 8 clients on 2 CPUs, bounded at 480 000
+		// transactions: the pair rule (the budget's 6 000 lines would give
+		// 75 pairs at the bound).
+		{Spec{Clients: 8, Duration: 3e9, CPUs: []int{0, 1}}, math.Sqrt(10 * MinLatencyPairs / 480000.0)},
 		{Spec{Clients: 10, Duration: 10e9, Rate: 1000}, 1},
-		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, MaxLoggedTx / 1e6},
-		// 1e9 transactions: the budget rate (1e-4) would give 10 pairs;
+		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, LoggedTxPerSecond * 100 / 1e6},
+		// 1e9 transactions: the budget rate (2e-4) would give 40 pairs;
 		// the pair rule gives √(1000/1e9) and 1 000 pairs.
 		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(10 * MinLatencyPairs / 1e9)},
 		// Open loop needs no pairs.
-		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, 0.0001},
+		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, LoggedTxPerSecond / 1e7},
 	} {
 		if got := samplingRate(tc.s); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("samplingRate(%+v) = %v, want %v", tc.s, got, tc.want)
