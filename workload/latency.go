@@ -71,24 +71,29 @@ func latencyMethod(s Spec) LatencyMethod {
 // A closed loop's percentiles need back-to-back pairs, which a rate r
 // samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
 // bound logged so few pairs that every real cell fell back to pgbench's
-// biased latencies). So the rate is at least √(MinLatencyPairs×10 /
-// expected), which at the expected count yields ten times the pairs
-// needed: where the upper bound overestimates the throughput fourfold
-// (select1 at 8 clients on 2 cores: 160 000 bounded, 40 000 run), a
-// cell still has 2.5 times the pairs it needs. With a good estimate the
-// budget alone gives LoggedTxPerSecond²/TPS pairs a second.
+// biased latencies). So the rate is at least √(k × MinLatencyPairs /
+// expected), which at the expected count yields k times the pairs
+// needed. Where the count is a bound, k = 10: the bound overestimates
+// (select1 at 8 clients on 2 busy cores: 160 000 tx/s bounded, 15 000–
+// 40 000 run), and a cell run at a tenth of it still has its 100
+// pairs. Where it was measured (ExpectedTPS: a warm-up's throughput) or
+// given (-t), k = 3, which at 40 000 tx/s in a 3 s cell is the budget's
+// own 300 pairs; with a good estimate the budget alone gives
+// LoggedTxPerSecond²/TPS pairs a second.
 func samplingRate(s Spec) float64 {
 	var expected float64
 	secs := s.Duration.Seconds()
 	budget := LoggedTxPerSecond * secs
+	pairs := 10.0 * MinLatencyPairs // at the expected count
 	switch {
 	case s.Transactions > 0:
 		expected = float64(s.Transactions * s.Clients)
-		budget = maxLoggedTxPerRun
+		budget, pairs = maxLoggedTxPerRun, 3*MinLatencyPairs
 	case s.Rate > 0:
 		expected = s.Rate * secs
 	case s.ExpectedTPS > 0:
 		expected = s.ExpectedTPS * secs
+		pairs = 3 * MinLatencyPairs
 	case s.SleepMS > 0:
 		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
 	default:
@@ -103,7 +108,7 @@ func samplingRate(s Spec) float64 {
 	}
 	rate := budget / expected
 	if s.Rate == 0 {
-		rate = math.Max(rate, math.Sqrt(10*MinLatencyPairs/expected))
+		rate = math.Max(rate, math.Sqrt(pairs/expected))
 	}
 	// pgbench takes a decimal; keep four significant digits.
 	return math.Min(1, math.Max(rate, 0.0001))
