@@ -63,7 +63,11 @@ func latencyMethod(s Spec) LatencyMethod {
 
 // samplingRate picks pgbench's --sampling-rate so that about
 // LoggedTxPerSecond transactions a second of window are logged
-// (maxLoggedTxPerRun for a run of -t transactions). The transactions to
+// (maxLoggedTxPerRun for a run of -t transactions). Where the
+// throughput is only bounded, the budget is at least maxLoggedTxPerRun
+// a run: under load a cell runs at a twentieth of the bound (c = 64 at
+// load 18: 10 000 of 200 000 tx/s), and a budget per second of the
+// bound left it 42 pairs; the matrix's cells know their warm-up's TPS. The transactions to
 // come are estimated from -t, the rate (-R), ExpectedTPS, or else an
 // upper bound: clients × (1000/think time), or the lesser of clients ×
 // 20 000 and CPUs × maxTPSPerCPU per second.
@@ -96,12 +100,14 @@ func samplingRate(s Spec) float64 {
 		pairs = 3 * MinLatencyPairs
 	case s.SleepMS > 0:
 		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
+		budget = math.Max(budget, maxLoggedTxPerRun)
 	default:
 		cpus := runtime.NumCPU()
 		if n := len(s.CPUs); n > 0 {
 			cpus = n
 		}
 		expected = math.Min(float64(s.Clients)*20000, float64(cpus)*maxTPSPerCPU) * secs
+		budget = math.Max(budget, maxLoggedTxPerRun)
 	}
 	if expected <= budget {
 		return 1
