@@ -16,7 +16,9 @@
 #    "observer" has the parts: the backend serving abtest's connection
 #    (/proc/PID/schedstat), abtest's own process (getrusage), pgbench's
 #    log (lines × the figure of 1), against the window and against the
-#    server's and pgbench's CPU in it.
+#    server's and pgbench's CPU in it. Each cell follows a 1 s warm-up
+#    whose TPS sizes its latency log (--expected-tps), as the matrix's
+#    cells do; the warm-up is not counted.
 #
 # Usage: bench/observer_cost.sh [CELLS] [SECONDS] [CLIENTS] [WORKLOADS] [LOG_TX]
 set -euo pipefail
@@ -46,7 +48,8 @@ printf '%-10s %8s %8s %8s %8s %8s %8s %8s %8s\n' workload window_s queries backe
 pcts=()
 for i in $(seq 1 "$cells"); do
   for w in ${workloads//,/ }; do
-    out=$(/tmp/abtest-bench bench -w "$w" -c "$clients" -j "$threads" -d "$secs" --json 2>/dev/null)
+    tps=$(/tmp/abtest-bench bench -w "$w" -c "$clients" -j "$threads" -d 1 --json 2>/dev/null | jq '.[0].metrics.tps')
+    out=$(/tmp/abtest-bench bench -w "$w" -c "$clients" -j "$threads" -d "$secs" --expected-tps "$tps" --json 2>/dev/null)
     row=$(jq -r '.[0].observer | [.window_s, .queries, 100*.backend_s/.window_s, 100*.abtest_s/.window_s, 100*.pgbench_log_s/.window_s, .logged_tx,
       100*(.backend_s+.abtest_s+.pgbench_log_s)/.window_s, 100*(.backend_s+.abtest_s+.pgbench_log_s)/(.server_s+.pgbench_s)] | @tsv' <<<"$out")
     # shellcheck disable=SC2086

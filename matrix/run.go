@@ -641,8 +641,15 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 		warm.OutDir = filepath.Join(results.CellDir(r.dir, cell.ID), "warm-up")
 		quiet := *r.deps.Workload
 		quiet.Out = nil
-		if _, err := quiet.Run(ctx, warm); err != nil {
+		res, err := quiet.Run(ctx, warm)
+		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
+		}
+		// The warm-up's throughput sizes the cell's latency log: a
+		// bound would log several times the lines for the same pairs
+		// (workload.LoggedTxPerSecond).
+		if res != nil { // nil in a dry run
+			spec.ExpectedTPS = res.Summary.TPS
 		}
 	}
 	// Stats are reset when the warm-up starts, so the measurement starts

@@ -30,7 +30,9 @@ type Bench struct {
 	Protocol              string
 	SleepMS               int
 	// Rate is pgbench's -R (open loop), in TPS; 0 is closed loop.
-	Rate                   float64
+	Rate float64
+	// ExpectedTPS sizes the latency log (Spec.ExpectedTPS); 0: unknown.
+	ExpectedTPS            float64
 	SampleEvery, WaitEvery time.Duration
 	Pgbench                string
 	// Workloads is a comma-separated list (ResolveList).
@@ -71,6 +73,9 @@ func (b *Bench) Check() error {
 	if r := b.Rate; !(r >= 0 && r <= 1e9) {
 		return exitcode.BadInputf("-R %g: want a rate from 0 (closed loop) to 1e9 TPS", r)
 	}
+	if r := b.ExpectedTPS; !(r >= 0 && r <= 1e9) {
+		return exitcode.BadInputf("--expected-tps %g: want 0 (unknown) to 1e9 TPS", r)
+	}
 	if b.Clients != 0 {
 		if err := CheckClients(b.Clients); err != nil {
 			return err
@@ -100,7 +105,7 @@ func (b *Bench) Specs() ([]Spec, error) {
 	base := Spec{
 		Conn: b.Conn, Duration: time.Duration(b.Seconds) * time.Second, Transactions: b.Transactions,
 		Clients: b.Clients, Threads: b.Threads, Protocol: b.Protocol, SleepMS: b.SleepMS, Rate: b.Rate,
-		CPUs: b.CPUs, SampleEvery: b.SampleEvery, WaitEvery: b.WaitEvery, Pgbench: b.Pgbench,
+		CPUs: b.CPUs, SampleEvery: b.SampleEvery, WaitEvery: b.WaitEvery, Pgbench: b.Pgbench, ExpectedTPS: b.ExpectedTPS,
 	}
 	if base.Transactions > 0 {
 		base.Duration = 0

@@ -9,9 +9,20 @@ import (
 	"runtime"
 )
 
-// MaxLoggedTx bounds the per-transaction log: the sampling rate is chosen
-// so that about this many transactions are logged (about 4 MB).
-const MaxLoggedTx = 100000
+// LoggedTxPerSecond is the per-transaction log's budget, in lines per
+// second of window: the sampling rate is chosen so that about this many
+// transactions a second are logged, whatever the cell's length. Each
+// line costs pgbench about 2.3 µs of CPU (pgbenchLogLine), so the budget
+// is about 0.5 % of one core; a fixed 100 000 lines a cell cost a 3 s
+// cell at 40 000 tx/s 1.6 % (issue 27). At that throughput it gives
+// LoggedTxPerSecond²/TPS = 100 back-to-back pairs a second, 300 in a
+// 3 s cell; the pair rule of samplingRate keeps short cells above
+// MinLatencyPairs.
+const LoggedTxPerSecond = 2000
+
+// maxLoggedTxPerRun bounds the log of a run of -t transactions, which
+// has no window to scale LoggedTxPerSecond by (about 4 MB).
+const maxLoggedTxPerRun = 100000
 
 // MinLatencyPairs is the fewest back-to-back pairs (see TxLog.Intervals)
 // a closed-loop run needs for its latency percentiles; with fewer, the
@@ -23,7 +34,7 @@ const MinLatencyPairs = 100
 // for the sampling rate when the throughput is not known: SELECT 1
 // from 64 clients, the cheapest transaction, ran at 60 000 per CPU on
 // this 2-core VM (Debian's PostgreSQL 15, 5 s cells). A host that
-// exceeds it logs a little more than MaxLoggedTx, with more pairs.
+// exceeds it logs a little more than its budget, with more pairs.
 const maxTPSPerCPU = 100000
 
 // LatencyMethod says where a result's latency percentiles come from. It
@@ -50,44 +61,60 @@ func latencyMethod(s Spec) LatencyMethod {
 	return LatencyIntervals
 }
 
-// samplingRate picks pgbench's --sampling-rate so that about MaxLoggedTx
-// transactions are logged. The transactions to come are estimated from
-// -t, the rate (-R), ExpectedTPS, or else an upper bound: clients ×
-// (1000/think time), or the lesser of clients × 20 000 and CPUs ×
-// maxTPSPerCPU per second.
+// samplingRate picks pgbench's --sampling-rate so that about
+// LoggedTxPerSecond transactions a second of window are logged
+// (maxLoggedTxPerRun for a run of -t transactions). Where the
+// throughput is only bounded, the budget is at least maxLoggedTxPerRun
+// a run: under load a cell runs at a twentieth of the bound (c = 64 at
+// load 18: 10 000 of 200 000 tx/s), and a budget per second of the
+// bound left it 42 pairs; the matrix's cells know their warm-up's TPS. The transactions to
+// come are estimated from -t, the rate (-R), ExpectedTPS, or else an
+// upper bound: clients × (1000/think time), or the lesser of clients ×
+// 20 000 and CPUs × maxTPSPerCPU per second.
 //
 // A closed loop's percentiles need back-to-back pairs, which a rate r
 // samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
 // bound logged so few pairs that every real cell fell back to pgbench's
-// biased latencies). So the rate is at least √(MinLatencyPairs×10 /
-// expected), which at the expected count yields ten times the pairs
-// needed; with a good estimate the budget rate alone gives
-// MaxLoggedTx²/expected pairs, 1 000 or more up to 10 M transactions.
+// biased latencies). So the rate is at least √(k × MinLatencyPairs /
+// expected), which at the expected count yields k times the pairs
+// needed. Where the count is a bound, k = 10: the bound overestimates
+// (select1 at 8 clients on 2 busy cores: 160 000 tx/s bounded, 15 000–
+// 40 000 run), and a cell run at a tenth of it still has its 100
+// pairs. Where it was measured (ExpectedTPS: a warm-up's throughput) or
+// given (-t), k = 3, which at 40 000 tx/s in a 3 s cell is the budget's
+// own 300 pairs; with a good estimate the budget alone gives
+// LoggedTxPerSecond²/TPS pairs a second.
 func samplingRate(s Spec) float64 {
 	var expected float64
 	secs := s.Duration.Seconds()
+	budget := LoggedTxPerSecond * secs
+	pairs := 10.0 * MinLatencyPairs // at the expected count
 	switch {
 	case s.Transactions > 0:
 		expected = float64(s.Transactions * s.Clients)
+		budget, pairs = maxLoggedTxPerRun, 3*MinLatencyPairs
 	case s.Rate > 0:
 		expected = s.Rate * secs
 	case s.ExpectedTPS > 0:
 		expected = s.ExpectedTPS * secs
+		pairs = 3 * MinLatencyPairs
 	case s.SleepMS > 0:
 		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
+		budget = math.Max(budget, maxLoggedTxPerRun)
 	default:
 		cpus := runtime.NumCPU()
 		if n := len(s.CPUs); n > 0 {
 			cpus = n
 		}
 		expected = math.Min(float64(s.Clients)*20000, float64(cpus)*maxTPSPerCPU) * secs
+		budget = math.Max(budget, maxLoggedTxPerRun)
 	}
-	if expected <= MaxLoggedTx {
+	if expected <= budget {
 		return 1
 	}
-	rate := MaxLoggedTx / expected
+	rate := budget / expected
 	if s.Rate == 0 {
-		rate = math.Max(rate, math.Sqrt(10*MinLatencyPairs/expected))
+		rate = math.Max(rate, math.Sqrt(pairs/expected))
 	}
 	// pgbench takes a decimal; keep four significant digits.
 	return math.Min(1, math.Max(rate, 0.0001))

@@ -212,17 +212,31 @@ func TestSamplingRate(t *testing.T) {
 		want float64
 	}{
 		{Spec{Clients: 1, Transactions: 500}, 1},
-		// Pinned to 2 CPUs: at most 200 000 tps, 6 M transactions.
-		{Spec{Clients: 64, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (2 * 100000 * 30.0)},
-		{Spec{Clients: 4, Duration: 30e9, CPUs: []int{0, 1}}, MaxLoggedTx / (4 * 20000 * 30.0)},
-		{Spec{Clients: 64, Duration: 30e9, ExpectedTPS: 20000}, MaxLoggedTx / (20000 * 30.0)},
+		// -t has no window: the per-run budget, 100 000 of 1 M.
+		{Spec{Clients: 10, Transactions: 100000}, 0.1},
+		// Pinned to 2 CPUs: at most 200 000 tps, 6 M transactions; a
+		// bound keeps the per-run budget.
+		{Spec{Clients: 64, Duration: 30e9, CPUs: []int{0, 1}}, maxLoggedTxPerRun / (2 * 100000 * 30.0)},
+		{Spec{Clients: 4, Duration: 30e9, CPUs: []int{0, 1}}, maxLoggedTxPerRun / (4 * 20000 * 30.0)},
+		{Spec{Clients: 64, Duration: 30e9, ExpectedTPS: 20000}, LoggedTxPerSecond / 20000.0},
+		// The demo's cell after its warm-up ran 40 000 tx/s: the budget
+		// and the measured pair rule agree, 300 pairs.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 40000}, LoggedTxPerSecond / 40000.0},
+		// 15 000 tx/s in 3 s: the budget is 300 pairs a second.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 15000}, LoggedTxPerSecond / 15000.0},
+		// 200 000 tx/s: the budget (0.01) would give 60 pairs; 3 × 100.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 200000}, math.Sqrt(3 * MinLatencyPairs / 600000.0)},
+		// The demo's cell without a warm-up: 3 s at 8 clients on 2 CPUs,
+		// bounded at 480 000 transactions: the per-run budget.
+		{Spec{Clients: 8, Duration: 3e9, CPUs: []int{0, 1}}, maxLoggedTxPerRun / 480000.0},
 		{Spec{Clients: 10, Duration: 10e9, Rate: 1000}, 1},
-		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, MaxLoggedTx / 1e6},
-		// 1e9 transactions: the budget rate (1e-4) would give 10 pairs;
-		// the pair rule gives √(1000/1e9) and 1 000 pairs.
-		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(10 * MinLatencyPairs / 1e9)},
+		{Spec{Clients: 10, Duration: 100e9, SleepMS: 1}, LoggedTxPerSecond * 100 / 1e6},
+		{Spec{Clients: 10, Duration: 10e9, SleepMS: 1}, maxLoggedTxPerRun / 1e5},
+		// 1e9 transactions: the budget rate (2e-4) would give 40 pairs;
+		// the pair rule gives √(300/1e9) and 300 pairs.
+		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(3 * MinLatencyPairs / 1e9)},
 		// Open loop needs no pairs.
-		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, 0.0001},
+		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, LoggedTxPerSecond / 1e7},
 	} {
 		if got := samplingRate(tc.s); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("samplingRate(%+v) = %v, want %v", tc.s, got, tc.want)

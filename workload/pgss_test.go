@@ -37,6 +37,9 @@ func TestPgssOneReading(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := conn.Exec(ctx, marker+" CREATE TABLE kinds_t (x int)"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_statements_reset()"); err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +110,49 @@ FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname 
 		t.Fatalf("after a new entry:\n got %v\nwant %v", second, want())
 	}
 
-	f, top, err := sm.final(ctx)
+	// The probe's sums by kind, as the probe's own query read them
+	// before they were folded into these readings.
+	wantKinds := func() map[string]KindCounters {
+		rows, err := conn.Query(ctx, marker+` SELECT upper(coalesce(substring(ltrim(query) from '^[A-Za-z]+'), 'OTHER')), sum(calls)::int8, sum(rows)::int8
+FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%/* abtest */%'
+GROUP BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]KindCounters{}
+		for rows.Next() {
+			var k string
+			var c KindCounters
+			if err := rows.Scan(&k, &c.Calls, &c.Rows); err != nil {
+				t.Fatal(err)
+			}
+			m[k] = c
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	kinds, err := sm.baseline(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Entries != len(second) || f.Hot != 27 || f.Cold != 30 {
-		t.Errorf("final %+v, want %d entries, 27 hot, 30 cold", f, len(second))
+	if w := wantKinds(); !reflect.DeepEqual(kinds, w) || len(w) != 2 || w["WITH"].Calls != 87+1+30 || w["SELECT"].Calls != 1 {
+		t.Errorf("kinds at the baseline:\n got %v\nwant %v", kinds, w)
+	}
+	if len(sm.calls) != len(second) {
+		t.Errorf("the baseline noted the calls of %d entries, want %d", len(sm.calls), len(second))
+	}
+	exec("INSERT INTO kinds_t SELECT 1")
+	f, top, kinds, err := sm.final(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := wantKinds(); !reflect.DeepEqual(kinds, w) || w["INSERT"].Calls != 1 || w["INSERT"].Rows != 1 {
+		t.Errorf("kinds at the end:\n got %v\nwant %v", kinds, w)
+	}
+	if f.Entries != len(second)+1 || f.Hot != 27 || f.Cold != 30 {
+		t.Errorf("final %+v, want %d entries, 27 hot, 30 cold", f, len(second)+1)
 	}
 	rows, err := conn.Query(ctx, marker+` SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 120), calls, mean_exec_time, max_exec_time
 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%/* abtest */%'

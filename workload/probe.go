@@ -57,12 +57,15 @@ func (sv *server) locate(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// readCounters takes one reading. Statistics are flushed first: pgbench's
-// backends have exited (their pending stats go out at exit), and
-// pg_stat_force_next_flush() pushes this backend's own where the server
-// has it; before PostgreSQL 15 the stats collector needs a moment.
+// readCounters takes one reading, all but the sums by kind: those come
+// from the sampler's readings of pg_stat_statements around the window
+// (sampler.baseline, sampler.final), one reading of the view fewer
+// each. Statistics are flushed first: pgbench's backends have exited
+// (their pending stats go out at exit), and pg_stat_force_next_flush()
+// pushes this backend's own where the server has it; before PostgreSQL
+// 15 the stats collector needs a moment.
 func readCounters(ctx context.Context, conn *pgx.Conn, sv *server) (Counters, error) {
-	c := Counters{Kinds: map[string]KindCounters{}}
+	var c Counters
 	if sv.hasFlush() {
 		if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_force_next_flush()"); err != nil {
 			return c, err
@@ -71,27 +74,6 @@ func readCounters(ctx context.Context, conn *pgx.Conn, sv *server) (Counters, er
 		time.Sleep(600 * time.Millisecond)
 	}
 	if _, err := conn.Exec(ctx, marker+" SELECT pg_stat_clear_snapshot()"); err != nil {
-		return c, err
-	}
-	rows, err := conn.Query(ctx, marker+` SELECT upper(coalesce(substring(ltrim(query) from '^[A-Za-z]+'), 'OTHER')), sum(calls)::int8, sum(rows)::int8
-FROM pg_stat_statements
-WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND query NOT LIKE '%/* abtest */%'
-GROUP BY 1`)
-	if err != nil {
-		return c, err
-	}
-	for rows.Next() {
-		var kind string
-		var k KindCounters
-		if err := rows.Scan(&kind, &k.Calls, &k.Rows); err != nil {
-			rows.Close()
-			return c, err
-		}
-		c.Kinds[kind] = k
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return c, err
 	}
 	if sv.hasWAL() {

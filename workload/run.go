@@ -161,6 +161,9 @@ func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *
 	if err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
+	if before.Kinds, err = sm.baseline(ctx); err != nil {
+		return Counters{}, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
+	}
 	if sm.seesXmin, err = seesXmin(ctx, conn); err == nil && sm.seesXmin {
 		_, err = sm.readXmin(ctx)
 	}
@@ -240,7 +243,7 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return after, exitcode.Failure(err)
 	}
-	if res.Final, res.Statements, err = sm.final(ctx); err != nil {
+	if res.Final, res.Statements, after.Kinds, err = sm.final(ctx); err != nil {
 		return after, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
 	if len(sm.foreign) == 0 {

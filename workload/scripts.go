@@ -9,9 +9,10 @@
 // that the matrix stores and the analysis compares.
 //
 // Latency percentiles come from pgbench's per-transaction log written
-// with --sampling-rate: the rate is chosen so that about MaxLoggedTx
-// transactions are logged whatever the throughput (a few MB of disk at
-// most), and the percentiles are computed over that uniform sample. The
+// with --sampling-rate: the rate is chosen so that about
+// LoggedTxPerSecond transactions a second of window are logged whatever
+// the throughput (what logging costs pgbench stays a fixed share of a
+// core), and the percentiles are computed over that uniform sample. The
 // average latency and TPS are pgbench's own, over every transaction; the
 // max is the sample's.
 package workload

@@ -73,7 +73,9 @@ type Spec struct {
 	KeepTxLog bool
 	// ExpectedTPS, when known (a warm-up's or an earlier repeat's TPS),
 	// sizes the per-transaction log's sampling rate; otherwise an upper
-	// bound is assumed and fewer transactions are logged.
+	// bound is assumed, and a larger share of it is logged so that a run
+	// far below the bound still has its back-to-back pairs
+	// (samplingRate).
 	ExpectedTPS float64
 	// NoReset keeps pg_stat_statements' contents from before the run: a
 	// measurement after a warm-up starts from the warmed-up state

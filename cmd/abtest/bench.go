@@ -40,6 +40,7 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON (live lines go to stderr)"},
 			&cli.DurationFlag{Name: "sample-every", Value: 5 * time.Second, Usage: "pg_stat_statements sampling `INTERVAL`"},
 			&cli.DurationFlag{Name: "wait-every", Value: time.Second, Usage: "wait-event sampling `INTERVAL`"},
+			&cli.FloatFlag{Name: "expected-tps", Usage: "the `TPS` expected (a warm-up's), which sizes the latency log's sampling rate", DefaultText: "unknown: an upper bound"},
 			&cli.StringFlag{Name: "pgbench", Usage: "the pgbench `PROGRAM` to run", DefaultText: "pgbench on PATH"},
 		}, benchInstrFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -54,7 +55,7 @@ func benchRequest(cmd *cli.Command) (workload.Bench, error) {
 		Conn:    workload.Conn{Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db")},
 		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")),
 		Clients: int(cmd.Int("clients")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
-		Rate: cmd.Float("rate"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
+		Rate: cmd.Float("rate"), ExpectedTPS: cmd.Float("expected-tps"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
 		Pgbench: cmd.String("pgbench"), Workloads: cmd.String("workloads"), OutDir: cmd.String("output"),
 	}
 	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
