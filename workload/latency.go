@@ -67,10 +67,10 @@ func latencyMethod(s Spec) LatencyMethod {
 // throughput is only bounded, the budget is at least maxLoggedTxPerRun
 // a run: under load a cell runs at a twentieth of the bound (c = 64 at
 // load 18: 10 000 of 200 000 tx/s), and a budget per second of the
-// bound left it 42 pairs; the matrix's cells know their warm-up's TPS. The transactions to
-// come are estimated from -t, the rate (-R), ExpectedTPS, or else an
-// upper bound: clients × (1000/think time), or the lesser of clients ×
-// 20 000 and CPUs × maxTPSPerCPU per second.
+// bound left it 42 pairs; the matrix's cells know their warm-up's TPS.
+// The transactions to come are estimated from -t, the rate (-R),
+// ExpectedTPS, or else an upper bound: clients × (1000/think time), or
+// the lesser of clients × 20 000 and CPUs × maxTPSPerCPU per second.
 //
 // A closed loop's percentiles need back-to-back pairs, which a rate r
 // samples at r² (issue 13: at c = 64, d = 30 the old clients × 20 000
