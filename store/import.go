@@ -65,13 +65,15 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	}
 	st.Cells, st.Present = n, len(src.recs)-n
 	// A run whose verdicts were stored before schema 3 has no gate
-	// status (nor geometric means): analysed again.
-	var have int
+	// status (nor geometric means), before schema 5 no roles: analysed
+	// again.
+	var have, roleless int
 	var gate string
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), gate FROM runs WHERE id = ?"), st.Run, st.Run).Scan(&have, &gate); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), (SELECT count(*) FROM verdicts WHERE run_id = ? AND role = ''), gate FROM runs WHERE id = ?"),
+		st.Run, st.Run, st.Run).Scan(&have, &roleless, &gate); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
-	if st.Cells > 0 || have == 0 || gate == "" {
+	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" {
 		if st.Cells != len(src.recs) {
 			alone = nil
 		}
@@ -589,9 +591,9 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			if gated[[3]string{st.Commit, row.Config, row.Metric}] {
 				g = 1
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct, role)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect, string(st.Role())); err != nil {
 				return n, err
 			}
 			n++
