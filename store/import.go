@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,9 +10,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -164,7 +169,14 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err != nil {
 		return fail(err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// One connection for the transaction and, on PostgreSQL, the COPY
+	// that runs in it.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -176,11 +188,11 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	ids, err := s.putCells(ctx, tx, run, src.shardID, src.recs, cfgIDs)
+	ids, err := s.putCells(ctx, conn, tx, run, src.shardID, src.recs, cfgIDs)
 	if err != nil {
 		return fail(err)
 	}
-	if err := s.putMetrics(ctx, tx, src.recs, ids, metricIDs); err != nil {
+	if err := s.putMetrics(ctx, conn, tx, src.recs, ids, metricIDs); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -349,45 +361,90 @@ func (b *batcher) close() {
 	}
 }
 
+// cellsColumns are the cells table's columns an import writes: those of
+// cellColumns, then those that are not the record's (cellArgs).
+var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail"
+
+// cellArgs appends the values of recs[i]'s row, in cellsColumns' order.
+func cellArgs(args []any, recs []results.Record, i int, run, shard string, cfgIDs []string) []any {
+	r := &recs[i]
+	return append(columnArgs(args, r), run, shard, cfgIDs[i], artifacts(r), cellDetail(r))
+}
+
 // putCells inserts recs (those not stored yet) and returns the new rows'
-// ids by cell name.
-func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
-	// The columns of cellRecord, then those that are not the record's.
-	n := len(cellColumns(&results.Record{})) + 5
-	b := &batcher{s: s, tx: tx, size: cellBatch,
-		head: "INSERT INTO cells (" + columnNames("") + ", run_id, shard, config, artifacts, detail) VALUES ",
-		row:  "(?" + strings.Repeat(",?", n-1) + ")", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
-	defer b.close()
+// ids by cell name: on PostgreSQL by COPY into a temporary table and one
+// insert from it in the cells' order, on SQLite by multi-row inserts.
+func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
 	ids := make(map[string]int64, len(recs))
-	args := make([]any, 0, n*cellBatch)
-	for start := 0; start < len(recs); start += cellBatch {
-		batch := recs[start:min(start+cellBatch, len(recs))]
-		args = args[:0]
-		for i := range batch {
-			r := &batch[i]
-			args = append(columnArgs(args, r), run, shard, cfgIDs[start+i], artifacts(r), cellDetail(r))
+	if s.postgres {
+		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
+			return nil, err
 		}
-		rows, err := b.rows(ctx, len(batch), args)
+		err := conn.Raw(func(dc any) error {
+			c, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+			}
+			var row []any
+			i := 0
+			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cells_in"}, strings.Split(cellsColumns, ", "),
+				pgx.CopyFromFunc(func() ([]any, error) {
+					if i == len(recs) {
+						return nil, nil
+					}
+					row = cellArgs(row[:0], recs, i, run, shard, cfgIDs)
+					i++
+					return row, nil
+				}))
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var id int64
-			var cell string
-			if err := rows.Scan(&id, &cell); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			ids[cell] = id
-		}
-		if err := rows.Close(); err != nil {
+		rows, err := tx.QueryContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell")
+		if err != nil {
 			return nil, err
 		}
-		if err := rows.Err(); err != nil {
+		return ids, scanIDs(rows, ids)
+	}
+	n := len(cellColumns(&results.Record{})) + 5
+	b := &batcher{s: s, tx: tx, size: cellBatch,
+		head: "INSERT INTO cells (" + cellsColumns + ") VALUES ",
+		row:  "(?" + strings.Repeat(",?", n-1) + ")", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
+	defer b.close()
+	args := make([]any, 0, n*cellBatch)
+	for start := 0; start < len(recs); start += cellBatch {
+		end := min(start+cellBatch, len(recs))
+		args = args[:0]
+		for i := start; i < end; i++ {
+			args = cellArgs(args, recs, i, run, shard, cfgIDs)
+		}
+		rows, err := b.rows(ctx, end-start, args)
+		if err != nil {
+			return nil, err
+		}
+		if err := scanIDs(rows, ids); err != nil {
 			return nil, err
 		}
 	}
 	return ids, nil
+}
+
+// scanIDs reads rows of (id, cell) into ids and closes rows.
+func scanIDs(rows *sql.Rows, ids map[string]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var cell string
+		if err := rows.Scan(&id, &cell); err != nil {
+			return err
+		}
+		ids[cell] = id
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // artifacts is a cell's artifacts as JSON, its profile included: the
@@ -459,46 +516,87 @@ func (s *Store) metricNames(ctx context.Context, q execer) (map[string]int64, er
 
 // putMetrics stores the metrics of the cells putCells inserted. A cell
 // that was already there keeps its metrics: a cell is written once.
-// The cells are new, so their metrics cannot conflict.
-func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
+// The cells are new, so their metrics cannot conflict: PostgreSQL takes
+// them by COPY in tx (on conn), SQLite by multi-row inserts.
+func (s *Store) putMetrics(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
+	next := metricRows(recs, ids, metricIDs)
+	if s.postgres {
+		return conn.Raw(func(dc any) error {
+			c, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+			}
+			row := make([]any, 3)
+			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cell_metrics"}, []string{"cell_id", "metric_id", "value"},
+				pgx.CopyFromFunc(func() ([]any, error) {
+					cell, metric, v, ok := next()
+					if !ok {
+						return nil, nil
+					}
+					row[0], row[1], row[2] = cell, metric, v
+					return row, nil
+				}))
+			return err
+		})
+	}
 	b := &batcher{s: s, tx: tx, size: metricBatch, head: "INSERT INTO cell_metrics (cell_id, metric_id, value) VALUES ", row: "(?,?,?)"}
 	defer b.close()
-	// Each cell's metrics in the order of their ids, without sorting
-	// each cell's names.
-	type metric struct {
-		name string
-		id   int64
-	}
-	order := make([]metric, 0, len(metricIDs))
-	for name, id := range metricIDs {
-		order = append(order, metric{name, id})
-	}
-	sort.Slice(order, func(i, j int) bool { return order[i].id < order[j].id })
 	args := make([]any, 0, 3*metricBatch)
 	n := 0
-	for i := range recs {
-		id, ok := ids[recs[i].Cell]
+	for {
+		cell, metric, v, ok := next()
 		if !ok {
-			continue
+			break
 		}
-		for _, m := range order {
-			v, ok := recs[i].Metrics[m.name]
-			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
+		args = append(args, cell, metric, v)
+		if n++; n == metricBatch {
+			if err := b.exec(ctx, n, args); err != nil {
+				return err
 			}
-			args = append(args, id, m.id, v)
-			if n++; n == metricBatch {
-				if err := b.exec(ctx, n, args); err != nil {
-					return err
-				}
-				args, n = args[:0], 0
-			}
+			args, n = args[:0], 0
 		}
 	}
 	if n == 0 {
 		return nil
 	}
 	return b.exec(ctx, n, args)
+}
+
+// metricRows returns an iterator over the metric rows of the records
+// that ids has (the cells just inserted), each cell's in the order of
+// the metrics' ids; its ok is false at the end. NaN and infinite values
+// are left out.
+func metricRows(recs []results.Record, ids, metricIDs map[string]int64) func() (cell, metric int64, v float64, ok bool) {
+	type metric struct {
+		id int64
+		v  float64
+	}
+	var cell []metric
+	var cellID int64
+	i, k := 0, 0
+	return func() (int64, int64, float64, bool) {
+		for k == len(cell) {
+			if i == len(recs) {
+				return 0, 0, 0, false
+			}
+			r := &recs[i]
+			i++
+			id, ok := ids[r.Cell]
+			if !ok {
+				continue
+			}
+			cellID, cell, k = id, cell[:0], 0
+			for name, v := range r.Metrics {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					continue
+				}
+				cell = append(cell, metric{metricIDs[name], v})
+			}
+			slices.SortFunc(cell, func(a, b metric) int { return cmp.Compare(a.id, b.id) })
+		}
+		k++
+		return cellID, cell[k-1].id, cell[k-1].v, true
+	}
 }
 
 // reanalyze recomputes run's verdicts with the analysis package, under a
