@@ -324,17 +324,6 @@ func (b *batcher) query(n int) string {
 	return b.s.q(b.head + b.row + strings.Repeat(","+b.row, n-1) + b.tail)
 }
 
-// rows runs a batch of n rows that returns rows.
-func (b *batcher) rows(ctx context.Context, n int, args []any) (*sql.Rows, error) {
-	if n < b.size {
-		return b.tx.QueryContext(ctx, b.query(n), args...)
-	}
-	if err := b.prepare(ctx); err != nil {
-		return nil, err
-	}
-	return b.full.QueryContext(ctx, args...)
-}
-
 // exec runs a batch of n rows.
 func (b *batcher) exec(ctx context.Context, n int, args []any) error {
 	var err error
@@ -407,27 +396,44 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, sh
 		}
 		return ids, scanIDs(rows, ids)
 	}
-	n := len(cellColumns(&results.Record{})) + 5
-	b := &batcher{s: s, tx: tx, size: cellBatch,
-		head: "INSERT INTO cells (" + cellsColumns + ") VALUES ",
-		row:  "(?" + strings.Repeat(",?", n-1) + ")", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
+	// SQLite: the transaction took the write lock at its BEGIN, so the
+	// run's cells already there and the last id are read, and the new
+	// cells inserted with their ids: nothing to return.
+	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", run)
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]int64{}
+	if err := scanIDs(rows, present); err != nil {
+		return nil, err
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM cells").Scan(&last); err != nil {
+		return nil, err
+	}
+	n := len(cellColumns(&results.Record{})) + 6
+	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (id, " + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", n-1) + ")"}
 	defer b.close()
 	args := make([]any, 0, n*cellBatch)
-	for start := 0; start < len(recs); start += cellBatch {
-		end := min(start+cellBatch, len(recs))
-		args = args[:0]
-		for i := start; i < end; i++ {
-			args = cellArgs(args, recs, i, run, shard, cfgIDs)
+	for i := range recs {
+		if _, ok := present[recs[i].Cell]; ok {
+			continue
 		}
-		rows, err := b.rows(ctx, end-start, args)
-		if err != nil {
-			return nil, err
-		}
-		if err := scanIDs(rows, ids); err != nil {
-			return nil, err
+		// A cell twice in the directory is stored once, the first.
+		last++
+		ids[recs[i].Cell], present[recs[i].Cell] = last, last
+		args = cellArgs(append(args, last), recs, i, run, shard, cfgIDs)
+		if len(args) == n*cellBatch {
+			if err := b.exec(ctx, cellBatch, args); err != nil {
+				return nil, err
+			}
+			args = args[:0]
 		}
 	}
-	return ids, nil
+	if len(args) == 0 {
+		return ids, nil
+	}
+	return ids, b.exec(ctx, len(args)/n, args)
 }
 
 // scanIDs reads rows of (id, cell) into ids and closes rows.
@@ -467,32 +473,37 @@ func artifacts(r *results.Record) string {
 // new names first in a statement of their own: concurrent importers
 // never hold a name's lock for a whole import.
 func (s *Store) metricIDs(ctx context.Context, recs []results.Record) (map[string]int64, error) {
+	used := map[string]bool{}
+	for i := range recs {
+		for m := range recs[i].Metrics {
+			used[m] = true
+		}
+	}
 	have, err := s.metricNames(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	seen := map[string]bool{}
-	for i := range recs {
-		for m := range recs[i].Metrics {
-			if _, ok := have[m]; !ok && !seen[m] {
-				seen[m] = true
-				missing = append(missing, m)
-			}
+	for m := range used {
+		if _, ok := have[m]; !ok {
+			missing = append(missing, m)
 		}
 	}
-	if len(missing) == 0 {
-		return have, nil
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		args := make([]any, len(missing))
+		for i, m := range missing {
+			args[i] = m
+		}
+		if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
+			return nil, err
+		}
+		if have, err = s.metricNames(ctx, s.db); err != nil {
+			return nil, err
+		}
 	}
-	sort.Strings(missing)
-	args := make([]any, len(missing))
-	for i, m := range missing {
-		args[i] = m
-	}
-	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
-		return nil, err
-	}
-	return s.metricNames(ctx, s.db)
+	maps.DeleteFunc(have, func(m string, _ int64) bool { return !used[m] })
+	return have, nil
 }
 
 // metricNames returns every metric's id by name.
@@ -564,38 +575,41 @@ func (s *Store) putMetrics(ctx context.Context, conn *sql.Conn, tx execer, recs 
 
 // metricRows returns an iterator over the metric rows of the records
 // that ids has (the cells just inserted), each cell's in the order of
-// the metrics' ids; its ok is false at the end. NaN and infinite values
-// are left out.
+// the metrics' ids (metricIDs: the names the records have); its ok is
+// false at the end. NaN and infinite values are left out.
 func metricRows(recs []results.Record, ids, metricIDs map[string]int64) func() (cell, metric int64, v float64, ok bool) {
 	type metric struct {
-		id int64
-		v  float64
+		name string
+		id   int64
 	}
-	var cell []metric
+	order := make([]metric, 0, len(metricIDs))
+	for name, id := range metricIDs {
+		order = append(order, metric{name, id})
+	}
+	slices.SortFunc(order, func(a, b metric) int { return cmp.Compare(a.id, b.id) })
 	var cellID int64
-	i, k := 0, 0
+	i, k := 0, len(order)
 	return func() (int64, int64, float64, bool) {
-		for k == len(cell) {
-			if i == len(recs) {
-				return 0, 0, 0, false
-			}
-			r := &recs[i]
-			i++
-			id, ok := ids[r.Cell]
-			if !ok {
-				continue
-			}
-			cellID, cell, k = id, cell[:0], 0
-			for name, v := range r.Metrics {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					continue
+		for {
+			if k == len(order) {
+				for {
+					if i == len(recs) {
+						return 0, 0, 0, false
+					}
+					id, ok := ids[recs[i].Cell]
+					i++
+					if ok {
+						cellID, k = id, 0
+						break
+					}
 				}
-				cell = append(cell, metric{metricIDs[name], v})
 			}
-			slices.SortFunc(cell, func(a, b metric) int { return cmp.Compare(a.id, b.id) })
+			m := order[k]
+			k++
+			if v, ok := recs[i-1].Metrics[m.name]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return cellID, m.id, v, true
+			}
 		}
-		k++
-		return cellID, cell[k-1].id, cell[k-1].v, true
 	}
 }
 
