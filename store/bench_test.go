@@ -29,13 +29,14 @@ import (
 // of the CPU, the SQLite inserts a third, the analysis 1.9 of 13.
 //
 // PostgreSQL by COPY (cells through a temporary table, metrics straight
-// in), old and new alternated on a machine at load 8–20: 60.0, 52.1,
-// 34.6 s and 7.6–8.3 CPU-s before; 42.4, 27.8, 21.7 s and 4.9–5.5 CPU-s
-// after (server-cpu-s/op is the server's side). SQLite (cells with the
-// ids read under the write lock, not returned): 21.4 s, 9.5 CPU-s before
-// and 16.2 s, 8.4 CPU-s after at load 9; its inserts are SQLite's own
-// work now (putCells 1.6, putMetrics 1.75 of 7.8 CPU-s), and without the
-// 1.2 million metric rows the import takes 5.2 CPU-s instead of 7.8.
+// in), old and new alternated on a shared machine: at load 6–9, 48.9 and
+// 24.2 s, 7.7 and 7.3 CPU-s, server 10.8 and 10.0 CPU-s before; 22.2 and
+// 15.6 s, 6.0 and 5.0 CPU-s, server 7.3 and 6.4 CPU-s after. SQLite
+// (cells with the ids read under the write lock, not returned; metric
+// rows by lookup), at load 4–5: 13.0 and 9.1 s, 8.5 CPU-s before; 9.9
+// and 7.4 s, 7.9–8.0 CPU-s after. Its inserts are SQLite's own work now
+// (putCells 1.6, putMetrics 1.75 of 7.8 CPU-s): without the 1.2 million
+// metric rows the import takes 5.2 CPU-s instead of 7.8.
 func BenchmarkImport100k(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "100k")
 	if out, err := exec.Command("go", "run", "../bench/gen100k", dir).CombinedOutput(); err != nil {
