@@ -118,38 +118,14 @@ func (a *analyzer) noteChange(c string, ct *cellTest, row *Row, st *Stat) {
 func (a *analyzer) countVerdicts(c string, sum *Summary) {
 	for _, row := range a.r.Rows {
 		for _, st := range row.Stats {
-			if st.Commit != c || strings.HasPrefix(st.Method, "as ") {
-				// A mirrored metric is the same answer again.
+			if st.Commit != c {
 				continue
 			}
-			if st.Gated {
+			role := st.Role()
+			if st.Gated && role != results.RoleMirrored {
 				sum.Blocks = max(sum.Blocks, st.Blocks)
 			}
-			switch {
-			case st.Behind:
-				sum.Behind++
-				continue
-			case !st.Gated && st.Verdict != results.Higher && st.Verdict != results.Lower && st.Verdict != results.Incomplete:
-				// Report-only rows never enter the headline: only
-				// their higher/lower is counted, apart.
-				continue
-			}
-			switch st.Verdict {
-			case results.Better:
-				sum.Better++
-			case results.Worse:
-				sum.Worse++
-			case results.Higher:
-				sum.Higher++
-			case results.Lower:
-				sum.Lower++
-			case results.Same:
-				sum.Same++
-			case results.Unknown:
-				sum.Unknown++
-			case results.Incomplete:
-				sum.Incomplete++
-			}
+			sum.Count(role, st.Verdict)
 		}
 	}
 }

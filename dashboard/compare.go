@@ -240,21 +240,54 @@ type count struct {
 	N       int
 }
 
-// verdictOrder is the order the summary counts verdicts in.
+// verdictOrder is the order the table's rows are counted in.
 var verdictOrder = []results.Verdict{results.Worse, results.Better, results.Higher, results.Lower, results.Incomplete, results.Unknown, results.Same}
 
+// counts counts every row, whatever its role: what a table lists.
 func counts(rows []vrow) []count {
 	n := map[results.Verdict]int{}
 	for _, r := range rows {
 		n[r.Verdict.Verdict]++
 	}
+	return ordered(n, verdictOrder)
+}
+
+func ordered(n map[results.Verdict]int, order []results.Verdict) []count {
 	var out []count
-	for _, v := range verdictOrder {
+	for _, v := range order {
 		if n[v] > 0 {
 			out = append(out, count{v, n[v]})
 		}
 	}
 	return out
+}
+
+// answer is a commit's answer as the report's summary line says it,
+// counted by each row's role through analysis.Summary.Count: the
+// headline (Counts), the secondary tests not run (Behind), and the
+// report-only higher and lower apart. Rows stored without a role (before
+// schema 5) cannot be told apart: Roleless, and every row is counted.
+type answer struct {
+	Counts, ReportOnly []count
+	Behind             int
+	Roleless, None     bool
+}
+
+func answerOf(rows []vrow) answer {
+	var sm analysis.Summary
+	for _, r := range rows {
+		if r.Role == "" {
+			return answer{Counts: counts(rows), Roleless: true}
+		}
+		sm.Count(r.Role, r.Verdict.Verdict)
+	}
+	return answer{
+		Counts: ordered(map[results.Verdict]int{results.Worse: sm.Worse, results.Better: sm.Better, results.Incomplete: sm.Incomplete,
+			results.Unknown: sm.Unknown, results.Same: sm.Same}, []results.Verdict{results.Worse, results.Better, results.Incomplete, results.Unknown, results.Same}),
+		ReportOnly: ordered(map[results.Verdict]int{results.Higher: sm.Higher, results.Lower: sm.Lower}, []results.Verdict{results.Higher, results.Lower}),
+		Behind:     sm.Behind,
+		None:       len(rows) == 0,
+	}
 }
 
 // geomeanLine says a run-level pooled test in words.

@@ -158,7 +158,7 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	}
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
-		"Counts": counts(rows), "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
+		"Answer": answerOf(rows), "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
 		"QuietCounts": counts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
 	})
 }

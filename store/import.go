@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,9 +10,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -65,13 +70,15 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	}
 	st.Cells, st.Present = n, len(src.recs)-n
 	// A run whose verdicts were stored before schema 3 has no gate
-	// status (nor geometric means): analysed again.
-	var have int
+	// status (nor geometric means), before schema 5 no roles: analysed
+	// again.
+	var have, roleless int
 	var gate string
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), gate FROM runs WHERE id = ?"), st.Run, st.Run).Scan(&have, &gate); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), (SELECT count(*) FROM verdicts WHERE run_id = ? AND role = ''), gate FROM runs WHERE id = ?"),
+		st.Run, st.Run, st.Run).Scan(&have, &roleless, &gate); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
-	if st.Cells > 0 || have == 0 || gate == "" {
+	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" {
 		if st.Cells != len(src.recs) {
 			alone = nil
 		}
@@ -162,7 +169,14 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err != nil {
 		return fail(err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// One connection for the transaction and, on PostgreSQL, the COPY
+	// that runs in it.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -174,11 +188,11 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	ids, err := s.putCells(ctx, tx, run, src.shardID, src.recs, cfgIDs)
+	ids, err := s.putCells(ctx, conn, tx, run, src.shardID, src.recs, cfgIDs)
 	if err != nil {
 		return fail(err)
 	}
-	if err := s.putMetrics(ctx, tx, src.recs, ids, metricIDs); err != nil {
+	if err := s.putMetrics(ctx, conn, tx, src.recs, ids, metricIDs); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -310,17 +324,6 @@ func (b *batcher) query(n int) string {
 	return b.s.q(b.head + b.row + strings.Repeat(","+b.row, n-1) + b.tail)
 }
 
-// rows runs a batch of n rows that returns rows.
-func (b *batcher) rows(ctx context.Context, n int, args []any) (*sql.Rows, error) {
-	if n < b.size {
-		return b.tx.QueryContext(ctx, b.query(n), args...)
-	}
-	if err := b.prepare(ctx); err != nil {
-		return nil, err
-	}
-	return b.full.QueryContext(ctx, args...)
-}
-
 // exec runs a batch of n rows.
 func (b *batcher) exec(ctx context.Context, n int, args []any) error {
 	var err error
@@ -347,45 +350,107 @@ func (b *batcher) close() {
 	}
 }
 
+// cellsColumns are the cells table's columns an import writes: those of
+// cellColumns, then those that are not the record's (cellArgs).
+var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail"
+
+// cellArgs appends the values of recs[i]'s row, in cellsColumns' order.
+func cellArgs(args []any, recs []results.Record, i int, run, shard string, cfgIDs []string) []any {
+	r := &recs[i]
+	return append(columnArgs(args, r), run, shard, cfgIDs[i], artifacts(r), cellDetail(r))
+}
+
 // putCells inserts recs (those not stored yet) and returns the new rows'
-// ids by cell name.
-func (s *Store) putCells(ctx context.Context, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
-	// The columns of cellRecord, then those that are not the record's.
-	n := len(cellColumns(&results.Record{})) + 5
-	b := &batcher{s: s, tx: tx, size: cellBatch,
-		head: "INSERT INTO cells (" + columnNames("") + ", run_id, shard, config, artifacts, detail) VALUES ",
-		row:  "(?" + strings.Repeat(",?", n-1) + ")", tail: " ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell"}
-	defer b.close()
+// ids by cell name: on PostgreSQL by COPY into a temporary table and one
+// insert from it in the cells' order, on SQLite by multi-row inserts.
+func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
 	ids := make(map[string]int64, len(recs))
-	args := make([]any, 0, n*cellBatch)
-	for start := 0; start < len(recs); start += cellBatch {
-		batch := recs[start:min(start+cellBatch, len(recs))]
-		args = args[:0]
-		for i := range batch {
-			r := &batch[i]
-			args = append(columnArgs(args, r), run, shard, cfgIDs[start+i], artifacts(r), cellDetail(r))
+	if s.postgres {
+		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
+			return nil, err
 		}
-		rows, err := b.rows(ctx, len(batch), args)
+		err := conn.Raw(func(dc any) error {
+			c, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+			}
+			var row []any
+			i := 0
+			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cells_in"}, strings.Split(cellsColumns, ", "),
+				pgx.CopyFromFunc(func() ([]any, error) {
+					if i == len(recs) {
+						return nil, nil
+					}
+					row = cellArgs(row[:0], recs, i, run, shard, cfgIDs)
+					i++
+					return row, nil
+				}))
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var id int64
-			var cell string
-			if err := rows.Scan(&id, &cell); err != nil {
-				rows.Close()
+		rows, err := tx.QueryContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell")
+		if err != nil {
+			return nil, err
+		}
+		return ids, scanIDs(rows, ids)
+	}
+	// SQLite: the transaction took the write lock at its BEGIN, so the
+	// run's cells already there and the last id are read, and the new
+	// cells inserted with their ids: nothing to return.
+	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", run)
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]int64{}
+	if err := scanIDs(rows, present); err != nil {
+		return nil, err
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM cells").Scan(&last); err != nil {
+		return nil, err
+	}
+	n := len(cellColumns(&results.Record{})) + 6
+	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (id, " + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", n-1) + ")"}
+	defer b.close()
+	args := make([]any, 0, n*cellBatch)
+	for i := range recs {
+		if _, ok := present[recs[i].Cell]; ok {
+			continue
+		}
+		// A cell twice in the directory is stored once, the first.
+		last++
+		ids[recs[i].Cell], present[recs[i].Cell] = last, last
+		args = cellArgs(append(args, last), recs, i, run, shard, cfgIDs)
+		if len(args) == n*cellBatch {
+			if err := b.exec(ctx, cellBatch, args); err != nil {
 				return nil, err
 			}
-			ids[cell] = id
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
+			args = args[:0]
 		}
 	}
-	return ids, nil
+	if len(args) == 0 {
+		return ids, nil
+	}
+	return ids, b.exec(ctx, len(args)/n, args)
+}
+
+// scanIDs reads rows of (id, cell) into ids and closes rows.
+func scanIDs(rows *sql.Rows, ids map[string]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var cell string
+		if err := rows.Scan(&id, &cell); err != nil {
+			return err
+		}
+		ids[cell] = id
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // artifacts is a cell's artifacts as JSON, its profile included: the
@@ -408,32 +473,37 @@ func artifacts(r *results.Record) string {
 // new names first in a statement of their own: concurrent importers
 // never hold a name's lock for a whole import.
 func (s *Store) metricIDs(ctx context.Context, recs []results.Record) (map[string]int64, error) {
+	used := map[string]bool{}
+	for i := range recs {
+		for m := range recs[i].Metrics.All() {
+			used[m] = true
+		}
+	}
 	have, err := s.metricNames(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	seen := map[string]bool{}
-	for i := range recs {
-		for m := range recs[i].Metrics.All() {
-			if _, ok := have[m]; !ok && !seen[m] {
-				seen[m] = true
-				missing = append(missing, m)
-			}
+	for m := range used {
+		if _, ok := have[m]; !ok {
+			missing = append(missing, m)
 		}
 	}
-	if len(missing) == 0 {
-		return have, nil
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		args := make([]any, len(missing))
+		for i, m := range missing {
+			args[i] = m
+		}
+		if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
+			return nil, err
+		}
+		if have, err = s.metricNames(ctx, s.db); err != nil {
+			return nil, err
+		}
 	}
-	sort.Strings(missing)
-	args := make([]any, len(missing))
-	for i, m := range missing {
-		args[i] = m
-	}
-	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
-		return nil, err
-	}
-	return s.metricNames(ctx, s.db)
+	maps.DeleteFunc(have, func(m string, _ int64) bool { return !used[m] })
+	return have, nil
 }
 
 // metricNames returns every metric's id by name.
@@ -457,12 +527,57 @@ func (s *Store) metricNames(ctx context.Context, q execer) (map[string]int64, er
 
 // putMetrics stores the metrics of the cells putCells inserted. A cell
 // that was already there keeps its metrics: a cell is written once.
-// The cells are new, so their metrics cannot conflict.
-func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
+// The cells are new, so their metrics cannot conflict: PostgreSQL takes
+// them by COPY in tx (on conn), SQLite by multi-row inserts.
+func (s *Store) putMetrics(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
+	next := metricRows(recs, ids, metricIDs)
+	if s.postgres {
+		return conn.Raw(func(dc any) error {
+			c, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+			}
+			row := make([]any, 3)
+			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cell_metrics"}, []string{"cell_id", "metric_id", "value"},
+				pgx.CopyFromFunc(func() ([]any, error) {
+					cell, metric, v, ok := next()
+					if !ok {
+						return nil, nil
+					}
+					row[0], row[1], row[2] = cell, metric, v
+					return row, nil
+				}))
+			return err
+		})
+	}
 	b := &batcher{s: s, tx: tx, size: metricBatch, head: "INSERT INTO cell_metrics (cell_id, metric_id, value) VALUES ", row: "(?,?,?)"}
 	defer b.close()
-	// Each cell's metrics in the order of their ids, without sorting
-	// each cell's names.
+	args := make([]any, 0, 3*metricBatch)
+	n := 0
+	for {
+		cell, metric, v, ok := next()
+		if !ok {
+			break
+		}
+		args = append(args, cell, metric, v)
+		if n++; n == metricBatch {
+			if err := b.exec(ctx, n, args); err != nil {
+				return err
+			}
+			args, n = args[:0], 0
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return b.exec(ctx, n, args)
+}
+
+// metricRows returns an iterator over the metric rows of the records
+// that ids has (the cells just inserted), each cell's in the order of
+// the metrics' ids (metricIDs: the names the records have); its ok is
+// false at the end. NaN and infinite values are left out.
+func metricRows(recs []results.Record, ids, metricIDs map[string]int64) func() (cell, metric int64, v float64, ok bool) {
 	type metric struct {
 		name string
 		id   int64
@@ -471,32 +586,31 @@ func (s *Store) putMetrics(ctx context.Context, tx execer, recs []results.Record
 	for name, id := range metricIDs {
 		order = append(order, metric{name, id})
 	}
-	sort.Slice(order, func(i, j int) bool { return order[i].id < order[j].id })
-	args := make([]any, 0, 3*metricBatch)
-	n := 0
-	for i := range recs {
-		id, ok := ids[recs[i].Cell]
-		if !ok {
-			continue
-		}
-		for _, m := range order {
-			v, ok := recs[i].Metrics.Get(m.name)
-			if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			args = append(args, id, m.id, v)
-			if n++; n == metricBatch {
-				if err := b.exec(ctx, n, args); err != nil {
-					return err
+	slices.SortFunc(order, func(a, b metric) int { return cmp.Compare(a.id, b.id) })
+	var cellID int64
+	i, k := 0, len(order)
+	return func() (int64, int64, float64, bool) {
+		for {
+			if k == len(order) {
+				for {
+					if i == len(recs) {
+						return 0, 0, 0, false
+					}
+					id, ok := ids[recs[i].Cell]
+					i++
+					if ok {
+						cellID, k = id, 0
+						break
+					}
 				}
-				args, n = args[:0], 0
+			}
+			m := order[k]
+			k++
+			if v, ok := recs[i-1].Metrics.Get(m.name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				return cellID, m.id, v, true
 			}
 		}
 	}
-	if n == 0 {
-		return nil
-	}
-	return b.exec(ctx, n, args)
 }
 
 // reanalyze recomputes run's verdicts with the analysis package, under a
@@ -589,9 +703,9 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 			if gated[[3]string{st.Commit, row.Config, row.Metric}] {
 				g = 1
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct, role)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+				run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect, string(st.Role())); err != nil {
 				return n, err
 			}
 			n++

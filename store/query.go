@@ -95,8 +95,11 @@ type Verdict struct {
 	Hi             *float64        `json:"ci_hi"`
 	DeltaPct       *float64        `json:"delta_pct"`
 	P              *float64        `json:"p"`
-	Gated          bool            `json:"gated"`
-	Note           string          `json:"note,omitempty"`
+	// Gated: the row gated the run (a gated change); Role says how the
+	// row counts in its commit's answer ("" when stored before schema 5).
+	Gated bool         `json:"gated"`
+	Role  results.Role `json:"role"`
+	Note  string       `json:"note,omitempty"`
 	// DeltaLo and DeltaHi bound DeltaPct at 95 %; DetectablePct is the
 	// smallest change the run could have detected (unknown verdicts).
 	// All three are nil in verdicts stored before schema 3.
@@ -277,7 +280,7 @@ func (s *Store) commits(ctx context.Context, run string) (map[string][]Commit, e
 // Verdicts returns run's verdicts, by configuration, metric and commit.
 func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note,
-		delta_lo, delta_hi, detectable_pct FROM verdicts WHERE run_id = ? ORDER BY config, metric, commit_label`), run)
+		delta_lo, delta_hi, detectable_pct, role FROM verdicts WHERE run_id = ? ORDER BY config, metric, commit_label`), run)
 	if err != nil {
 		return nil, s.fail("reading verdicts", err)
 	}
@@ -286,7 +289,7 @@ func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
 	for rows.Next() {
 		var v Verdict
 		var g int
-		if err := rows.Scan(&v.Commit, &v.Config, &v.Metric, &v.Verdict, &v.N, &v.BaselineMedian, &v.Median, &v.Lo, &v.Hi, &v.DeltaPct, &v.P, &g, &v.Note, &v.DeltaLo, &v.DeltaHi, &v.DetectablePct); err != nil {
+		if err := rows.Scan(&v.Commit, &v.Config, &v.Metric, &v.Verdict, &v.N, &v.BaselineMedian, &v.Median, &v.Lo, &v.Hi, &v.DeltaPct, &v.P, &g, &v.Note, &v.DeltaLo, &v.DeltaHi, &v.DetectablePct, &v.Role); err != nil {
 			return nil, s.fail("reading verdicts", err)
 		}
 		v.Gated = g == 1

@@ -185,6 +185,14 @@ var migrations = []migration{
 	{4, "configurations keep their offered rate, pgbench variables and condition", []string{
 		`ALTER TABLE configurations ADD COLUMN point TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Version 5: a verdict's role in its commit's answer (results.Role:
+	// gated, untested, report-only, mirrored), which the dashboard counts
+	// by as the report does; gated says only whether the row gated the
+	// run. A verdict stored before has role '' and its run is analysed
+	// again on its next import.
+	{5, "verdicts keep their role in the commit's answer", []string{
+		`ALTER TABLE verdicts ADD COLUMN role TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

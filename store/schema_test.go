@@ -54,7 +54,7 @@ func TestMigrateVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 4 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 5 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	var got []string
@@ -76,5 +76,59 @@ func TestMigrateVersion1(t *testing.T) {
 	}
 	if _, err := s.input(ctx, s.db, "r"); err == nil || !strings.Contains(err.Error(), "import /x again") {
 		t.Errorf("a run stored without its plan: %v", err)
+	}
+}
+
+// TestMigrateVersion4Roles: a store written at schema version 4 (its
+// verdicts without a role) opens migrated, its verdicts read with no
+// role, and the run's next import analyses it again and stores the
+// roles an import into a new store gives.
+func TestMigrateVersion4Roles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "results", "testdata", "v1")
+	st, err := s.Import(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Verdicts(ctx, st.Run)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("%d verdicts, %v", len(want), err)
+	}
+	for _, v := range want {
+		if v.Role == "" {
+			t.Fatalf("a verdict imported at schema %d has no role: %+v", SchemaVersion, v)
+		}
+	}
+	// Back to version 4, as an older abtest left it.
+	for _, q := range []string{"ALTER TABLE verdicts DROP COLUMN role", "DELETE FROM schema_version WHERE version = 5"} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Verdicts(ctx, st.Run)
+	if err != nil || len(got) != len(want) || got[0].Role != "" {
+		t.Fatalf("after the migration: %d verdicts (want %d, roles ''), %v", len(got), len(want), err)
+	}
+	again, err := s.Import(ctx, dir)
+	if err != nil || again.Cells != 0 || again.Verdicts != len(want) {
+		t.Fatalf("importing again: %+v, %v", again, err)
+	}
+	if got, err = s.Verdicts(ctx, st.Run); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i].Role != want[i].Role {
+			t.Errorf("%s %s %s: role %q after the import, %q in a new store", got[i].Commit, got[i].Config, got[i].Metric, got[i].Role, want[i].Role)
+		}
 	}
 }

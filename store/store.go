@@ -20,7 +20,8 @@
 // Identity decides idempotence. A run's id is a hash of its plan without
 // the shard (the commits, their shas and patches, the axes, repeats and
 // seed), so every shard of a run has the same id; a cell is unique per run
-// and inserted with ON CONFLICT DO NOTHING, so importing a directory twice,
+// and inserted with ON CONFLICT DO NOTHING (on SQLite, whose import holds
+// the write lock, only those the run lacks), so importing a directory twice,
 // or two processes importing overlapping shards at once, stores each cell
 // once. Verdicts are recomputed for the whole run after its cells change,
 // under a lock on the run, so the last shard in sees every cell.

@@ -17,7 +17,7 @@ import (
 // typedVocabularies are the types of results whose values are words a
 // status, a verdict or a gate says: compared by their constants, never
 // by a string literal (issue 22, STYLE 16).
-var typedVocabularies = []string{"Status", "GateStatus", "Verdict"}
+var typedVocabularies = []string{"Status", "GateStatus", "Verdict", "Role"}
 
 // metricNameLiterals are the built-in metric names that may stand as a
 // literal outside results, and why: the same word names something else.

@@ -32,6 +32,8 @@ type Run struct {
 	Host host.Host
 	// Value gives a cell's metrics.
 	Value func(commit results.Commit, c results.Config, repeat int) map[string]float64
+	// Metrics are the plan's metric definitions; nil means Metrics.
+	Metrics results.Metrics
 }
 
 // Metrics are the definitions synthetic plans carry.
@@ -46,13 +48,16 @@ func Write(dir string, r Run) (int, error) {
 	if r.N == 0 {
 		r.I, r.N = 1, 1
 	}
+	if r.Metrics == nil {
+		r.Metrics = Metrics
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
 	p := &results.Plan{
 		Version: results.Version, Commits: r.Commits, Baseline: r.Commits[0].Label,
 		Options: results.PlanOpts{Repeats: r.Repeats, DurationS: 10, Order: "abba", Seed: r.Seed, Protocol: "simple", BuildType: "release"},
-		Shard:   fmt.Sprintf("%d/%d", r.I, r.N), Created: r.Created, Host: r.Host, Metrics: Metrics, AbtestVersion: "test",
+		Shard:   fmt.Sprintf("%d/%d", r.I, r.N), Created: r.Created, Host: r.Host, Metrics: r.Metrics, AbtestVersion: "test",
 		Doctor: []results.Finding{{Check: "governor", Status: "warn", Value: "powersave", Why: "frequency scaling adds noise", Fix: "cpupower frequency-set -g performance"}},
 	}
 	for i, c := range r.Configs {
