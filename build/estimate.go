@@ -21,9 +21,11 @@ type Estimate struct {
 	Duration time.Duration
 	// From says where Duration comes from.
 	From string
-	// Reference is the reference Duration comes from when this machine
-	// has no record of a build of the kind; nil otherwise. A build shown
-	// (BuildShown) then measures its first compile units and says again.
+	// Reference is the build Duration comes from: another machine's when
+	// this machine has no record of a build of the kind, else the record's
+	// when it has the curve of its compile units; nil otherwise. A build
+	// shown (BuildShown) measures its first compile units against it and
+	// says again.
 	Reference *Reference
 }
 
@@ -34,8 +36,8 @@ const (
 	Cold   = "cold"
 )
 
-// Reference is a build of another machine: the figure of an estimate
-// before this machine has measured anything.
+// Reference is a build an estimate comes from: of another machine
+// before this machine has measured anything, else a record of this one.
 type Reference struct {
 	// Machine says where it was measured.
 	Machine string
@@ -44,6 +46,31 @@ type Reference struct {
 	// Units is the compilations of the whole build (ccache's hits and
 	// misses): what its first compile units are a part of.
 	Units int
+	// Curve is the compile units done along its compile phase (Point);
+	// without it the units are taken to cost alike.
+	Curve []Point
+	// Name says the build in a phrase ("the reference" when empty).
+	Name string
+}
+
+func (r *Reference) name() string {
+	if r.Name == "" {
+		return "the reference"
+	}
+	return r.Name
+}
+
+// referenceOf is the reference a record gives, named name; nil when it
+// has no curve to measure against.
+func referenceOf(r *Info, name string) *Reference {
+	if len(r.Curve) == 0 {
+		return nil
+	}
+	ref := &Reference{Machine: "this machine", Seconds: r.Seconds, Units: r.Curve[len(r.Curve)-1].Units, Curve: r.Curve, Name: name}
+	if r.Load != nil {
+		ref.Load = *r.Load
+	}
+	return ref
 }
 
 // Reference builds for a machine with no record of a build of the kind:
@@ -134,10 +161,15 @@ func (b *Builder) Estimate(name, sha, fingerprint string, o Options, compiled bo
 	}
 	switch {
 	case same != nil:
-		return b.scaled(Estimate{Kind: kind, From: "the last " + kind + " build of this tree, " + same.BuiltAt.Format(time.DateOnly)}, same)
+		e := b.scaled(Estimate{Kind: kind, From: "the last " + kind + " build of this tree, " + same.BuiltAt.Format(time.DateOnly)}, same)
+		e.Reference = referenceOf(same, "the last "+kind+" build of this tree")
+		return e
 	case len(all) > 0:
 		sort.Slice(all, func(a, b int) bool { return all[a].Seconds.Total < all[b].Seconds.Total })
-		return b.scaled(Estimate{Kind: kind, From: fmt.Sprintf("the median of %d %s builds on this machine", len(all), kind)}, all[len(all)/2])
+		median := all[len(all)/2]
+		e := b.scaled(Estimate{Kind: kind, From: fmt.Sprintf("the median of %d %s builds on this machine", len(all), kind)}, median)
+		e.Reference = referenceOf(median, "the median "+kind+" build")
+		return e
 	}
 	ref := &ReferenceCold
 	if kind == Warm {
