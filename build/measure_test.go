@@ -51,6 +51,10 @@ func TestMeasureAutotools(t *testing.T) {
 	if strings.Join(p.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("estimates:\n%s\nwant\n%s", strings.Join(p.got, "\n"), strings.Join(want, "\n"))
 	}
+	// The reference's first units are its cheapest.
+	if f := ref.compileTo(1.0/8) / ref.Seconds.Compile; f > 0.08 {
+		t.Errorf("the reference's first eighth of units took %.0f %% of its compile phase", 100*f)
+	}
 	if c := m.measured(); len(c) != 9 || c[0] != (Point{Units: 50, Seconds: at(50).Sub(compileAt).Seconds()}) || c[8].Units != 1212 {
 		t.Errorf("curve %v", c)
 	}
