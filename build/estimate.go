@@ -236,21 +236,31 @@ func (b *Builder) load() *Load {
 // least 80 % of the most any record compiled. A rebuild in place
 // compiles what changed only (14 s against 135 s for a whole PostgreSQL
 // 15 tree from ccache, both warm), which says nothing of a build in a
-// fresh worktree. Records without ccache counts are kept.
+// fresh worktree. What a record compiled is its ccache counts, else the
+// units of its curve; records with neither are kept.
 func full(records []*Info) []*Info {
 	most := 0
 	for _, r := range records {
-		if r.CCache != nil {
-			most = max(most, r.CCache.Hits+r.CCache.Misses)
-		}
+		most = max(most, compiled(r))
 	}
 	var out []*Info
 	for _, r := range records {
-		if r.CCache == nil || 10*(r.CCache.Hits+r.CCache.Misses) >= 8*most {
+		if n := compiled(r); n < 0 || 10*n >= 8*most {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// compiled is the compilations of a record; -1 when it does not say.
+func compiled(r *Info) int {
+	switch {
+	case r.CCache != nil:
+		return r.CCache.Hits + r.CCache.Misses
+	case len(r.Curve) > 0:
+		return r.Curve[len(r.Curve)-1].Units
+	}
+	return -1
 }
 
 // recordKind is whether a recorded build was warm (most compilations

@@ -91,6 +91,13 @@ func TestEstimate(t *testing.T) {
 		e.Reference.Seconds.Compile != 95 || e.Reference.name() != "the last cold build of this tree" {
 		t.Errorf("a record with a curve: %+v, reference %+v", e, e.Reference)
 	}
+	// A rebuild in place without ccache (10 units, where a whole tree
+	// had 1200) says nothing of a build of its tree.
+	record(t, root, Info{Name: "g", Inputs: Inputs{SHA: "sha6"}, BuiltAt: day.Add(time.Hour), Seconds: Timings{Compile: 2, Total: 5}, Curve: []Point{{Units: 10, Seconds: 2}}})
+	if e := b.Estimate("g", "sha6", "", Options{}, false); !strings.HasPrefix(e.From, "the median of ") || e.Duration == 10*time.Second {
+		t.Errorf("a rebuild in place: %+v", e)
+	}
+	os.RemoveAll(filepath.Join(root, "g"))
 	os.RemoveAll(filepath.Join(root, "f"))
 	os.RemoveAll(filepath.Join(root, "e"))
 	os.RemoveAll(filepath.Join(root, "b"))
