@@ -174,8 +174,11 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	}
 	start := time.Now()
 	j.info.Load = b.load()
-	if b.learn != nil && b.Progress != nil && !b.Run.DryRun {
-		j.measure = &measure{ref: b.learn, p: b.Progress, start: start}
+	if !b.Run.DryRun {
+		j.measure = &measure{start: start}
+		if b.learn != nil && b.Progress != nil {
+			j.measure.ref, j.measure.p = b.learn, b.Progress
+		}
 	}
 	stopped, err := b.runSteps(ctx, j)
 	if err != nil {
@@ -203,7 +206,7 @@ type job struct {
 	env           []string
 	// info is the record written once the build succeeded.
 	info *Info
-	// measure, when set, times the first compile units.
+	// measure, when set, times the compile units.
 	measure *measure
 }
 
@@ -306,19 +309,23 @@ func (b *Builder) runStep(ctx context.Context, j *job, s step) error {
 	b.phase(s.phase)
 	t0 := time.Now()
 	c := s.cmd
-	var p Progress = b.Progress
+	var steps interface{ Step(done, total int) } = b.Progress
 	if m := j.measure; m != nil && s.phase == "compile" {
 		m.compiling(t0)
 		if s.progress {
-			p = stepsMeasured{Progress: p, m: m}
+			steps = stepsMeasured{p: b.Progress, m: m}
 		} else {
+			total := 0
+			if m.ref != nil {
+				total = m.ref.Units
+			}
 			pctx, stop := context.WithCancel(ctx)
 			defer stop()
-			go m.pollUnits(pctx, filepath.Join(j.wt, worktree.BuildDir), m.ref.Units, 2*time.Second)
+			go m.watchUnits(pctx, filepath.Join(j.wt, worktree.BuildDir), total)
 		}
 	}
-	if s.progress && p != nil {
-		c.Stdout = &ninjaProgress{p: p}
+	if s.progress && steps != nil {
+		c.Stdout = &ninjaProgress{p: steps}
 	}
 	if err := b.runCached(ctx, j, c, s.cache); err != nil {
 		return b.failure(j.name, s.phase, j.log, err)
@@ -347,6 +354,9 @@ func (b *Builder) record(ctx context.Context, j *job, start time.Time) error {
 	info := j.info
 	info.Seconds.Total = time.Since(start).Seconds()
 	info.BuiltAt = time.Now().UTC()
+	if j.measure != nil {
+		info.Curve = j.measure.measured()
+	}
 	if j.ccache {
 		info.CCache = readStatsLog(j.statsLog)
 		_ = os.Remove(j.statsLog)

@@ -83,6 +83,22 @@ func TestEstimate(t *testing.T) {
 	if e := b.Estimate("e", "sha4", "", Options{}, false); e.Kind != Cold || e.Duration != 200*time.Second || !strings.HasSuffix(e.From, ", ×2.0 for load 2.0 now against 0.0 then") {
 		t.Errorf("scaled by load: %+v", e)
 	}
+	// A record with the curve of its units is the reference the build
+	// measures against.
+	curve := []Point{{Units: 600, Seconds: 30}, {Units: 1200, Seconds: 90}}
+	record(t, root, Info{Name: "f", Inputs: Inputs{SHA: "sha5"}, BuiltAt: day, Seconds: Timings{Compile: 95, Install: 5, Total: 110}, Curve: curve})
+	if e := b.Estimate("f", "sha5", "", Options{}, false); e.Reference == nil || e.Reference.Units != 1200 || len(e.Reference.Curve) != 2 ||
+		e.Reference.Seconds.Compile != 95 || e.Reference.name() != "the last cold build of this tree" {
+		t.Errorf("a record with a curve: %+v, reference %+v", e, e.Reference)
+	}
+	// A rebuild in place without ccache (10 units, where a whole tree
+	// had 1200) says nothing of a build of its tree.
+	record(t, root, Info{Name: "g", Inputs: Inputs{SHA: "sha6"}, BuiltAt: day.Add(time.Hour), Seconds: Timings{Compile: 2, Total: 5}, Curve: []Point{{Units: 10, Seconds: 2}}})
+	if e := b.Estimate("g", "sha6", "", Options{}, false); !strings.HasPrefix(e.From, "the median of ") || e.Duration == 10*time.Second {
+		t.Errorf("a rebuild in place: %+v", e)
+	}
+	os.RemoveAll(filepath.Join(root, "g"))
+	os.RemoveAll(filepath.Join(root, "f"))
 	os.RemoveAll(filepath.Join(root, "e"))
 	os.RemoveAll(filepath.Join(root, "b"))
 	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond {

@@ -53,6 +53,11 @@ type Info struct {
 	// Load is the host's load when the build began: a build's time
 	// depends on it, and Estimate scales by it.
 	Load *Load `json:"load,omitempty"`
+	// Curve is the compile phase as it went: the compile units done
+	// (ninja's steps, autotools' object files) at times since it began,
+	// a point per 1/128 of them at most. A later build measures its
+	// pace against it (Estimate's Reference).
+	Curve []Point `json:"curve,omitempty"`
 }
 
 // Load is a host's load average over a minute and its online CPUs.

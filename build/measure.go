@@ -1,14 +1,18 @@
 package build
 
-// A build whose estimate came from a reference (no record of its kind on
-// this machine) learns the machine as it runs: it times its first
-// compile units and scales them to the whole build.
+// A build whose estimate came from a reference (another machine's build,
+// or a record of this machine's) learns the machine as it runs: it times
+// its first compile units and compares them with the time the reference
+// took to the same share of its units. Every build records the curve of
+// its own units (Info.Curve), so that later builds of this machine
+// compare with this machine's curve.
 
 import (
 	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,15 +23,25 @@ import (
 // measureAt are the shares of the compile units at which the estimate
 // is made again: the first after an eighth (about 150 of PostgreSQL
 // 15's 1212, a minute or so into a cold build of a slow machine), then
-// twice more as the pace of the bigger units shows. Measured: a cold
-// PostgreSQL 15 build (ccache off) on a shared 2-core machine at load
-// 7-14 took 29 m 45 s; the reference said 8 m 51 s (-70 %), the
-// measured estimate 26 m 03 s after 156 units (-12 %), 29 m 24 s after
-// 304 (-1 %), 30 m 43 s after 606 (+3 %).
+// twice more as the pace of the bigger units shows.
 var measureAt = []float64{1.0 / 8, 1.0 / 4, 1.0 / 2}
 
-// measure is a build timing its compile units against a reference.
+// Point is a build's progress through its compile phase: Units compile
+// units done Seconds after the phase began.
+type Point struct {
+	Units   int     `json:"units"`
+	Seconds float64 `json:"seconds"`
+}
+
+// curvePoints is the most points a record keeps of its curve: one per
+// 1/curvePoints of the units is finer than any estimate needs.
+const curvePoints = 128
+
+// measure is a build timing its compile units: it keeps their curve
+// and, against a reference, says the estimate they give.
 type measure struct {
+	// ref and p, when set, make the build say its estimate at each
+	// share of measureAt.
 	ref   *Reference
 	p     Progress
 	start time.Time // the build's
@@ -35,6 +49,7 @@ type measure struct {
 	// compileAt is when the first compile step started.
 	compileAt time.Time
 	next      int // of measureAt
+	curve     []Point
 }
 
 // compiling tells that the compile phase starts at t (once per build).
@@ -51,7 +66,13 @@ func (m *measure) compiling(t time.Time) {
 func (m *measure) units(done, total int, t time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.compileAt.IsZero() || total <= 0 || done <= 0 {
+	if m.compileAt.IsZero() || done <= 0 {
+		return
+	}
+	if n := len(m.curve); n == 0 || done > m.curve[n-1].Units {
+		m.curve = append(m.curve, Point{Units: done, Seconds: t.Sub(m.compileAt).Seconds()})
+	}
+	if m.ref == nil || m.p == nil || total <= 0 {
 		return
 	}
 	due := false
@@ -63,24 +84,71 @@ func (m *measure) units(done, total int, t time.Time) {
 		return
 	}
 	d, pace := projected(t.Sub(m.start), t.Sub(m.compileAt), done, total, m.ref)
-	m.p.Estimate(d, fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the reference's compile time",
-		done, total, progress.Dur(t.Sub(m.compileAt)), pace))
+	m.p.Estimate(d, fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the time %s took to that share",
+		done, total, progress.Dur(t.Sub(m.compileAt)), pace, m.ref.name()))
+}
+
+// measured is the curve of the build's units, at most curvePoints of
+// it: the last point of each 1/curvePoints share, and the last.
+func (m *measure) measured() []Point {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.curve)
+	if n <= curvePoints {
+		return append([]Point(nil), m.curve...)
+	}
+	total := m.curve[n-1].Units
+	var out []Point
+	for i, p := range m.curve {
+		if i == n-1 || (p.Units-1)*curvePoints/total < (m.curve[i+1].Units-1)*curvePoints/total {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // projected is the whole build's duration from its first part: elapsed
 // since the build started, of which compile in the compile phase, where
-// done of total units are compiled. The units left take what the done
-// ones took each; the install takes the reference's, at the pace
-// measured: this compile phase, so projected, against the reference's
-// (ninja's steps are not make's units, but both phases compile a tree).
+// done of total units are compiled. The build goes at the pace it went
+// against the reference to the same share of its units (compileTo):
+// the early units (src/port, src/common) compile faster than the
+// backend's later ones, so a pace per unit on average says too little.
+// Measured: a cold PostgreSQL 15 build of 6 m 07 s was projected at 3 m
+// 18 s after 168 units by the average (-46 %). The install takes the
+// reference's at that pace (ninja's steps are not make's units, but
+// both phases compile a tree).
+//
+// A pace holds only while the load does: a cold build of 17 m 16 s
+// whose machine's load fell from 15.7 to 3 during it was projected at
+// 36 m 32 s after 152 units (+112 %), 29 m 56 s after 303 (+73 %),
+// 21 m 30 s after 606 (+25 %); the average said 17 m 29 s, by chance
+// (its units' cost and the load's fall cancelled out).
 func projected(elapsed, compile time.Duration, done, total int, ref *Reference) (time.Duration, float64) {
-	per := compile.Seconds() / float64(done)
 	pace := 1.0
-	if ref.Seconds.Compile > 0 {
-		pace = per * float64(total) / ref.Seconds.Compile
+	if to := ref.compileTo(float64(done) / float64(total)); to > 0 {
+		pace = compile.Seconds() / to
 	}
-	left := per*float64(total-done) + ref.Seconds.Install*pace
+	left := (max(ref.Seconds.Compile-ref.compileTo(float64(done)/float64(total)), 0) + ref.Seconds.Install) * pace
 	return elapsed + seconds(left), pace
+}
+
+// compileTo is the seconds r's compile phase took to the given share of
+// its units: along its curve, else (no curve) at its average pace.
+func (r *Reference) compileTo(share float64) float64 {
+	c := r.Curve
+	if len(c) == 0 {
+		return share * r.Seconds.Compile
+	}
+	u := share * float64(c[len(c)-1].Units)
+	i := sort.Search(len(c), func(i int) bool { return float64(c[i].Units) >= u })
+	if i == len(c) {
+		return c[len(c)-1].Seconds
+	}
+	prev := Point{}
+	if i > 0 {
+		prev = c[i-1]
+	}
+	return prev.Seconds + (c[i].Seconds-prev.Seconds)*(u-float64(prev.Units))/float64(c[i].Units-prev.Units)
 }
 
 // countUnits counts the object files under dir written since start:
@@ -115,13 +183,15 @@ func (m *measure) pollUnits(ctx context.Context, dir string, total int, interval
 	}
 }
 
-// stepsMeasured passes ninja's steps on to p and to m.
+// stepsMeasured passes ninja's steps on to p (when set) and to m.
 type stepsMeasured struct {
-	Progress
+	p Progress
 	m *measure
 }
 
 func (s stepsMeasured) Step(done, total int) {
-	s.Progress.Step(done, total)
+	if s.p != nil {
+		s.p.Step(done, total)
+	}
 	s.m.units(done, total, time.Now())
 }

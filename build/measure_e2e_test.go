@@ -56,6 +56,13 @@ func TestMeasuredEstimateColdPG15(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("real: %s (configure %.1f s, compile %.1f s, install %.1f s)", took.Round(time.Second), res.Info.Seconds.Configure, res.Info.Seconds.Compile, res.Info.Seconds.Install)
+	// The record has the build's curve, for the next build to measure
+	// against: every object file of the tree, in order.
+	c := res.Info.Curve
+	t.Logf("curve (units, seconds into the compile phase): %v", c)
+	if len(c) < 32 || c[len(c)-1].Units < 1000 || c[len(c)-1].Seconds > res.Info.Seconds.Compile {
+		t.Errorf("the record's curve %v: want the tree's units along its compile phase", c)
+	}
 	var measured []progress.Event
 	for _, e := range rec.Events() {
 		switch e.Kind {

@@ -1,12 +1,15 @@
 package build
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgabtest/abtest/internal/progress"
 )
 
 // estimates records what a build tells of its estimate.
@@ -20,28 +23,92 @@ func (e *estimates) Estimate(d time.Duration, from string) {
 }
 
 // TestMeasureAutotools: the cold PostgreSQL 15 build of issue 27's
-// machine (configure 20 s, then the units at the pace that made its 4 m
-// 52 s): after an eighth of the 1212 units the estimate is the time so
-// far, the units left at the pace so far and the reference's install at
-// that pace; later shares say it again, and nothing between them.
+// machine (configure 20 s, then its units along the reference's curve
+// at 2.5 times its pace): after an eighth of the 1212 units the estimate
+// is the time so far and the rest of the reference's compile and
+// install at that pace, 20 + 2.5 × (107.1 + 2.9) = 295 s; later shares
+// say the same again, and nothing between them. The average pace of the
+// first eighth (its units are src/port's and src/common's, the smallest)
+// said 3 m 18 s for a build of 6 m 07 s.
 func TestMeasureAutotools(t *testing.T) {
 	var p estimates
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	m := &measure{ref: &ReferenceCold, p: &p, start: t0}
+	ref := &ReferenceCold
+	m := &measure{ref: ref, p: &p, start: t0}
 	m.units(10, 1212, t0.Add(5*time.Second)) // before the compile phase: nothing
-	m.compiling(t0.Add(20 * time.Second))
-	// 0.2 s a unit, 242.4 s for 1212 against the reference's 107.1 s: ×2.26.
-	for _, k := range []int{50, 100, 151, 152, 200, 303, 500, 606, 1212} {
-		m.units(k, 1212, t0.Add(20*time.Second+time.Duration(k)*200*time.Millisecond))
+	compileAt := t0.Add(20 * time.Second)
+	m.compiling(compileAt)
+	at := func(k int) time.Time {
+		return compileAt.Add(seconds(2.5 * ref.compileTo(float64(k)/1212)))
 	}
-	want := []string{
-		// 20 + 30.4 (152 units) + 212 (1060 left) + 2.9 × 2.26 = 269 s.
-		"4m29s: measured on this machine: 152 of 1212 compile units in 30s, ×2.3 the reference's compile time",
-		"4m29s: measured on this machine: 303 of 1212 compile units in 1m01s, ×2.3 the reference's compile time",
-		"4m29s: measured on this machine: 606 of 1212 compile units in 2m01s, ×2.3 the reference's compile time",
+	for _, k := range []int{50, 100, 151, 152, 200, 303, 500, 606, 1212} {
+		m.units(k, 1212, at(k))
+	}
+	var want []string
+	for _, k := range []int{152, 303, 606} {
+		want = append(want, fmt.Sprintf("4m55s: measured on this machine: %d of 1212 compile units in %s, ×2.5 the time the reference took to that share", k, progress.Dur(at(k).Sub(compileAt))))
 	}
 	if strings.Join(p.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("estimates:\n%s\nwant\n%s", strings.Join(p.got, "\n"), strings.Join(want, "\n"))
+	}
+	// The reference's first units are its cheapest.
+	if f := ref.compileTo(1.0/8) / ref.Seconds.Compile; f > 0.08 {
+		t.Errorf("the reference's first eighth of units took %.0f %% of its compile phase", 100*f)
+	}
+	if c := m.measured(); len(c) != 9 || c[0] != (Point{Units: 50, Seconds: at(50).Sub(compileAt).Seconds()}) || c[8].Units != 1212 {
+		t.Errorf("curve %v", c)
+	}
+}
+
+// TestProjectedAlongTheCurve: a reference whose first half of units took
+// a fifth of its compile phase, and a build going at twice its pace:
+// after a quarter of the units (20 s, twice the reference's 10 s) the
+// build has 2 × (90 + 10) s to go, not the 68 s that the average pace
+// of its first units (0.8 s a unit) gives, as it does without a curve.
+func TestProjectedAlongTheCurve(t *testing.T) {
+	ref := &Reference{Seconds: Timings{Compile: 100, Install: 10}, Units: 100,
+		Curve: []Point{{Units: 50, Seconds: 20}, {Units: 100, Seconds: 95}}}
+	for _, tc := range []struct {
+		ref              *Reference
+		elapsed, compile float64
+		done, total      int
+		want             time.Duration
+		wantPace         float64
+	}{
+		{ref, 30, 20, 25, 100, 230 * time.Second, 2},
+		// The curve's share, not its count: 200 units of 400 are the
+		// reference's 50 of 100.
+		{ref, 50, 40, 200, 400, 230 * time.Second, 2},
+		// Past the curve's last unit: the rest of the compile phase
+		// (linking) and the install.
+		{ref, 200, 190, 100, 100, 230 * time.Second, 2},
+		{&Reference{Seconds: Timings{Compile: 100, Install: 10}, Units: 100}, 30, 20, 25, 100, 98 * time.Second, 0.8},
+	} {
+		d, pace := projected(seconds(tc.elapsed), seconds(tc.compile), tc.done, tc.total, tc.ref)
+		if d != tc.want || pace != tc.wantPace {
+			t.Errorf("%d of %d in %.0f s (compile %.0f s), curve %v: %s ×%.2f, want %s ×%.2f", tc.done, tc.total, tc.elapsed, tc.compile, tc.ref.Curve, d, pace, tc.want, tc.wantPace)
+		}
+	}
+}
+
+// TestMeasuredCurveThinned: a record keeps at most curvePoints points of
+// a build's units, the last of each share and the last one.
+func TestMeasuredCurveThinned(t *testing.T) {
+	t0 := time.Now()
+	m := &measure{start: t0}
+	m.compiling(t0)
+	for k := 1; k <= 2455; k++ {
+		m.units(k, 2455, t0.Add(time.Duration(k)*time.Second))
+	}
+	m.units(2000, 2455, t0.Add(3000*time.Second)) // no count goes back
+	c := m.measured()
+	if len(c) > curvePoints || len(c) < curvePoints-1 || c[len(c)-1] != (Point{Units: 2455, Seconds: 2455}) {
+		t.Fatalf("%d points, last %v", len(c), c[len(c)-1])
+	}
+	for i := 1; i < len(c); i++ {
+		if c[i].Units <= c[i-1].Units || c[i].Seconds != float64(c[i].Units) {
+			t.Fatalf("point %d: %v after %v", i, c[i], c[i-1])
+		}
 	}
 }
 
@@ -53,7 +120,7 @@ func TestMeasureNinja(t *testing.T) {
 	t0 := time.Now()
 	m := &measure{ref: &ReferenceCold, p: &p, start: t0.Add(-39 * time.Second)}
 	m.compiling(t0)
-	np := &ninjaProgress{p: stepsMeasured{Progress: &p, m: m}}
+	np := &ninjaProgress{p: stepsMeasured{p: &p, m: m}}
 	for k := 300; k <= 310; k++ {
 		fmt.Fprintf(np, "[%d/2455] Compiling C object src/backend/postgres_lib.a.p/x%d.c.o\n", k, k)
 	}
@@ -80,5 +147,64 @@ func TestCountUnits(t *testing.T) {
 	}
 	if n := countUnits(dir, start.Add(-time.Second)); n != 3 {
 		t.Errorf("countUnits = %d, want 3", n)
+	}
+}
+
+// TestWatchUnits: inotify tells of the object files written in a build
+// tree, written in place or renamed into place, in a directory made
+// after the watch began too; not of other files, nor of those written
+// before. The watch ends with its context.
+func TestWatchUnits(t *testing.T) {
+	dir := t.TempDir()
+	write := func(f string) {
+		t.Helper()
+		path := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("src/port/old.o")
+	write("src/backend/.deps/c.Po")
+	w, err := newUnitWatch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make(chan int, 100)
+	done := make(chan error, 1)
+	go func() { done <- w.read(func(n int, _ time.Time) { counts <- n }) }()
+	write("src/port/a.o")
+	write("src/port/a.c")
+	write("src/backend/.deps/c.Po")
+	write("src/backend/tmp.XXXX")
+	if err := os.Rename(filepath.Join(dir, "src/backend/tmp.XXXX"), filepath.Join(dir, "src/backend/b.o")); err != nil {
+		t.Fatal(err)
+	}
+	write("src/port/a.o") // once more: still one unit
+	write("contrib/new/d.o")
+	deadline := time.After(10 * time.Second)
+	for n := 0; n != 3; {
+		select {
+		case n = <-counts:
+		case <-deadline:
+			t.Fatalf("%d units seen, want 3 (%v)", n, w.seen)
+		}
+	}
+	w.f.Close()
+	if err := <-done; err != nil {
+		t.Errorf("read after close: %v", err)
+	}
+
+	m := &measure{start: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan bool)
+	go func() { m.watchUnits(ctx, dir, 0); ended <- true }()
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watchUnits still runs after its context ended")
 	}
 }

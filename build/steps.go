@@ -188,7 +188,7 @@ func (b *Builder) checkTools(wt string, meson bool) error {
 
 // ninjaProgress parses ninja's "[n/N] …" lines.
 type ninjaProgress struct {
-	p    Progress
+	p    interface{ Step(done, total int) }
 	rest []byte
 }
 
