@@ -192,7 +192,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
 		return nil
 	}
-	p := plot.New()
+	p := newLaidOut()
 	p.Title.Text = "TPS by clients: " + g.name
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
@@ -210,8 +210,8 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 			return err
 		}
 	}
-	fromZero(p)
-	if err := w.save(p, path); err != nil {
+	fromZero(p.Plot)
+	if err := w.save(p.Plot, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -220,7 +220,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 
 // addCommitByClients adds to p a commit's repeats as points, its medians
 // as a line and their intervals as error bars, shifted by off on x.
-func (w *plotWriter) addCommitByClients(p *plot.Plot, g *clientGroup, commit string, off float64) error {
+func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit string, off float64) error {
 	var reps, meds plotter.XYs
 	var errs plotter.YErrors
 	var bars plotter.XYs
@@ -296,7 +296,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 // the given records, a line per cell, or notes why not.
 func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-	p := plot.New()
+	p := newLaidOut()
 	p.Title.Text = "TPS over time: " + id
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
@@ -332,8 +332,8 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
 		return nil
 	}
-	fromZero(p)
-	if err := w.save(p, path); err != nil {
+	fromZero(p.Plot)
+	if err := w.save(p.Plot, path); err != nil {
 		return err
 	}
 	w.add(path)

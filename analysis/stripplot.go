@@ -68,7 +68,7 @@ func (w *plotWriter) commitsWithValues(row Row) int {
 // axis starts at 0, so a difference looks as large as it is.
 func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
-	p := plot.New()
+	p := newLaidOut()
 	def, _ := w.r.Plan.Metrics.Get(row.Metric)
 	p.Title.Text = row.Metric + ": " + row.Config
 	p.Y.Label.Text = row.Metric
@@ -89,8 +89,8 @@ func (w *plotWriter) strip(row Row) error {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.4, float64(len(row.Stats))+0.6
-	fromZero(p)
-	if err := w.save(p, path); err != nil {
+	fromZero(p.Plot)
+	if err := w.save(p.Plot, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -98,7 +98,7 @@ func (w *plotWriter) strip(row Row) error {
 }
 
 // addStrip adds one commit's column at x.
-func (w *plotWriter) addStrip(p *plot.Plot, st Stat, x float64) error {
+func (w *plotWriter) addStrip(p *laidOut, st Stat, x float64) error {
 	pts := make(plotter.XYs, len(st.Values))
 	for j, v := range st.Values {
 		// A fixed spread, not a random jitter: the same report draws

@@ -136,7 +136,10 @@ func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
 // interner would; false when it gave up.
 func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
 	s := scanner{b: b}
-	out := []Cell{}
+	// As many as the cells' ids, at most: appended with doublings, the
+	// cells of a plan of 10⁵ were allocated 4.5 times over (60 MB), at
+	// the time cells.jsonl decodes.
+	out := make([]Cell, 0, min(bytes.Count(b, []byte(`"id"`)), len(b)/16))
 	ok := s.array(func() bool {
 		var c Cell
 		if !d.cell(&s, &c) {

@@ -162,6 +162,10 @@ func TestDecodePlanAsUnmarshal(t *testing.T) {
 		{`"vars":{"batch":"10"}`, `"vars":{"b":"2","a":"1"}`},
 		{`"instructions":true`, `"instructions":1`},
 		{`"cells":[`, `"cells":{`},
+		{`"cells":[`, `"Cells":[],"cells":[`},
+		{`"cells":[`, `"cells":[{"seq":"x"}],"cells":[`},
+		{`"cells":[`, `"cells":[],"cells":[`},
+		{`"version":`, `"cells":[{"seq":"x"}],"version":`},
 	} {
 		v := strings.Replace(plan, e[0], e[1], 1)
 		got, gotErr := results.DecodePlanCells([]byte(v))

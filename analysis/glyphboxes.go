@@ -1,0 +1,147 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// laidOut is a plot whose plotters (Add) give gonum's layout only the
+// glyph boxes that can decide it. Plot.Draw collects every glyph box of
+// every plotter, twice, and keeps the left-, right-, bottom- and
+// top-most of them, the first of equals (leftMost, rightMost, …): at
+// 10⁵ cells a slice of every point of 500 lines per plot, a quarter of
+// what writing the plots allocated. The plotters are added hiding their
+// boxes, and one plotter added first, drawing nothing, gives the boxes
+// of all of them in their order, but of the boxes of one rectangle only
+// those at the extreme coordinates: a box's place on any canvas grows
+// with its normalized coordinate, so no other box of its rectangle can
+// be kept. Any box within 1e-9 of an extreme stays (a canvas point is
+// 10⁻¹³ of its width: such a box might round to the extreme's place,
+// and then the first wins). The layout, and so every byte of the plot,
+// is what gonum makes of all the boxes (TestLaidOutDrawsAsGonum).
+type laidOut struct {
+	*plot.Plot
+	boxers []plot.GlyphBoxer
+}
+
+func newLaidOut() *laidOut {
+	l := &laidOut{Plot: plot.New()}
+	l.Plot.Add(glyphBoxes{l})
+	return l
+}
+
+// Add adds ps to the plot, their glyph boxes to the layout's.
+func (l *laidOut) Add(ps ...plot.Plotter) {
+	for _, d := range ps {
+		if b, ok := d.(plot.GlyphBoxer); ok {
+			l.boxers = append(l.boxers, b)
+			if r, ok := d.(plot.DataRanger); ok {
+				d = unboxedRanger{d, r}
+			} else {
+				d = unboxed{d}
+			}
+		}
+		l.Plot.Add(d)
+	}
+}
+
+// unboxed is a plotter without its glyph boxes; unboxedRanger one with
+// its data range.
+type unboxed struct{ d plot.Plotter }
+
+func (u unboxed) Plot(c draw.Canvas, p *plot.Plot) { u.d.Plot(c, p) }
+
+type unboxedRanger struct {
+	d plot.Plotter
+	r plot.DataRanger
+}
+
+func (u unboxedRanger) Plot(c draw.Canvas, p *plot.Plot) { u.d.Plot(c, p) }
+
+func (u unboxedRanger) DataRange() (xmin, xmax, ymin, ymax float64) { return u.r.DataRange() }
+
+// glyphBoxes is the plotter that gives a laidOut's boxes.
+type glyphBoxes struct{ l *laidOut }
+
+func (glyphBoxes) Plot(draw.Canvas, *plot.Plot) {}
+
+// GlyphBoxes returns the boxes of the plot's plotters that can be an
+// extreme in Plot.Draw's layout, in their order. Of boxes alike (one
+// rectangle, one coordinate) only the first can be kept, so the later
+// ones go too: they are the lines' common start and end.
+func (g glyphBoxes) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	each := make([][]plot.GlyphBox, len(g.l.boxers))
+	for i, b := range g.l.boxers {
+		each[i] = b.GlyphBoxes(p)
+	}
+	var ext []extremes
+	of := func(r vg.Rectangle) *extremes {
+		for i := range ext {
+			if ext[i].r == r {
+				return &ext[i]
+			}
+		}
+		ext = append(ext, extremes{r: r, minX: math.Inf(1), maxX: math.Inf(-1), minY: math.Inf(1), maxY: math.Inf(-1)})
+		return &ext[len(ext)-1]
+	}
+	for _, bs := range each {
+		for _, b := range bs {
+			if math.IsNaN(b.X) || math.IsNaN(b.Y) || len(ext) > 64 {
+				return slices.Concat(each...) // no order, or many rectangles: gonum's own
+			}
+			// Plot.GlyphBoxes drops a box outside the data area in a
+			// dimension it has a size in.
+			if inArea(b) {
+				e := of(b.Rectangle)
+				e.minX, e.maxX = min(e.minX, b.X), max(e.maxX, b.X)
+				e.minY, e.maxY = min(e.minY, b.Y), max(e.maxY, b.Y)
+			}
+		}
+	}
+	var kept []plot.GlyphBox
+	for _, bs := range each {
+		for _, b := range bs {
+			if !inArea(b) {
+				continue
+			}
+			e, size := of(b.Rectangle), b.Size()
+			edgeX := size.X > 0 && (b.X <= e.minX+edgeNear || b.X >= e.maxX-edgeNear) && e.first(&e.xs, b.X)
+			edgeY := size.Y > 0 && (b.Y <= e.minY+edgeNear || b.Y >= e.maxY-edgeNear) && e.first(&e.ys, b.Y)
+			if edgeX || edgeY {
+				kept = append(kept, b)
+			}
+		}
+	}
+	return kept
+}
+
+// edgeNear is how near an extreme coordinate a box can be and still
+// round to the extreme's place on a canvas.
+const edgeNear = 1e-9
+
+// extremes are the extreme coordinates of the boxes of one rectangle,
+// and the coordinates near them already given, in x and y.
+type extremes struct {
+	r                      vg.Rectangle
+	minX, maxX, minY, maxY float64
+	xs, ys                 []float64
+}
+
+// first is whether v is not in seen, which it is after.
+func (e *extremes) first(seen *[]float64, v float64) bool {
+	if slices.Contains(*seen, v) {
+		return false
+	}
+	*seen = append(*seen, v)
+	return true
+}
+
+// inArea is whether Plot.GlyphBoxes keeps b.
+func inArea(b plot.GlyphBox) bool {
+	s := b.Size()
+	return (s.X <= 0 || b.X >= 0 && b.X <= 1) && (s.Y <= 0 || b.Y >= 0 && b.Y <= 1)
+}

@@ -1,0 +1,104 @@
+package analysis
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// TestLaidOutDrawsAsGonum draws plots of many lines, points and error
+// bars (lines of one start and end, values a rounding apart, points
+// outside the axes) once with gonum's layout of every glyph box and once
+// with laidOut's: the SVGs are the same bytes, and laidOut gives the
+// layout fewer boxes.
+func TestLaidOutDrawsAsGonum(t *testing.T) {
+	dir := t.TempDir()
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var ps []plot.Plotter
+		for i := range 3 + rng.IntN(60) {
+			n := 2 + rng.IntN(30)
+			xys := make(plotter.XYs, n)
+			for j := range xys {
+				x, y := float64(j*5), 1000+100*rng.NormFloat64()
+				switch rng.IntN(6) {
+				case 0:
+					x = math.Nextafter(x, math.Inf(1)) // a rounding from its neighbours'
+				case 1:
+					y = 1000
+				case 2:
+					y = -50 * rng.Float64() // below the y axis, cut at 0
+				}
+				xys[j] = plotter.XY{X: x, Y: y}
+			}
+			switch i % 3 {
+			case 0:
+				l, err := plotter.NewLine(xys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Width = vg.Points(float64(1 + rng.IntN(2)))
+				ps = append(ps, l)
+			case 1:
+				sc, err := plotter.NewScatter(xys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc.GlyphStyle.Radius = vg.Points(float64(1 + rng.IntN(4)))
+				ps = append(ps, sc)
+			default:
+				errs := make(plotter.YErrors, n)
+				for j := range errs {
+					errs[j].Low, errs[j].High = 50*rng.Float64(), 50*rng.Float64()
+				}
+				eb, err := plotter.NewYErrorBars(struct {
+					plotter.XYs
+					plotter.YErrors
+				}{xys, errs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, eb)
+			}
+		}
+		gonum, ours := plot.New(), newLaidOut()
+		for _, p := range []*plot.Plot{gonum, ours.Plot} {
+			p.Title.Text = "seed"
+			p.Y.Min = 0
+			if seed%2 == 1 {
+				p.X.Min, p.X.Max = 3, 40 // points outside the x axis too
+			}
+		}
+		gonum.Add(ps...)
+		ours.Add(ps...)
+		a, b := filepath.Join(dir, "gonum.svg"), filepath.Join(dir, "ours.svg")
+		if err := save(gonum, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := save(ours.Plot, b); err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: laidOut's SVG differs from gonum's (%d and %d bytes)", seed, len(got), len(want))
+		}
+		all, given := len(gonum.GlyphBoxes(gonum)), len(ours.GlyphBoxes(ours.Plot))
+		if seed == 0 && given >= all {
+			t.Errorf("laidOut gives %d glyph boxes of %d", given, all)
+		}
+	}
+}
