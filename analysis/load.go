@@ -34,11 +34,15 @@ func Load(dirs ...string) (*Input, error) {
 	}
 	shards := make([]Shard, 0, len(dirs))
 	for _, d := range dirs {
-		sh, err := readShard(d)
+		p, err := results.ReadPlan(d)
 		if err != nil {
 			return nil, err
 		}
-		shards = append(shards, sh)
+		recs, warnings, err := results.ReadRecords(d)
+		if err != nil {
+			return nil, exitcode.Failure(err)
+		}
+		shards = append(shards, Shard{Dir: d, Plan: p, Records: recs, Warnings: warnings})
 	}
 	in, err := Merge(shards)
 	if err != nil {
@@ -59,31 +63,6 @@ func Load(dirs ...string) (*Input, error) {
 		}
 	}
 	return in, nil
-}
-
-// readShard reads a results directory's plan while its records decode:
-// at 10⁵ cells the plan (18 MB) took as long as a third of the records,
-// on a core the records' workers left. A bad plan is the error, as if
-// read first.
-func readShard(d string) (Shard, error) {
-	type plan struct {
-		p   *results.Plan
-		err error
-	}
-	planned := make(chan plan, 1)
-	go func() {
-		p, err := results.ReadPlan(d)
-		planned <- plan{p, err}
-	}()
-	recs, warnings, err := results.ReadRecords(d)
-	pl := <-planned
-	if pl.err != nil {
-		return Shard{}, pl.err
-	}
-	if err != nil {
-		return Shard{}, exitcode.Failure(err)
-	}
-	return Shard{Dir: d, Plan: pl.p, Records: recs, Warnings: warnings}, nil
 }
 
 // Shard is one results directory's plan and records, read from its files
