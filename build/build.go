@@ -162,7 +162,7 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if err != nil {
 		return nil, err
 	}
-	if prev, err := ReadInfo(j.install); err == nil && prev.Fingerprint == j.info.Fingerprint && !o.Force && exists(filepath.Join(j.install, "bin", "postgres")) {
+	if prev, ok := installed(j); ok {
 		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
 		return &Result{Info: prev, Skipped: true}, nil
 	}
@@ -192,6 +192,24 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		return nil, err
 	}
 	return &Result{Info: j.info, Stopped: stopped}, nil
+}
+
+// Current reports whether Build would skip the worktree prov with
+// options o: its install holds a build of the same fingerprint. It
+// changes nothing.
+func (b *Builder) Current(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (bool, error) {
+	j, err := b.plan(ctx, prov, wtDir, o)
+	if err != nil {
+		return false, err
+	}
+	_, ok := installed(j)
+	return ok, nil
+}
+
+// installed returns the record of j's install when it holds j's build.
+func installed(j *job) (*Info, bool) {
+	prev, err := ReadInfo(j.install)
+	return prev, err == nil && prev.Fingerprint == j.info.Fingerprint && !j.o.Force && exists(filepath.Join(j.install, "bin", "postgres"))
 }
 
 // job is one build under way.

@@ -76,6 +76,9 @@ func (b *Bench) Check() error {
 	if r := b.ExpectedTPS; !(r >= 0 && r <= 1e9) {
 		return exitcode.BadInputf("--expected-tps %g: want 0 (unknown) to 1e9 TPS", r)
 	}
+	if b.ExpectedTPS > 0 && (b.Rate > 0 || b.Transactions > 0) {
+		return exitcode.BadInputf("--expected-tps sizes the latency log of a closed loop of -T seconds: -R and -t give the count themselves; drop --expected-tps")
+	}
 	if b.Clients != 0 {
 		if err := CheckClients(b.Clients); err != nil {
 			return err

@@ -44,6 +44,8 @@ func TestMeaninglessNumbersExit2(t *testing.T) {
 		{[]string{"analyze", dirs[0], "--threshold", "tps=-Inf"}, "tps=-Inf"},
 		{[]string{"bench", "-R", "NaN"}, "-R NaN"},
 		{[]string{"bench", "-R", "Inf"}, "-R +Inf"},
+		{[]string{"bench", "-R", "100", "--expected-tps", "5000"}, "drop --expected-tps"},
+		{[]string{"bench", "-t", "100", "--expected-tps", "5000"}, "drop --expected-tps"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)
 		exit2OneLine(t, tc.args, code, stderr, tc.want)

@@ -137,8 +137,8 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 // directory (same catalog version) and starts it again.
 func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	t.Parallel()
-	testbuild.Base(t)             // the cached PostgreSQL 15 build
 	testbuild.Own(t, "pg15-base") // which abtest rebuilds
+	testbuild.Base(t)             // the cached PostgreSQL 15 build
 	cache := testenv.CacheRoot(t)
 	base := testenv.SharedTempDir(t)
 	env := map[string]string{

@@ -28,16 +28,6 @@ const PatchName = "usage_dealloc_percent.patch"
 //go:embed usage_dealloc_percent.patch
 var Patch []byte
 
-// Root is where the demo keeps worktrees, installs, clusters and results:
-// outside root's private home when root, so that the postgres account can
-// reach the installs.
-func Root(asRoot bool, home string) string {
-	if asRoot {
-		return "/var/tmp/abtest-demo"
-	}
-	return filepath.Join(home, ".cache", "abtest-demo")
-}
-
 // Defaults are the demo's configuration defaults: the user's defaults
 // with the demo's own directories under root. The config file, the
 // environment and flags still override them (config's precedence).
@@ -73,14 +63,6 @@ const (
 	Repeats  = 12
 	Duration = 3 * time.Second
 )
-
-// RootFor is the demo's root: dir ($ABTEST_DEMO_DIR) when set, else Root.
-func RootFor(dir string, asRoot bool, home string) string {
-	if dir != "" {
-		return dir
-	}
-	return Root(asRoot, home)
-}
 
 // CheckSource refuses a configuration that names no PostgreSQL source:
 // the demo's defaults cannot guess one.

@@ -56,13 +56,44 @@ func New(t testing.TB, source string) *Env {
 	return e
 }
 
-// Build makes worktree name at ref with patches and builds it, holding
-// name exclusive while it builds and shared, for the servers the test
-// runs from the install, until the test ends (unless the test owns it).
+// Build makes worktree name at ref with patches and builds it, and
+// holds name shared until the test ends, for the servers the test runs
+// from the install (exclusive if the test owns it). Only a build that
+// changes the install waits for the other tests that hold it.
 func (e *Env) Build(t testing.TB, name, ref string, patches []string, o build.Options) *build.Result {
 	t.Helper()
-	hold(t, name, true)
-	defer hold(t, name, false)
+	ctx := context.Background()
+	dir := filepath.Join(e.Worktrees, name)
+	use := hold(t, name, false)
+	unlock := lockBuild(t, name)
+	defer func() { unlock() }()
+	prov := e.worktree(t, name, ref, patches)
+	if !use.exclusive {
+		current, err := e.B.Current(ctx, prov, dir, o)
+		if err != nil {
+			t.Fatalf("building %s: %v", name, err)
+		}
+		if !current {
+			// Built anew: no other test's server may run from it
+			// meanwhile. The build lock is let go while the test waits,
+			// so that the locks are always taken in one order.
+			unlock()
+			hold(t, name, true)
+			defer hold(t, name, false)
+			unlock = lockBuild(t, name)
+			prov = e.worktree(t, name, ref, patches)
+		}
+	}
+	res, err := e.B.Build(ctx, prov, dir, o)
+	if err != nil {
+		t.Fatalf("building %s: %v", name, err)
+	}
+	return res
+}
+
+// worktree makes worktree name at ref with patches, unless it is made.
+func (e *Env) worktree(t testing.TB, name, ref string, patches []string) *worktree.Provenance {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := e.WT.Switch(ctx, name, ref); err != nil {
 		t.Fatalf("worktree %s: %v", name, err)
@@ -82,11 +113,7 @@ func (e *Env) Build(t testing.TB, name, ref string, patches []string, o build.Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.B.Build(ctx, prov, filepath.Join(e.Worktrees, name), o)
-	if err != nil {
-		t.Fatalf("building %s: %v", name, err)
-	}
-	return res
+	return prov
 }
 
 // Base returns the release install of the PostgreSQL 15 tree's base
