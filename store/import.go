@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -103,8 +102,8 @@ type source struct {
 	warnings []string
 }
 
-// readSource reads dir's plan and records, the plan (18 MB at 100 000
-// cells) beside the records (85 MB).
+// readSource reads dir's plan and records (the first of each cell), the
+// plan (18 MB at 100 000 cells) beside the records (85 MB).
 func readSource(dir string) (*source, error) {
 	src := &source{dir: dir}
 	var err error
@@ -133,11 +132,28 @@ func readSource(dir string) (*source, error) {
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}
+	src.recs = firstOfEach(src.recs)
 	src.shardID = src.plan.Shard
 	if src.shardID == "" {
 		src.shardID = "1/1"
 	}
 	return src, nil
+}
+
+// firstOfEach keeps the first record of each cell, in place, as
+// analysis.Merge does: a cell twice in cells.jsonl is stored once, with
+// the values the analysis of the directory uses.
+func firstOfEach(recs []results.Record) []results.Record {
+	seen := make(map[string]bool, len(recs))
+	kept := recs[:0]
+	for i := range recs {
+		if !seen[recs[i].Cell] {
+			seen[recs[i].Cell] = true
+			kept = append(kept, recs[i])
+		}
+	}
+	clear(recs[len(kept):])
+	return kept
 }
 
 // shard is the directory as the analysis merges it.
@@ -299,57 +315,6 @@ func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]re
 	return nil
 }
 
-// cellBatch and metricBatch keep a statement's parameters well under
-// both engines' limits (SQLite 32 766, PostgreSQL 65 535) while cutting
-// the round trips of 10⁵ cells to a few hundred.
-const (
-	cellBatch   = 250
-	metricBatch = 2000
-)
-
-// batcher runs a multi-row statement: the full-size one is prepared once
-// (parsing a 2 000-row VALUES list per batch cost as much as running it),
-// a shorter last batch is run as it is.
-type batcher struct {
-	s    *Store
-	tx   execer
-	head string // INSERT … VALUES
-	row  string // (?,?,?)
-	tail string // ON CONFLICT …
-	size int
-	full *sql.Stmt
-}
-
-func (b *batcher) query(n int) string {
-	return b.s.q(b.head + b.row + strings.Repeat(","+b.row, n-1) + b.tail)
-}
-
-// exec runs a batch of n rows.
-func (b *batcher) exec(ctx context.Context, n int, args []any) error {
-	var err error
-	if n < b.size {
-		_, err = b.tx.ExecContext(ctx, b.query(n), args...)
-	} else if err = b.prepare(ctx); err == nil {
-		_, err = b.full.ExecContext(ctx, args...)
-	}
-	return err
-}
-
-func (b *batcher) prepare(ctx context.Context) error {
-	if b.full != nil {
-		return nil
-	}
-	var err error
-	b.full, err = b.tx.PrepareContext(ctx, b.query(b.size))
-	return err
-}
-
-func (b *batcher) close() {
-	if b.full != nil {
-		b.full.Close()
-	}
-}
-
 // cellsColumns are the cells table's columns an import writes: those of
 // cellColumns, then those that are not the record's (cellArgs).
 var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail"
@@ -360,33 +325,27 @@ func cellArgs(args []any, recs []results.Record, i int, run, shard string, cfgID
 	return append(columnArgs(args, r), run, shard, cfgIDs[i], artifacts(r), cellDetail(r))
 }
 
-// putCells inserts recs (those not stored yet) and returns the new rows'
-// ids by cell name: on PostgreSQL by COPY into a temporary table and one
-// insert from it in the cells' order, on SQLite by multi-row inserts.
+// putCells inserts recs (one per cell, sorted by name; those not stored
+// yet) and returns the new rows' ids by cell name: on PostgreSQL by COPY
+// into a temporary table and one insert from it in cell name order (the
+// order Import sorted recs in, for the rows' locks), on SQLite by
+// multi-row inserts.
 func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
 	ids := make(map[string]int64, len(recs))
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return nil, err
 		}
-		err := conn.Raw(func(dc any) error {
-			c, ok := dc.(*stdlib.Conn)
-			if !ok {
-				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+		var row []any
+		i := 0
+		err := copyFrom(ctx, conn, "cells_in", strings.Split(cellsColumns, ", "), pgx.CopyFromFunc(func() ([]any, error) {
+			if i == len(recs) {
+				return nil, nil
 			}
-			var row []any
-			i := 0
-			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cells_in"}, strings.Split(cellsColumns, ", "),
-				pgx.CopyFromFunc(func() ([]any, error) {
-					if i == len(recs) {
-						return nil, nil
-					}
-					row = cellArgs(row[:0], recs, i, run, shard, cfgIDs)
-					i++
-					return row, nil
-				}))
-			return err
-		})
+			row = cellArgs(row[:0], recs, i, run, shard, cfgIDs)
+			i++
+			return row, nil
+		}))
 		if err != nil {
 			return nil, err
 		}
@@ -419,9 +378,8 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, sh
 		if _, ok := present[recs[i].Cell]; ok {
 			continue
 		}
-		// A cell twice in the directory is stored once, the first.
 		last++
-		ids[recs[i].Cell], present[recs[i].Cell] = last, last
+		ids[recs[i].Cell] = last
 		args = cellArgs(append(args, last), recs, i, run, shard, cfgIDs)
 		if len(args) == n*cellBatch {
 			if err := b.exec(ctx, cellBatch, args); err != nil {
@@ -532,23 +490,15 @@ func (s *Store) metricNames(ctx context.Context, q execer) (map[string]int64, er
 func (s *Store) putMetrics(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
 	next := metricRows(recs, ids, metricIDs)
 	if s.postgres {
-		return conn.Raw(func(dc any) error {
-			c, ok := dc.(*stdlib.Conn)
+		row := make([]any, 3)
+		return copyFrom(ctx, conn, "cell_metrics", []string{"cell_id", "metric_id", "value"}, pgx.CopyFromFunc(func() ([]any, error) {
+			cell, metric, v, ok := next()
 			if !ok {
-				return fmt.Errorf("store: a PostgreSQL connection of type %T, not pgx's", dc)
+				return nil, nil
 			}
-			row := make([]any, 3)
-			_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"cell_metrics"}, []string{"cell_id", "metric_id", "value"},
-				pgx.CopyFromFunc(func() ([]any, error) {
-					cell, metric, v, ok := next()
-					if !ok {
-						return nil, nil
-					}
-					row[0], row[1], row[2] = cell, metric, v
-					return row, nil
-				}))
-			return err
-		})
+			row[0], row[1], row[2] = cell, metric, v
+			return row, nil
+		}))
 	}
 	b := &batcher{s: s, tx: tx, size: metricBatch, head: "INSERT INTO cell_metrics (cell_id, metric_id, value) VALUES ", row: "(?,?,?)"}
 	defer b.close()

@@ -162,6 +162,9 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 }
 
 // readMetrics fills the metrics of run's records, indexed by cell id.
+// A cell's rows come together (by cell id) and make its Values at once:
+// Set per metric copied both slices each time, k²/2 values for a cell
+// of k metrics.
 func (s *Store) readMetrics(ctx context.Context, q execer, run string, recs []results.Record, index map[int64]int) error {
 	ids, err := s.metricNames(ctx, q)
 	if err != nil {
@@ -171,21 +174,32 @@ func (s *Store) readMetrics(ctx context.Context, q execer, run string, recs []re
 	for name, id := range ids {
 		names[id] = name
 	}
-	rows, err := q.QueryContext(ctx, s.q(`SELECT m.cell_id, m.metric_id, m.value FROM cell_metrics m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?`), run)
+	rows, err := q.QueryContext(ctx, s.q(`SELECT m.cell_id, m.metric_id, m.value FROM cell_metrics m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ? ORDER BY m.cell_id`), run)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	cell := int64(-1)
+	values := map[string]float64{}
+	flush := func() {
+		if i, ok := index[cell]; ok && len(values) > 0 {
+			recs[i].Metrics = results.ValuesOf(values)
+		}
+		clear(values)
+	}
 	for rows.Next() {
 		var id, metric int64
 		var v float64
 		if err := rows.Scan(&id, &metric, &v); err != nil {
 			return err
 		}
-		if i, ok := index[id]; ok {
-			recs[i].Metrics.Set(names[metric], v)
+		if id != cell {
+			flush()
+			cell = id
 		}
+		values[names[metric]] = v
 	}
+	flush()
 	return rows.Err()
 }
 
