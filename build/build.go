@@ -226,6 +226,18 @@ type job struct {
 	info *Info
 	// measure, when set, times the compile units.
 	measure *measure
+	// unitsWatch, when set, ends the watch of the compile units
+	// (measure.watchUnits).
+	unitsWatch func()
+}
+
+// stopUnits ends the watch of the compile units, if any, once it has
+// counted them.
+func (j *job) stopUnits() {
+	if j.unitsWatch != nil {
+		j.unitsWatch()
+		j.unitsWatch = nil
+	}
 }
 
 // plan decides how to build: the build system, the options and the
@@ -297,9 +309,19 @@ func (b *Builder) runSteps(ctx context.Context, j *job) ([]string, error) {
 	} else {
 		steps = b.autotoolsSteps(j)
 	}
+	// One watch of the units for the compile steps of a build that does
+	// not tell them (autotools: make, then make -C contrib/…), ended
+	// after the last, before the record reads the curve.
+	last := -1
+	for i, s := range steps {
+		if s.phase == "compile" {
+			last = i
+		}
+	}
+	defer j.stopUnits()
 	var stopped []string
 	installing := false
-	for _, s := range steps {
+	for i, s := range steps {
 		if s.install && !installing && !b.Run.DryRun {
 			installing = true
 			var err error
@@ -318,6 +340,9 @@ func (b *Builder) runSteps(ctx context.Context, j *job) ([]string, error) {
 		if err := b.runStep(ctx, j, s); err != nil {
 			return nil, err
 		}
+		if i == last {
+			j.stopUnits()
+		}
 	}
 	return stopped, nil
 }
@@ -332,14 +357,12 @@ func (b *Builder) runStep(ctx context.Context, j *job, s step) error {
 		m.compiling(t0)
 		if s.progress {
 			steps = stepsMeasured{p: b.Progress, m: m}
-		} else {
+		} else if j.unitsWatch == nil {
 			total := 0
 			if m.ref != nil {
 				total = m.ref.Units
 			}
-			pctx, stop := context.WithCancel(ctx)
-			defer stop()
-			go m.watchUnits(pctx, filepath.Join(j.wt, worktree.BuildDir), total)
+			j.unitsWatch = m.watchUnits(ctx, filepath.Join(j.wt, worktree.BuildDir), total)
 		}
 	}
 	if s.progress && steps != nil {

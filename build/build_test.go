@@ -23,6 +23,13 @@ import (
 // a generated gram.c so that bison and flex are not needed).
 func fakeTree(t *testing.T, meson bool) (*Builder, *worktree.Provenance, string, *strings.Builder) {
 	t.Helper()
+	return fakeTreeWith(t, meson, nil)
+}
+
+// fakeTreeWith is fakeTree with more files (or other contents); an
+// executable configure when they have one.
+func fakeTreeWith(t *testing.T, meson bool, more map[string]string) (*Builder, *worktree.Provenance, string, *strings.Builder) {
+	t.Helper()
 	files := map[string]string{
 		"src/include/catalog/catversion.h": "#define CATALOG_VERSION_NO\t202209061\n",
 		"src/backend/parser/gram.c":        "/* generated */\n",
@@ -32,7 +39,14 @@ func fakeTree(t *testing.T, meson bool) (*Builder, *worktree.Provenance, string,
 	} else {
 		files["configure"] = "#!/bin/sh\n"
 	}
+	for f, data := range more {
+		files[f] = data
+	}
 	repo := testenv.NewRepo(t, files)
+	if _, ok := more["configure"]; ok {
+		testenv.Git(t, repo, "update-index", "--chmod=+x", "configure")
+		testenv.Git(t, repo, "commit", "-q", "-m", "executable configure")
+	}
 	root := t.TempDir()
 	var trace strings.Builder
 	run := &proc.Runner{DryRun: true, Trace: &trace}

@@ -233,34 +233,41 @@ func (b *Builder) load() *Load {
 }
 
 // full keeps the records of whole-tree builds: those that compiled at
-// least 80 % of the most any record compiled. A rebuild in place
-// compiles what changed only (14 s against 135 s for a whole PostgreSQL
-// 15 tree from ccache, both warm), which says nothing of a build in a
-// fresh worktree. What a record compiled is its ccache counts, else the
-// units of its curve; records with neither are kept.
+// least 80 % of the most a record of the same build system compiled,
+// counted the same way. A rebuild in place compiles what changed only
+// (14 s against 135 s for a whole PostgreSQL 15 tree from ccache, both
+// warm), which says nothing of a build in a fresh worktree. What a
+// record compiled is its ccache counts, else the units of its curve
+// (ninja's steps for meson, object files for autotools: a meson tree
+// has more steps than an autotools tree has object files); records
+// with neither are kept.
 func full(records []*Info) []*Info {
-	most := 0
+	type counted struct{ system, by string }
+	most := map[counted]int{}
 	for _, r := range records {
-		most = max(most, compiled(r))
+		n, by := compiled(r)
+		k := counted{r.System, by}
+		most[k] = max(most[k], n)
 	}
 	var out []*Info
 	for _, r := range records {
-		if n := compiled(r); n < 0 || 10*n >= 8*most {
+		if n, by := compiled(r); n < 0 || 10*n >= 8*most[counted{r.System, by}] {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// compiled is the compilations of a record; -1 when it does not say.
-func compiled(r *Info) int {
+// compiled is the compilations of a record and what counted them
+// ("ccache" or "curve"); -1 when it does not say.
+func compiled(r *Info) (int, string) {
 	switch {
 	case r.CCache != nil:
-		return r.CCache.Hits + r.CCache.Misses
+		return r.CCache.Hits + r.CCache.Misses, "ccache"
 	case len(r.Curve) > 0:
-		return r.Curve[len(r.Curve)-1].Units
+		return r.Curve[len(r.Curve)-1].Units, "curve"
 	}
-	return -1
+	return -1, ""
 }
 
 // recordKind is whether a recorded build was warm (most compilations

@@ -2,6 +2,7 @@ package build
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,34 @@ func TestEstimate(t *testing.T) {
 	os.RemoveAll(filepath.Join(root, "b"))
 	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond {
 		t.Errorf("no warm record: %+v", e)
+	}
+}
+
+// TestFullBySystem: a record is a whole-tree build against the records
+// of its build system counted the same way. A machine without ccache
+// that builds PostgreSQL 15 (autotools, 1211 object files) and 16
+// (meson, 2400 ninja steps) keeps its PostgreSQL 15 builds; a rebuild
+// in place is dropped whatever its system; ccache's counts of one
+// system are not compared with the curves of the other.
+func TestFullBySystem(t *testing.T) {
+	curve := func(system string, units int) *Info {
+		return &Info{Name: fmt.Sprintf("%s-%d", system, units), System: system, Curve: []Point{{Units: units, Seconds: 1}}}
+	}
+	cached := func(system string, n int) *Info {
+		return &Info{Name: fmt.Sprintf("%s-ccache-%d", system, n), System: system, CCache: &CCache{Hits: n}}
+	}
+	records := []*Info{
+		curve("autotools", 1211), curve("meson", 2400), curve("meson", 10), curve("autotools", 30),
+		curve("meson", 2390), curve("autotools", 1100), cached("autotools", 1212), cached("meson", 700),
+		cached("meson", 60), {Name: "silent", System: "meson"},
+	}
+	var got []string
+	for _, r := range full(records) {
+		got = append(got, r.Name)
+	}
+	want := "autotools-1211 meson-2400 meson-2390 autotools-1100 autotools-ccache-1212 meson-ccache-700 silent"
+	if strings.Join(got, " ") != want {
+		t.Errorf("full = %s\nwant   %s", strings.Join(got, " "), want)
 	}
 }
 

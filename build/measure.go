@@ -169,13 +169,15 @@ func countUnits(dir string, start time.Time) int {
 }
 
 // pollUnits feeds m the object files of an autotools build directory
-// every interval until ctx ends; total is the reference's units.
+// every interval, and once more when ctx ends; total is the reference's
+// units.
 func (m *measure) pollUnits(ctx context.Context, dir string, total int, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			m.units(countUnits(dir, m.start), total, time.Now())
 			return
 		case now := <-t.C:
 			m.units(countUnits(dir, m.start), total, now)

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/progress"
+	"github.com/pgabtest/abtest/internal/testenv"
 )
 
 // estimates records what a build tells of its estimate.
@@ -153,7 +155,7 @@ func TestCountUnits(t *testing.T) {
 // TestWatchUnits: inotify tells of the object files written in a build
 // tree, written in place or renamed into place, in a directory made
 // after the watch began too; not of other files, nor of those written
-// before. The watch ends with its context.
+// before. The watch ends with a read deadline, its stop or its context.
 func TestWatchUnits(t *testing.T) {
 	dir := t.TempDir()
 	write := func(f string) {
@@ -192,19 +194,86 @@ func TestWatchUnits(t *testing.T) {
 			t.Fatalf("%d units seen, want 3 (%v)", n, w.seen)
 		}
 	}
-	w.f.Close()
+	w.f.SetReadDeadline(time.Now())
 	if err := <-done; err != nil {
-		t.Errorf("read after close: %v", err)
+		t.Errorf("read after its deadline: %v", err)
+	}
+	w.f.Close()
+
+	// A read past its deadline takes in the events queued before it: a
+	// watch stopped as make ends has all of make's units.
+	if w, err = newUnitWatch(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer w.f.Close()
+	for i := range 200 {
+		write(fmt.Sprintf("src/queued/u%d.o", i))
+	}
+	w.f.SetReadDeadline(time.Now())
+	n := 0
+	if err := w.read(func(k int, _ time.Time) { n = k }); err != nil || n != 200 {
+		t.Errorf("read past its deadline: %d units (%v), want the 200 queued", n, err)
 	}
 
+	// stop returns once the units written before it are counted: those
+	// the kernel has queued and the watch has not read yet too.
 	m := &measure{start: time.Now()}
+	m.compiling(time.Now())
+	stop := m.watchUnits(context.Background(), dir, 0)
+	for i := range 200 {
+		write(fmt.Sprintf("src/late/u%d.o", i))
+	}
+	stop()
+	if c := m.measured(); len(c) == 0 || c[len(c)-1].Units != 200 {
+		t.Errorf("after stop: curve %v, want 200 units at its end", c)
+	}
+	// The watch ends with its context too.
 	ctx, cancel := context.WithCancel(context.Background())
-	ended := make(chan bool)
-	go func() { m.watchUnits(ctx, dir, 0); ended <- true }()
+	stop = m.watchUnits(ctx, dir, 0)
 	cancel()
+	ended := make(chan bool)
+	go func() { stop(); ended <- true }()
 	select {
 	case <-ended:
 	case <-time.After(5 * time.Second):
 		t.Fatal("watchUnits still runs after its context ended")
+	}
+}
+
+// unitsConfigure writes the makefiles of a tree whose make writes 3
+// object files and whose contrib/pg_stat_statements writes 2 more, with
+// a pause between each (make -s says nothing of them).
+const unitsConfigure = `#!/bin/sh
+for a; do case $a in --prefix=*) prefix=${a#--prefix=};; esac; done
+mkdir -p contrib/pg_stat_statements
+printf 'all:\n\tmkdir -p src/port src/backend\n\tfor f in src/port/a src/port/b src/backend/c; do sleep 0.1; echo x > $$f.o; done\ninstall:\n\tmkdir -p %s/bin\n' "$prefix" > GNUmakefile
+printf 'all:\n\tsleep 0.1; echo x > d.o\n\tsleep 0.1; echo x > e.o\ninstall:\n\ttrue\n' > contrib/pg_stat_statements/Makefile
+touch config.status
+`
+
+// TestUnitsOfEveryCompileStep: an autotools build's curve counts the
+// units of all its compile steps, make's and contrib's (one watch from
+// the first to the last, not one per step counting from 0 again), and
+// has them all once Build returns. A second build in place (its make
+// writes every object again) counts them from 0 again, not on top of the
+// first build's.
+func TestUnitsOfEveryCompileStep(t *testing.T) {
+	testenv.RequireTools(t, "make", "cc")
+	b, prov, dir, _ := fakeTreeWith(t, false, map[string]string{"configure": unitsConfigure})
+	b.Run = &proc.Runner{}
+	for _, want := range []int{5, 5} {
+		res, err := b.Build(context.Background(), prov, dir, Options{NoCCache: true, Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Info.Curve
+		if len(c) == 0 || c[len(c)-1].Units != want {
+			t.Fatalf("curve %v, want %d units at its end", c, want)
+		}
+		for i := 1; i < len(c); i++ {
+			if c[i].Units <= c[i-1].Units || c[i].Seconds < c[i-1].Seconds {
+				t.Errorf("curve %v does not grow", c)
+			}
+		}
 	}
 }

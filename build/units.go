@@ -14,21 +14,37 @@ import (
 )
 
 // watchUnits feeds m the object files an autotools build writes under
-// dir, as the kernel tells of them (inotify), until ctx ends: each unit
-// at the time it is written, for one walk of the tree (to watch its
+// dir from now on, as the kernel tells of them (inotify): each unit at
+// the time it is written, for one walk of the tree (to watch its
 // directories) instead of a walk and a stat of every object every 2 s.
-// Where inotify is not to be had (its limits are per user, shared with
-// every other program) or its queue overflows, it polls.
-func (m *measure) watchUnits(ctx context.Context, dir string, total int) {
+// The walk is done when it returns, so one watch from the first compile
+// step to the last sees the units of every step (make, then make -C
+// contrib/…). Where inotify is not to be had (its limits are per user,
+// shared with every other program) or its queue overflows, it polls.
+// stop ends the watch once the units written before it are counted
+// (events queued, or a last poll), and returns when the watch has
+// ended: m's curve is then complete. It ends with ctx too.
+func (m *measure) watchUnits(ctx context.Context, dir string, total int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	w, err := newUnitWatch(dir)
-	if err == nil {
-		stop := context.AfterFunc(ctx, func() { w.f.Close() })
-		defer stop()
-		err = w.read(func(n int, t time.Time) { m.units(n, total, t) })
-		w.f.Close()
-	}
-	if err != nil && ctx.Err() == nil {
-		m.pollUnits(ctx, dir, total, 2*time.Second)
+	go func() {
+		defer close(done)
+		if err == nil {
+			// A deadline ends a read under way; read then takes in
+			// what is queued.
+			end := context.AfterFunc(ctx, func() { w.f.SetReadDeadline(time.Now()) })
+			err = w.read(func(n int, t time.Time) { m.units(n, total, t) })
+			end()
+			w.f.Close()
+		}
+		if err != nil {
+			m.pollUnits(ctx, dir, total, 2*time.Second)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
@@ -55,7 +71,7 @@ func newUnitWatch(dir string) (*unitWatch, error) {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
 	// A non-blocking descriptor goes through the runtime's poller, so
-	// Close ends a Read under way.
+	// a read deadline ends a Read under way.
 	w := &unitWatch{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, dirs: map[int32]string{}, seen: map[string]bool{}}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
@@ -82,26 +98,52 @@ func (w *unitWatch) add(dir string) error {
 	return nil
 }
 
-// read tells each count of object files and when, until the watch is
-// closed (nil) or fails.
+// read tells each count of object files and when, until a read
+// deadline passes (it then takes in the events queued and returns nil)
+// or the watch fails.
 func (w *unitWatch) read(units func(n int, t time.Time)) error {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := w.f.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return w.drain(buf, units)
+		}
 		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return nil
-			}
 			return err
 		}
-		before := len(w.seen)
-		if err := w.events(buf[:n]); err != nil {
+		if err := w.take(buf[:n], units); err != nil {
 			return err
-		}
-		if len(w.seen) > before {
-			units(len(w.seen), time.Now())
 		}
 	}
+}
+
+// drain takes in the events queued, without waiting for more: the
+// descriptor does not block.
+func (w *unitWatch) drain(buf []byte, units func(n int, t time.Time)) error {
+	for {
+		n, err := syscall.Read(w.fd, buf)
+		if errors.Is(err, syscall.EAGAIN) || (err == nil && n <= 0) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("inotify: %w", err)
+		}
+		if err := w.take(buf[:n], units); err != nil {
+			return err
+		}
+	}
+}
+
+// take takes in a buffer of events and tells the count when it grew.
+func (w *unitWatch) take(buf []byte, units func(n int, t time.Time)) error {
+	before := len(w.seen)
+	if err := w.events(buf); err != nil {
+		return err
+	}
+	if len(w.seen) > before {
+		units(len(w.seen), time.Now())
+	}
+	return nil
 }
 
 // events takes in a buffer of inotify events (struct inotify_event:
