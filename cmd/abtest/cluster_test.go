@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
@@ -137,8 +138,10 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 // directory (same catalog version) and starts it again.
 func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	t.Parallel()
-	testbuild.Own(t, "pg15-base") // which abtest rebuilds
-	testbuild.Base(t)             // the cached PostgreSQL 15 build
+	// A name of its own, which abtest rebuilds: the base build's users
+	// need not wait for it (its first build hits ccache).
+	testbuild.Own(t, "pg15-rebuild")
+	testbuild.PG15(t).Build(t, "pg15-rebuild", "base", nil, build.Options{Type: build.Release})
 	cache := testenv.CacheRoot(t)
 	base := testenv.SharedTempDir(t)
 	env := map[string]string{
@@ -147,13 +150,13 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 		"PG_INSTALL_DIR":   filepath.Join(cache, "install"),
 		"PG_DATA_DIR":      filepath.Join(base, "data"),
 	}
-	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg15-base", "--stop") })
-	code, out, stderr := abtest(t, env, "switch", "-w", "pg15-base", "-p", "auto")
+	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg15-rebuild", "--stop") })
+	code, out, stderr := abtest(t, env, "switch", "-w", "pg15-rebuild", "-p", "auto")
 	if code != 0 {
 		t.Fatalf("start: %d\n%s\n%s", code, out, stderr)
 	}
 	cm := &cluster.Manager{Root: env["PG_DATA_DIR"]}
-	st, err := cm.ReadState("pg15-base")
+	st, err := cm.ReadState("pg15-rebuild")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +169,7 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	conn.Close(ctx)
 	pid1, _ := cluster.PID(st.DataDir)
 
-	code, out, stderr = abtest(t, env, "switch", "-w", "pg15-base", "-b", "release", "--force")
+	code, out, stderr = abtest(t, env, "switch", "-w", "pg15-rebuild", "-b", "release", "--force")
 	if code != 0 {
 		t.Fatalf("rebuild: %d\n%s\n%s", code, out, stderr)
 	}
@@ -182,7 +185,7 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	if exe, err := procfs.Exe(pid2); err != nil || strings.HasSuffix(exe, "(deleted)") {
 		t.Errorf("the cluster runs %q after the rebuild (%v)", exe, err)
 	}
-	if st2, err := cm.ReadState("pg15-base"); err != nil || st2.Exe == "" || strings.HasSuffix(st2.Exe, "(deleted)") || !strings.Contains(st2.ServerVersion, "PostgreSQL 15") {
+	if st2, err := cm.ReadState("pg15-rebuild"); err != nil || st2.Exe == "" || strings.HasSuffix(st2.Exe, "(deleted)") || !strings.Contains(st2.ServerVersion, "PostgreSQL 15") {
 		t.Errorf("state after the rebuild: %+v %v", st2, err)
 	}
 	conn, err = pgx.Connect(ctx, st.ConnString(cluster.Database))

@@ -307,6 +307,7 @@ func itoa(n int) string {
 // (--allow-unknown), and may call the patch worse on churn (exit 1),
 // never the A/A arm.
 func TestMatrixFromSourcePG15(t *testing.T) {
+	t.Parallel() // its proofs are counts and the plan, no TPS figure
 	testenv.RequireTools(t, "cc", "make")
 	env := matrixEnv(t)
 	e := testbuild.PG15(t)

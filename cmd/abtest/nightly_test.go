@@ -18,6 +18,7 @@ import (
 // section; a concurrent run says it is already running. Two repeats
 // cannot answer for TPS: allow_unknown = true makes such a night exit 0.
 func TestNightlyTwoNights(t *testing.T) {
+	t.Parallel() // two repeats answer for no TPS figure
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
 	testbuild.Own(t, "nightly") // its builds, n-<sha>, and their pruning
