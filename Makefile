@@ -17,12 +17,6 @@ build:
 # The source tree the from-source tests build (testenv.PG15Source).
 TEST_SRC := $(or $(ABTEST_PG15_SOURCE),$(DEMO_SRC))
 
-# Packages (and parallel tests of a package) run at once: one more than
-# the CPUs. The suite waits on servers, builds of other packages and
-# fixed-length cells more than it computes: at go test's default (one
-# per CPU) it used 1.2 of 2 cores over 16 m 31 s.
-TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
-
 # The whole suite. As root on a fresh Debian it first installs the
 # packages the tests need and prepares the PostgreSQL 15 source, as make
 # demo does; otherwise it says what is missing, and the tests that need
@@ -30,7 +24,7 @@ TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test:
 	@scripts/deps.sh || echo "make test: the tests that need those packages will skip"
 	@scripts/pg-source.sh "$(TEST_SRC)" || echo "make test: the from-source tests will skip"
-	ABTEST_PG15_SOURCE="$(TEST_SRC)" $(GO) test -count=1 -p $(TEST_JOBS) -parallel $(TEST_JOBS) -timeout 60m ./...
+	ABTEST_PG15_SOURCE="$(TEST_SRC)" $(GO) test -count=1 -timeout 60m ./...
 
 # The built-in A/B run: Debian's PostgreSQL 15 source (or $$PG_SOURCE_DIR),
 # HEAD against HEAD with the demo patch. Installs what it needs as root.
