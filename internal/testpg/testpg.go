@@ -17,9 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,26 +156,13 @@ func (l *lab) end(t testing.TB) {
 }
 
 // dir makes a directory the server account can enter (t.TempDir is
-// root's alone when the tests run as root), removed at the lab's end.
-//
-// Its name has a fixed length (os.MkdirTemp's random suffix has 1 to 10
-// digits): where a data directory's path lies in a server's memory
-// shifts what follows it, and with it the alignment, so the instruction
-// count, of string functions run in every transaction. Two A/A
-// measurements in directories whose names differed by a digit counted
-// __strncpy_avx2 at +8 instructions/tx (A/A 0.023 %).
+// root's alone when the tests run as root), removed at the lab's end. Its
+// name has a fixed length (testenv.MkdirTemp says why).
 func (l *lab) dir(t testing.TB, prefix string) string {
 	t.Helper()
-	var d string
-	for {
-		d = filepath.Join(os.TempDir(), fmt.Sprintf("abtest-test-%s%010d", prefix, rand.Uint32()))
-		err := os.Mkdir(d, 0o700)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			t.Fatal(err)
-		}
+	d, err := testenv.MkdirTemp("abtest-test-" + prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
 	l.mu.Lock()
 	l.dirs = append(l.dirs, d)
