@@ -175,10 +175,11 @@ func (l *lab) dir(t testing.TB, prefix string) string {
 
 // CopyInstall copies the install src (e.g. testenv.PGInstall) into a new
 // directory the server account can enter, where a test may replace its
-// binaries, removed after the test's clusters stopped; with a fingerprint it holds a build record of that
-// fingerprint, as a build leaves. Debian's binaries find their share
-// directory relative to bin (../../../../share/postgresql/15), so the
-// copy keeps that layout and links share to the system's.
+// binaries, removed after the test's clusters stopped; with a
+// fingerprint it holds a build record of that fingerprint, as a build
+// leaves. Debian's binaries find their share directory relative to bin
+// (../../../../share/postgresql/15), so the copy keeps that layout and
+// links share to the system's.
 func CopyInstall(t testing.TB, src, fingerprint string) string {
 	t.Helper()
 	root := labOf(t).dir(t, "install-")
