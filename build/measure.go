@@ -49,7 +49,10 @@ type measure struct {
 	// compileAt is when the first compile step started.
 	compileAt time.Time
 	next      int // of measureAt
-	curve     []Point
+	// said is where the estimate was last said: the next one goes at
+	// the pace of the units since.
+	said  Point
+	curve []Point
 }
 
 // compiling tells that the compile phase starts at t (once per build).
@@ -83,9 +86,16 @@ func (m *measure) units(done, total int, t time.Time) {
 	if !due || done >= total {
 		return
 	}
-	d, pace := projected(t.Sub(m.start), t.Sub(m.compileAt), done, total, m.ref)
-	m.p.Estimate(d, fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the time %s took to that share",
-		done, total, progress.Dur(t.Sub(m.compileAt)), pace, m.ref.name()))
+	now := Point{Units: done, Seconds: t.Sub(m.compileAt).Seconds()}
+	d, pace := projected(t.Sub(m.start), m.said, now, total, m.ref)
+	from := fmt.Sprintf("measured on this machine: %d of %d compile units in %s, ×%.1f the time %s took to that share",
+		done, total, progress.Dur(t.Sub(m.compileAt)), pace, m.ref.name())
+	if m.said.Units > 0 {
+		from = fmt.Sprintf("measured on this machine: %d of %d compile units in %s; the last %d went at ×%.1f the time %s took for them",
+			done, total, progress.Dur(t.Sub(m.compileAt)), done-m.said.Units, pace, m.ref.name())
+	}
+	m.said = now
+	m.p.Estimate(d, from)
 }
 
 // measured is the curve of the build's units, at most curvePoints of
@@ -108,27 +118,32 @@ func (m *measure) measured() []Point {
 }
 
 // projected is the whole build's duration from its first part: elapsed
-// since the build started, of which compile in the compile phase, where
-// done of total units are compiled. The build goes at the pace it went
-// against the reference to the same share of its units (compileTo):
-// the early units (src/port, src/common) compile faster than the
-// backend's later ones, so a pace per unit on average says too little.
-// Measured: a cold PostgreSQL 15 build of 6 m 07 s was projected at 3 m
-// 18 s after 168 units by the average (-46 %). The install takes the
-// reference's at that pace (ninja's steps are not make's units, but
-// both phases compile a tree).
+// since the build started, where the compile phase has reached to (its
+// units done, of total, and seconds) from the point from, where the
+// estimate was last said (zero at first). The build goes on at the pace
+// it went from there against the reference over the same share of its
+// units (compileTo): the early units (src/port, src/common) compile
+// faster than the backend's later ones, so a pace per unit on average
+// says too little. Measured: a cold PostgreSQL 15 build of 6 m 07 s was
+// projected at 3 m 18 s after 168 units by the average (-46 %). The
+// install takes the reference's at that pace (ninja's steps are not
+// make's units, but both phases compile a tree).
 //
-// A pace holds only while the load does: a cold build of 17 m 16 s
-// whose machine's load fell from 15.7 to 3 during it was projected at
-// 36 m 32 s after 152 units (+112 %), 29 m 56 s after 303 (+73 %),
-// 21 m 30 s after 606 (+25 %); the average said 17 m 29 s, by chance
-// (its units' cost and the load's fall cancelled out).
-func projected(elapsed, compile time.Duration, done, total int, ref *Reference) (time.Duration, float64) {
+// A pace holds only while the load does, so each estimate goes by the
+// units since the last: a cold build of 17 m 16 s whose machine's load
+// fell from 15.7 to 3 during it was projected at 36 m 32 s after 152
+// units (+112 %), then at the pace from its start 29 m 56 s after 303
+// (+73 %) and 21 m 30 s after 606 (+25 %).
+func projected(elapsed time.Duration, from, to Point, total int, ref *Reference) (time.Duration, float64) {
+	share := func(p Point) float64 { return float64(p.Units) / float64(total) }
 	pace := 1.0
-	if to := ref.compileTo(float64(done) / float64(total)); to > 0 {
-		pace = compile.Seconds() / to
+	refTo := ref.compileTo(share(to))
+	if took := refTo - ref.compileTo(share(from)); took > 0 {
+		pace = (to.Seconds - from.Seconds) / took
+	} else if refTo > 0 {
+		pace = to.Seconds / refTo
 	}
-	left := (max(ref.Seconds.Compile-ref.compileTo(float64(done)/float64(total)), 0) + ref.Seconds.Install) * pace
+	left := (max(ref.Seconds.Compile-refTo, 0) + ref.Seconds.Install) * pace
 	return elapsed + seconds(left), pace
 }
 

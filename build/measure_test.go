@@ -46,9 +46,9 @@ func TestMeasureAutotools(t *testing.T) {
 	for _, k := range []int{50, 100, 151, 152, 200, 303, 500, 606, 1212} {
 		m.units(k, 1212, at(k))
 	}
-	var want []string
-	for _, k := range []int{152, 303, 606} {
-		want = append(want, fmt.Sprintf("4m55s: measured on this machine: %d of 1212 compile units in %s, ×2.5 the time the reference took to that share", k, progress.Dur(at(k).Sub(compileAt))))
+	want := []string{fmt.Sprintf("4m55s: measured on this machine: 152 of 1212 compile units in %s, ×2.5 the time the reference took to that share", progress.Dur(at(152).Sub(compileAt)))}
+	for _, k := range [][2]int{{152, 303}, {303, 606}} {
+		want = append(want, fmt.Sprintf("4m55s: measured on this machine: %d of 1212 compile units in %s; the last %d went at ×2.5 the time the reference took for them", k[1], progress.Dur(at(k[1]).Sub(compileAt)), k[1]-k[0]))
 	}
 	if strings.Join(p.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("estimates:\n%s\nwant\n%s", strings.Join(p.got, "\n"), strings.Join(want, "\n"))
@@ -86,10 +86,44 @@ func TestProjectedAlongTheCurve(t *testing.T) {
 		{ref, 200, 190, 100, 100, 230 * time.Second, 2},
 		{&Reference{Seconds: Timings{Compile: 100, Install: 10}, Units: 100}, 30, 20, 25, 100, 98 * time.Second, 0.8},
 	} {
-		d, pace := projected(seconds(tc.elapsed), seconds(tc.compile), tc.done, tc.total, tc.ref)
+		d, pace := projected(seconds(tc.elapsed), Point{}, Point{Units: tc.done, Seconds: tc.compile}, tc.total, tc.ref)
 		if d != tc.want || pace != tc.wantPace {
 			t.Errorf("%d of %d in %.0f s (compile %.0f s), curve %v: %s ×%.2f, want %s ×%.2f", tc.done, tc.total, tc.elapsed, tc.compile, tc.ref.Curve, d, pace, tc.want, tc.wantPace)
 		}
+	}
+}
+
+// TestMeasureLoadFalls: a build that goes at 4 times the reference's
+// pace for its first quarter of units (a loaded machine) and at 1.5
+// times after (the load fell) is projected at the pace of the units
+// since the last estimate: after half its units, at 20 + 1.5 × the
+// reference's rest (3 m 42 s in all). The pace from its start (2.26)
+// said 4 m 29 s (+21 %).
+func TestMeasureLoadFalls(t *testing.T) {
+	var p estimates
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	ref := &ReferenceCold
+	compileAt := t0.Add(20 * time.Second)
+	m := &measure{ref: ref, p: &p, start: t0}
+	m.compiling(compileAt)
+	quarter := ref.compileTo(303.0 / 1212)
+	at := func(k int) time.Time {
+		to := ref.compileTo(float64(k) / 1212)
+		if to <= quarter {
+			return compileAt.Add(seconds(4 * to))
+		}
+		return compileAt.Add(seconds(4*quarter + 1.5*(to-quarter)))
+	}
+	for _, k := range []int{152, 303, 606} {
+		m.units(k, 1212, at(k))
+	}
+	if len(p.got) != 3 {
+		t.Fatalf("estimates %q", p.got)
+	}
+	rest := ref.Seconds.Compile - ref.compileTo(606.0/1212) + ref.Seconds.Install
+	want := (at(606).Sub(t0) + seconds(1.5*rest)).Round(time.Second)
+	if !strings.HasPrefix(p.got[2], want.String()+": ") || !strings.Contains(p.got[2], "the last 303 went at ×1.5 ") {
+		t.Errorf("after half the units: %q, want %s at ×1.5", p.got[2], want)
 	}
 }
 
