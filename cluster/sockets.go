@@ -15,12 +15,14 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Socket directories. A Unix socket path is limited to 107 bytes and data
 // roots (a test's temporary directory) can be long, so each cluster's
 // sockets live in a private directory with a short, unpredictable name
-// under /tmp (os.MkdirTemp: abtest-DIGITS), which its state records.
+// under /tmp (safefile.MkdirTemp: abtest- and ten digits, a name of one
+// length for every cluster), which its state records.
 //
 // A stopped server needs none, and a data root deleted with its clusters
 // stopped (every test's) would leave it behind forever: Stop removes it,
@@ -57,8 +59,8 @@ func (m *Manager) sockParent() string {
 }
 
 // isSocketDir reports whether dir is a path abtest gives socket
-// directories: directly under the parent, named as os.MkdirTemp names
-// them (abtest-DIGITS; not the tests' abtest-test-* directories).
+// directories: directly under the parent, named abtest-DIGITS (ten now;
+// os.MkdirTemp's of older versions have fewer; not the tests' abtest-test-* directories).
 func (m *Manager) isSocketDir(dir string) bool {
 	digits, ok := strings.CutPrefix(filepath.Base(dir), socketPrefix)
 	if !ok || digits == "" || filepath.Dir(dir) != m.sockParent() {
@@ -86,7 +88,7 @@ func (m *Manager) socketDir(name, dataDir string, prev *State) (string, error) {
 		m.Run.Note("mkdir -m 700 %s (a new, unpredictable name)", dir)
 		return dir, nil
 	}
-	dir, err := os.MkdirTemp(m.sockParent(), socketPrefix)
+	dir, err := safefile.MkdirTemp(m.sockParent(), socketPrefix)
 	if err != nil {
 		return "", err
 	}

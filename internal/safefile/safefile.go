@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -124,4 +126,23 @@ func uidOf(st *syscall.Stat_t) int {
 		return -1
 	}
 	return int(st.Uid)
+}
+
+// MkdirTemp makes a new directory in dir, mode 0700, named prefix and
+// ten random digits, and returns its path. Like os.MkdirTemp it never
+// takes a path that exists (mkdir fails on one: a link planted there is
+// not followed), but its names have one length, where os.MkdirTemp's
+// have 1 to 10 digits: a path a server is given lies in its memory,
+// and where it ends shifts the alignment, so the instruction count, of
+// string functions run in every transaction. Two A/A measurements whose
+// directories' names differed by a digit counted __strncpy_avx2 at +8
+// instructions/tx (0.02 %).
+func MkdirTemp(dir, prefix string) (string, error) {
+	for {
+		path := filepath.Join(dir, fmt.Sprintf("%s%010d", prefix, rand.Uint32()))
+		err := os.Mkdir(path, 0o700)
+		if !errors.Is(err, fs.ErrExist) {
+			return path, err
+		}
+	}
 }

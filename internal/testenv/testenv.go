@@ -8,16 +8,14 @@
 package testenv
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Require skips t (or fails it under ABTEST_REQUIRE=1) when ok is false.
@@ -144,21 +142,10 @@ func SharedTempDir(t testing.TB) string {
 }
 
 // MkdirTemp makes a new directory under os.TempDir named prefix and ten
-// random digits, mode 0700. Unlike os.MkdirTemp's (1 to 10 digits) its
-// names have one length: where a path a server is given lies in its
-// memory shifts what follows it, and with it the alignment, so the
-// instruction count, of string functions run in every transaction. Two
-// A/A measurements whose directories' names differed by a digit counted
-// __strncpy_avx2 at +8 instructions/tx (0.02 %, over the 0.01 % the
-// exactness tests allow).
+// random digits, mode 0700: names of one length (safefile.MkdirTemp
+// says why).
 func MkdirTemp(prefix string) (string, error) {
-	for {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%010d", prefix, rand.Uint32()))
-		err := os.Mkdir(dir, 0o700)
-		if !errors.Is(err, fs.ErrExist) {
-			return dir, err
-		}
-	}
+	return safefile.MkdirTemp(os.TempDir(), prefix)
 }
 
 // CacheRoot returns the directory where tests keep what is slow to make
