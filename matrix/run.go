@@ -128,6 +128,10 @@ type run struct {
 	// noPerf says why profiles are not recorded, once.
 	noPerf string
 	instr  instrState
+	// workload is deps.Workload with the run's own kept connections
+	// (workload.Sessions): a cell's window reuses its warm-up's
+	// connection, whose backend has warm caches.
+	workload *workload.Runner
 	// setupSQL is the plan's setup SQL, read once (readSetup).
 	setupSQL string
 	// userSQL is the error of the user's SQL that failed the last cell
@@ -178,6 +182,12 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 		return err
 	}
 	r := &run{deps: deps, plan: plan, dir: dir}
+	if deps.Workload != nil {
+		wl := *deps.Workload
+		wl.Sessions = &workload.Sessions{}
+		defer wl.Sessions.Close()
+		r.workload = &wl
+	}
 	untrack, err := r.trackProcesses()
 	if err != nil {
 		return err
@@ -639,7 +649,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 		// The warm-up's logs stay beside the cell's, so a failed
 		// warm-up's error names a file that exists.
 		warm.OutDir = filepath.Join(results.CellDir(r.dir, cell.ID), "warm-up")
-		quiet := *r.deps.Workload
+		quiet := *r.workload
 		quiet.Out = nil
 		res, err := quiet.Run(ctx, warm)
 		if err != nil {
@@ -662,7 +672,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 		prof = make(chan *results.PerfInfo, 1)
 		go func() { prof <- r.profile(ctx, st, spec) }()
 	}
-	res, err := r.deps.Workload.Run(ctx, spec)
+	res, err := r.workload.Run(ctx, spec)
 	if prof != nil {
 		rec.Perf = <-prof
 		if rec.Perf != nil && res != nil {

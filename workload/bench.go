@@ -142,6 +142,13 @@ func (r *Runner) Bench(ctx context.Context, specs []Spec) ([]*Result, error) {
 		}
 		fmt.Fprintf(r.Out, "=== abtest bench ===\nDuration: %s, Clients: %d, Protocol: %s\n", d, s.Clients, s.Protocol)
 	}
+	if r.Sessions == nil {
+		// One connection serves every workload's run.
+		kept := *r
+		kept.Sessions = &Sessions{}
+		defer kept.Sessions.Close()
+		r = &kept
+	}
 	var out []*Result
 	for _, s := range specs {
 		res, err := r.Run(ctx, s)

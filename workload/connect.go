@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,21 +67,128 @@ func (r *Runner) prepare(ctx context.Context, c Conn, s Spec) (*pgx.Conn, *serve
 FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements'`); err != nil {
 		return fail(exitcode.Failure(fmt.Errorf("%w: search_path of pg_stat_statements: %v", ErrServer, err)))
 	}
-	var maxConn, reserved int
 	q := marker + " SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int"
 	if sv.versionNum >= 160000 {
 		q += " + current_setting('reserved_connections')::int"
 	}
-	if err := conn.QueryRow(ctx, q).Scan(&maxConn, &reserved); err != nil {
+	if err := conn.QueryRow(ctx, q).Scan(&sv.maxConn, &sv.reserved); err != nil {
 		return fail(exitcode.Failure(err))
 	}
-	// The sampler holds one slot; leave one for a psql of the user's.
-	if avail := maxConn - reserved - 2; s.Clients > avail {
-		return fail(exitcode.BadInputf("%w: -c %d needs %d connections but %s allows %d (max_connections %d - %d reserved - 2 for abtest): lower -c or raise max_connections (abtest switch --max-clients %d, or --set max_connections=%d)",
-			ErrServer, s.Clients, s.Clients, c.where(), avail, maxConn, reserved, s.Clients, s.Clients+reserved+10))
+	if err := sv.checkSlots(s.Clients, c); err != nil {
+		return fail(err)
 	}
 	sv.locate(ctx, conn)
 	return conn, sv, nil
+}
+
+// checkSlots refuses a run of more clients than the server has
+// connection slots for. The slots are settings only a restart changes,
+// so a kept connection's reading still holds.
+func (sv *server) checkSlots(clients int, c Conn) error {
+	// The sampler holds one slot; leave one for a psql of the user's.
+	if avail := sv.maxConn - sv.reserved - 2; clients > avail {
+		return exitcode.BadInputf("%w: -c %d needs %d connections but %s allows %d (max_connections %d - %d reserved - 2 for abtest): lower -c or raise max_connections (abtest switch --max-clients %d, or --set max_connections=%d)",
+			ErrServer, clients, clients, c.where(), avail, sv.maxConn, sv.reserved, clients, clients+sv.reserved+10)
+	}
+	return nil
+}
+
+// Sessions keeps abtest's own connection to a server open from one run
+// to the next on the same server, user and database: a warm-up and the
+// window after it, a matrix's cells on one cluster. A new connection is
+// a new backend, and a new backend's first readings of the statistics
+// views load its catalog caches: about 18 ms of the server's CPU a run
+// on PostgreSQL 15, of the 25–40 ms a 3 s cell's readings cost (issue
+// 27: the observer's cost). It keeps one connection a key, the one the
+// last run used; a run takes it, so no kept connection of its own is
+// on the server beside the run's to look like a foreign backend. One
+// the server closed meanwhile (a restart) is replaced. The zero value
+// is ready; Close closes what it keeps.
+type Sessions struct {
+	mu   sync.Mutex
+	idle map[string]session
+}
+
+type session struct {
+	conn *pgx.Conn
+	sv   *server
+}
+
+// take hands out the connection kept for key, if it still answers.
+func (p *Sessions) take(ctx context.Context, key string) (session, bool) {
+	if p == nil {
+		return session{}, false
+	}
+	p.mu.Lock()
+	se, ok := p.idle[key]
+	delete(p.idle, key)
+	p.mu.Unlock()
+	if !ok {
+		return session{}, false
+	}
+	if err := se.conn.Ping(ctx); err != nil {
+		se.conn.Close(context.Background())
+		return session{}, false
+	}
+	return se, true
+}
+
+// keep keeps se for key's next run, or closes it: p is nil, se's
+// connection is closed, or one is kept for key already.
+func (p *Sessions) keep(key string, se session) {
+	if p != nil && !se.conn.IsClosed() {
+		p.mu.Lock()
+		_, taken := p.idle[key]
+		if !taken {
+			if p.idle == nil {
+				p.idle = map[string]session{}
+			}
+			p.idle[key] = se
+		}
+		p.mu.Unlock()
+		if !taken {
+			return
+		}
+	}
+	se.conn.Close(context.Background())
+}
+
+// Close closes the connections p keeps.
+func (p *Sessions) Close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, se := range idle {
+		se.conn.Close(context.Background())
+	}
+}
+
+// connect takes r.Sessions' connection to c, or connects and checks the
+// server (prepare). release hands the connection back: kept for the
+// next run if ok (the run ended without error), closed otherwise.
+func (r *Runner) connect(ctx context.Context, c Conn, s Spec) (conn *pgx.Conn, sv *server, release func(ok bool), err error) {
+	key := c.connString(c.Database)
+	se, kept := r.Sessions.take(ctx, key)
+	if kept {
+		if err := se.sv.checkSlots(s.Clients, c); err != nil {
+			r.Sessions.keep(key, se)
+			return nil, nil, nil, err
+		}
+	} else if se.conn, se.sv, err = r.prepare(ctx, c, s); err != nil {
+		return nil, nil, nil, err
+	}
+	release = func(ok bool) {
+		if ok {
+			r.Sessions.keep(key, se)
+		} else {
+			se.conn.Close(context.Background())
+		}
+	}
+	return se.conn, se.sv, release, nil
 }
 
 // foreignBackends records client backends of the database other than

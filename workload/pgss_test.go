@@ -171,3 +171,16 @@ ORDER BY total_exec_time DESC LIMIT 10`)
 		t.Errorf("top statements:\n got %v\nwant %v", top, wantTop)
 	}
 }
+
+// TestKindOf: a statement's kind is the letters it begins with, as
+// the regular expression '^[A-Za-z]+' on the server found them.
+func TestKindOf(t *testing.T) {
+	for head, want := range map[string]string{
+		"select 1": "SELECT", "INSERT INTO t": "INSERT", "With x AS (": "WITH", "SELECT1": "SELECT",
+		"(SELECT 1)": "OTHER", "/* c */ SELECT": "OTHER", "": "OTHER", "\nSELECT": "OTHER", "VACUUM;": "VACUUM",
+	} {
+		if got := kindOf(head); got != want {
+			t.Errorf("kindOf(%q) = %q, want %q", head, got, want)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type server struct {
 	version    string
 	dataDir    string
 	postmaster int // 0 when not local or not visible
+	// maxConn and reserved are max_connections and the slots reserved
+	// from it.
+	maxConn, reserved int
 }
 
 func (sv *server) hasWAL() bool   { return sv.versionNum >= 140000 }

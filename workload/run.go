@@ -31,6 +31,9 @@ type Runner struct {
 	Out io.Writer
 	// Getenv reads PG* variables; nil means os.Getenv.
 	Getenv func(string) string
+	// Sessions, when set, keeps abtest's connection to a server from
+	// one run to the next (see Sessions); nil connects anew each run.
+	Sessions *Sessions
 }
 
 // Run runs one workload against the server and measures it.
@@ -64,11 +67,12 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, r.Proc.Run(ctx, cmd)
 	}
 
-	conn, sv, err := r.prepare(ctx, c, s)
+	conn, sv, release, err := r.connect(ctx, c, s)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	ok := false
+	defer func() { release(ok) }()
 	if !s.SetupDone {
 		if err := RunSetup(ctx, c, s.Workload); err != nil {
 			return nil, err
@@ -116,6 +120,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	keepArtifacts(res, s, sv, dir, logPrefix, logs)
 	r.report(out, res)
+	ok = true
 	return res, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,9 +126,51 @@ func Alive(pid int) bool {
 // Children returns the live processes whose parent is pid.
 func Children(pid int) []int {
 	var out []int
-	for _, s := range All() {
-		if s.PPID == pid && s.Alive() {
+	for _, s := range childStats(pid) {
+		if s.Alive() {
 			out = append(out, s.PID)
+		}
+	}
+	return out
+}
+
+// childStats is the stat of each child of pid, zombies included. The
+// kernel lists a process's children per thread (/proc/PID/task/TID/
+// children), so they are read without the stat of every process on
+// the host: a walk of /proc cost abtest 5–10 ms a reading with about a
+// hundred processes, twice a cell (issue 27). Where the kernel lacks
+// those files (CONFIG_PROC_CHILDREN) it walks /proc. Either way it is a
+// snapshot: a child forked or reaped while it reads may be missed.
+func childStats(pid int) []Stat {
+	tasks, err := os.ReadDir(pidPath(pid, "task"))
+	if err != nil {
+		return nil
+	}
+	var out []Stat
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "task", t.Name(), "children"))
+		if errors.Is(err, fs.ErrNotExist) && len(out) == 0 {
+			return walkChildren(pid)
+		}
+		for _, f := range strings.Fields(string(data)) {
+			child, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if s, err := ReadStat(child); err == nil && s.PPID == pid {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// walkChildren is childStats by reading every process's stat.
+func walkChildren(pid int) []Stat {
+	var out []Stat
+	for _, s := range All() {
+		if s.PPID == pid {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -161,10 +204,8 @@ func TreeTicks(pid int) (int64, bool) {
 		return 0, false
 	}
 	total := own.CPUTicks(true)
-	for _, s := range All() {
-		if s.PPID == pid {
-			total += s.CPUTicks(true)
-		}
+	for _, s := range childStats(pid) {
+		total += s.CPUTicks(true)
 	}
 	return total, true
 }

@@ -82,6 +82,51 @@ func TestLiveProcess(t *testing.T) {
 	}
 }
 
+// childStats reads the children from the kernel's per-thread lists
+// and finds the same processes, zombies included, as a walk of every
+// process's stat.
+func TestChildStats(t *testing.T) {
+	var pids []int
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	}
+	// An exited child that is not reaped yet: its time is not in
+	// cutime, so the tree's total needs it.
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	for end := time.Now().Add(10 * time.Second); Alive(zombie.Process.Pid) && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	pidsOf := func(ss []Stat) []int {
+		var out []int
+		for _, s := range ss {
+			out = append(out, s.PID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, walked := pidsOf(childStats(os.Getpid())), pidsOf(walkChildren(os.Getpid()))
+	for _, p := range append(pids, zombie.Process.Pid) {
+		if !slices.Contains(got, p) {
+			t.Errorf("childStats(self) = %v, want %d among them", got, p)
+		}
+	}
+	if !slices.Equal(got, walked) {
+		t.Errorf("childStats(self) = %v, a walk of /proc found %v", got, walked)
+	}
+	if kids := Children(os.Getpid()); slices.Contains(kids, zombie.Process.Pid) || len(kids) != len(got)-1 {
+		t.Errorf("Children(self) = %v: want the live ones of %v", kids, got)
+	}
+}
+
 func TestSchedstat(t *testing.T) {
 	d, err := ParseSchedstat([]byte("123456789 42 7\n"))
 	if err != nil || d != 123456789 {
