@@ -4,7 +4,9 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 //   - its configuration (results.Config: workload, clients, CPUs,
 //     settings, instructions) is a row of the configurations table that
 //     the cell's config column names;
-//   - its metrics are rows of cell_metrics;
+//   - its metrics are the cells table's metrics column, a JSON object
+//     by name (metricsText), which the metrics view unfolds into a row
+//     per metric;
 //   - its series (Samples, Progress, Waits, Final, Probe: most of a real
 //     record's bytes, read by no verdict) are not stored: they stay in the
 //     results directory;
@@ -206,4 +210,40 @@ func (t *utcTime) Scan(src any) error {
 	p, err := time.Parse(time.RFC3339Nano, s)
 	*t = utcTime(p)
 	return err
+}
+
+// metricsText is the metrics column of values: a JSON object by name in
+// name order, without the NaN and infinite values that JSON cannot
+// hold (nor a cell_metrics row could); names are quoted as json.Marshal
+// quotes them, remembered in quoted (one name is 100 000 cells').
+func metricsText(buf []byte, values results.Values, quoted map[string]string) ([]byte, string) {
+	buf = append(buf[:0], '{')
+	for name, v := range values.All() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		q, ok := quoted[name]
+		if !ok {
+			q = jsonText(name)
+			quoted[name] = q
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(append(buf, q...), ':')
+		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+	}
+	buf = append(buf, '}')
+	return buf, string(buf)
+}
+
+// parseMetrics reads a metrics column (as metricsText writes it, or as
+// a migration's JSON functions did).
+func parseMetrics(text string) (results.Values, error) {
+	var v results.Values
+	if text == "{}" {
+		return v, nil
+	}
+	err := v.UnmarshalJSON([]byte(text))
+	return v, err
 }
