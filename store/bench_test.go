@@ -88,6 +88,14 @@ func importBench(b *testing.B, dir string, target func(i int) string) {
 			b.Fatalf("%+v, %v", st, err)
 		}
 		server += serverTicks(b, s) - server0
+		b.StopTimer()
+		paused := cpuTime()
+		var cells, metrics int
+		if err := s.DB().QueryRow("SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM metrics)").Scan(&cells, &metrics); err != nil || cells != 100000 || metrics != 12*cells {
+			b.Fatalf("stored %d cells, %d metric values, %v", cells, metrics, err)
+		}
+		cpu0 += cpuTime() - paused
+		b.StartTimer()
 		s.Close()
 		cpu += cpuTime() - cpu0
 	}

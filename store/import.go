@@ -48,9 +48,6 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return ImportStats{}, err
 	}
 	st := ImportStats{Run: RunID(src.plan), Warnings: src.warnings}
-	// Cells in a fixed order: two processes inserting overlapping cells
-	// take the rows' locks in the same order and cannot deadlock.
-	sort.Slice(src.recs, func(i, j int) bool { return src.recs[i].Cell < src.recs[j].Cell })
 	var prior int
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {
 		return st, s.fail("importing "+dir, err)
@@ -326,25 +323,82 @@ func (w *cellRows) args(args []any, recs []results.Record, i int) []any {
 	return append(columnArgs(args, r), w.run, w.shard, w.cfgIDs[i], artifacts(r), cellDetail(r), metrics)
 }
 
-// putCells inserts recs (one per cell, sorted by name; those not stored
-// yet), their metrics with them, and returns how many it inserted: on
-// PostgreSQL by COPY into a temporary table and one insert from it in
-// cell name order (the order Import sorted recs in, for the rows'
-// locks), on SQLite by multi-row inserts of the cells the run lacks.
+// batches makes the rows of the records keep says, in order, on a
+// goroutine of its own while the caller stores the batch before: making
+// a row (its metrics text, detail, artifacts, time) was a fifth of a
+// SQLite insert's CPU. A batch is the args of up to size rows of width
+// values; the caller gives each back (release) when it is done with it,
+// and calls stop when it stops reading, at the end or on an error.
+func (w *cellRows) batches(recs []results.Record, keep func(int) bool, width, size int) (out <-chan []any, release func([]any), stop func()) {
+	ch := make(chan []any, 1)
+	// Three buffers: the one being made, the one in ch, the one stored;
+	// free has room for all of them, so that release never waits.
+	free := make(chan []any, 3)
+	free <- make([]any, 0, width*size)
+	free <- make([]any, 0, width*size)
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		args := make([]any, 0, width*size)
+		for i := range recs {
+			if !keep(i) {
+				continue
+			}
+			if args = w.args(args, recs, i); len(args) < width*size {
+				continue
+			}
+			select {
+			case ch <- args:
+			case <-done:
+				return
+			}
+			select {
+			case args = <-free:
+				args = args[:0]
+			case <-done:
+				return
+			}
+		}
+		if len(args) > 0 {
+			select {
+			case ch <- args:
+			case <-done:
+			}
+		}
+	}()
+	return ch, func(b []any) { free <- b }, func() { close(done) }
+}
+
+// putCells inserts recs (one per cell; those not stored yet), their
+// metrics with them, and returns how many it inserted: on PostgreSQL by
+// COPY into a temporary table and one insert from it in cell name order
+// (two processes inserting overlapping cells take the rows' locks in the
+// same order and cannot deadlock), on SQLite, whose import holds the
+// write lock, by multi-row inserts of the cells the run lacks.
 func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, w *cellRows) (int, error) {
+	width := len(cellColumns(&results.Record{})) + 6
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return 0, err
 		}
-		var row []any
-		i := 0
+		batches, release, stop := w.batches(recs, func(int) bool { return true }, width, cellBatch)
+		defer stop()
+		var batch []any
+		k := 0
 		err := copyFrom(ctx, conn, "cells_in", strings.Split(cellsColumns, ", "), pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
+			if k == len(batch) {
+				// pgx has encoded the rows it was given.
+				if batch != nil {
+					release(batch)
+				}
+				var ok bool
+				if batch, ok = <-batches; !ok {
+					return nil, nil
+				}
+				k = 0
 			}
-			row = w.args(row[:0], recs, i)
-			i++
-			return row, nil
+			k += width
+			return batch[k-width : k], nil
 		}))
 		if err != nil {
 			return 0, err
@@ -356,8 +410,6 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 		n, err := res.RowsAffected()
 		return int(n), err
 	}
-	// SQLite: the transaction took the write lock at its BEGIN, so the
-	// run's cells already there are read and the others inserted.
 	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", w.run)
 	if err != nil {
 		return 0, err
@@ -366,28 +418,19 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 	if err := scanIDs(rows, present); err != nil {
 		return 0, err
 	}
-	n := len(cellColumns(&results.Record{})) + 6
-	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", n-1) + ")"}
+	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
 	defer b.close()
-	args := make([]any, 0, n*cellBatch)
+	batches, release, stop := w.batches(recs, func(i int) bool { _, ok := present[recs[i].Cell]; return !ok }, width, cellBatch)
+	defer stop()
 	stored := 0
-	for i := range recs {
-		if _, ok := present[recs[i].Cell]; ok {
-			continue
+	for args := range batches {
+		if err := b.exec(ctx, len(args)/width, args); err != nil {
+			return 0, err
 		}
-		stored++
-		args = w.args(args, recs, i)
-		if len(args) == n*cellBatch {
-			if err := b.exec(ctx, cellBatch, args); err != nil {
-				return 0, err
-			}
-			args = args[:0]
-		}
+		stored += len(args) / width
+		release(args)
 	}
-	if len(args) == 0 {
-		return stored, nil
-	}
-	return stored, b.exec(ctx, len(args)/n, args)
+	return stored, nil
 }
 
 // scanIDs reads rows of (id, cell) into ids and closes rows.
@@ -569,8 +612,8 @@ func pointText(c results.Config) string {
 	return jsonText(configPoint{c.Rate, c.Vars, c.Condition})
 }
 
-// sameConfig: the records (sorted by cell name, so a configuration's
-// cells are mostly adjacent) have the same configuration.
+// sameConfig: the records (in the order they ran, a configuration's
+// cells mostly adjacent) have the same configuration.
 func sameConfig(a, b *results.Record) bool {
 	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) ||
 		a.Rate != b.Rate || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestCellBatches: the rows are made in the records' order, those keep
+// refuses left out, in batches of size rows but the last, each buffer
+// used again once given back; a reader that stops early leaves no
+// goroutine waiting (the race detector and the test's end would see it
+// hang).
+func TestCellBatches(t *testing.T) {
+	recs := make([]results.Record, 11)
+	for i := range recs {
+		recs[i].Cell = fmt.Sprintf("c%02d", i)
+		recs[i].Metrics.Set("tps", float64(i)+0.5)
+	}
+	w := &cellRows{run: "r", shard: "1/1", cfgIDs: make([]string, len(recs)), quoted: map[string]string{}}
+	width := len(cellColumns(&results.Record{})) + 6
+	batches, release, stop := w.batches(recs, func(i int) bool { return i != 4 }, width, 3)
+	var cells, metrics []string
+	var sizes []int
+	for b := range batches {
+		sizes = append(sizes, len(b)/width)
+		for k := 0; k < len(b); k += width {
+			cells = append(cells, b[k].(string))
+			metrics = append(metrics, b[k+width-1].(string))
+		}
+		release(b)
+	}
+	stop()
+	if got, want := fmt.Sprint(cells), "[c00 c01 c02 c03 c05 c06 c07 c08 c09 c10]"; got != want {
+		t.Errorf("cells %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(sizes), "[3 3 3 1]"; got != want {
+		t.Errorf("batches of %s rows, want %s", got, want)
+	}
+	if metrics[4] != `{"tps":5.5}` {
+		t.Errorf("c05's metrics column %s", metrics[4])
+	}
+
+	batches, _, stop = w.batches(recs, func(int) bool { return true }, width, 2)
+	<-batches
+	stop()
+	for range batches {
+	}
+}
