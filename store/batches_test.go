@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/pgabtest/abtest/results"
@@ -18,7 +19,7 @@ func TestCellBatches(t *testing.T) {
 		recs[i].Cell = fmt.Sprintf("c%02d", i)
 		recs[i].Metrics.Set("tps", float64(i)+0.5)
 	}
-	w := &cellRows{run: "r", shard: "1/1", cfgIDs: make([]string, len(recs)), quoted: map[string]string{}}
+	w := &cellRows{run: "r", shard: "1/1", cfgIDs: make([]string, len(recs))}
 	width := len(cellColumns(&results.Record{})) + 6
 	batches, release, stop := w.batches(recs, func(i int) bool { return i != 4 }, width, 3)
 	var cells, metrics []string
@@ -46,5 +47,36 @@ func TestCellBatches(t *testing.T) {
 	<-batches
 	stop()
 	for range batches {
+	}
+}
+
+// TestMetricsText: each cell's metrics column is its values as JSON
+// (names quoted as json.Marshal quotes them, NaN and infinities left
+// out), read back exactly, whatever names the cell before had.
+func TestMetricsText(t *testing.T) {
+	third := 0.1
+	third += 0.2
+	cells := []map[string]float64{
+		{"a": 1, "b": third, "c": 1e-300},
+		{"a": 2, "c": 3},
+		{"a": 1, "b": math.NaN(), "c": math.Inf(1), `q"<`: 5},
+		{},
+		{"a": 1, "b": 2, "c": 3},
+	}
+	want := []string{`{"a":1,"b":0.30000000000000004,"c":1e-300}`, `{"a":2,"c":3}`, `{"a":1,"q\"\u003c":5}`, `{}`, `{"a":1,"b":2,"c":3}`}
+	var q metricQuotes
+	var buf []byte
+	for i, m := range cells {
+		var text string
+		buf, text = metricsText(buf, results.ValuesOf(m), &q)
+		if text != want[i] {
+			t.Errorf("%v: %s, want %s", m, text, want[i])
+		}
+		back, err := parseMetrics(text)
+		for name, v := range m {
+			if got, ok := back.Get(name); err != nil || (ok || !math.IsNaN(v) && !math.IsInf(v, 0)) && got != v {
+				t.Errorf("%s read back: %s = %v, %v; want %v", text, name, got, err, v)
+			}
+		}
 	}
 }

@@ -194,7 +194,7 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	w := &cellRows{run: run, shard: src.shardID, cfgIDs: cfgIDs, quoted: map[string]string{}}
+	w := &cellRows{run: run, shard: src.shardID, cfgIDs: cfgIDs}
 	n, err := s.putCells(ctx, conn, tx, src.recs, w)
 	if err != nil {
 		return fail(err)
@@ -312,14 +312,14 @@ type cellRows struct {
 	run, shard string
 	cfgIDs     []string // by record
 	buf        []byte
-	quoted     map[string]string
+	quotes     metricQuotes
 }
 
 // args appends the values of recs[i]'s row, in cellsColumns' order.
 func (w *cellRows) args(args []any, recs []results.Record, i int) []any {
 	r := &recs[i]
 	var metrics string
-	w.buf, metrics = metricsText(w.buf, r.Metrics, w.quoted)
+	w.buf, metrics = metricsText(w.buf, r.Metrics, &w.quotes)
 	return append(columnArgs(args, r), w.run, w.shard, w.cfgIDs[i], artifacts(r), cellDetail(r), metrics)
 }
 
