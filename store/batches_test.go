@@ -8,8 +8,8 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// TestCellBatches: the rows are made in the records' order, those keep
-// refuses left out, in batches of size rows but the last, each buffer
+// TestCellBatches: the rows are made in cell name order, the cells
+// already stored left out, in batches of size rows but the last, each buffer
 // used again once given back; a reader that stops early leaves no
 // goroutine waiting (the race detector and the test's end would see it
 // hang).
@@ -21,7 +21,9 @@ func TestCellBatches(t *testing.T) {
 	}
 	w := &cellRows{run: "r", shard: "1/1", cfgIDs: make([]string, len(recs))}
 	width := len(cellColumns(&results.Record{})) + 6
-	batches, release, stop := w.batches(recs, func(i int) bool { return i != 4 }, width, 3)
+	present := map[string]int64{"c04": 1}
+	recs[1].Cell, recs[2].Cell = recs[2].Cell, recs[1].Cell
+	batches, release, stop := w.batches(recs, byName(recs, present), width, 3)
 	var cells, metrics []string
 	var sizes []int
 	for b := range batches {
@@ -43,7 +45,7 @@ func TestCellBatches(t *testing.T) {
 		t.Errorf("c05's metrics column %s", metrics[4])
 	}
 
-	batches, _, stop = w.batches(recs, func(int) bool { return true }, width, 2)
+	batches, _, stop = w.batches(recs, byName(recs, nil), width, 2)
 	<-batches
 	stop()
 	for range batches {

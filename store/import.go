@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -323,13 +324,13 @@ func (w *cellRows) args(args []any, recs []results.Record, i int) []any {
 	return append(columnArgs(args, r), w.run, w.shard, w.cfgIDs[i], artifacts(r), cellDetail(r), metrics)
 }
 
-// batches makes the rows of the records keep says, in order, on a
+// batches makes the rows of the records idx lists, in its order, on a
 // goroutine of its own while the caller stores the batch before: making
 // a row (its metrics text, detail, artifacts, time) was a fifth of a
 // SQLite insert's CPU. A batch is the args of up to size rows of width
 // values; the caller gives each back (release) when it is done with it,
 // and calls stop when it stops reading, at the end or on an error.
-func (w *cellRows) batches(recs []results.Record, keep func(int) bool, width, size int) (out <-chan []any, release func([]any), stop func()) {
+func (w *cellRows) batches(recs []results.Record, idx []int32, width, size int) (out <-chan []any, release func([]any), stop func()) {
 	ch := make(chan []any, 1)
 	// Three buffers: the one being made, the one in ch, the one stored;
 	// free has room for all of them, so that release never waits.
@@ -340,11 +341,8 @@ func (w *cellRows) batches(recs []results.Record, keep func(int) bool, width, si
 	go func() {
 		defer close(ch)
 		args := make([]any, 0, width*size)
-		for i := range recs {
-			if !keep(i) {
-				continue
-			}
-			if args = w.args(args, recs, i); len(args) < width*size {
+		for _, i := range idx {
+			if args = w.args(args, recs, int(i)); len(args) < width*size {
 				continue
 			}
 			select {
@@ -381,7 +379,7 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return 0, err
 		}
-		batches, release, stop := w.batches(recs, func(int) bool { return true }, width, cellBatch)
+		batches, release, stop := w.batches(recs, byName(recs, nil), width, cellBatch)
 		defer stop()
 		var batch []any
 		k := 0
@@ -420,7 +418,7 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 	}
 	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
 	defer b.close()
-	batches, release, stop := w.batches(recs, func(i int) bool { _, ok := present[recs[i].Cell]; return !ok }, width, cellBatch)
+	batches, release, stop := w.batches(recs, byName(recs, present), width, cellBatch)
 	defer stop()
 	stored := 0
 	for args := range batches {
@@ -431,6 +429,23 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 		release(args)
 	}
 	return stored, nil
+}
+
+// byName lists the records whose cells present lacks, in cell name
+// order: the order of the cells' unique index, which SQLite then fills
+// at its end (inserting in the order the cells ran cost it 0.7 CPU-s
+// more at 100 000 cells) and PostgreSQL's insert sorts by. The records
+// stay in their order (moving them sorted 47 MB), for the analysis
+// beside.
+func byName(recs []results.Record, present map[string]int64) []int32 {
+	idx := make([]int32, 0, len(recs))
+	for i := range recs {
+		if _, ok := present[recs[i].Cell]; !ok {
+			idx = append(idx, int32(i))
+		}
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(recs[a].Cell, recs[b].Cell) })
+	return idx
 }
 
 // scanIDs reads rows of (id, cell) into ids and closes rows.
