@@ -1,13 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,9 +49,6 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return ImportStats{}, err
 	}
 	st := ImportStats{Run: RunID(src.plan), Warnings: src.warnings}
-	// Cells in a fixed order: two processes inserting overlapping cells
-	// take the rows' locks in the same order and cannot deadlock.
-	sort.Slice(src.recs, func(i, j int) bool { return src.recs[i].Cell < src.recs[j].Cell })
 	var prior int
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {
 		return st, s.fail("importing "+dir, err)
@@ -181,10 +176,6 @@ func analyse(shards []analysis.Shard) analysed {
 // returns how many cells it stored.
 func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, error) {
 	fail := func(err error) (int, error) { return 0, s.fail("importing "+src.dir, err) }
-	metricIDs, err := s.metricIDs(ctx, src.recs)
-	if err != nil {
-		return fail(err)
-	}
 	// One connection for the transaction and, on PostgreSQL, the COPY
 	// that runs in it.
 	conn, err := s.db.Conn(ctx)
@@ -204,17 +195,15 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	ids, err := s.putCells(ctx, conn, tx, run, src.shardID, src.recs, cfgIDs)
+	w := &cellRows{run: run, shard: src.shardID, cfgIDs: cfgIDs}
+	n, err := s.putCells(ctx, conn, tx, src.recs, w)
 	if err != nil {
-		return fail(err)
-	}
-	if err := s.putMetrics(ctx, conn, tx, src.recs, ids, metricIDs); err != nil {
 		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
-	return len(ids), nil
+	return n, nil
 }
 
 // runCreated is when the run was planned.
@@ -316,82 +305,147 @@ func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]re
 }
 
 // cellsColumns are the cells table's columns an import writes: those of
-// cellColumns, then those that are not the record's (cellArgs).
-var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail"
+// cellColumns, then those that are not the record's (cellRows.args).
+var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail, metrics"
 
-// cellArgs appends the values of recs[i]'s row, in cellsColumns' order.
-func cellArgs(args []any, recs []results.Record, i int, run, shard string, cfgIDs []string) []any {
-	r := &recs[i]
-	return append(columnArgs(args, r), run, shard, cfgIDs[i], artifacts(r), cellDetail(r))
+// cellRows makes the cells' rows of one import.
+type cellRows struct {
+	run, shard string
+	cfgIDs     []string // by record
+	buf        []byte
+	quotes     metricQuotes
 }
 
-// putCells inserts recs (one per cell, sorted by name; those not stored
-// yet) and returns the new rows' ids by cell name: on PostgreSQL by COPY
-// into a temporary table and one insert from it in cell name order (the
-// order Import sorted recs in, for the rows' locks), on SQLite by
-// multi-row inserts.
-func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, run, shard string, recs []results.Record, cfgIDs []string) (map[string]int64, error) {
-	ids := make(map[string]int64, len(recs))
+// args appends the values of recs[i]'s row, in cellsColumns' order.
+func (w *cellRows) args(args []any, recs []results.Record, i int) []any {
+	r := &recs[i]
+	var metrics string
+	w.buf, metrics = metricsText(w.buf, r.Metrics, &w.quotes)
+	return append(columnArgs(args, r), w.run, w.shard, w.cfgIDs[i], artifacts(r), cellDetail(r), metrics)
+}
+
+// batches makes the rows of the records idx lists, in its order, on a
+// goroutine of its own while the caller stores the batch before: making
+// a row (its metrics text, detail, artifacts, time) was a fifth of a
+// SQLite insert's CPU. A batch is the args of up to size rows of width
+// values; the caller gives each back (release) when it is done with it,
+// and calls stop when it stops reading, at the end or on an error.
+func (w *cellRows) batches(recs []results.Record, idx []int32, width, size int) (out <-chan []any, release func([]any), stop func()) {
+	ch := make(chan []any, 1)
+	// Three buffers: the one being made, the one in ch, the one stored;
+	// free has room for all of them, so that release never waits.
+	free := make(chan []any, 3)
+	free <- make([]any, 0, width*size)
+	free <- make([]any, 0, width*size)
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		args := make([]any, 0, width*size)
+		for _, i := range idx {
+			if args = w.args(args, recs, int(i)); len(args) < width*size {
+				continue
+			}
+			select {
+			case ch <- args:
+			case <-done:
+				return
+			}
+			select {
+			case args = <-free:
+				args = args[:0]
+			case <-done:
+				return
+			}
+		}
+		if len(args) > 0 {
+			select {
+			case ch <- args:
+			case <-done:
+			}
+		}
+	}()
+	return ch, func(b []any) { free <- b }, func() { close(done) }
+}
+
+// putCells inserts recs (one per cell; those not stored yet), their
+// metrics with them, and returns how many it inserted: on PostgreSQL by
+// COPY into a temporary table and one insert from it in cell name order
+// (two processes inserting overlapping cells take the rows' locks in the
+// same order and cannot deadlock), on SQLite, whose import holds the
+// write lock, by multi-row inserts of the cells the run lacks.
+func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, w *cellRows) (int, error) {
+	width := len(cellColumns(&results.Record{})) + 6
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
-			return nil, err
+			return 0, err
 		}
-		var row []any
-		i := 0
+		batches, release, stop := w.batches(recs, byName(recs, nil), width, cellBatch)
+		defer stop()
+		var batch []any
+		k := 0
 		err := copyFrom(ctx, conn, "cells_in", strings.Split(cellsColumns, ", "), pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
+			if k == len(batch) {
+				// pgx has encoded the rows it was given.
+				if batch != nil {
+					release(batch)
+				}
+				var ok bool
+				if batch, ok = <-batches; !ok {
+					return nil, nil
+				}
+				k = 0
 			}
-			row = cellArgs(row[:0], recs, i, run, shard, cfgIDs)
-			i++
-			return row, nil
+			k += width
+			return batch[k-width : k], nil
 		}))
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		rows, err := tx.QueryContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING RETURNING id, cell")
+		res, err := tx.ExecContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING")
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		return ids, scanIDs(rows, ids)
+		n, err := res.RowsAffected()
+		return int(n), err
 	}
-	// SQLite: the transaction took the write lock at its BEGIN, so the
-	// run's cells already there and the last id are read, and the new
-	// cells inserted with their ids: nothing to return.
-	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", run)
+	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", w.run)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	present := map[string]int64{}
 	if err := scanIDs(rows, present); err != nil {
-		return nil, err
+		return 0, err
 	}
-	var last int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM cells").Scan(&last); err != nil {
-		return nil, err
-	}
-	n := len(cellColumns(&results.Record{})) + 6
-	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (id, " + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", n-1) + ")"}
+	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
 	defer b.close()
-	args := make([]any, 0, n*cellBatch)
+	batches, release, stop := w.batches(recs, byName(recs, present), width, cellBatch)
+	defer stop()
+	stored := 0
+	for args := range batches {
+		if err := b.exec(ctx, len(args)/width, args); err != nil {
+			return 0, err
+		}
+		stored += len(args) / width
+		release(args)
+	}
+	return stored, nil
+}
+
+// byName lists the records whose cells present lacks, in cell name
+// order: the order of the cells' unique index, which SQLite then fills
+// at its end (inserting in the order the cells ran cost it 0.7 CPU-s
+// more at 100 000 cells) and PostgreSQL's insert sorts by. The records
+// stay in their order (moving them sorted 47 MB), for the analysis
+// beside.
+func byName(recs []results.Record, present map[string]int64) []int32 {
+	idx := make([]int32, 0, len(recs))
 	for i := range recs {
-		if _, ok := present[recs[i].Cell]; ok {
-			continue
-		}
-		last++
-		ids[recs[i].Cell] = last
-		args = cellArgs(append(args, last), recs, i, run, shard, cfgIDs)
-		if len(args) == n*cellBatch {
-			if err := b.exec(ctx, cellBatch, args); err != nil {
-				return nil, err
-			}
-			args = args[:0]
+		if _, ok := present[recs[i].Cell]; !ok {
+			idx = append(idx, int32(i))
 		}
 	}
-	if len(args) == 0 {
-		return ids, nil
-	}
-	return ids, b.exec(ctx, len(args)/n, args)
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(recs[a].Cell, recs[b].Cell) })
+	return idx
 }
 
 // scanIDs reads rows of (id, cell) into ids and closes rows.
@@ -425,142 +479,6 @@ func artifacts(r *results.Record) string {
 		arts["profile"] = r.Perf.Profile
 	}
 	return jsonText(arts)
-}
-
-// metricIDs returns the ids of the metrics recs have, by name, adding the
-// new names first in a statement of their own: concurrent importers
-// never hold a name's lock for a whole import.
-func (s *Store) metricIDs(ctx context.Context, recs []results.Record) (map[string]int64, error) {
-	used := map[string]bool{}
-	for i := range recs {
-		for m := range recs[i].Metrics.All() {
-			used[m] = true
-		}
-	}
-	have, err := s.metricNames(ctx, s.db)
-	if err != nil {
-		return nil, err
-	}
-	var missing []string
-	for m := range used {
-		if _, ok := have[m]; !ok {
-			missing = append(missing, m)
-		}
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		args := make([]any, len(missing))
-		for i, m := range missing {
-			args[i] = m
-		}
-		if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO metric_names (name) VALUES (?)"+strings.Repeat(",(?)", len(missing)-1)+" ON CONFLICT (name) DO NOTHING"), args...); err != nil {
-			return nil, err
-		}
-		if have, err = s.metricNames(ctx, s.db); err != nil {
-			return nil, err
-		}
-	}
-	maps.DeleteFunc(have, func(m string, _ int64) bool { return !used[m] })
-	return have, nil
-}
-
-// metricNames returns every metric's id by name.
-func (s *Store) metricNames(ctx context.Context, q execer) (map[string]int64, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id, name FROM metric_names")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := map[string]int64{}
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return nil, err
-		}
-		ids[name] = id
-	}
-	return ids, rows.Err()
-}
-
-// putMetrics stores the metrics of the cells putCells inserted. A cell
-// that was already there keeps its metrics: a cell is written once.
-// The cells are new, so their metrics cannot conflict: PostgreSQL takes
-// them by COPY in tx (on conn), SQLite by multi-row inserts.
-func (s *Store) putMetrics(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, ids, metricIDs map[string]int64) error {
-	next := metricRows(recs, ids, metricIDs)
-	if s.postgres {
-		row := make([]any, 3)
-		return copyFrom(ctx, conn, "cell_metrics", []string{"cell_id", "metric_id", "value"}, pgx.CopyFromFunc(func() ([]any, error) {
-			cell, metric, v, ok := next()
-			if !ok {
-				return nil, nil
-			}
-			row[0], row[1], row[2] = cell, metric, v
-			return row, nil
-		}))
-	}
-	b := &batcher{s: s, tx: tx, size: metricBatch, head: "INSERT INTO cell_metrics (cell_id, metric_id, value) VALUES ", row: "(?,?,?)"}
-	defer b.close()
-	args := make([]any, 0, 3*metricBatch)
-	n := 0
-	for {
-		cell, metric, v, ok := next()
-		if !ok {
-			break
-		}
-		args = append(args, cell, metric, v)
-		if n++; n == metricBatch {
-			if err := b.exec(ctx, n, args); err != nil {
-				return err
-			}
-			args, n = args[:0], 0
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	return b.exec(ctx, n, args)
-}
-
-// metricRows returns an iterator over the metric rows of the records
-// that ids has (the cells just inserted), each cell's in the order of
-// the metrics' ids (metricIDs: the names the records have); its ok is
-// false at the end. NaN and infinite values are left out.
-func metricRows(recs []results.Record, ids, metricIDs map[string]int64) func() (cell, metric int64, v float64, ok bool) {
-	type metric struct {
-		name string
-		id   int64
-	}
-	order := make([]metric, 0, len(metricIDs))
-	for name, id := range metricIDs {
-		order = append(order, metric{name, id})
-	}
-	slices.SortFunc(order, func(a, b metric) int { return cmp.Compare(a.id, b.id) })
-	var cellID int64
-	i, k := 0, len(order)
-	return func() (int64, int64, float64, bool) {
-		for {
-			if k == len(order) {
-				for {
-					if i == len(recs) {
-						return 0, 0, 0, false
-					}
-					id, ok := ids[recs[i].Cell]
-					i++
-					if ok {
-						cellID, k = id, 0
-						break
-					}
-				}
-			}
-			m := order[k]
-			k++
-			if v, ok := recs[i-1].Metrics.Get(m.name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				return cellID, m.id, v, true
-			}
-		}
-	}
 }
 
 // reanalyze recomputes run's verdicts with the analysis package, under a
@@ -709,8 +627,8 @@ func pointText(c results.Config) string {
 	return jsonText(configPoint{c.Rate, c.Vars, c.Condition})
 }
 
-// sameConfig: the records (sorted by cell name, so a configuration's
-// cells are mostly adjacent) have the same configuration.
+// sameConfig: the records (in the order they ran, a configuration's
+// cells mostly adjacent) have the same configuration.
 func sameConfig(a, b *results.Record) bool {
 	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) ||
 		a.Rate != b.Rate || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {

@@ -99,14 +99,13 @@ func shardIndex(name string) int {
 // readRecords reads run's cells back as records (see cellRecord), by
 // shard, each shard's in the order they ran.
 func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[string][]results.Record, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT c.id, c.shard, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions, f.point, `+columnNames("c.")+`
+	rows, err := q.QueryContext(ctx, s.q(`SELECT c.metrics, c.shard, c.detail, c.config, f.workload, f.clients, f.cpus, f.settings, f.instructions, f.point, `+columnNames("c.")+`
 		FROM cells c JOIN configurations f ON f.id = c.config WHERE c.run_id = ? ORDER BY c.shard, c.seq, c.cell`), run)
 	if err != nil {
 		return nil, err
 	}
 	var recs []results.Record
 	var shardOf []string
-	index := map[int64]int{}
 	configs := map[string]results.Config{}
 	var cols results.Record
 	dest := make([]any, 10)
@@ -114,10 +113,9 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 		dest = append(dest, c.ptr)
 	}
 	for rows.Next() {
-		var id int64
-		var shard, det, cfg, set, point string
+		var metrics, shard, det, cfg, set, point string
 		var c results.Config
-		dest[0], dest[1], dest[2], dest[3] = &id, &shard, &det, &cfg
+		dest[0], dest[1], dest[2], dest[3] = &metrics, &shard, &det, &cfg
 		dest[4], dest[5], dest[6], dest[7], dest[8], dest[9] = &c.Workload, &c.Clients, &c.CPUs, &set, (*intBool)(&c.Instructions), &point
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
@@ -142,8 +140,10 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 			rows.Close()
 			return nil, err
 		}
-		r.Metrics = results.Values{}
-		index[id] = len(recs)
+		if r.Metrics, err = parseMetrics(metrics); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("cell %s: metrics: %v", r.Cell, err)
+		}
 		recs = append(recs, r)
 		shardOf = append(shardOf, shard)
 	}
@@ -151,56 +151,11 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.readMetrics(ctx, q, run, recs, index); err != nil {
-		return nil, err
-	}
 	byShard := map[string][]results.Record{}
 	for i, r := range recs {
 		byShard[shardOf[i]] = append(byShard[shardOf[i]], r)
 	}
 	return byShard, nil
-}
-
-// readMetrics fills the metrics of run's records, indexed by cell id.
-// A cell's rows come together (by cell id) and make its Values at once:
-// Set per metric copied both slices each time, k²/2 values for a cell
-// of k metrics.
-func (s *Store) readMetrics(ctx context.Context, q execer, run string, recs []results.Record, index map[int64]int) error {
-	ids, err := s.metricNames(ctx, q)
-	if err != nil {
-		return err
-	}
-	names := map[int64]string{}
-	for name, id := range ids {
-		names[id] = name
-	}
-	rows, err := q.QueryContext(ctx, s.q(`SELECT m.cell_id, m.metric_id, m.value FROM cell_metrics m JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ? ORDER BY m.cell_id`), run)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	cell := int64(-1)
-	values := map[string]float64{}
-	flush := func() {
-		if i, ok := index[cell]; ok && len(values) > 0 {
-			recs[i].Metrics = results.ValuesOf(values)
-		}
-		clear(values)
-	}
-	for rows.Next() {
-		var id, metric int64
-		var v float64
-		if err := rows.Scan(&id, &metric, &v); err != nil {
-			return err
-		}
-		if id != cell {
-			flush()
-			cell = id
-		}
-		values[names[metric]] = v
-	}
-	flush()
-	return rows.Err()
 }
 
 // ResolveRun returns the run that ref names: a run id, a prefix of one,

@@ -4,7 +4,9 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 //   - its configuration (results.Config: workload, clients, CPUs,
 //     settings, instructions) is a row of the configurations table that
 //     the cell's config column names;
-//   - its metrics are rows of cell_metrics;
+//   - its metrics are the cells table's metrics column, a JSON object
+//     by name (metricsText), which the metrics view unfolds into a row
+//     per metric;
 //   - its series (Samples, Progress, Waits, Final, Probe: most of a real
 //     record's bytes, read by no verdict) are not stored: they stay in the
 //     results directory;
@@ -206,4 +210,65 @@ func (t *utcTime) Scan(src any) error {
 	p, err := time.Parse(time.RFC3339Nano, s)
 	*t = utcTime(p)
 	return err
+}
+
+// metricQuotes remembers metric names quoted as JSON keys: the last
+// record's in order (a run's cells mostly have the same names, and a
+// string compares equal at once to itself), the others by name.
+type metricQuotes struct {
+	last, lastQuoted []string
+	byName           map[string]string
+}
+
+func (q *metricQuotes) quote(i int, name string) string {
+	if i < len(q.last) && q.last[i] == name {
+		return q.lastQuoted[i]
+	}
+	quoted, ok := q.byName[name]
+	if !ok {
+		if q.byName == nil {
+			q.byName = map[string]string{}
+		}
+		quoted = jsonText(name)
+		q.byName[name] = quoted
+	}
+	if i < len(q.last) {
+		q.last[i], q.lastQuoted[i] = name, quoted
+	} else {
+		q.last, q.lastQuoted = append(q.last, name), append(q.lastQuoted, quoted)
+	}
+	return quoted
+}
+
+// metricsText is the metrics column of values: a JSON object by name in
+// name order, without the NaN and infinite values that JSON cannot
+// hold (nor a cell_metrics row could); names are quoted as json.Marshal
+// quotes them. buf is for the text's bytes.
+func metricsText(buf []byte, values results.Values, q *metricQuotes) ([]byte, string) {
+	buf = append(buf[:0], '{')
+	i := 0
+	for name, v := range values.All() {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(append(buf, q.quote(i, name)...), ':')
+		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+		i++
+	}
+	buf = append(buf, '}')
+	return buf, string(buf)
+}
+
+// parseMetrics reads a metrics column (as metricsText writes it, or as
+// a migration's JSON functions did).
+func parseMetrics(text string) (results.Values, error) {
+	var v results.Values
+	if text == "{}" {
+		return v, nil
+	}
+	err := v.UnmarshalJSON([]byte(text))
+	return v, err
 }

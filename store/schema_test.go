@@ -9,8 +9,8 @@ import (
 )
 
 // TestMigrateVersion1: a store written at schema version 1 (metrics by
-// name, no plans) is migrated on Open: its metric values are in
-// cell_metrics and still read through the metrics view, an instruction
+// name, no plans) is migrated on Open: its metric values are in the
+// cells' metrics column and still read through the metrics view, an instruction
 // configuration is marked as one, and the run's shard waits for its plan.
 func TestMigrateVersion1(t *testing.T) {
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestMigrateVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 5 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 6 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	var got []string
@@ -68,11 +68,12 @@ func TestMigrateVersion1(t *testing.T) {
 		got = append(got, m)
 	}
 	rows.Close()
-	var cellMetrics, instr int
-	s.db.QueryRow("SELECT count(*) FROM cell_metrics").Scan(&cellMetrics)
+	var cellMetrics string
+	var instr int
+	s.db.QueryRow("SELECT metrics FROM cells WHERE id = 1").Scan(&cellMetrics)
 	s.db.QueryRow("SELECT count(*) FROM configurations WHERE instructions = 1 AND id = 'select1/instr/cpuall'").Scan(&instr)
-	if strings.Join(got, " ") != "latency_avg_ms=0.8 tps=1234.5" || cellMetrics != 2 || instr != 1 {
-		t.Errorf("after the migration: metrics %q, %d cell_metrics rows, %d instruction configurations", got, cellMetrics, instr)
+	if strings.Join(got, " ") != "latency_avg_ms=0.8 tps=1234.5" || cellMetrics != `{"latency_avg_ms":0.8,"tps":1234.5}` || instr != 1 {
+		t.Errorf("after the migration: metrics %q, metrics column %s, %d instruction configurations", got, cellMetrics, instr)
 	}
 	if _, err := s.input(ctx, s.db, "r"); err == nil || !strings.Contains(err.Error(), "import /x again") {
 		t.Errorf("a run stored without its plan: %v", err)
@@ -105,6 +106,9 @@ func TestMigrateVersion4Roles(t *testing.T) {
 		}
 	}
 	// Back to version 4, as an older abtest left it.
+	if err := DowngradeTo5(ctx, s); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{"ALTER TABLE verdicts DROP COLUMN role", "DELETE FROM schema_version WHERE version = 5"} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatal(err)
