@@ -7,7 +7,8 @@ func DecodeLine(line []byte) (rec Record, fast bool, err error) {
 	if d.decode(line, &rec) && rec.Cell != "" {
 		return rec, true, nil
 	}
-	rec, err = d.line(line)
+	rec = Record{}
+	err = d.line(line, &rec)
 	return rec, false, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -53,19 +54,25 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(out)
-	var best [3]time.Duration
+	var best, bestCPU [3]time.Duration
 	for i := range *count {
-		steps, err := once(fs.Args(), *format, out)
+		steps, cpus, err := once(fs.Args(), *format, out)
 		if err != nil {
 			return err
 		}
-		for j, d := range steps {
-			if i == 0 || d < best[j] {
-				best[j] = d
+		for j := range steps {
+			if i == 0 || steps[j] < best[j] {
+				best[j] = steps[j]
+			}
+			if i == 0 || cpus[j] < bestCPU[j] {
+				bestCPU[j] = cpus[j]
 			}
 		}
 	}
-	fmt.Fprintf(stderr, "load %.3f s, analyze %.3f s, output %.3f s\n", best[0].Seconds(), best[1].Seconds(), best[2].Seconds())
+	// CPU seconds beside wall: on a shared machine wall time is the
+	// load's.
+	fmt.Fprintf(stderr, "load %.3f s (%.3f CPU-s), analyze %.3f s (%.3f CPU-s), output %.3f s (%.3f CPU-s)\n",
+		best[0].Seconds(), bestCPU[0].Seconds(), best[1].Seconds(), bestCPU[1].Seconds(), best[2].Seconds(), bestCPU[2].Seconds())
 	if *mem != "" {
 		f, err := os.Create(*mem)
 		if err != nil {
@@ -79,23 +86,31 @@ func run(args []string, stderr io.Writer) error {
 }
 
 // once loads, analyses and writes the report, and returns each step's
-// time.
-func once(dirs []string, format, out string) ([3]time.Duration, error) {
-	var steps [3]time.Duration
-	t0 := time.Now()
+// wall time and the process's CPU time (user and system) in it.
+func once(dirs []string, format, out string) (steps, cpus [3]time.Duration, err error) {
+	t0, c0 := time.Now(), cpuTime()
 	in, err := analysis.Load(dirs...)
 	if err != nil {
-		return steps, err
+		return steps, cpus, err
 	}
-	t1 := time.Now()
+	t1, c1 := time.Now(), cpuTime()
 	rep, err := analysis.Analyze(in, analysis.Options{})
 	if err != nil {
-		return steps, err
+		return steps, cpus, err
 	}
-	t2 := time.Now()
+	t2, c2 := time.Now(), cpuTime()
 	if err := rep.Output(io.Discard, format, filepath.Join(out, "report."+format), io.Discard); err != nil {
-		return steps, err
+		return steps, cpus, err
 	}
-	t3 := time.Now()
-	return [3]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)}, nil
+	t3, c3 := time.Now(), cpuTime()
+	return [3]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)}, [3]time.Duration{c1 - c0, c2 - c1, c3 - c2}, nil
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
