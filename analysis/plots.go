@@ -279,11 +279,12 @@ func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit strin
 func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 	byConfig := map[string][]int{}
 	var configs []string
-	for i, rec := range w.r.records {
+	for i := range w.r.records {
+		rec := &w.r.records[i]
 		if rec.Status != results.StatusOK {
 			continue
 		}
-		id := rec.Config.ID()
+		id := w.r.configID(rec.Config)
 		if byConfig[id] == nil {
 			configs = append(configs, id)
 		}
