@@ -365,6 +365,9 @@ var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
 // where it covers no data and leaves room for the last x tick label.
 func save(p *plot.Plot, path string) error {
 	c := newCanvas(plotW, plotH)
+	if r, ok := c.(interface{ release() }); ok {
+		defer r.release()
+	}
 	dc := draw.New(c)
 	legend := p.Legend
 	legend.Top, legend.Left = true, true
