@@ -111,6 +111,7 @@ func (w *plotWriter) addStrip(p *laidOut, st Stat, x float64) error {
 	}
 	sc.GlyphStyle.Color = w.colour[st.Commit]
 	sc.GlyphStyle.Radius = vg.Points(2.5)
+	sc.GlyphStyle.Shape = &ringGlyph{}
 	med, err := plotter.NewLine(plotter.XYs{{X: x - 0.25, Y: st.Median}, {X: x + 0.25, Y: st.Median}})
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("analyzeprof", flag.ContinueOnError)
 	cpu := fs.String("cpuprofile", "", "write a CPU profile to `FILE`")
 	mem := fs.String("memprofile", "", "write a heap profile (allocations) to `FILE`")
+	live := fs.String("liveprofile", "", "write a heap profile of what is live after the analysis (before the output) to `FILE`")
 	format := fs.String("format", "md", "report `FORMAT`")
 	count := fs.Int("count", 1, "run `N` times; the figures are each step's fastest")
 	if err := fs.Parse(args); err != nil {
@@ -56,7 +57,7 @@ func run(args []string, stderr io.Writer) error {
 	defer os.RemoveAll(out)
 	var best, bestCPU [3]time.Duration
 	for i := range *count {
-		steps, cpus, err := once(fs.Args(), *format, out)
+		steps, cpus, err := once(fs.Args(), *format, out, *live)
 		if err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func run(args []string, stderr io.Writer) error {
 
 // once loads, analyses and writes the report, and returns each step's
 // wall time and the process's CPU time (user and system) in it.
-func once(dirs []string, format, out string) (steps, cpus [3]time.Duration, err error) {
+func once(dirs []string, format, out, live string) (steps, cpus [3]time.Duration, err error) {
 	t0, c0 := time.Now(), cpuTime()
 	in, err := analysis.Load(dirs...)
 	if err != nil {
@@ -98,12 +99,31 @@ func once(dirs []string, format, out string) (steps, cpus [3]time.Duration, err 
 	if err != nil {
 		return steps, cpus, err
 	}
+	if live != "" {
+		if err := liveProfile(live); err != nil {
+			return steps, cpus, err
+		}
+	}
 	t2, c2 := time.Now(), cpuTime()
 	if err := rep.Output(io.Discard, format, filepath.Join(out, "report."+format), io.Discard); err != nil {
 		return steps, cpus, err
 	}
 	t3, c3 := time.Now(), cpuTime()
 	return [3]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)}, [3]time.Duration{c1 - c0, c2 - c1, c3 - c2}, nil
+}
+
+// liveProfile writes a heap profile of what is live now.
+func liveProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cpuTime is the process's user and system CPU time so far.
