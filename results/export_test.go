@@ -30,3 +30,9 @@ func DecodeCells(b []byte) bool {
 
 // RecordFields are the keys of a Record lineDecoder reads.
 var RecordFields = recordFields[:]
+
+// CutCells says whether the fast path cuts a plan's cells out of it.
+func CutCells(b []byte) bool {
+	_, _, ok := cutCells(b, newLineDecoder(newInterner()))
+	return ok
+}
