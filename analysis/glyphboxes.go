@@ -28,6 +28,7 @@ type laidOut struct {
 	*plot.Plot
 	boxers  []plot.GlyphBoxer
 	scratch []plot.GlyphBox // glyphBoxes'
+	path    vg.Path         // plotLine's
 }
 
 func newLaidOut() *laidOut {
@@ -42,7 +43,7 @@ func (l *laidOut) Add(ps ...plot.Plotter) {
 		if b, ok := d.(plot.GlyphBoxer); ok {
 			l.boxers = append(l.boxers, b)
 			if r, ok := d.(plot.DataRanger); ok {
-				d = unboxedRanger{d, r}
+				d = unboxedRanger{d, r, l}
 			} else {
 				d = unboxed{d}
 			}
@@ -60,9 +61,45 @@ func (u unboxed) Plot(c draw.Canvas, p *plot.Plot) { u.d.Plot(c, p) }
 type unboxedRanger struct {
 	d plot.Plotter
 	r plot.DataRanger
+	l *laidOut
 }
 
-func (u unboxedRanger) Plot(c draw.Canvas, p *plot.Plot) { u.d.Plot(c, p) }
+func (u unboxedRanger) Plot(c draw.Canvas, p *plot.Plot) {
+	if l, ok := u.d.(*plotter.Line); !ok || !u.l.plotLine(l, c, p) {
+		u.d.Plot(c, p)
+	}
+}
+
+// plotLine draws a plain line (no fill, no steps) within the canvas as
+// Line.Plot draws it, but in a path reused from line to line (a line's
+// points are its clipped line then: Line.Plot clips it four times over,
+// in new slices, and draws it in a path of its own, a fifth of what
+// writing the plots of 10⁵ cells allocated). False where it did not
+// draw the line, which Line.Plot is then to draw.
+func (l *laidOut) plotLine(pts *plotter.Line, c draw.Canvas, p *plot.Plot) bool {
+	if pts.FillColor != nil || pts.StepStyle != plotter.NoStep {
+		return false
+	}
+	trX, trY := p.Transforms(&c)
+	l.path = l.path[:0]
+	for i, xy := range pts.XYs {
+		pt := vg.Point{X: trX(xy.X), Y: trY(xy.Y)}
+		if !c.Contains(pt) {
+			return false
+		}
+		if i == 0 {
+			l.path.Move(pt)
+		} else {
+			l.path.Line(pt)
+		}
+	}
+	// One point is no line: the clipped lines are none.
+	if pts.LineStyle.Width != 0 && len(pts.XYs) > 1 {
+		c.SetLineStyle(pts.LineStyle)
+		c.Stroke(l.path)
+	}
+	return true
+}
 
 func (u unboxedRanger) DataRange() (xmin, xmax, ymin, ymax float64) { return u.r.DataRange() }
 
