@@ -114,6 +114,15 @@ type plotWriter struct {
 	slots  chan struct{}
 	mu     sync.Mutex
 	err    error // the first save's error
+
+	boxes sync.Map // the texts' boxes (measuredText)
+}
+
+// newLaidOut is a plot of the report's, its texts measured once.
+func (w *plotWriter) newLaidOut() *laidOut {
+	p := newLaidOut()
+	measured(p.Plot, &w.boxes)
+	return p
 }
 
 // save draws p into path on a worker; wait says how the saves went.
@@ -192,7 +201,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
 		return nil
 	}
-	p := newLaidOut()
+	p := w.newLaidOut()
 	p.Title.Text = "TPS by clients: " + g.name
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
@@ -298,7 +307,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 // the given records, a line per cell, or notes why not.
 func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-	p := newLaidOut()
+	p := w.newLaidOut()
 	p.Title.Text = "TPS over time: " + id
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"

@@ -68,7 +68,7 @@ func (w *plotWriter) commitsWithValues(row Row) int {
 // axis starts at 0, so a difference looks as large as it is.
 func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
-	p := newLaidOut()
+	p := w.newLaidOut()
 	def, _ := w.r.Plan.Metrics.Get(row.Metric)
 	p.Title.Text = row.Metric + ": " + row.Config
 	p.Y.Label.Text = row.Metric
