@@ -111,8 +111,6 @@ type analyzer struct {
 
 	configs []string
 	groups  map[string]map[string]*group // config → commit
-	ids     map[string]string            // configKey → ID, to spare c.ID() at 10⁵ cells
-	key     []byte                       // configID's buffer
 	present map[string]bool              // metrics with a valid value in some usable cell
 	// positive: metrics whose values must be > 0 (results.Metric.Positive)
 	positive map[string]bool

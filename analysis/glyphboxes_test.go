@@ -15,9 +15,9 @@ import (
 
 // TestLaidOutDrawsAsGonum draws plots of many lines, points and error
 // bars (lines of one start and end, values a rounding apart, points
-// outside the axes) once with gonum's layout of every glyph box and once
-// with laidOut's: the SVGs are the same bytes, and laidOut gives the
-// layout fewer boxes.
+// outside the axes) once with gonum's layout of every glyph box and its
+// Line.Plot, and once with laidOut's: the SVGs are the same bytes, and
+// laidOut gives the layout fewer boxes.
 func TestLaidOutDrawsAsGonum(t *testing.T) {
 	dir := t.TempDir()
 	for seed := range uint64(40) {
@@ -67,6 +67,15 @@ func TestLaidOutDrawsAsGonum(t *testing.T) {
 				}
 				ps = append(ps, eb)
 			}
+		}
+		// Lines plotLine draws (within the axes; of one point) beside
+		// those it leaves to Line.Plot.
+		for _, xys := range []plotter.XYs{{{X: 5, Y: 500}, {X: 10, Y: 900}, {X: 20, Y: 700}}, {{X: 7, Y: 800}}} {
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, l)
 		}
 		gonum, ours := plot.New(), newLaidOut()
 		for _, p := range []*plot.Plot{gonum, ours.Plot} {

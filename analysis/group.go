@@ -57,15 +57,15 @@ func (a *analyzer) group(cfg, commit string) *group {
 	return g
 }
 
-// configID is c.ID(), remembered by every field of c.
-func (a *analyzer) configID(c results.Config) string {
-	a.key = configKey(a.key[:0], c)
-	if id, ok := a.ids[string(a.key)]; ok {
-		return id
+// configID is c.ID(), remembered (configIDs).
+func (a *analyzer) configID(c results.Config) string { return a.r.configID(c) }
+
+// configID is c.ID(), remembered (configIDs).
+func (r *Report) configID(c results.Config) string {
+	if r.ids == nil {
+		r.ids = newConfigIDs()
 	}
-	id := c.ID()
-	a.ids[string(a.key)] = id
-	return id
+	return r.ids.of(c)
 }
 
 // configKey appends to b a key that tells every field of c apart, the
@@ -114,7 +114,6 @@ func (a *analyzer) groupCells() {
 		a.configs = append(a.configs, c.ID())
 	}
 	a.groups = map[string]map[string]*group{}
-	a.ids = map[string]string{}
 	for i := range p.Cells {
 		a.group(a.configID(p.Cells[i].Config), p.Cells[i].Commit).planned++
 	}

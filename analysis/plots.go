@@ -114,6 +114,15 @@ type plotWriter struct {
 	slots  chan struct{}
 	mu     sync.Mutex
 	err    error // the first save's error
+
+	boxes sync.Map // the texts' boxes (measuredText)
+}
+
+// newLaidOut is a plot of the report's, its texts measured once.
+func (w *plotWriter) newLaidOut() *laidOut {
+	p := newLaidOut()
+	measured(p.Plot, &w.boxes)
+	return p
 }
 
 // save draws p into path on a worker; wait says how the saves went.
@@ -192,7 +201,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
 		return nil
 	}
-	p := newLaidOut()
+	p := w.newLaidOut()
 	p.Title.Text = "TPS by clients: " + g.name
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
@@ -250,6 +259,7 @@ func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit strin
 	}
 	sc.GlyphStyle.Color = faded(w.colour[commit])
 	sc.GlyphStyle.Radius = vg.Points(2)
+	sc.GlyphStyle.Shape = &ringGlyph{}
 	l, err := plotter.NewLine(meds)
 	if err != nil {
 		return err
@@ -279,11 +289,12 @@ func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit strin
 func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 	byConfig := map[string][]int{}
 	var configs []string
-	for i, rec := range w.r.records {
+	for i := range w.r.records {
+		rec := &w.r.records[i]
 		if rec.Status != results.StatusOK {
 			continue
 		}
-		id := rec.Config.ID()
+		id := w.r.configID(rec.Config)
 		if byConfig[id] == nil {
 			configs = append(configs, id)
 		}
@@ -296,7 +307,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 // the given records, a line per cell, or notes why not.
 func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-	p := newLaidOut()
+	p := w.newLaidOut()
 	p.Title.Text = "TPS over time: " + id
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
@@ -356,6 +367,21 @@ func fromZero(p *plot.Plot) {
 	p.Y.Max = math.Max(p.Y.Max*1.05, 1)
 }
 
+// ringGlyph draws what draw.RingGlyph draws, in a path of its own
+// reused from glyph to glyph (one made per glyph was a twentieth of
+// what writing the plots of 10⁵ cells allocated); a scatter's, as a
+// plot is drawn by one worker.
+type ringGlyph struct{ path vg.Path }
+
+func (g *ringGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(0.5)})
+	g.path = g.path[:0]
+	g.path.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
+	g.path.Arc(pt, sty.Radius, 0, 2*math.Pi)
+	g.path.Close()
+	c.Stroke(g.path)
+}
+
 // newCanvas makes the canvas plots are drawn on: newSVG, or vgsvg's
 // in TestSVGCanvasIsVgsvg.
 var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
@@ -364,6 +390,9 @@ var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
 // where it covers no data and leaves room for the last x tick label.
 func save(p *plot.Plot, path string) error {
 	c := newCanvas(plotW, plotH)
+	if r, ok := c.(interface{ release() }); ok {
+		defer r.release()
+	}
 	dc := draw.New(c)
 	legend := p.Legend
 	legend.Top, legend.Left = true, true

@@ -373,6 +373,7 @@ type Report struct {
 
 	records   []results.Record
 	undecided []string
+	ids       *configIDs // the configurations' IDs, remembered (configID)
 }
 
 // Line is the change as a night lists it: "config metric -x.xx%".

@@ -68,7 +68,7 @@ func (w *plotWriter) commitsWithValues(row Row) int {
 // axis starts at 0, so a difference looks as large as it is.
 func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
-	p := newLaidOut()
+	p := w.newLaidOut()
 	def, _ := w.r.Plan.Metrics.Get(row.Metric)
 	p.Title.Text = row.Metric + ": " + row.Config
 	p.Y.Label.Text = row.Metric
@@ -111,6 +111,7 @@ func (w *plotWriter) addStrip(p *laidOut, st Stat, x float64) error {
 	}
 	sc.GlyphStyle.Color = w.colour[st.Commit]
 	sc.GlyphStyle.Radius = vg.Points(2.5)
+	sc.GlyphStyle.Shape = &ringGlyph{}
 	med, err := plotter.NewLine(plotter.XYs{{X: x - 0.25, Y: st.Median}, {X: x + 0.25, Y: st.Median}})
 	if err != nil {
 		return err

@@ -3,7 +3,8 @@
 # cells, the markdown report with plots. Target: ≤ 1 s and ≤ 200 MB peak
 # RSS (issue 27). Where the time goes: go run ./bench/analyzeprof
 # -cpuprofile cpu.pb.gz -count 3 DIR (the fastest of each step: load,
-# analyse, write).
+# analyse, write; wall and CPU seconds); -memprofile for what is
+# allocated, -liveprofile for what is live after the analysis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)

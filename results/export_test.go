@@ -7,7 +7,8 @@ func DecodeLine(line []byte) (rec Record, fast bool, err error) {
 	if d.decode(line, &rec) && rec.Cell != "" {
 		return rec, true, nil
 	}
-	rec, err = d.line(line)
+	rec = Record{}
+	err = d.line(line, &rec)
 	return rec, false, err
 }
 
@@ -29,3 +30,9 @@ func DecodeCells(b []byte) bool {
 
 // RecordFields are the keys of a Record lineDecoder reads.
 var RecordFields = recordFields[:]
+
+// CutCells says whether the fast path cuts a plan's cells out of it.
+func CutCells(b []byte) bool {
+	_, _, ok := cutCells(b, newLineDecoder(newInterner()))
+	return ok
+}

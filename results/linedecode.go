@@ -136,23 +136,30 @@ func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
 // interner would; false when it gave up.
 func (d *lineDecoder) cells(b []byte) ([]Cell, bool) {
 	s := scanner{b: b}
-	// As many as the cells' ids, at most: appended with doublings, the
-	// cells of a plan of 10⁵ were allocated 4.5 times over (60 MB), at
-	// the time cells.jsonl decodes.
-	out := make([]Cell, 0, min(bytes.Count(b, []byte(`"id"`)), len(b)/16))
-	ok := s.array(func() bool {
-		var c Cell
-		if !d.cell(&s, &c) {
-			return false
-		}
-		out = append(out, c)
-		return true
-	})
+	out, ok := d.cellsAt(&s)
 	if !ok {
 		return nil, false
 	}
 	s.space()
 	return out, s.i == len(s.b)
+}
+
+// cellsAt decodes the array of cells at s, leaving s after it.
+func (d *lineDecoder) cellsAt(s *scanner) ([]Cell, bool) {
+	// As many as the cells' ids, at most: appended with doublings, the
+	// cells of a plan of 10⁵ were allocated 4.5 times over (60 MB), at
+	// the time cells.jsonl decodes.
+	rest := s.b[s.i:]
+	out := make([]Cell, 0, min(bytes.Count(rest, []byte(`"id"`)), len(rest)/16))
+	ok := s.array(func() bool {
+		var c Cell
+		if !d.cell(s, &c) {
+			return false
+		}
+		out = append(out, c)
+		return true
+	})
+	return out, ok
 }
 
 // The keys of a Cell (its Config's inline).
@@ -561,8 +568,15 @@ func (s *scanner) bool() (bool, bool) {
 }
 
 // value hands the next value to json.Unmarshal into v. It only finds
-// where the value ends (strings and nesting); json.Unmarshal judges it.
+// where the value ends (skip); json.Unmarshal judges it.
 func (s *scanner) value(v any) bool {
+	start, ok := s.skip()
+	return ok && json.Unmarshal(s.b[start:s.i], v) == nil
+}
+
+// skip moves past the next value, finding only where it ends (strings
+// and nesting), not whether it is valid; it returns where it starts.
+func (s *scanner) skip() (start int, ok bool) {
 	s.space()
 	start, depth := s.i, 0
 scan:
@@ -600,8 +614,5 @@ scan:
 			break
 		}
 	}
-	if s.i > len(s.b) {
-		return false
-	}
-	return json.Unmarshal(s.b[start:s.i], v) == nil
+	return start, s.i <= len(s.b)
 }

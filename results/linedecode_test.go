@@ -147,6 +147,9 @@ func TestDecodePlanAsUnmarshal(t *testing.T) {
 	if !results.DecodeCells(cells) {
 		t.Errorf("the fast path gives up on %s", cells)
 	}
+	if !results.CutCells(data) {
+		t.Errorf("the fast path does not cut the cells out of %s", data)
+	}
 	for _, e := range [][2]string{
 		{"", ""},
 		{`"cells":[`, `"cells":[],"x":[`},
@@ -166,13 +169,33 @@ func TestDecodePlanAsUnmarshal(t *testing.T) {
 		{`"cells":[`, `"cells":[{"seq":"x"}],"cells":[`},
 		{`"cells":[`, `"cells":[],"cells":[`},
 		{`"version":`, `"cells":[{"seq":"x"}],"version":`},
+		// The cells cut out of the plan (cutCells): keys json.Unmarshal
+		// also gives them, a "cells" only inside a string, and bad
+		// syntax before, in and after them.
+		{`"cells":[`, `"cellſ":[],"cells":[`},
+		{`"cells":[`, `"CELLS":null,"cells":[`},
+		{`"cells":[`, `"c\u0065lls":[],"cells":[`},
+		{`"baseline":"base"`, `"baseline":"b\",\"cells\":[]"`},
+		{`"baseline":"base"`, `"baseline":"base",`},
+		{`"baseline":"base"`, `"baseline":tru`},
+		{`"baseline":"base"`, `"baseline":"base"]`},
+		{`"cells":[`, `"cells" : [ `},
+		{`"cells":[`, `"cells":[`},
+		{`"id":"c/base"`, `"id":"c/base",`},
 	} {
-		v := strings.Replace(plan, e[0], e[1], 1)
-		got, gotErr := results.DecodePlanCells([]byte(v))
-		var want results.Plan
-		wantErr := json.Unmarshal([]byte(v), &want)
-		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || wantErr == nil && !reflect.DeepEqual(*got, want) {
-			t.Errorf("%s:\nfast path: %+v (%v)\njson.Unmarshal: %+v (%v)", v, got, gotErr, want, wantErr)
+		variants := []string{strings.Replace(plan, e[0], e[1], 1)}
+		if e[0] == "" {
+			end := len(plan) - 1 // the plan's closing brace
+			variants = append(variants, plan[:end]+`,"cells":null}`, plan[:end]+`,"cells":[]}`, plan[:end]+`,}`, plan+"}", " "+plan+"\n",
+				plan[:end], plan[:strings.Index(plan, `"cells":[`)+10], `{"cells":[]}`, `{"cells":[],"version":1}`, `{}`, `[]`)
+		}
+		for _, v := range variants {
+			got, gotErr := results.DecodePlanCells([]byte(v))
+			var want results.Plan
+			wantErr := json.Unmarshal([]byte(v), &want)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || wantErr == nil && !reflect.DeepEqual(*got, want) {
+				t.Errorf("%s:\nfast path: %+v (%v)\njson.Unmarshal: %+v (%v)", v, got, gotErr, want, wantErr)
+			}
 		}
 	}
 }

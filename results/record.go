@@ -230,13 +230,31 @@ func decodePlan(data []byte) (*Plan, error) {
 	// decodes them where they are (a json.RawMessage was a copy of them,
 	// 18 MB at 10⁵ cells, while cells.jsonl decodes).
 	in := newInterner()
-	v := struct {
+	d := newLineDecoder(in)
+	type plan struct {
 		Plan
 		Cells planCells `json:"cells"`
-	}{Cells: planCells{d: newLineDecoder(in), ok: true}}
-	ok := json.Unmarshal(data, &v) == nil && v.Cells.ok
-	p := v.Plan
-	p.Cells = v.Cells.cells
+	}
+	var p Plan
+	ok := false
+	// First the plan without its cells, which lineDecoder reads: given
+	// them, json.Unmarshal scanned them twice before (to check the
+	// whole, then to find their end), 0.2 CPU-s at 10⁵ cells. The
+	// cells' key must be the only one json.Unmarshal gives them
+	// (planCells counts), or the plan is read as below.
+	if rest, cells, found := cutCells(data, d); found {
+		v := plan{Cells: planCells{d: d, ok: true}}
+		if json.Unmarshal(rest, &v) == nil && v.Cells.ok && v.Cells.keys == 1 {
+			p, ok = v.Plan, true
+			p.Cells = cells
+		}
+	}
+	if !ok {
+		v := plan{Cells: planCells{d: d, ok: true}}
+		ok = json.Unmarshal(data, &v) == nil && v.Cells.ok
+		p = v.Plan
+		p.Cells = v.Cells.cells
+	}
 	if !ok {
 		// The plan as a whole, as before (and for json.Unmarshal's
 		// error, which names the field by its path).
@@ -253,15 +271,51 @@ func decodePlan(data []byte) (*Plan, error) {
 	return &p, nil
 }
 
+// cutCells decodes the cells of a plan's top-level "cells" key (the
+// first), and returns the plan with null in their place; found is false
+// where it gives up (no such key, an escaped key, a value it does not
+// read). Where the rest then decodes, the whole is valid JSON, and
+// json.Unmarshal would have given the cells to that key.
+func cutCells(data []byte, d *lineDecoder) (rest []byte, cells []Cell, found bool) {
+	s := scanner{b: data}
+	if !s.next('{') || s.next('}') {
+		return nil, nil, false
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.next(':') {
+			return nil, nil, false
+		}
+		if string(k) == "cells" {
+			s.space()
+			start := s.i
+			if cells, ok = d.cellsAt(&s); !ok {
+				return nil, nil, false
+			}
+			rest = make([]byte, 0, len(data)-(s.i-start)+len("null"))
+			rest = append(append(append(rest, data[:start]...), "null"...), data[s.i:]...)
+			return rest, cells, true
+		}
+		if _, ok := s.skip(); !ok {
+			return nil, nil, false
+		}
+		if !s.next(',') {
+			return nil, nil, false
+		}
+	}
+}
+
 // planCells decodes a plan's cells with a lineDecoder; ok is false
 // where it gave up (and json.Unmarshal decodes the plan whole).
 type planCells struct {
 	d     *lineDecoder
 	cells []Cell
 	ok    bool
+	keys  int // how many keys json.Unmarshal gave the cells
 }
 
 func (c *planCells) UnmarshalJSON(b []byte) error {
+	c.keys++
 	// A second "cells" (json.Unmarshal keeps the last) after one it
 	// gave up on still sends the plan to json.Unmarshal, for its error.
 	if string(b) == "null" {
@@ -337,14 +391,15 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 func decodeRecords(r io.Reader, name string, size int64) ([]Record, []string, error) {
 	work := make(chan *chunk)
 	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
+	spare := newSpares()
 	for range runtime.GOMAXPROCS(0) {
-		go decodeChunks(work)
+		go decodeChunks(work, spare)
 	}
 	var readErr error
 	go func() {
 		defer close(work)
 		defer close(order)
-		readErr = readChunks(r, func(c *chunk) {
+		readErr = readChunks(r, spare, func(c *chunk) {
 			order <- c
 			work <- c
 		})
@@ -365,6 +420,7 @@ func decodeRecords(r io.Reader, name string, size int64) ([]Record, []string, er
 		}
 		if out != nil {
 			out = append(out, c.recs...)
+			spare.putRecs(c.recs)
 		} else {
 			chunks = append(chunks, c.recs)
 		}
@@ -385,17 +441,74 @@ func decodeRecords(r io.Reader, name string, size int64) ([]Record, []string, er
 	return out, warnings, readErr
 }
 
+// spares are the blocks and record slices of decoded chunks, for the
+// next ones: made new for every chunk, they were 125 MB of garbage at
+// 10⁵ cells (the file's size, and every record once more). Nothing
+// decoded points into a block: lineDecoder copies what it keeps.
+type spares struct {
+	blocks chan []byte
+	recs   chan []Record
+}
+
+func newSpares() *spares {
+	// As many as can be in flight: decodeRecords' order channel, a
+	// chunk per worker and one being read.
+	n := 3*runtime.GOMAXPROCS(0) + 2
+	return &spares{blocks: make(chan []byte, n), recs: make(chan []Record, n)}
+}
+
+// block returns an empty block of at least size bytes' capacity.
+func (s *spares) block(size int) []byte {
+	select {
+	case b := <-s.blocks:
+		if cap(b) >= size {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, size)
+}
+
+func (s *spares) putBlock(b []byte) {
+	select {
+	case s.blocks <- b:
+	default:
+	}
+}
+
+// records returns an empty slice of records of at least n capacity.
+func (s *spares) records(n int) []Record {
+	select {
+	case r := <-s.recs:
+		if cap(r) >= n {
+			return r[:0]
+		}
+	default:
+	}
+	return make([]Record, 0, n)
+}
+
+// putRecs takes back a slice whose records were copied: cleared, so
+// that it holds nothing of theirs alive.
+func (s *spares) putRecs(r []Record) {
+	clear(r)
+	select {
+	case s.recs <- r:
+	default:
+	}
+}
+
 // readChunks reads r in blocks of whole lines (a line longer than a
 // block makes the block grow) and hands each to send. The lines are
 // never copied one by one: at 10⁵ cells, their copies were 160 MB of
 // garbage.
-func readChunks(r io.Reader, send func(*chunk)) error {
+func readChunks(r io.Reader, spare *spares, send func(*chunk)) error {
 	const size = 1 << 20
 	line := 1
 	var rest []byte
 	for {
-		buf := make([]byte, len(rest), max(size, 2*len(rest)))
-		copy(buf, rest)
+		buf := spare.block(max(size, 2*len(rest)))
+		buf = append(buf, rest...)
 		n, err := io.ReadFull(r, buf[len(rest):cap(buf)])
 		buf = buf[:len(rest)+n]
 		end := bytes.LastIndexByte(buf, '\n') + 1
@@ -408,7 +521,9 @@ func readChunks(r io.Reader, send func(*chunk)) error {
 		}
 		c := &chunk{first: line, data: buf[:end], bytes: end, done: make(chan struct{})}
 		line += bytes.Count(c.data, []byte{'\n'})
-		rest = buf[end:]
+		// The rest is copied into the next block at once: this one
+		// goes back to the spares when its chunk is decoded.
+		rest = append(rest[:0:0], buf[end:]...)
 		send(c)
 		if last {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -430,10 +545,10 @@ type chunk struct {
 }
 
 // decodeChunks decodes the chunks of work, closing each one's done.
-func decodeChunks(work <-chan *chunk) {
+func decodeChunks(work <-chan *chunk, spare *spares) {
 	d := newLineDecoder(newInterner())
 	for c := range work {
-		c.recs = make([]Record, 0, bytes.Count(c.data, []byte{'\n'})+1)
+		c.recs = spare.records(bytes.Count(c.data, []byte{'\n'}) + 1)
 		n := c.first
 		for data := c.data; len(data) > 0; n++ {
 			line := data
@@ -445,30 +560,33 @@ func decodeChunks(work <-chan *chunk) {
 			if line = bytes.TrimSpace(line); len(line) == 0 {
 				continue
 			}
-			rec, err := d.line(line)
-			if err != nil {
+			// Decoded where it is kept: a Record of its own per line
+			// escaped (json.Unmarshal takes its address), 48 MB at
+			// 10⁵ cells.
+			c.recs = append(c.recs, Record{})
+			if err := d.line(line, &c.recs[len(c.recs)-1]); err != nil {
+				c.recs = c.recs[:len(c.recs)-1]
 				c.bad = append(c.bad, badLine{n, err})
-				continue
 			}
-			c.recs = append(c.recs, rec)
 		}
+		spare.putBlock(c.data[:0])
 		c.data = nil
 		close(c.done)
 	}
 }
 
-// line decodes one line: by the fast path where it can, else by
-// json.Unmarshal.
-func (d *lineDecoder) line(line []byte) (Record, error) {
-	var rec Record
-	if d.decode(line, &rec) && rec.Cell != "" {
-		return rec, nil
+// line decodes one line into the zero rec: by the fast path where it
+// can, else by json.Unmarshal. rec is zero again after an error.
+func (d *lineDecoder) line(line []byte, rec *Record) error {
+	if d.decode(line, rec) && rec.Cell != "" {
+		return nil
 	}
-	rec = Record{}
-	if err := d.unmarshal(line, &rec); err != nil {
-		return Record{}, err
+	*rec = Record{}
+	if err := d.unmarshal(line, rec); err != nil {
+		*rec = Record{}
+		return err
 	}
-	return rec, nil
+	return nil
 }
 
 // unmarshal decodes a line with json.Unmarshal, as lineDecoder's

@@ -1,0 +1,48 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestConfigIDsAreID: a remembered ID is c.ID(), for configurations
+// sharing maps, with equal maps of their own, nil and empty maps, -0 and
+// 0, NaN rates, and maps made, dropped and collected between lookups
+// (one made at a dropped one's address is another map).
+func TestConfigIDsAreID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shared := []map[string]string{nil, {}, {"work_mem": "4MB"}, {"work_mem": "8MB"}, {"a": "1", "b": "2"}}
+	ids := newConfigIDs()
+	for i := range 20000 {
+		pick := func() map[string]string {
+			switch rng.IntN(3) {
+			case 0:
+				return shared[rng.IntN(len(shared))]
+			case 1: // a map of its own, equal to a shared one or not
+				m := map[string]string{}
+				for k, v := range shared[rng.IntN(len(shared))] {
+					m[k] = v
+				}
+				if rng.IntN(2) == 0 {
+					m["x"] = fmt.Sprint(rng.IntN(5))
+				}
+				return m
+			}
+			return map[string]string{"y": fmt.Sprint(i)} // new every time
+		}
+		c := results.Config{Workload: []string{"select1", "churn"}[rng.IntN(2)], Clients: rng.IntN(3), CPUs: rng.IntN(2),
+			Instructions: rng.IntN(2) == 0, Rate: []float64{0, math.Copysign(0, -1), 100, math.NaN()}[rng.IntN(4)],
+			Settings: pick(), Vars: pick(), Condition: []string{"", "xmin-holder"}[rng.IntN(2)]}
+		if got, want := ids.of(c), c.ID(); got != want {
+			t.Fatalf("lookup %d: %q, c.ID() %q (%+v)", i, got, want, c)
+		}
+		if i%1000 == 0 {
+			runtime.GC()
+		}
+	}
+}

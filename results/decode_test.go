@@ -1,0 +1,127 @@
+package results_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"unsafe"
+
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/results/resultstest"
+)
+
+// TestDecodeRecordsManyBlocks: a cells.jsonl of many blocks (full
+// records, each different, bad lines, a blank one, a line longer than a
+// block), read in odd pieces, decodes line by line as json.Unmarshal
+// would, with a warning naming each bad line. Blocks and record slices
+// are reused from chunk to chunk: a record that kept any of a block's
+// bytes would be overwritten by the lines read after it, and differ.
+func TestDecodeRecordsManyBlocks(t *testing.T) {
+	var b strings.Builder
+	var lines []string // by line number - 1
+	var bad []int
+	for i := range 6000 {
+		var line string
+		switch {
+		case i == 17:
+			line = ""
+		case i%997 == 5:
+			line = `{"cell":"torn","seq":` // a killed run's last line
+			bad = append(bad, i+1)
+		default:
+			r := resultstest.FullRecord([]string{"base", "patch"}[i%2], i, results.StatusOK)
+			r.Cell = fmt.Sprintf("w%d/c%d/r%d/%s", i%7, i%5, i, r.Commit)
+			r.Settings = map[string]string{"work_mem": fmt.Sprint(i%3, "MB")}
+			r.Metrics.Set("tps", float64(i)+0.25)
+			r.Error = fmt.Sprintf("error of line %d", i+1)
+			if i == 3000 {
+				r.LogTail = []string{strings.Repeat("x", 3<<20)}
+			}
+			if i%11 == 0 {
+				r.Commit = `pat\ch` // escaped: json.Unmarshal's
+			}
+			data, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = string(data)
+		}
+		lines = append(lines, line)
+		b.WriteString(line + "\n")
+	}
+	recs, warnings, err := results.DecodeRecords(iotest.HalfReader(strings.NewReader(b.String())), "cells.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []results.Record
+	for _, line := range lines {
+		if r, err := results.UnmarshalLine([]byte(line)); err == nil {
+			want = append(want, r)
+		}
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d", len(recs), len(want))
+	}
+	for i := range want {
+		if !sameRecord(recs[i], want[i]) {
+			t.Fatalf("record %d:\n%+v\nwant\n%+v", i, recs[i], want[i])
+		}
+	}
+	if len(warnings) != len(bad) {
+		t.Fatalf("warnings %q, want one for each of lines %v", warnings, bad)
+	}
+	for i, n := range bad {
+		if !strings.Contains(warnings[i], fmt.Sprintf("line %d ", n)) {
+			t.Errorf("warning %q, want line %d", warnings[i], n)
+		}
+	}
+}
+
+// TestDecodeRecordsAllocates: reading cells.jsonl allocates about the
+// records it keeps, not the file again and the records twice more (at
+// 10⁵ cells 125 MB of garbage, a third of what the analysis
+// allocated, and the GC's work).
+func TestDecodeRecordsAllocates(t *testing.T) {
+	var b strings.Builder
+	n := 40000
+	for i := range n {
+		r := results.Record{Cell: fmt.Sprintf("select1/c%d/r%d/base", i%10, i), Seq: i, Commit: "base", Status: results.StatusOK,
+			Config:    results.Config{Workload: "select1", Clients: i % 10, Settings: map[string]string{"pg_stat_statements.max": "100"}},
+			DurationS: 20, Metrics: results.ValuesOf(map[string]float64{"tps": float64(i) * 1.1, "latency_avg_ms": 0.123456789 * float64(i)}),
+		}
+		for j := range 3 {
+			r.Progress = append(r.Progress, results.Progress{T: float64(5 * j), TPS: 975.324836448041})
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(data, '\n'))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	recs, _, err := results.ReadRecords(dir)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	// What is kept: the records (in a slice of the size the first
+	// block predicts, 5 % more), each one's cell id, metric values and
+	// progress reports; and the blocks in flight before the first
+	// comes back (at most the whole file, on many CPUs).
+	kept := uint64(n) * (uint64(unsafe.Sizeof(results.Record{}))*21/20 + 48 + 16 + 176)
+	blocks := min(uint64(b.Len()), uint64(3*runtime.GOMAXPROCS(0)+3)<<20)
+	if got := after.TotalAlloc - before.TotalAlloc; got > kept+blocks+uint64(b.Len())/8 {
+		t.Errorf("reading %d records (%d MB) allocated %d MB; what they keep is %d MB, the blocks in flight %d MB", n, b.Len()>>20, got>>20, kept>>20, blocks>>20)
+	}
+}
