@@ -154,8 +154,12 @@ func (r *Request) step(good, sha, bad string, repeats int) matrix.Request {
 	m.NameTemplate, m.Repeats, m.Order = "b-%s", repeats, matrix.ABBA
 	if r.instructions() {
 		// Only instruction cells: timing cells would cost time and say
-		// nothing about this metric.
+		// nothing about this metric. Each runs the step's repeats, with
+		// no confirmation run: good and bad differ by design (a
+		// confirmation doubled every step's cells), and the next step
+		// measures them again.
 		m.InstructionsOnly, m.Clients, m.CPUs = true, []int{1}, nil
+		m.InstrRepeats, m.NoInstrConfirm = repeats, true
 	}
 	return m
 }

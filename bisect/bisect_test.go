@@ -136,6 +136,18 @@ func TestExactMetricOneRepeat(t *testing.T) {
 	if !m.InstructionsOnly || len(m.Clients) != 1 || m.Clients[0] != 1 {
 		t.Errorf("step request %+v: want instruction cells only, one client", m)
 	}
+	// One cell per arm and repeat, and no confirmation run: good and
+	// bad differ by design, and a confirmation doubled every step.
+	labels := []results.Commit{{Label: "good", Build: "good"}, {Label: "step", Build: "step"}, {Label: "bad", Build: "bad"}}
+	for _, n := range []int{1, 2} {
+		p, err := matrix.PlanFor(r.step("good", "step", "bad", n), labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Cells) != 3*n || !p.Options.NoInstrConfirm {
+			t.Errorf("%d repeats: %d cells, no confirmation %v; want %d cells and none", n, len(p.Cells), p.Options.NoInstrConfirm, 3*n)
+		}
+	}
 	r.Metric = "tps"
 	if err := r.Check(); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("tps -r 1: %v, want exit 2", err)

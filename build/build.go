@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
@@ -162,6 +163,11 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := b.lock(ctx, j.name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if prev, ok := installed(j); ok {
 		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
 		return &Result{Info: prev, Skipped: true}, nil
@@ -192,6 +198,28 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 		return nil, err
 	}
 	return &Result{Info: j.info, Stopped: stopped}, nil
+}
+
+// lock holds name's install, an flock on InstallRoot/.NAME.build.lock,
+// from the fingerprint's check to the record: two abtest processes that
+// need one build (two bisects of one range, sharing an install root)
+// build it once, the second after waiting for the first, and never both
+// into one prefix at once.
+func (b *Builder) lock(ctx context.Context, name string) (unlock func(), err error) {
+	if b.Run.DryRun {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(b.InstallRoot, 0o755); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	path := filepath.Join(b.InstallRoot, "."+name+".build.lock")
+	unlock, err = flock.Wait(ctx, path, func(holder string) {
+		b.phase("wait for pid " + holder + ", which builds it")
+	})
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("locking %s: %w", path, err))
+	}
+	return unlock, nil
 }
 
 // Current reports whether Build would skip the worktree prov with

@@ -152,7 +152,7 @@ func maxRepeat(p *results.Plan) int {
 // repeat has its instruction cells) is left as it is.
 func (r *run) confirmInstructions(ctx context.Context) error {
 	o := r.plan.Options
-	if !o.Instructions || o.InstrRepeats == 0 {
+	if !o.Instructions || o.InstrRepeats == 0 || o.NoInstrConfirm {
 		return nil
 	}
 	recs, _, err := results.ReadRecords(r.dir)

@@ -108,6 +108,9 @@ type Request struct {
 	// InstrRepeats is how many times each instruction cell runs before
 	// its confirmation (0: once); -r applies to the timed cells.
 	InstrRepeats int
+	// NoInstrConfirm runs no confirmation block where the commits'
+	// counts differ: bisect's steps, whose good and bad always differ.
+	NoInstrConfirm bool
 	// InitdbOpts are initdb options for every cluster (e.g.
 	// --no-data-checksums: PG 18 turns them on by default); Pgbench is
 	// the one pgbench of the timed cells (empty: the newest build's).

@@ -362,17 +362,12 @@ func (r *run) checkSettings(ctx context.Context) error {
 // worktree puts worktree c.Build at c.SHA with exactly c's patches.
 func (r *run) worktree(ctx context.Context, c *results.Commit) error {
 	wt := r.deps.Worktrees
-	if prov, err := wt.Info(ctx, c.Build); err == nil {
-		if current(prov, c) {
-			return nil
-		}
-		// Another commit or other patches: a fresh worktree (ccache
-		// keeps the rebuild cheap).
-		if err := wt.Remove(ctx, c.Build); err != nil {
-			return err
-		}
+	if prov, err := wt.Info(ctx, c.Build); err == nil && current(prov, c) {
+		return nil
 	}
-	if _, err := wt.Switch(ctx, c.Build, c.SHA); err != nil {
+	// Another commit or other patches: the worktree is reset in place,
+	// its build directory kept, so that the build compiles what differs.
+	if _, err := wt.Reset(ctx, c.Build, c.SHA); err != nil {
 		return err
 	}
 	if len(c.Patches) > 0 {

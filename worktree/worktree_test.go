@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
@@ -498,5 +499,58 @@ func TestResolveRefusesWrongRefs(t *testing.T) {
 	testenv.Git(t, repo, "config", "branch.master.merge", "refs/heads/feature")
 	if c, err := m.Resolve("master@{upstream}"); err != nil || c.SHA != shas[2] {
 		t.Errorf("Resolve(master@{upstream}) = %s, %v; want %s", c.SHA, err, shas[2])
+	}
+}
+
+// TestResetKeepsTheBuild: Reset puts a patched worktree with an
+// uncommitted change back at a commit, patches, change and untracked
+// files gone, in place: the build directory stays, and a file the reset
+// did not change keeps its modification time (make compiles nothing
+// for it). A worktree that does not exist is created.
+func TestResetKeepsTheBuild(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Reset(ctx, "lru", shas[4]); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(m.Root, "lru")
+	if _, err := m.Apply(ctx, "lru", []string{seriesPatch(t, repo, shas[4])}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, BuildDir), 0o755)
+	obj := writeFile(t, filepath.Join(dir, BuildDir, "a.o"), "object\n")
+	writeFile(t, filepath.Join(dir, "stray.c"), "int s;\n")
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "README"), old, old)
+	testenv.Git(t, dir, "update-index", "-q", "--refresh")      // as after a checkout
+	writeFile(t, filepath.Join(dir, "src/a.c"), "int a = 7;\n") // uncommitted
+	res, err := m.Reset(ctx, "lru", shas[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != "reset" || res.Commit.SHA != shas[3] {
+		t.Errorf("result = %+v", res)
+	}
+	if got := testenv.Git(t, dir, "rev-parse", "HEAD"); got != shas[3] {
+		t.Errorf("HEAD = %s, want %s", got, shas[3])
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "src/a.c")); string(data) != "int a = 3;\n" {
+		t.Errorf("src/a.c = %q", data)
+	}
+	for _, f := range []string{"src/new.c", "stray.c"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s left after the reset", f)
+		}
+	}
+	if _, err := os.Stat(obj); err != nil {
+		t.Errorf("the build directory went: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "README")); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("README, which the reset did not change, was written again: %v", err)
+	}
+	prov, err := ReadProvenance(dir)
+	if err != nil || prov.SHA != shas[3] || len(prov.Patches) != 0 || prov.Dirty {
+		t.Errorf("provenance = %+v, %v", prov, err)
 	}
 }

@@ -48,5 +48,12 @@ func TestBisectInstructions(t *testing.T) {
 		if s.Repeats != 1 || s.Verdict == bisect.Inconclusive {
 			t.Errorf("step %+v: want one repeat and a verdict", s)
 		}
+		arms := map[string]int{}
+		for _, r := range records(t, s.Dir) {
+			arms[r.Commit]++
+		}
+		if len(arms) != 3 || arms["good"] != 1 || arms["step"] != 1 || arms["bad"] != 1 {
+			t.Errorf("step %s: cells per arm %v, want one of good, step and bad", s.SHA, arms)
+		}
 	}
 }

@@ -26,12 +26,14 @@ import (
 // and in both bisect tests (base and the first two commits). A second
 // run builds nothing; a chain built in a root of its own compiled
 // PostgreSQL cold, 9 min of TestBisectInstructions' 18 at load 13.
+// The two tests run side by side: abtest's own build lock (one per
+// install name) makes the second that needs b-<sha> wait for the first
+// and find it built; a test lock around the whole of each made
+// TestBisectInstructions wait 150–200 s for TestBisectDemoPatch.
 func bisectChain(t *testing.T, change func(src string)) (env map[string]string, good, want string) {
 	t.Helper()
 	testenv.RequireTools(t, "cc", "make")
 	e := testbuild.PG15(t)
-	// Both bisect tests build the chain's first commits, b-<sha>.
-	testbuild.Own(t, "bisect-chain")
 	base := testenv.SharedTempDir(t)
 	testpg.ManagerAt(t, filepath.Join(base, "data")) // stops the clusters left running
 	src := filepath.Join(base, "src")

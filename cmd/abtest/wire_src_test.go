@@ -16,7 +16,8 @@ import (
 )
 
 // notePatch is a patch that adds a file: another build fingerprint for
-// the same source, at the price of a relink (ccache has every object).
+// the same source, at the price of an install over the prefix (the
+// matrix resets the worktree in place: make finds nothing to compile).
 func notePatch(t *testing.T, n string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "note-"+n+".patch")

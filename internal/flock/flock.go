@@ -4,11 +4,13 @@
 package flock
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrHeld: another process holds the lock.
@@ -65,4 +67,24 @@ func Holder(path string) (holder string, held bool) {
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return "", false
+}
+
+// Wait takes the lock on path, waiting while another process holds it:
+// waiting is called once, with the holder's pid, when it has to. It
+// gives up when ctx ends.
+func Wait(ctx context.Context, path string, waiting func(holder string)) (release func(), err error) {
+	for told := false; ; told = true {
+		release, holder, err := Try(path)
+		if !errors.Is(err, ErrHeld) {
+			return release, err
+		}
+		if !told && waiting != nil {
+			waiting(holder)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
