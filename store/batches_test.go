@@ -10,8 +10,8 @@ import (
 )
 
 // TestCellBatches: the rows are made of the cells as their records
-// come, block by block, sortRun of them at a time in name order (all of
-// them by default), each cell once (its first record), the cells already
+// come, block by block, run of them at a time in name order (or as they
+// come), each cell once (its first record), the cells already
 // stored left out, in batches of size rows but the last, each buffer
 // used again once given back; a configuration comes with the first
 // batch that names it, unless stored before; a reader that stops early
@@ -30,7 +30,6 @@ func TestCellBatches(t *testing.T) {
 	width := len(cellColumns(&results.Record{})) + 6
 	present := map[string]int64{"c04": 1}
 	stored := recs[0].Config.ID()
-	defer func(n int) { sortRun = n }(sortRun)
 	for _, c := range []struct {
 		sortRun int
 		cells   string
@@ -38,15 +37,15 @@ func TestCellBatches(t *testing.T) {
 		{1 << 30, "[c00 c01 c02 c03 c05 c06 c07 c08 c09 c10]"},
 		{4, "[c00 c01 c02 c03 c05 c06 c07 c08 c09 c10]"},
 		{1, "[c00 c02 c05 c01 c03 c06 c07 c08 c09 c10]"},
+		{0, "[c00 c05 c02 c03 c01 c06 c07 c08 c09 c10]"},
 	} {
-		sortRun = c.sortRun
 		w := &cellRows{run: "r", shard: "1/1", known: map[string]bool{stored: true}}
 		q := newChunks()
 		q.put(recs[:3])
 		q.put(recs[3:8])
 		q.put(recs[8:])
 		q.end()
-		batches, release, stop := w.batches(q.next, present, width, 3)
+		batches, release, stop := w.batches(q.next, present, c.sortRun, width, 3)
 		var cells, metrics, configs []string
 		var sizes []int
 		for b := range batches {
@@ -81,14 +80,14 @@ func TestCellBatches(t *testing.T) {
 	q := newChunks()
 	q.put(recs)
 	w := &cellRows{run: "r", shard: "1/1", known: map[string]bool{}}
-	batches, _, stop := w.batches(q.next, nil, width, 2)
+	batches, _, stop := w.batches(q.next, nil, 1, width, 2)
 	<-batches
 	stop()
 	for range batches {
 	}
 	// Stopped while waiting for a block that never comes.
 	w = &cellRows{run: "r", shard: "1/1", known: map[string]bool{}}
-	batches, _, stop = w.batches(newChunks().next, nil, width, 2)
+	batches, _, stop = w.batches(newChunks().next, nil, 1, width, 2)
 	stop()
 	for range batches {
 	}

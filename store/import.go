@@ -267,7 +267,7 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, src *so
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return 0, err
 		}
-		batches, release, stop := w.batches(src.chunks.next, nil, width, cellBatch)
+		batches, release, stop := w.batches(src.chunks.next, nil, 0, width, cellBatch)
 		defer stop()
 		// cells_in has no foreign keys: the configurations are stored
 		// before the insert from it.
@@ -313,7 +313,7 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, src *so
 	}
 	ins := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
 	defer ins.close()
-	batches, release, stop := w.batches(src.chunks.next, present, width, cellBatch)
+	batches, release, stop := w.batches(src.chunks.next, present, sortRun, width, cellBatch)
 	defer stop()
 	stored := 0
 	for b := range batches {

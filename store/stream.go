@@ -166,15 +166,15 @@ type pending struct {
 }
 
 // batches makes the rows of the cells next hands over (each once, the
-// first record of it; none of present), sortRun of them at a time in
-// name order, on a goroutine of its own while the caller stores the
+// first record of it; none of present), run of them at a time in name
+// order (0: as they come, unsorted), on a goroutine of its own while the caller stores the
 // batch before: making a row (its metrics text, detail, artifacts,
 // time) was a fifth of a SQLite insert's CPU. A batch has up to size
 // rows of width values; the caller gives each back (release) when it is
 // done with it, and calls stop when it stops reading, at the end or on
 // an error. After out is closed (and not stopped), w.seen holds every
 // cell.
-func (w *cellRows) batches(next func(done <-chan struct{}) ([]results.Record, bool), present map[string]int64, width, size int) (out <-chan *batch, release func(*batch), stop func()) {
+func (w *cellRows) batches(next func(done <-chan struct{}) ([]results.Record, bool), present map[string]int64, run, width, size int) (out <-chan *batch, release func(*batch), stop func()) {
 	ch := make(chan *batch, 1)
 	// Three buffers: the one being made, the one in ch, the one stored;
 	// free has room for all of them, so that release never waits.
@@ -204,7 +204,9 @@ func (w *cellRows) batches(next func(done <-chan struct{}) ([]results.Record, bo
 		}
 		// rows makes todo's rows in name order.
 		rows := func() bool {
-			slices.SortFunc(todo, func(a, b pending) int { return strings.Compare(a.rec.Cell, b.rec.Cell) })
+			if run > 0 {
+				slices.SortFunc(todo, func(a, b pending) int { return strings.Compare(a.rec.Cell, b.rec.Cell) })
+			}
 			for _, p := range todo {
 				if !w.known[p.cfg] {
 					w.known[p.cfg] = true
@@ -226,7 +228,7 @@ func (w *cellRows) batches(next func(done <-chan struct{}) ([]results.Record, bo
 			if !ok {
 				break
 			}
-			if todo = w.pick(todo, recs, present); len(todo) >= sortRun && !rows() {
+			if todo = w.pick(todo, recs, present); len(todo) >= run && !rows() {
 				return
 			}
 		}
