@@ -37,10 +37,12 @@ type ImportStats struct {
 // is. The cells are stored in one transaction; then, when any were new,
 // the run's verdicts are recomputed from every cell the store has of it.
 //
-// Import reads the plan beside the records and, when the store has no
-// cell of the run yet, analyses the directory beside the insert: on two
-// idle cores that takes the analysis (1.1 CPU-s at 100 000 cells) off the
-// wall time.
+// Import reads the plan while the records decode, and hands the records
+// to the insert block by block as they come (PostgreSQL copies them at
+// once; SQLite sorts them whole first, see sortRun). When the store has
+// no cell of the run yet, it analyses the directory beside the insert:
+// on two idle cores that takes the analysis (1.1 CPU-s at 100 000
+// cells) off the wall time.
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	src, err := openSource(dir)
 	if err != nil {

@@ -146,10 +146,16 @@ func (c *chunks) next(done <-chan struct{}) (recs []results.Record, ok bool) {
 // first, as it did before (tests compare the two).
 var readWhole = false
 
-// sortRun is how many new cells the rows are made of in name order at
-// a time: SQLite fills the cells' unique index cheaper in its order
-// (the whole import in the order the cells ran cost it 0.7 CPU-s more
-// at 100 000 cells), but the whole sorted waits for the last record.
+// sortRun is how many new cells SQLite's rows are made of in name order
+// at a time: SQLite fills the cells' unique index cheaper in its order,
+// at its end (the whole import in the order the cells ran cost it 0.7
+// CPU-s more at 100 000 cells), but the whole sorted waits for the last
+// record. Sorted runs as they come did not pay: block by block (~1 200
+// cells) or 8 192 at a time, 4.4 CPU-s against 3.9–4.2 sorted whole
+// (BenchmarkImport100k, 3 rounds alternated at load 9–18), as each run
+// inserts all over the index. So SQLite starts inserting when the last
+// record is read; PostgreSQL, whose insert sorts, copies them as they
+// come.
 var sortRun = 1 << 30
 
 // batch is the args of rows of cellsColumns and the configurations that
