@@ -372,9 +372,9 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 // store's import starts on the first records while the rest decode
 // (the whole of 100 000 cells takes a core-second). each runs on the
 // goroutine that gathers the blocks and decoding waits for it: it must
-// hand the records on, not work on them. The records it is given are
-// those ReadRecords returns (the same values, not copies): read them,
-// never write them.
+// hand the records on, not work on them. The records it is given equal
+// those ReadRecordsEach returns, sharing their strings, maps and slices:
+// read them, never write them.
 func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error) {
 	f, err := os.Open(filepath.Join(dir, CellsFile))
 	if errors.Is(err, os.ErrNotExist) {
