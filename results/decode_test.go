@@ -80,6 +80,27 @@ func TestDecodeRecordsManyBlocks(t *testing.T) {
 			t.Errorf("warning %q, want line %d", warnings[i], n)
 		}
 	}
+
+	// ReadRecordsEach hands the same records over block by block, in
+	// order, each as it was once the whole file is read.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var handed []results.Record
+	blocks := 0
+	all, warnings, err := results.ReadRecordsEach(dir, func(recs []results.Record) {
+		blocks++
+		handed = append(handed, recs...)
+	})
+	if err != nil || blocks < 2 || len(handed) != len(want) || len(all) != len(want) || len(warnings) != len(bad) {
+		t.Fatalf("ReadRecordsEach: %d records in %d blocks, %d returned, %d warnings, %v; want %d records", len(handed), blocks, len(all), len(warnings), err, len(want))
+	}
+	for i := range want {
+		if !sameRecord(handed[i], want[i]) || !sameRecord(all[i], want[i]) {
+			t.Fatalf("ReadRecordsEach: record %d:\n%+v\n%+v\nwant\n%+v", i, handed[i], all[i], want[i])
+		}
+	}
 }
 
 // TestDecodeRecordsAllocates: reading cells.jsonl allocates about the

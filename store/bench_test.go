@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -51,10 +52,24 @@ import (
 // inserts 1.1–1.3, making the rows 0.3 (beside them), the analysis
 // 0.8–1.0 (beside), decoding cells.jsonl 0.7 and plan.json 0.4, the
 // commit 0.3, goroutine preemption 0.6.
+//
+// Records handed to the insert block by block as they decode
+// (ABTEST_BENCH_100K set, nice -19, old and new alternated, 3 imports
+// each; load 8.5–18, so the wall times say little): PostgreSQL, which
+// copies them at once, 15.8 and 13.2 s, 2.84 and 2.61 CPU-s, server
+// 3.82 and 3.46 before; 8.4 and 18.3 s, 2.42 and 2.46 CPU-s, server
+// 3.62 and 3.90 after. SQLite sorted whole (as before) 3.86–4.51 CPU-s
+// against 3.54–4.31 before; sorted block by block 4.08–5.07, in runs of
+// 8 192 cells 3.91–5.05 (store.sortRun).
 func BenchmarkImport100k(b *testing.B) {
-	dir := filepath.Join(b.TempDir(), "100k")
-	if out, err := exec.Command("go", "run", "../bench/gen100k", dir).CombinedOutput(); err != nil {
-		b.Fatalf("gen100k: %v\n%s", err, out)
+	// ABTEST_BENCH_100K names a directory gen100k wrote before (its 30 s
+	// not spent again when old and new are alternated).
+	dir := os.Getenv("ABTEST_BENCH_100K")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "100k")
+		if out, err := exec.Command("go", "run", "../bench/gen100k", dir).CombinedOutput(); err != nil {
+			b.Fatalf("gen100k: %v\n%s", err, out)
+		}
 	}
 	// The generator's 103 MB are written back before the clock starts,
 	// not during the import's own writes.

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
@@ -39,16 +37,20 @@ type ImportStats struct {
 // is. The cells are stored in one transaction; then, when any were new,
 // the run's verdicts are recomputed from every cell the store has of it.
 //
-// Import reads the plan beside the records and, when the store has no
-// cell of the run yet, analyses the directory beside the insert: on two
-// idle cores that takes the analysis (1.1 CPU-s at 100 000 cells) off the
-// wall time.
+// Import reads the plan while the records decode, and hands the records
+// to the insert block by block as they come (PostgreSQL copies them at
+// once; SQLite sorts them whole first, see sortRun). When the store has
+// no cell of the run yet, it analyses the directory beside the insert:
+// on two idle cores that takes the analysis (1.1 CPU-s at 100 000
+// cells) off the wall time.
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
-	src, err := readSource(dir)
+	src, err := openSource(dir)
 	if err != nil {
 		return ImportStats{}, err
 	}
-	st := ImportStats{Run: RunID(src.plan), Warnings: src.warnings}
+	// Nothing is left reading the directory when Import returns.
+	defer src.records()
+	st := ImportStats{Run: RunID(src.plan)}
 	var prior int
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {
 		return st, s.fail("importing "+dir, err)
@@ -56,13 +58,20 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	var alone chan analysed
 	if prior == 0 {
 		alone = make(chan analysed, 1)
-		go func() { alone <- analyse([]analysis.Shard{src.shard()}) }()
+		go func() {
+			if err := src.records(); err != nil {
+				alone <- analysed{err: err}
+				return
+			}
+			alone <- analyse([]analysis.Shard{src.shard()})
+		}()
 	}
-	n, err := s.putRunCells(ctx, st.Run, src)
+	n, distinct, err := s.putRunCells(ctx, st.Run, src)
 	if err != nil {
 		return st, err
 	}
-	st.Cells, st.Present = n, len(src.recs)-n
+	st.Warnings = src.warnings
+	st.Cells, st.Present = n, distinct-n
 	// A run whose verdicts were stored before schema 3 has no gate
 	// status (nor geometric means), before schema 5 no roles: analysed
 	// again.
@@ -73,10 +82,10 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return st, s.fail("importing "+dir, err)
 	}
 	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" {
-		if st.Cells != len(src.recs) {
+		if st.Cells != distinct {
 			alone = nil
 		}
-		n, w, err := s.reanalyze(ctx, st.Run, len(src.recs), alone)
+		n, w, err := s.reanalyze(ctx, st.Run, distinct, alone)
 		if err != nil {
 			return st, err
 		}
@@ -84,76 +93,6 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		st.Warnings = append(st.Warnings, w...)
 	}
 	return st, nil
-}
-
-// source is a results directory as an import reads it.
-type source struct {
-	dir, abs string
-	// planText is plan.json as written, stored whole.
-	planText []byte
-	plan     *results.Plan
-	shardID  string
-	recs     []results.Record
-	warnings []string
-}
-
-// readSource reads dir's plan and records (the first of each cell), the
-// plan (18 MB at 100 000 cells) beside the records (85 MB).
-func readSource(dir string) (*source, error) {
-	src := &source{dir: dir}
-	var err error
-	if src.abs, err = filepath.Abs(dir); err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	var perr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		path := filepath.Join(dir, results.PlanFile)
-		if src.planText, perr = os.ReadFile(path); perr != nil {
-			// ReadPlan's error says what is wrong with the directory.
-			if _, err := results.ReadPlan(dir); err != nil {
-				perr = err
-			}
-			return
-		}
-		src.plan, perr = results.DecodePlan(src.planText, path)
-	}()
-	src.recs, src.warnings, err = results.ReadRecords(dir)
-	<-done
-	if perr != nil {
-		return nil, perr
-	}
-	if err != nil {
-		return nil, exitcode.Failure(err)
-	}
-	src.recs = firstOfEach(src.recs)
-	src.shardID = src.plan.Shard
-	if src.shardID == "" {
-		src.shardID = "1/1"
-	}
-	return src, nil
-}
-
-// firstOfEach keeps the first record of each cell, in place, as
-// analysis.Merge does: a cell twice in cells.jsonl is stored once, with
-// the values the analysis of the directory uses.
-func firstOfEach(recs []results.Record) []results.Record {
-	seen := make(map[string]bool, len(recs))
-	kept := recs[:0]
-	for i := range recs {
-		if !seen[recs[i].Cell] {
-			seen[recs[i].Cell] = true
-			kept = append(kept, recs[i])
-		}
-	}
-	clear(recs[len(kept):])
-	return kept
-}
-
-// shard is the directory as the analysis merges it.
-func (src *source) shard() analysis.Shard {
-	return analysis.Shard{Dir: src.abs, Plan: src.plan, Records: src.recs, Warnings: src.warnings}
 }
 
 // analysed is a report or why there is none.
@@ -172,10 +111,11 @@ func analyse(shards []analysis.Shard) analysed {
 }
 
 // putRunCells stores, in one transaction, the run, its configurations,
-// and those of its cells (with their metrics) that the store lacks, and
-// returns how many cells it stored.
-func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, error) {
-	fail := func(err error) (int, error) { return 0, s.fail("importing "+src.dir, err) }
+// and those of its cells (with their metrics) that the store lacks, as
+// they are read, and returns how many cells it stored and how many
+// distinct cells the directory has.
+func (s *Store) putRunCells(ctx context.Context, run string, src *source) (stored, distinct int, err error) {
+	fail := func(err error) (int, int, error) { return 0, 0, s.fail("importing "+src.dir, err) }
 	// One connection for the transaction and, on PostgreSQL, the COPY
 	// that runs in it.
 	conn, err := s.db.Conn(ctx)
@@ -191,19 +131,29 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (int, 
 	if err := s.putRun(ctx, tx, run, src); err != nil {
 		return fail(err)
 	}
-	configs, cfgIDs := recordConfigs(src.plan, src.recs)
+	// The plan's configurations first: a cell's must be there before
+	// it, and a record's not in the plan comes with its batch.
+	configs := map[string]results.Config{}
+	w := &cellRows{run: run, shard: src.shardID, known: map[string]bool{}}
+	for _, c := range src.plan.Configs {
+		id := c.ID()
+		configs[id], w.known[id] = c, true
+	}
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	w := &cellRows{run: run, shard: src.shardID, cfgIDs: cfgIDs}
-	n, err := s.putCells(ctx, conn, tx, src.recs, w)
+	n, err := s.putCells(ctx, conn, tx, src, w)
 	if err != nil {
 		return fail(err)
+	}
+	// A directory read only in part stores nothing.
+	if err := src.records(); err != nil {
+		return 0, 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
-	return n, nil
+	return n, len(w.seen), nil
 }
 
 // runCreated is when the run was planned.
@@ -217,27 +167,6 @@ func runCreated(plan *results.Plan, dir string) time.Time {
 		}
 	}
 	return created
-}
-
-// recordConfigs returns the configurations of the plan and of the
-// records by ID, and each record's configuration ID.
-func recordConfigs(plan *results.Plan, recs []results.Record) (map[string]results.Config, []string) {
-	configs := map[string]results.Config{}
-	for _, c := range plan.Configs {
-		configs[c.ID()] = c
-	}
-	// A configuration's id once per distinct configuration, not per cell.
-	cfgIDs := make([]string, len(recs))
-	for i := range recs {
-		if i > 0 && sameConfig(&recs[i], &recs[i-1]) {
-			cfgIDs[i] = cfgIDs[i-1]
-			continue
-		}
-		c := recs[i].Config
-		cfgIDs[i] = c.ID()
-		configs[cfgIDs[i]] = c
-	}
-	return configs, cfgIDs
 }
 
 func (s *Store) putRun(ctx context.Context, tx execer, id string, src *source) error {
@@ -311,94 +240,62 @@ var cellsColumns = columnNames("") + ", run_id, shard, config, artifacts, detail
 // cellRows makes the cells' rows of one import.
 type cellRows struct {
 	run, shard string
-	cfgIDs     []string // by record
+	known      map[string]bool // ids of the configurations stored
+	seen       map[string]bool // cells made or left out
+	prev       *results.Record // the last new record, of configuration prevID
+	prevID     string
 	buf        []byte
 	quotes     metricQuotes
 }
 
-// args appends the values of recs[i]'s row, in cellsColumns' order.
-func (w *cellRows) args(args []any, recs []results.Record, i int) []any {
-	r := &recs[i]
+// args appends the values of r's row, in cellsColumns' order; cfg is
+// its configuration's id.
+func (w *cellRows) args(args []any, r *results.Record, cfg string) []any {
 	var metrics string
 	w.buf, metrics = metricsText(w.buf, r.Metrics, &w.quotes)
-	return append(columnArgs(args, r), w.run, w.shard, w.cfgIDs[i], artifacts(r), cellDetail(r), metrics)
+	return append(columnArgs(args, r), w.run, w.shard, cfg, artifacts(r), cellDetail(r), metrics)
 }
 
-// batches makes the rows of the records idx lists, in its order, on a
-// goroutine of its own while the caller stores the batch before: making
-// a row (its metrics text, detail, artifacts, time) was a fifth of a
-// SQLite insert's CPU. A batch is the args of up to size rows of width
-// values; the caller gives each back (release) when it is done with it,
-// and calls stop when it stops reading, at the end or on an error.
-func (w *cellRows) batches(recs []results.Record, idx []int32, width, size int) (out <-chan []any, release func([]any), stop func()) {
-	ch := make(chan []any, 1)
-	// Three buffers: the one being made, the one in ch, the one stored;
-	// free has room for all of them, so that release never waits.
-	free := make(chan []any, 3)
-	free <- make([]any, 0, width*size)
-	free <- make([]any, 0, width*size)
-	done := make(chan struct{})
-	go func() {
-		defer close(ch)
-		args := make([]any, 0, width*size)
-		for _, i := range idx {
-			if args = w.args(args, recs, int(i)); len(args) < width*size {
-				continue
-			}
-			select {
-			case ch <- args:
-			case <-done:
-				return
-			}
-			select {
-			case args = <-free:
-				args = args[:0]
-			case <-done:
-				return
-			}
-		}
-		if len(args) > 0 {
-			select {
-			case ch <- args:
-			case <-done:
-			}
-		}
-	}()
-	return ch, func(b []any) { free <- b }, func() { close(done) }
-}
-
-// putCells inserts recs (one per cell; those not stored yet), their
-// metrics with them, and returns how many it inserted: on PostgreSQL by
-// COPY into a temporary table and one insert from it in cell name order
-// (two processes inserting overlapping cells take the rows' locks in the
+// putCells inserts the cells of src's records (each once, the first
+// record of it; those not stored yet) as they are read, their metrics
+// with them, and returns how many it inserted: on PostgreSQL by COPY
+// into a temporary table and one insert from it in cell name order (two
+// processes inserting overlapping cells take the rows' locks in the
 // same order and cannot deadlock), on SQLite, whose import holds the
 // write lock, by multi-row inserts of the cells the run lacks.
-func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, w *cellRows) (int, error) {
+func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, src *source, w *cellRows) (int, error) {
 	width := len(cellColumns(&results.Record{})) + 6
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return 0, err
 		}
-		batches, release, stop := w.batches(recs, byName(recs, nil), width, cellBatch)
+		batches, release, stop := w.batches(src.chunks.next, nil, 0, width, cellBatch)
 		defer stop()
-		var batch []any
+		// cells_in has no foreign keys: the configurations are stored
+		// before the insert from it.
+		configs := map[string]results.Config{}
+		var b *batch
 		k := 0
 		err := copyFrom(ctx, conn, "cells_in", strings.Split(cellsColumns, ", "), pgx.CopyFromFunc(func() ([]any, error) {
-			if k == len(batch) {
+			if b == nil || k == len(b.args) {
 				// pgx has encoded the rows it was given.
-				if batch != nil {
-					release(batch)
+				if b != nil {
+					release(b)
 				}
 				var ok bool
-				if batch, ok = <-batches; !ok {
+				if b, ok = <-batches; !ok {
 					return nil, nil
 				}
+				maps.Copy(configs, b.configs)
 				k = 0
 			}
 			k += width
-			return batch[k-width : k], nil
+			return b.args[k-width : k], nil
 		}))
 		if err != nil {
+			return 0, err
+		}
+		if err := s.putConfigs(ctx, tx, configs); err != nil {
 			return 0, err
 		}
 		res, err := tx.ExecContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING")
@@ -416,36 +313,22 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []
 	if err := scanIDs(rows, present); err != nil {
 		return 0, err
 	}
-	b := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
-	defer b.close()
-	batches, release, stop := w.batches(recs, byName(recs, present), width, cellBatch)
+	ins := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
+	defer ins.close()
+	batches, release, stop := w.batches(src.chunks.next, present, sortRun, width, cellBatch)
 	defer stop()
 	stored := 0
-	for args := range batches {
-		if err := b.exec(ctx, len(args)/width, args); err != nil {
+	for b := range batches {
+		if err := s.putConfigs(ctx, tx, b.configs); err != nil {
 			return 0, err
 		}
-		stored += len(args) / width
-		release(args)
+		if err := ins.exec(ctx, len(b.args)/width, b.args); err != nil {
+			return 0, err
+		}
+		stored += len(b.args) / width
+		release(b)
 	}
 	return stored, nil
-}
-
-// byName lists the records whose cells present lacks, in cell name
-// order: the order of the cells' unique index, which SQLite then fills
-// at its end (inserting in the order the cells ran cost it 0.7 CPU-s
-// more at 100 000 cells) and PostgreSQL's insert sorts by. The records
-// stay in their order (moving them sorted 47 MB), for the analysis
-// beside.
-func byName(recs []results.Record, present map[string]int64) []int32 {
-	idx := make([]int32, 0, len(recs))
-	for i := range recs {
-		if _, ok := present[recs[i].Cell]; !ok {
-			idx = append(idx, int32(i))
-		}
-	}
-	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(recs[a].Cell, recs[b].Cell) })
-	return idx
 }
 
 // scanIDs reads rows of (id, cell) into ids and closes rows.
