@@ -17,6 +17,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Runner runs workloads.
@@ -128,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 // temporary directory cleanup removes.
 func (r *Runner) outDir(s Spec) (dir string, cleanup func(), err error) {
 	if s.OutDir == "" {
-		tmp, err := os.MkdirTemp("", "abtest-bench-")
+		tmp, err := safefile.MkdirTemp(os.TempDir(), "abtest-bench-")
 		if err != nil {
 			return "", nil, exitcode.Failure(err)
 		}
