@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -330,4 +332,38 @@ func FuzzReadTxLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIntervalsInAnyOrder: the pairs do not depend on the order of the
+// lines (files read in any order, a client's lines out of order) nor on
+// how sparse the client ids are.
+func TestIntervalsInAnyOrder(t *testing.T) {
+	var ordered TxLog
+	for c := range int64(3) {
+		for no := int64(1); no <= 50; no++ {
+			if no%7 != 0 {
+				ordered.tx = append(ordered.tx, loggedTx{client: c * 1e12, no: no, endUS: 1000*no + 10*c*no})
+			}
+		}
+	}
+	want := ordered.Intervals()
+	slices.Sort(want)
+	shuffled := TxLog{tx: slices.Clone(ordered.tx)}
+	rand.New(rand.NewSource(1)).Shuffle(len(shuffled.tx), func(i, j int) { shuffled.tx[i], shuffled.tx[j] = shuffled.tx[j], shuffled.tx[i] })
+	for _, l := range []TxLog{shuffled, {tx: dense(shuffled.tx)}} {
+		got := l.Intervals()
+		slices.Sort(got)
+		if len(want) != 3*35 || !slices.Equal(got, want) {
+			t.Errorf("%d intervals %v, want %d %v", len(got), got, len(want), want)
+		}
+	}
+}
+
+// dense renumbers clients 0, 1, 2.
+func dense(tx []loggedTx) []loggedTx {
+	out := slices.Clone(tx)
+	for i := range out {
+		out[i].client /= 1e12
+	}
+	return out
 }

@@ -111,11 +111,13 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock.finish(res.Observer, before, after)
 	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
 	res.LoggedTx = txlog.Count()
-	logCost(res.Observer, res.LoggedTx)
 	r.metrics(res, txlog, s)
+	// Reading the latency log is measuring's cost too: the clock
+	// stops after it.
+	clock.finish(res.Observer, before, after)
+	logCost(res.Observer, res.LoggedTx)
 	if err := readDeclared(ctx, conn, s.Workload, res); err != nil {
 		return nil, err
 	}
@@ -270,6 +272,15 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 func readTxLogs(logPrefix string, keep bool) (*TxLog, []string) {
 	var txlog TxLog
 	logs, _ := filepath.Glob(logPrefix + ".*")
+	// A line is about 30 bytes: sized once, the transactions are not
+	// copied as they grow.
+	var size int64
+	for _, f := range logs {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	txlog.tx = make([]loggedTx, 0, size/28)
 	for _, f := range logs {
 		if fh, err := os.Open(f); err == nil {
 			txlog.ReadTxLog(fh)
