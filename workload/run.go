@@ -111,11 +111,8 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
-	res.LoggedTx = txlog.Count()
-	r.metrics(res, txlog, s)
-	// Reading the latency log is measuring's cost too: the clock
-	// stops after it.
+	logs := r.readLog(res, s, logPrefix)
+	// Reading the latency log is measuring's cost: the clock stops after.
 	clock.finish(res.Observer, before, after)
 	logCost(res.Observer, res.LoggedTx)
 	if err := readDeclared(ctx, conn, s.Workload, res); err != nil {
@@ -265,6 +262,15 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 		res.Warnings = append(res.Warnings, fmt.Sprintf("foreign backends used database %s during the run: %s; probe counters left out, they would count its work too", db, strings.Join(who, ", ")))
 	}
 	return after, nil
+}
+
+// readLog reads the run's transaction log into res's metrics and
+// returns its files.
+func (r *Runner) readLog(res *Result, s Spec, logPrefix string) []string {
+	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
+	res.LoggedTx = txlog.Count()
+	r.metrics(res, txlog, s)
+	return logs
 }
 
 // readTxLogs reads pgbench's transaction logs (logPrefix.*) and removes
