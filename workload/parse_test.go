@@ -237,6 +237,15 @@ func TestSamplingRate(t *testing.T) {
 		// 1e9 transactions: the budget rate (2e-4) would give 40 pairs;
 		// the pair rule gives √(300/1e9) and 300 pairs.
 		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(3 * MinLatencyPairs / 1e9)},
+		// A warm-up that read a third of what earlier windows ran at
+		// (15 000 tx/s): sized for the peak, 300 pairs at its pace,
+		// 100 at the warm-up's.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 5000, PeakTPS: 15000}, LoggedTxPerSecond / 15000.0},
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 40000, PeakTPS: 15000}, LoggedTxPerSecond / 40000.0},
+		{Spec{Clients: 8, Duration: 3e9, PeakTPS: 40000}, LoggedTxPerSecond / 40000.0},
+		// A warm-up at a tenth of the peak: MinLatencyPairs pairs if the
+		// window runs at the warm-up's pace.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 1500, PeakTPS: 15000}, math.Sqrt(MinLatencyPairs / 4500.0)},
 		// Open loop needs no pairs.
 		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, LoggedTxPerSecond / 1e7},
 	} {

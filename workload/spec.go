@@ -71,12 +71,17 @@ type Spec struct {
 	// KeepTxLog keeps pgbench's per-transaction log in OutDir (a few MB);
 	// otherwise it is removed once read.
 	KeepTxLog bool
-	// ExpectedTPS, when known (a warm-up's or an earlier repeat's TPS),
-	// sizes the per-transaction log's sampling rate; otherwise an upper
-	// bound is assumed, and a larger share of it is logged so that a run
-	// far below the bound still has its back-to-back pairs
-	// (samplingRate).
+	// ExpectedTPS, when known (a warm-up's TPS), sizes the
+	// per-transaction log's sampling rate; otherwise an upper bound is
+	// assumed, and a larger share of it is logged so that a run far
+	// below the bound still has its back-to-back pairs (samplingRate).
 	ExpectedTPS float64
+	// PeakTPS, when known, is the highest TPS earlier windows of the
+	// same server and configuration ran at (the matrix's earlier
+	// repeats). A 1 s warm-up under load read a tenth of its window's
+	// TPS, and the cell logged several times its budget: the rate is
+	// sized for the higher of the two (samplingRate).
+	PeakTPS float64
 	// NoReset keeps pg_stat_statements' contents from before the run: a
 	// measurement after a warm-up starts from the warmed-up state
 	// (deallocs still count from the start of this run).
