@@ -671,6 +671,10 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	// Stats are reset when the warm-up starts, so the measurement starts
 	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
 	spec.NoReset = o.WarmupS > 0
+	// Nothing but abtest's own statements runs between the warm-up's
+	// last reading of pg_stat_statements and the window's first, unless
+	// a condition's sessions do: then the window reads its own.
+	spec.Continues = spec.NoReset && cell.Condition == ""
 	spec.Duration = time.Duration(o.DurationS * float64(time.Second))
 	spec.OutDir = results.CellDir(r.dir, cell.ID)
 	var prof chan *results.PerfInfo

@@ -166,7 +166,12 @@ func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *
 	if err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
-	if before.Kinds, err = sm.baseline(ctx); err != nil {
+	last := sv.last
+	sv.last = nil
+	if !s.Continues || !s.NoReset {
+		last = nil
+	}
+	if before.Kinds, err = sm.baseline(ctx, last); err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
 	if sm.seesXmin, err = seesXmin(ctx, conn); err == nil && sm.seesXmin {
@@ -248,9 +253,11 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return after, exitcode.Failure(err)
 	}
-	if res.Final, res.Statements, after.Kinds, err = sm.final(ctx); err != nil {
+	var last *pgssReading
+	if res.Final, res.Statements, last, err = sm.final(ctx); err != nil {
 		return after, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
+	after.Kinds, sv.last = last.kinds, last
 	if len(sm.foreign) == 0 {
 		d := after.Sub(before)
 		res.Probe = &d
