@@ -286,9 +286,10 @@ func (s *sampler) entries(ctx context.Context) ([]entry, error) {
 // the calls are those at the start.
 //
 // With last (the final reading of the run before, Spec.Continues) and
-// no eviction since, last is the baseline and the view is not read.
+// no eviction since (pg_stat_statements_info says: PostgreSQL ≥ 14),
+// last is the baseline and the view is not read.
 func (s *sampler) baseline(ctx context.Context, last *pgssReading) (map[string]KindCounters, error) {
-	if last != nil && last.dealloc == s.deallocBase {
+	if last != nil && s.hasInfo && last.dealloc == s.deallocBase {
 		s.calls = map[int64]int64{}
 		s.noteCalls(last.entries)
 		return maps.Clone(last.kinds), nil
