@@ -14,7 +14,7 @@ bench_cluster obs "$clients"
 ratios=()
 for i in $(seq 1 "$pairs"); do
   plain=$(pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-  ab=$(/tmp/abtest-bench bench -w select1 -c "$clients" -j "$threads" -d "$secs" --json 2>/dev/null | sed -n 's/^ *"tps": \([0-9.e+]*\),*$/\1/p' | head -1)
+  ab=$("$abtest" bench -w select1 -c "$clients" -j "$threads" -d "$secs" --json 2>/dev/null | sed -n 's/^ *"tps": \([0-9.e+]*\),*$/\1/p' | head -1)
   r=$(echo "$ab / $plain" | bc -l)
   ratios+=("$r")
   printf 'pair %2d: pgbench %10.0f  abtest bench %10.0f  ratio %.4f\n' "$i" "$plain" "$ab" "$r"

@@ -16,7 +16,7 @@ for i in $(seq 1 "$pairs"); do
   plain=$(pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
   pgbench -n -c "$clients" -j "$threads" -T "$secs" -f "$base/s1.sql" > "$base/out" 2>/dev/null &
   sleep 0.5
-  /tmp/abtest-bench perf record -w po -d $((secs - 1)) -o "$base/p.pb.gz" >/dev/null
+  "$abtest" perf record -w po -d $((secs - 1)) -o "$base/p.pb.gz" >/dev/null
   wait
   prof=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$base/out")
   r=$(echo "$prof / $plain" | bc -l); ratios+=("$r")

@@ -137,6 +137,9 @@ type run struct {
 	// userSQL is the error of the user's SQL that failed the last cell
 	// (noteUserSQL): it stops the run.
 	userSQL error
+	// peakTPS is the highest TPS each commit × configuration's windows
+	// ran at so far (peakKey): it sizes later cells' latency logs.
+	peakTPS map[string]float64
 }
 
 // Run executes plan into dir: it locks dir for the whole run
@@ -657,9 +660,16 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 			spec.ExpectedTPS = res.Summary.TPS
 		}
 	}
+	// So do the earlier repeats' windows: a warm-up of 1 s under load
+	// read as little as a tenth of its window's TPS (issue 27).
+	spec.PeakTPS = r.peakTPS[peakKey(cell)]
 	// Stats are reset when the warm-up starts, so the measurement starts
 	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
 	spec.NoReset = o.WarmupS > 0
+	// Nothing but abtest's own statements runs between the warm-up's
+	// last reading of pg_stat_statements and the window's first, unless
+	// a condition's sessions do: then the window reads its own.
+	spec.Continues = spec.NoReset && cell.Condition == ""
 	spec.Duration = time.Duration(o.DurationS * float64(time.Second))
 	spec.OutDir = results.CellDir(r.dir, cell.ID)
 	var prof chan *results.PerfInfo
@@ -677,6 +687,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	if err != nil {
 		return err
 	}
+	r.notePeak(cell, res.Summary.TPS)
 	rec.Status = results.StatusOK
 	rec.Metrics, rec.Saturated, rec.Samples, rec.Progress = results.ValuesOf(res.Metrics), res.Saturated, res.Samples, res.Progress
 	rec.Saturation = res.Saturation
@@ -690,6 +701,20 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 		}
 	}
 	return nil
+}
+
+// peakKey names a cell's commit and configuration, its repeat left
+// out.
+func peakKey(cell results.Cell) string { return cell.Commit + "\x00" + cell.Config.ID() }
+
+// notePeak keeps tps as its commit × configuration's peak if it is
+// higher.
+func (r *run) notePeak(cell results.Cell, tps float64) {
+	if r.peakTPS == nil {
+		r.peakTPS = map[string]float64{}
+	}
+	k := peakKey(cell)
+	r.peakTPS[k] = max(r.peakTPS[k], tps)
 }
 
 // profile records the middle of a cell's measured period. It runs

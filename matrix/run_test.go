@@ -154,3 +154,27 @@ func TestWarmupFailureNamesItsLog(t *testing.T) {
 		}
 	}
 }
+
+// TestPeakTPSIsPerCommitAndConfiguration: a cell's latency log is sized
+// by the highest TPS its own commit and configuration reached in
+// earlier repeats (issue 27), never another commit's or configuration's.
+func TestPeakTPSIsPerCommitAndConfiguration(t *testing.T) {
+	cell := func(commit string, clients, repeat int) results.Cell {
+		return results.Cell{Commit: commit, Repeat: repeat, Config: results.Config{Workload: "select1", Clients: clients}}
+	}
+	r := &run{}
+	if p := r.peakTPS[peakKey(cell("a", 8, 1))]; p != 0 {
+		t.Fatalf("a peak before any window: %v", p)
+	}
+	r.notePeak(cell("a", 8, 1), 9000)
+	r.notePeak(cell("a", 8, 2), 15000)
+	r.notePeak(cell("a", 8, 3), 5000)
+	r.notePeak(cell("b", 8, 1), 30000)
+	r.notePeak(cell("a", 16, 1), 40000)
+	if p := r.peakTPS[peakKey(cell("a", 8, 4))]; p != 15000 {
+		t.Errorf("a at 8 clients: peak %v, want 15000", p)
+	}
+	if p := r.peakTPS[peakKey(cell("b", 8, 2))]; p != 30000 {
+		t.Errorf("b at 8 clients: peak %v, want 30000", p)
+	}
+}

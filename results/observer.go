@@ -19,8 +19,8 @@ type Observer struct {
 	// /proc/PID/schedstat: exact.
 	BackendS float64 `json:"backend_s"`
 	// AbtestS is abtest's own process over the same span (getrusage:
-	// the sampler's goroutine, reading pgbench's progress and output,
-	// the Go runtime).
+	// the sampler's goroutine, reading pgbench's progress and output
+	// and its latency log, the Go runtime).
 	AbtestS float64 `json:"abtest_s"`
 	// PgbenchLogS is pgbench's latency logging: LoggedTx lines at
 	// LogLineS each (measured apart by bench/observer_cost.sh, since one

@@ -12,6 +12,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/perf/profiles"
 )
 
@@ -90,7 +91,7 @@ func instrOutDir(dir string, dryRun bool) (string, error) {
 	if dir != "" || dryRun {
 		return filepath.Abs(dir)
 	}
-	dir, err := os.MkdirTemp("", "abtest-instructions-")
+	dir, err := safefile.MkdirTemp(os.TempDir(), "abtest-instructions-")
 	if err != nil {
 		return "", exitcode.Failure(err)
 	}

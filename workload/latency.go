@@ -84,7 +84,24 @@ func latencyMethod(s Spec) LatencyMethod {
 // given (-t), k = 3, which at 40 000 tx/s in a 3 s cell is the budget's
 // own 300 pairs; with a good estimate the budget alone gives
 // LoggedTxPerSecond²/TPS pairs a second.
+//
+// A measured count is the higher of ExpectedTPS (the warm-up's) and
+// PeakTPS (earlier windows'): a warm-up that reads low cannot make a
+// cell log past its budget. Sized for the peak, a window that runs at
+// the warm-up's pace, far below it, would lose its pairs: the rate is
+// also at least √(MinLatencyPairs / the warm-up's count), which only
+// binds where the warm-up read under a third of the peak.
 func samplingRate(s Spec) float64 {
+	rate := sampledShare(s)
+	if s.ExpectedTPS > 0 && s.PeakTPS > s.ExpectedTPS && s.Transactions == 0 && s.Rate == 0 {
+		rate = math.Max(rate, math.Sqrt(MinLatencyPairs/(s.ExpectedTPS*s.Duration.Seconds())))
+	}
+	// pgbench takes a decimal; keep four significant digits.
+	return math.Min(1, math.Max(rate, 0.0001))
+}
+
+// sampledShare is samplingRate's share of the expected transactions.
+func sampledShare(s Spec) float64 {
 	var expected float64
 	secs := s.Duration.Seconds()
 	budget := LoggedTxPerSecond * secs
@@ -95,8 +112,8 @@ func samplingRate(s Spec) float64 {
 		budget, pairs = maxLoggedTxPerRun, 3*MinLatencyPairs
 	case s.Rate > 0:
 		expected = s.Rate * secs
-	case s.ExpectedTPS > 0:
-		expected = s.ExpectedTPS * secs
+	case s.ExpectedTPS > 0 || s.PeakTPS > 0:
+		expected = math.Max(s.ExpectedTPS, s.PeakTPS) * secs
 		pairs = 3 * MinLatencyPairs
 	case s.SleepMS > 0:
 		expected = float64(s.Clients) * 1000 / float64(s.SleepMS) * secs
@@ -116,6 +133,5 @@ func samplingRate(s Spec) float64 {
 	if s.Rate == 0 {
 		rate = math.Max(rate, math.Sqrt(pairs/expected))
 	}
-	// pgbench takes a decimal; keep four significant digits.
-	return math.Min(1, math.Max(rate, 0.0001))
+	return rate
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -42,6 +43,7 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 		t.Fatalf("sampling rate %v, want the full log", res.SamplingRate)
 	}
 	var all TxLog
+	cpu := procfs.SelfCPU()
 	logs, _ := filepath.Glob(filepath.Join(full.OutDir, "txlog.*"))
 	for _, f := range logs {
 		fh, err := os.Open(f)
@@ -54,6 +56,13 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	p50, _, p99, _, ok := Percentiles(all.Intervals())
 	if !ok || all.Count() < 10000 {
 		t.Fatalf("the full log: %d transactions", all.Count())
+	}
+	// Reading the log is measuring's cost: abtest's part of the run
+	// counts it (as it did here again), with the sampler's work besides.
+	reread := procfs.SelfCPU() - cpu
+	t.Logf("reading %d lines: %v; abtest's part of the run %.1f ms", all.Count(), reread, 1000*res.Observer.AbtestS)
+	if res.Observer.AbtestS < reread.Seconds() {
+		t.Errorf("abtest's part of the run %.1f ms, reading its log again %v: the log is not counted", 1000*res.Observer.AbtestS, reread)
 	}
 	// The cell's rate, as after a warm-up that ran at this cell's TPS.
 	s.ExpectedTPS = res.Summary.TPS

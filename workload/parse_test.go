@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +237,15 @@ func TestSamplingRate(t *testing.T) {
 		// 1e9 transactions: the budget rate (2e-4) would give 40 pairs;
 		// the pair rule gives √(300/1e9) and 300 pairs.
 		{Spec{Clients: 64, Duration: 100e9, ExpectedTPS: 1e7}, math.Sqrt(3 * MinLatencyPairs / 1e9)},
+		// A warm-up that read a third of what earlier windows ran at
+		// (15 000 tx/s): sized for the peak, 300 pairs at its pace,
+		// 100 at the warm-up's.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 5000, PeakTPS: 15000}, LoggedTxPerSecond / 15000.0},
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 40000, PeakTPS: 15000}, LoggedTxPerSecond / 40000.0},
+		{Spec{Clients: 8, Duration: 3e9, PeakTPS: 40000}, LoggedTxPerSecond / 40000.0},
+		// A warm-up at a tenth of the peak: MinLatencyPairs pairs if the
+		// window runs at the warm-up's pace.
+		{Spec{Clients: 8, Duration: 3e9, ExpectedTPS: 1500, PeakTPS: 15000}, math.Sqrt(MinLatencyPairs / 4500.0)},
 		// Open loop needs no pairs.
 		{Spec{Clients: 64, Duration: 100e9, Rate: 1e7}, LoggedTxPerSecond / 1e7},
 	} {
@@ -330,4 +341,38 @@ func FuzzReadTxLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIntervalsInAnyOrder: the pairs do not depend on the order of the
+// lines (files read in any order, a client's lines out of order) nor on
+// how sparse the client ids are.
+func TestIntervalsInAnyOrder(t *testing.T) {
+	var ordered TxLog
+	for c := range int64(3) {
+		for no := int64(1); no <= 50; no++ {
+			if no%7 != 0 {
+				ordered.tx = append(ordered.tx, loggedTx{client: c * 1e12, no: no, endUS: 1000*no + 10*c*no})
+			}
+		}
+	}
+	want := ordered.Intervals()
+	slices.Sort(want)
+	shuffled := TxLog{tx: slices.Clone(ordered.tx)}
+	rand.New(rand.NewSource(1)).Shuffle(len(shuffled.tx), func(i, j int) { shuffled.tx[i], shuffled.tx[j] = shuffled.tx[j], shuffled.tx[i] })
+	for _, l := range []TxLog{shuffled, {tx: dense(shuffled.tx)}} {
+		got := l.Intervals()
+		slices.Sort(got)
+		if len(want) != 3*35 || !slices.Equal(got, want) {
+			t.Errorf("%d intervals %v, want %d %v", len(got), got, len(want), want)
+		}
+	}
+}
+
+// dense renumbers clients 0, 1, 2.
+func dense(tx []loggedTx) []loggedTx {
+	out := slices.Clone(tx)
+	for i := range out {
+		out[i].client /= 1e12
+	}
+	return out
 }

@@ -133,7 +133,7 @@ GROUP BY 1`)
 		}
 		return m
 	}
-	kinds, err := sm.baseline(ctx)
+	kinds, err := sm.baseline(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +144,11 @@ GROUP BY 1`)
 		t.Errorf("the baseline noted the calls of %d entries, want %d", len(sm.calls), len(second))
 	}
 	exec("INSERT INTO kinds_t SELECT 1")
-	f, top, kinds, err := sm.final(ctx)
+	f, top, last, err := sm.final(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	kinds = last.kinds
 	if w := wantKinds(); !reflect.DeepEqual(kinds, w) || w["INSERT"].Calls != 1 || w["INSERT"].Rows != 1 {
 		t.Errorf("kinds at the end:\n got %v\nwant %v", kinds, w)
 	}

@@ -34,6 +34,18 @@ type server struct {
 	// maxConn and reserved are max_connections and the slots reserved
 	// from it.
 	maxConn, reserved int
+	// last is the final pg_stat_statements reading of the last run on
+	// this connection (Spec.Continues); nil once a run starts.
+	last *pgssReading
+}
+
+// pgssReading is what a run's final pg_stat_statements reading leaves
+// for the next run's baseline: each entry's calls, the sums by kind and
+// pg_stat_statements_info's dealloc then.
+type pgssReading struct {
+	entries []entry
+	kinds   map[string]KindCounters
+	dealloc int64
 }
 
 func (sv *server) hasWAL() bool   { return sv.versionNum >= 140000 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Runner runs workloads.
@@ -110,11 +111,10 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs := r.readLog(res, s, logPrefix)
+	// Reading the latency log is measuring's cost: the clock stops after.
 	clock.finish(res.Observer, before, after)
-	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
-	res.LoggedTx = txlog.Count()
 	logCost(res.Observer, res.LoggedTx)
-	r.metrics(res, txlog, s)
 	if err := readDeclared(ctx, conn, s.Workload, res); err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 // temporary directory cleanup removes.
 func (r *Runner) outDir(s Spec) (dir string, cleanup func(), err error) {
 	if s.OutDir == "" {
-		tmp, err := os.MkdirTemp("", "abtest-bench-")
+		tmp, err := safefile.MkdirTemp(os.TempDir(), "abtest-bench-")
 		if err != nil {
 			return "", nil, exitcode.Failure(err)
 		}
@@ -166,7 +166,12 @@ func (r *Runner) beforeRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *
 	if err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: reading counters: %v", ErrServer, err))
 	}
-	if before.Kinds, err = sm.baseline(ctx); err != nil {
+	last := sv.last
+	sv.last = nil
+	if !s.Continues || !s.NoReset {
+		last = nil
+	}
+	if before.Kinds, err = sm.baseline(ctx, last); err != nil {
 		return Counters{}, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
 	if sm.seesXmin, err = seesXmin(ctx, conn); err == nil && sm.seesXmin {
@@ -248,9 +253,11 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	if err := r.foreignBackends(ctx, conn, db, sm.foreign); err != nil {
 		return after, exitcode.Failure(err)
 	}
-	if res.Final, res.Statements, after.Kinds, err = sm.final(ctx); err != nil {
+	var last *pgssReading
+	if res.Final, res.Statements, last, err = sm.final(ctx); err != nil {
 		return after, exitcode.Failure(fmt.Errorf("%w: pg_stat_statements: %v", ErrServer, err))
 	}
+	after.Kinds, sv.last = last.kinds, last
 	if len(sm.foreign) == 0 {
 		d := after.Sub(before)
 		res.Probe = &d
@@ -264,11 +271,29 @@ func (r *Runner) afterRun(ctx context.Context, conn *pgx.Conn, sv *server, sm *s
 	return after, nil
 }
 
+// readLog reads the run's transaction log into res's metrics and
+// returns its files.
+func (r *Runner) readLog(res *Result, s Spec, logPrefix string) []string {
+	txlog, logs := readTxLogs(logPrefix, s.KeepTxLog)
+	res.LoggedTx = txlog.Count()
+	r.metrics(res, txlog, s)
+	return logs
+}
+
 // readTxLogs reads pgbench's transaction logs (logPrefix.*) and removes
 // them unless keep.
 func readTxLogs(logPrefix string, keep bool) (*TxLog, []string) {
 	var txlog TxLog
 	logs, _ := filepath.Glob(logPrefix + ".*")
+	// A line is about 30 bytes: sized once, the transactions are not
+	// copied as they grow.
+	var size int64
+	for _, f := range logs {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	txlog.tx = make([]loggedTx, 0, size/28)
 	for _, f := range logs {
 		if fh, err := os.Open(f); err == nil {
 			txlog.ReadTxLog(fh)

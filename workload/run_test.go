@@ -346,3 +346,29 @@ func closeAndWait(t *testing.T, conn *pgx.Conn) {
 		}
 	}
 }
+
+// TestTempDirsHaveOneLength: a run's and an instruction count's
+// temporary directories have names of one length (safefile.MkdirTemp):
+// pgbench's and the server's paths lie in their memory, and a name a
+// digit shorter shifts the instruction count of string functions.
+// os.MkdirTemp's names have 1 to 10 digits.
+func TestTempDirsHaveOneLength(t *testing.T) {
+	lengths := map[int]bool{}
+	for range 40 {
+		dir, cleanup, err := (&Runner{Proc: &proc.Runner{}}).outDir(Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lengths[len(dir)] = true
+		cleanup()
+		idir, err := instrOutDir("", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lengths[len(idir)-len("instructions")+len("bench")] = true
+		os.RemoveAll(idir)
+	}
+	if len(lengths) != 1 {
+		t.Errorf("temporary directories of %d lengths: %v", len(lengths), lengths)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -283,7 +284,16 @@ func (s *sampler) entries(ctx context.Context) ([]entry, error) {
 // statements between it and pgbench's start (the warm-up's pgbench has
 // exited; another backend is a foreign one and voids the probe), so
 // the calls are those at the start.
-func (s *sampler) baseline(ctx context.Context) (map[string]KindCounters, error) {
+//
+// With last (the final reading of the run before, Spec.Continues) and
+// no eviction since (pg_stat_statements_info says: PostgreSQL ≥ 14),
+// last is the baseline and the view is not read.
+func (s *sampler) baseline(ctx context.Context, last *pgssReading) (map[string]KindCounters, error) {
+	if last != nil && s.hasInfo && last.dealloc == s.deallocBase {
+		s.calls = map[int64]int64{}
+		s.noteCalls(last.entries)
+		return maps.Clone(last.kinds), nil
+	}
 	var r pgssRow
 	if err := s.conn.QueryRow(ctx, s.pgssSQL(0, true)).Scan(&r.ids, &r.calls, &r.classes, &r.ages,
 		&r.rows, &r.heads); err != nil {
@@ -549,7 +559,7 @@ const topStatements = 10
 // final reads pg_stat_statements once more at the end: the entries,
 // the top statements by total time and the probe's sums by kind, in one
 // reading.
-func (s *sampler) final(ctx context.Context) (Final, []Statement, map[string]KindCounters, error) {
+func (s *sampler) final(ctx context.Context) (Final, []Statement, *pgssReading, error) {
 	var r pgssRow
 	if err := s.conn.QueryRow(ctx, s.pgssSQL(topStatements, true)).Scan(&r.ids, &r.calls, &r.classes, &r.ages,
 		&r.top, &r.topCalls, &r.topMean, &r.topMax, &r.rows, &r.heads); err != nil {
@@ -582,7 +592,7 @@ func (s *sampler) final(ctx context.Context) (Final, []Statement, map[string]Kin
 			f.Histogram = append(f.Histogram, HistogramBin{Label: b.label, N: counts[i]})
 		}
 	}
-	return f, r.statements(), r.kindCounters(), nil
+	return f, r.statements(), &pgssReading{entries: es, kinds: r.kindCounters(), dealloc: s.deallocBase + d}, nil
 }
 
 func dist(xs []float64) Dist {

@@ -71,16 +71,29 @@ type Spec struct {
 	// KeepTxLog keeps pgbench's per-transaction log in OutDir (a few MB);
 	// otherwise it is removed once read.
 	KeepTxLog bool
-	// ExpectedTPS, when known (a warm-up's or an earlier repeat's TPS),
-	// sizes the per-transaction log's sampling rate; otherwise an upper
-	// bound is assumed, and a larger share of it is logged so that a run
-	// far below the bound still has its back-to-back pairs
-	// (samplingRate).
+	// ExpectedTPS, when known (a warm-up's TPS), sizes the
+	// per-transaction log's sampling rate; otherwise an upper bound is
+	// assumed, and a larger share of it is logged so that a run far
+	// below the bound still has its back-to-back pairs (samplingRate).
 	ExpectedTPS float64
+	// PeakTPS, when known, is the highest TPS earlier windows of the
+	// same server and configuration ran at (the matrix's earlier
+	// repeats). A 1 s warm-up under load read a tenth of its window's
+	// TPS, and the cell logged several times its budget: the rate is
+	// sized for the higher of the two (samplingRate).
+	PeakTPS float64
 	// NoReset keeps pg_stat_statements' contents from before the run: a
 	// measurement after a warm-up starts from the warmed-up state
 	// (deallocs still count from the start of this run).
 	NoReset bool
+	// Continues says the run follows the last run on the same kept
+	// connection (Runner.Sessions) with nothing counted by
+	// pg_stat_statements between: a warm-up and its window, without a
+	// condition's sessions beside them. Its baseline is then that run's
+	// final reading, unless an entry was evicted since; a reading of
+	// 1 000 entries costs the server 3–5 ms, 0.1–0.2 % of a 3 s cell
+	// (issue 27). Only with NoReset.
+	Continues bool
 }
 
 func (r *Runner) getenv(k string) string {
