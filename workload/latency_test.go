@@ -42,26 +42,34 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	if res.SamplingRate != 1 {
 		t.Fatalf("sampling rate %v, want the full log", res.SamplingRate)
 	}
+	// Reading the log is measuring's cost: abtest's part of the run
+	// counts it, with the sampler's work besides. Read it again, three
+	// times, for what it costs: the least of them, since the process's
+	// CPU is shared with other tests' goroutines (one read took 75 ms
+	// where the run's whole part was 55 ms). Uncounted, the log would
+	// leave the sampler's few milliseconds, so half tells them apart.
 	var all TxLog
-	cpu := procfs.SelfCPU()
+	reread := time.Duration(math.MaxInt64)
 	logs, _ := filepath.Glob(filepath.Join(full.OutDir, "txlog.*"))
-	for _, f := range logs {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
+	for range 3 {
+		all = TxLog{}
+		cpu := procfs.SelfCPU()
+		for _, f := range logs {
+			fh, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.ReadTxLog(fh)
+			fh.Close()
 		}
-		all.ReadTxLog(fh)
-		fh.Close()
+		reread = min(reread, procfs.SelfCPU()-cpu)
 	}
 	p50, _, p99, _, ok := Percentiles(all.Intervals())
 	if !ok || all.Count() < 10000 {
 		t.Fatalf("the full log: %d transactions", all.Count())
 	}
-	// Reading the log is measuring's cost: abtest's part of the run
-	// counts it (as it did here again), with the sampler's work besides.
-	reread := procfs.SelfCPU() - cpu
 	t.Logf("reading %d lines: %v; abtest's part of the run %.1f ms", all.Count(), reread, 1000*res.Observer.AbtestS)
-	if res.Observer.AbtestS < reread.Seconds() {
+	if res.Observer.AbtestS < reread.Seconds()/2 {
 		t.Errorf("abtest's part of the run %.1f ms, reading its log again %v: the log is not counted", 1000*res.Observer.AbtestS, reread)
 	}
 	// The cell's rate, as after a warm-up that ran at this cell's TPS.
