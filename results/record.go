@@ -480,44 +480,39 @@ func newSpares() *spares {
 }
 
 // block returns an empty block of at least size bytes' capacity.
-func (s *spares) block(size int) []byte {
-	select {
-	case b := <-s.blocks:
-		if cap(b) >= size {
-			return b[:0]
-		}
-	default:
-	}
-	return make([]byte, 0, size)
-}
+func (s *spares) block(size int) []byte { return spare(s.blocks, size) }
 
-func (s *spares) putBlock(b []byte) {
-	select {
-	case s.blocks <- b:
-	default:
-	}
-}
+func (s *spares) putBlock(b []byte) { keepSpare(s.blocks, b) }
 
 // records returns an empty slice of records of at least n capacity.
-func (s *spares) records(n int) []Record {
+func (s *spares) records(n int) []Record { return spare(s.recs, n) }
+
+// spare returns an empty slice of at least n capacity: one kept in ch
+// if it is big enough, else a new one.
+func spare[T any](ch chan []T, n int) []T {
 	select {
-	case r := <-s.recs:
-		if cap(r) >= n {
-			return r[:0]
+	case v := <-ch:
+		if cap(v) >= n {
+			return v[:0]
 		}
 	default:
 	}
-	return make([]Record, 0, n)
+	return make([]T, 0, n)
+}
+
+// keepSpare keeps v in ch for spare, unless ch is full.
+func keepSpare[T any](ch chan []T, v []T) {
+	select {
+	case ch <- v:
+	default:
+	}
 }
 
 // putRecs takes back a slice whose records were copied: cleared, so
 // that it holds nothing of theirs alive.
 func (s *spares) putRecs(r []Record) {
 	clear(r)
-	select {
-	case s.recs <- r:
-	default:
-	}
+	keepSpare(s.recs, r)
 }
 
 // readChunks reads r in blocks of whole lines (a line longer than a

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -11,22 +13,16 @@ import (
 // cell_metrics by metric id, read through the view of version 2, and no
 // metrics column in cells.
 func DowngradeTo5(ctx context.Context, s *Store) error {
-	for _, st := range []string{
-		`CREATE TABLE metric_names (id {{ID}}, name TEXT NOT NULL UNIQUE)`,
-		`CREATE TABLE cell_metrics (
-			cell_id BIGINT NOT NULL,
-			metric_id BIGINT NOT NULL,
-			value DOUBLE PRECISION NOT NULL,
-			PRIMARY KEY (cell_id, metric_id)){{WITHOUT_ROWID}}`,
-		`INSERT INTO metric_names (name) SELECT DISTINCT metric FROM metrics ORDER BY metric`,
-		`INSERT INTO cell_metrics (cell_id, metric_id, value)
-			SELECT m.cell_id, n.id, m.value FROM metrics m JOIN metric_names n ON n.name = m.metric`,
-		`DROP VIEW metrics`,
-		`ALTER TABLE cells DROP COLUMN metrics`,
-		`CREATE VIEW metrics AS
-			SELECT m.cell_id, n.name AS metric, m.value FROM cell_metrics m JOIN metric_names n ON n.id = m.metric_id`,
-		`DELETE FROM schema_version WHERE version = 6`,
-	} {
+	// Version 2's first statements make the tables and fill them from
+	// the metrics (then a table, now the view); the view goes last.
+	v2 := migrations[1]
+	if v2.version != 2 {
+		return fmt.Errorf("migrations[1] is version %d, not 2", v2.version)
+	}
+	view := slices.IndexFunc(v2.stmts, func(st string) bool { return strings.HasPrefix(st, "CREATE VIEW metrics") })
+	stmts := append(slices.Clone(v2.stmts[:4]), `DROP VIEW metrics`, `ALTER TABLE cells DROP COLUMN metrics`,
+		v2.stmts[view], `DELETE FROM schema_version WHERE version = 6`)
+	for _, st := range stmts {
 		if _, err := s.db.ExecContext(ctx, s.engine().Replace(st)); err != nil {
 			return fmt.Errorf("%s: %w", st, err)
 		}
