@@ -184,13 +184,14 @@ func (l *TxLog) ReadTxLog(r io.Reader) {
 			continue
 		}
 		var t loggedTx
-		var ok [5]bool
-		t.client, ok[0] = parseCount(f[0])
-		t.no, ok[1] = parseCount(f[1])
-		t.latencyUS, ok[2] = parseCount(f[2])
-		sec, ok3 := parseCount(f[4])
-		us, ok4 := parseCount(f[5])
-		if !ok[0] || !ok[1] || !ok[2] || !ok3 || !ok4 || us >= 1e6 || sec > 9e12 {
+		var sec, us int64
+		ok := true
+		for i, p := range [...]*int64{0: &t.client, 1: &t.no, 2: &t.latencyUS, 4: &sec, 5: &us} {
+			if p != nil && ok {
+				*p, ok = parseCount(f[i])
+			}
+		}
+		if !ok || us >= 1e6 || sec > 9e12 {
 			continue
 		}
 		t.endUS = sec*1e6 + us
