@@ -106,3 +106,43 @@ func TestDashboardCountsAsReport(t *testing.T) {
 			summary[1], want.Better, want.Worse, want.Same, want.Unknown, want.Incomplete, want.Behind, want.Higher, want.Lower)
 	}
 }
+
+// TestIncompleteGateIsNotFailed: a run whose gated tps is missing from
+// one cell could not answer; the store calls its gate failed, and the
+// run list and its page say incomplete, as the report does, beside 0
+// failed cells (the demo's run list read "failed" with none failed).
+func TestIncompleteGateIsNotFailed(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "run")
+	_, err := storetest.Write(dir, storetest.Run{
+		Created: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC), Seed: 5, Repeats: 6,
+		Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "patch", SHA: storetest.BaseSHA, Build: "patch"}},
+		Configs: []results.Config{storetest.Config},
+		Value: func(k results.Commit, _ results.Config, rep int) map[string]float64 {
+			m := map[string]float64{results.MetricLatencyAvg: 0.8 + 0.01*float64(rep)}
+			if k.Label == "base" || rep != 2 {
+				m[results.MetricTPS] = 5000 + 10*float64(rep)
+			}
+			return m
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, site := importAndWrite(t, root, dir)
+	index, err := os.ReadFile(site.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := regexp.MustCompile(`<td class="gate" title="([^"]*)">([^<]*)</td>`).FindSubmatch(index)
+	if gate == nil || string(gate[2]) != "incomplete" || len(gate[1]) == 0 {
+		t.Errorf("run list's gate cell: %q, want incomplete with its reason", gate)
+	}
+	page, err := os.ReadFile(filepath.Join(site.Dir, dashboard.RunPage(st.Run)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`gate: <b>incomplete</b> · \S`).Match(page) {
+		t.Errorf("run page's gate: %s", regexp.MustCompile(`<p class="gate[^>]*>.*?</p>`).Find(page))
+	}
+}

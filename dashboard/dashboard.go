@@ -49,6 +49,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 
@@ -77,7 +78,19 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"disagreeMark": func() string { return analysis.DisagreeMark },
 	"disagreeNote": func() string { return analysis.DisagreeNote },
 	"date":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+	"gateWord":     gateWord,
 }).ParseFS(templateFS, "templates/*.html"))
+
+// gateWord is how a page names a run's gate status: as the report
+// does, "incomplete" where the store says failed (the run could not
+// answer: gated cells or metrics missing), which beside a column of
+// failed cells read as a crash when none had failed.
+func gateWord(g results.GateStatus) string {
+	if g == results.GateFailed {
+		return "incomplete"
+	}
+	return string(g)
+}
 
 // Options shape the site.
 type Options struct {
