@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -20,12 +21,23 @@ import (
 // the full log. A real pgbench logs every transaction; pgbench's own
 // sampling (a draw per transaction) is replayed on that log at the rate
 // the cell would run at, 20 times: every draw keeps MinLatencyPairs
-// pairs, and the median draw's p50 is within 8 % and p99 within 30 %
-// of the full log's, each draw's p50 within 20 % (at 17 500 tx/s under
-// load, 660 pairs a draw: median 3.9 % and 12 %, worst 9 % and 25 %;
-// at 40 000 tx/s a 3 s cell keeps 300 pairs, half as many). Then a real cell at
-// that rate logs within its budget and still reports p50 and p99: a
-// fixed 100 000 lines a cell logged five times the budget.
+// pairs, and its p50 and p99 sit where they should in the full log.
+//
+// That is judged by rank, not by value: a sampled percentile's rank in
+// the full log's intervals, against the standard error of a quantile
+// of n pairs, √(p(1−p)/n). A closed loop's intervals have a gap in their
+// tail (scheduler stalls), and where ~1 % of them are stalls the full
+// log's p99 sits on its edge: in one CI run at 43 000 tx/s (300 pairs a
+// draw) the draws' p99 were either −48 to −54 % or −6 to +67 % of the
+// full log's, a median of 48 % off, while in rank every one was within
+// the error its 300 pairs allow. A sampler that kept fewer pairs, or
+// kept them with a bias (the first lines, the fast clients), is caught:
+// the median draw's |z| must be under 1.5 (0.67 expected) and each
+// draw's under 4.5, for p50 and p99 alike.
+//
+// Then a real cell at that rate logs within its budget and still
+// reports p50 and p99: a fixed 100 000 lines a cell logged five times
+// the budget.
 func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	st, install := startCluster(t, 5000)
 	w, _ := Builtin("select1")
@@ -64,7 +76,8 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 		}
 		reread = min(reread, procfs.SelfCPU()-cpu)
 	}
-	p50, _, p99, _, ok := Percentiles(all.Intervals())
+	ivs := all.Intervals()
+	p50, _, p99, _, ok := Percentiles(ivs) // sorts ivs
 	if !ok || all.Count() < 10000 {
 		t.Fatalf("the full log: %d transactions", all.Count())
 	}
@@ -77,7 +90,7 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	rate := samplingRate(s)
 	t.Logf("full log: %d transactions at %.0f tx/s, p50 %.3f ms, p99 %.3f ms; the cell's rate %.4f", all.Count(), res.Summary.TPS, p50, p99, rate)
 	rng := rand.New(rand.NewSource(1))
-	var d50, d99 []float64
+	var z50, z99 []float64
 	for i := range 20 {
 		var sampled TxLog
 		for _, tx := range all.tx {
@@ -87,17 +100,19 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 		}
 		lat := sampled.Intervals()
 		s50, _, s99, _, _ := Percentiles(lat)
-		e50, e99 := math.Abs(s50/p50-1), math.Abs(s99/p99-1)
-		t.Logf("draw %d: %d lines, %d pairs: p50 %.3f ms (%+.1f %%), p99 %.3f ms (%+.1f %%)", i, sampled.Count(), len(lat), s50, 100*(s50/p50-1), s99, 100*(s99/p99-1))
-		if len(lat) < MinLatencyPairs || e50 > 0.20 {
-			t.Errorf("draw %d: %d pairs, p50 %.1f %% off", i, len(lat), 100*e50)
+		r50, r99 := midRank(ivs, 1000*s50), midRank(ivs, 1000*s99)
+		e50, e99 := zOfRank(r50, 0.50, len(lat)), zOfRank(r99, 0.99, len(lat))
+		t.Logf("draw %d: %d lines, %d pairs: p50 %.3f ms (%+.1f %%, rank %.4f, z %+.2f), p99 %.3f ms (%+.1f %%, rank %.4f, z %+.2f)",
+			i, sampled.Count(), len(lat), s50, 100*(s50/p50-1), r50, e50, s99, 100*(s99/p99-1), r99, e99)
+		if len(lat) < MinLatencyPairs || math.Abs(e50) > 4.5 || math.Abs(e99) > 4.5 {
+			t.Errorf("draw %d: %d pairs, p50 z %+.2f, p99 z %+.2f", i, len(lat), e50, e99)
 		}
-		d50, d99 = append(d50, e50), append(d99, e99)
+		z50, z99 = append(z50, math.Abs(e50)), append(z99, math.Abs(e99))
 	}
-	sort.Float64s(d50)
-	sort.Float64s(d99)
-	if d50[10] > 0.08 || d99[10] > 0.30 {
-		t.Errorf("median draw: p50 %.1f %% off, p99 %.1f %% off", 100*d50[10], 100*d99[10])
+	sort.Float64s(z50)
+	sort.Float64s(z99)
+	if m50, m99 := (z50[9]+z50[10])/2, (z99[9]+z99[10])/2; m50 > 1.5 || m99 > 1.5 {
+		t.Errorf("median draw: p50 |z| %.2f, p99 |z| %.2f (0.67 expected)", m50, m99)
 	}
 
 	cell, err := runner().Run(context.Background(), s)
@@ -112,4 +127,23 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	if m[results.MetricLatencyP50] <= 0 || m[results.MetricLatencyP99] < m[results.MetricLatencyP50] || cell.LatencyDetail == "" {
 		t.Errorf("the cell's latency rows: %v (%v)", m, cell.Warnings)
 	}
+}
+
+// midRank is the share of sorted (ascending) below v, counting those
+// equal to it as half: a value's rank in a sample with ties.
+func midRank(sorted []float64, v float64) float64 {
+	lo, _ := slices.BinarySearch(sorted, v)
+	hi := lo
+	for hi < len(sorted) && sorted[hi] == v {
+		hi++
+	}
+	return (float64(lo) + float64(hi)) / 2 / float64(len(sorted))
+}
+
+// zOfRank is how many standard errors rank lies from p, for the p
+// quantile of n values: √(p(1−p)/n), and half a rank step besides for
+// a nearest-rank quantile's rounding.
+func zOfRank(rank, p float64, n int) float64 {
+	se := math.Sqrt(p*(1-p)/float64(n)) + 0.5/float64(n)
+	return (rank - p) / se
 }

@@ -158,9 +158,17 @@ func aaGatesNothing(t *testing.T, out, stdout string) {
 	if !found {
 		t.Fatal("no summary for the A/A arm")
 	}
+	// A report-only row may say higher or lower: those rows are a family
+	// of their own, tested by Holm at α, so an A/A arm reads one in about
+	// α of runs (db_time_pct "lower" in one of 3 repeats, session 10).
+	// Gated rows must not call a change.
 	for _, row := range rep.Rows {
 		for _, st := range row.Stats {
-			if st.Commit == "aa" && st.Verdict != results.Same && st.Verdict != results.Unknown {
+			switch {
+			case st.Commit != "aa" || st.Verdict == results.Same || st.Verdict == results.Unknown:
+			case st.Verdict == results.Higher || st.Verdict == results.Lower:
+				t.Logf("A/A %s %s: %s, report-only (%s)", row.Config, row.Metric, st.Verdict, st.Note)
+			default:
 				t.Errorf("A/A %s %s: %s (%s)", row.Config, row.Metric, st.Verdict, st.Note)
 			}
 		}
