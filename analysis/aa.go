@@ -15,9 +15,12 @@ import (
 // AA is what an A/A run (two arms of one build) says about noise.
 type AA struct {
 	Arms []string `json:"arms"`
-	// MaxDeltaPct is the largest |Δ| of TPS between the arms.
+	// Metric is what the arms are compared on: TPS, or
+	// instructions_per_tx in a run of instruction cells only.
+	Metric string `json:"metric"`
+	// MaxDeltaPct is the largest |Δ| of Metric between the arms.
 	MaxDeltaPct float64 `json:"max_delta_pct"`
-	// DetectablePct is the smallest TPS change this run could have
+	// DetectablePct is the smallest change of Metric this run could have
 	// called in its least precise configuration.
 	DetectablePct float64 `json:"-"`
 	Note          string  `json:"note"`
@@ -41,9 +44,9 @@ func (r *Report) aa() {
 		if len(arms) < 2 || !contains(arms, r.Baseline) {
 			continue
 		}
-		a := &AA{Arms: arms}
+		a := &AA{Arms: arms, Metric: r.aaMetric()}
 		for _, row := range r.Rows {
-			if row.Metric != results.MetricTPS {
+			if row.Metric != a.Metric {
 				continue
 			}
 			for _, st := range row.Stats {
@@ -63,16 +66,38 @@ func (r *Report) aa() {
 				a.DetectablePct = math.Max(a.DetectablePct, det)
 			}
 		}
-		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest TPS difference between them was %.2f%%; in its least precise configuration this run could have detected %s.", strings.Join(arms, " and "), a.MaxDeltaPct, detectsTPS(a.DetectablePct))
+		name := "TPS"
+		if a.Metric != results.MetricTPS {
+			name = a.Metric
+		}
+		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest %s difference between them was %.2f%%; in its least precise configuration this run could have detected %s.", strings.Join(arms, " and "), name, a.MaxDeltaPct, detectsChange(name, a.DetectablePct))
 		r.AA = a
 		return
 	}
 }
 
-// detectsTPS says what TPS change a run could have detected.
-func detectsTPS(mde float64) string {
-	if !isFinite(mde) {
-		return "no TPS change of any size"
+// aaMetric is what an A/A run is judged on: TPS, or, where no cell
+// measured it (matrix --instructions-only), instructions_per_tx; an
+// instruction-only A/A once read "the largest TPS difference was
+// 0.00 %" of a run with no timed cell.
+func (r *Report) aaMetric() string {
+	for _, row := range r.Rows {
+		if row.Metric == results.MetricTPS {
+			return results.MetricTPS
+		}
 	}
-	return "only a TPS change of " + pctAbs(mde) + " or more"
+	for _, row := range r.Rows {
+		if row.Metric == results.MetricInstructionsPerTx {
+			return results.MetricInstructionsPerTx
+		}
+	}
+	return results.MetricTPS
+}
+
+// detectsChange says what change of metric a run could have detected.
+func detectsChange(metric string, mde float64) string {
+	if !isFinite(mde) {
+		return "no " + metric + " change of any size"
+	}
+	return "only a " + metric + " change of " + pctAbs(mde) + " or more"
 }

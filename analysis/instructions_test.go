@@ -19,10 +19,14 @@ import (
 // and must still be told apart): base, a
 // patch costing +3 607 instructions per transaction (+9.8 %), and an
 // A/A arm 0.01 % off (the measured run-to-run spread is far smaller).
-func instrInput(t *testing.T) *Input {
+func instrInput(t *testing.T) *Input { return instrRun(t, false) }
+
+// instrRun is instrInput, with only its instruction cells when only is
+// set (matrix --instructions-only).
+func instrRun(t *testing.T, only bool) *Input {
 	t.Helper()
 	commits := []results.Commit{{Label: "base", Ref: "m", SHA: "1", Build: "base"}, {Label: "patch", Ref: "m", SHA: "2", Build: "patch"}, {Label: "aa", Ref: "m", SHA: "1", Build: "base"}}
-	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: true}, commits)
+	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: !only, InstructionsOnly: only}, commits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +74,37 @@ func TestInstructionsVerdicts(t *testing.T) {
 	}
 	if !strings.Contains(txt.String(), "select1/instr/cpuall patch: +3 607 instructions per transaction, +9.80%") {
 		t.Errorf("text report:\n%s", txt.String())
+	}
+}
+
+// TestInstructionsOnlyRun: a run of instruction cells alone states its
+// A/A arm on instructions_per_tx, not on a TPS no cell measured, and
+// counts no test as short of repeats: the descriptive instructions
+// count, with one pair, is no gated test (the report once said "1 gated
+// tests have too few pairs" beside "one repeat answers").
+func TestInstructionsOnlyRun(t *testing.T) {
+	in := instrRun(t, true)
+	for _, rec := range in.Records {
+		if !rec.Instructions {
+			t.Fatalf("a timed cell in an instruction-only plan: %s", rec.Cell)
+		}
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AA == nil || r.AA.Metric != results.MetricInstructionsPerTx || !strings.Contains(r.AA.Note, "largest instructions_per_tx difference between them was 0.01%") || strings.Contains(r.AA.Note, "TPS") {
+		t.Errorf("A/A: %+v", r.AA)
+	}
+	for _, sm := range r.Summaries {
+		if sm.Unreachable != 0 {
+			t.Errorf("%s: %d gated tests short of repeats", sm.Commit, sm.Unreachable)
+		}
+	}
+	var md bytes.Buffer
+	r.WriteMarkdown(&md)
+	if strings.Contains(md.String(), "too few pairs") {
+		t.Errorf("markdown:\n%s", md.String())
 	}
 }
 

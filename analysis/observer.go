@@ -1,6 +1,9 @@
 package analysis
 
-import "github.com/pgabtest/abtest/results"
+import (
+	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
+)
 
 // ObserverCost is what measuring the run's cells cost, summed over the
 // cells that recorded it: the parts over the windows (results.Observer).
@@ -33,5 +36,5 @@ func (c *ObserverCost) Line() string {
 	if c.PctOfCore() > results.ObserverTargetPct {
 		s += ", above the target of 1 %"
 	}
-	return s + " over " + plural(c.Cells, "cell")
+	return s + " over " + text.Count(c.Cells, "cell")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -117,20 +118,13 @@ func detects(mde float64) string {
 // String is the plan's gate line.
 func (r Reach) String() string {
 	if r.Exact {
-		return fmt.Sprintf("gate: %s in %s, compared exactly within its band: one repeat answers", r.Metric, configurations(r.Configs))
+		return fmt.Sprintf("gate: %s in %s, compared exactly within its band: one repeat answers", r.Metric, text.Count(r.Configs, "configuration"))
 	}
-	s := fmt.Sprintf("gate: %s in %s at %d repeats (reachable from r ≥ %d); at %.0f%% cell noise it detects ", r.Metric, configurations(r.Configs), r.Repeats, r.RMin, r.CVPct)
+	s := fmt.Sprintf("gate: %s in %s at %d repeats (reachable from r ≥ %d); at %.0f%% cell noise it detects ", r.Metric, text.Count(r.Configs, "configuration"), r.Repeats, r.RMin, r.CVPct)
 	if r.Configs > 1 {
 		s += fmt.Sprintf("%s over the run and ", detects(r.RunMDEPct))
 	}
 	return s + fmt.Sprintf("%s in one configuration (80%% power; each configuration's test at level %.2g)", detects(r.ConfigMDEPct), r.Level)
-}
-
-func configurations(n int) string {
-	if n == 1 {
-		return "1 configuration"
-	}
-	return fmt.Sprintf("%d configurations", n)
 }
 
 // CheckReach refuses a plan whose primary's tests cannot reach their

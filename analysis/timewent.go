@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/perf/profiles"
 	"github.com/pgabtest/abtest/results"
 
@@ -373,7 +374,7 @@ func (r *Report) writeTimeWentOne(w io.Writer, tw TimeWent) {
 		graphs = "flat profiles only: the binaries have no frame pointers (build with --profiling for call graphs)"
 	}
 	fmt.Fprintf(w, "\n### %s: %s (%s)\n\n", tw.Config, tw.Commit, graphs)
-	fmt.Fprintf(w, "Samples: %s %d in %s, %s %d in %s.", r.Baseline, tw.BaseSamples, plural(tw.BaseProfiles, "profile"), tw.Commit, tw.Samples, plural(tw.Profiles, "profile"))
+	fmt.Fprintf(w, "Samples: %s %d in %s, %s %d in %s.", r.Baseline, tw.BaseSamples, text.Count(tw.BaseProfiles, "profile"), tw.Commit, tw.Samples, text.Count(tw.Profiles, "profile"))
 	if len(tw.Top) > 0 {
 		fmt.Fprintf(w, " Top of %s:", r.Baseline)
 		sep := ""
@@ -435,14 +436,6 @@ func unresolvedSides(us []Unresolved) []Unresolved {
 		}
 	}
 	return out
-}
-
-// plural is "1 profile" or "n profiles".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // writeTimeWentText is the perf diff of the text report: per commit its

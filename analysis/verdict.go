@@ -74,7 +74,9 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 			st.DetectablePct = math.NaN()
 			st.Note = "secondary: tested only where the configuration's primary was called better or worse, and it was not"
 		case t.paired && t.n < 2:
-			sum.Unreachable++
+			if ct.gated {
+				sum.Unreachable++
+			}
 			st.Note = fmt.Sprintf("%d pair(s): no test; give more repeats", t.n)
 		case ct.gated && t.counter && t.level > 0 && minUP(len(t.base), t.n) >= t.level:
 			sum.Unreachable++

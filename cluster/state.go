@@ -61,9 +61,15 @@ type State struct {
 	Reason string `json:"-"`
 }
 
-// ConnString returns a libpq connection string for database db.
+// ConnString returns a libpq connection string for database db, as
+// abtest (application_name): a run waits for abtest's closed
+// connections to leave before it notes other clients of its database
+// (workload's foreign backends). Unnamed, the connection that made
+// pg_stat_statements at a cluster's first start was still exiting when
+// a run began under load, and the run left its probe counters out
+// ("pid 13597 (\"\")").
 func (s *State) ConnString(db string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable connect_timeout=5", s.SocketDir, s.Port, SuperUser, db)
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable connect_timeout=5 application_name=abtest", s.SocketDir, s.Port, SuperUser, db)
 }
 
 // ReadState reads name's state; a cluster never started is ErrNotFound.

@@ -37,8 +37,11 @@ type Options struct {
 	Vars              []string
 	MustNotSaturate   bool
 	// InstrRepeats is --instr-repeats: runs of each instruction cell
-	// before its confirmation (0: one).
-	InstrRepeats int
+	// before its confirmation (0: one). InstructionsOnly is
+	// --instructions-only: instruction cells and no timed ones (one
+	// client, no CPU placement).
+	InstrRepeats     int
+	InstructionsOnly bool
 	// InitdbOpts are --initdb-opt, Pgbench --pgbench (Request).
 	InitdbOpts                       []string
 	Pgbench                          string
@@ -118,7 +121,27 @@ func (o Options) Request() (Request, error) {
 	if len(r.Commits) == 1 && !o.given("repeats") {
 		return r, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or pass -r N for a noise run of it alone", r.Commits[0].Label)
 	}
-	return r, nil
+	return r, o.instructionsOnly(&r)
+}
+
+// instructionsOnly plans instruction cells alone (--instructions-only):
+// the CPU-cost verdict of a change without the timed cells' minutes. An
+// instruction cell runs one client with no CPU placement, so -c (other
+// than 1), -C and the options of timed cells are refused, not ignored.
+func (o *Options) instructionsOnly(r *Request) error {
+	if !o.InstructionsOnly {
+		return nil
+	}
+	for _, f := range []struct{ flag, name string }{{"cpus", "-C"}, {"until-decided", "--until-decided"}, {"perf", "--perf"}, {"sleep", "-S"}} {
+		if o.given(f.flag) {
+			return exitcode.BadInputf("%s with --instructions-only: an instruction cell runs one client, unpinned, for a count of transactions; drop %s, or use --instructions to add instruction cells to timed ones", f.name, f.name)
+		}
+	}
+	if !o.given("clients") {
+		r.Clients = []int{1}
+	}
+	r.InstructionsOnly, r.CPUs = true, nil
+	return nil
 }
 
 // lists parses the commits, the workloads and the axes.

@@ -111,8 +111,12 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		ks = []string{"none to build"}
 	}
 	cells := Estimate(p)
-	fmt.Fprintf(w, "# estimate: %s = builds %s (%s) + cells %s (%.0f s measured + %.0f s warm-up per cell, plus about %s of orchestration, %s a cluster's first start, %s a restart%s)\n",
-		(bd + cells).Round(time.Second), bd.Round(time.Second), strings.Join(ks, ", "), cells.Round(time.Second), p.Options.DurationS, p.Options.WarmupS, Overhead, ClusterSetup, Restart, instr)
+	timed := fmt.Sprintf("%.0f s measured + %.0f s warm-up per cell, plus ", p.Options.DurationS, p.Options.WarmupS)
+	if p.Options.InstructionsOnly {
+		timed = ""
+	}
+	fmt.Fprintf(w, "# estimate: %s = builds %s (%s) + cells %s (%sabout %s of orchestration, %s a cluster's first start, %s a restart%s)\n",
+		(bd + cells).Round(time.Second), bd.Round(time.Second), strings.Join(ks, ", "), cells.Round(time.Second), timed, Overhead, ClusterSetup, Restart, instr)
 	if p.Options.UntilDecided {
 		cells, d := WorstCase(p)
 		fmt.Fprintf(w, "# until decided: at most %d cells, %s (up to %d repeats, a look every %d blocks", cells, (d + bd).Round(time.Second), p.Options.MaxRepeats, max(1, p.Options.UntilStep))

@@ -258,15 +258,28 @@ func TestSamplingRate(t *testing.T) {
 // TestLatencyMethodNeverFallsBack: a closed-loop run with too few
 // back-to-back pairs keeps its method and leaves the percentiles out
 // (issue 13: the old code switched to pgbench's latencies below 100
-// pairs, so cells near the cut-off were measured differently).
+// pairs, so cells near the cut-off were measured differently); with
+// MinMedianPairs to MinLatencyPairs it keeps p50 and p95 and leaves out
+// p99 and the maximum, with a warning.
 func TestLatencyMethodNeverFallsBack(t *testing.T) {
-	var few, many TxLog
+	var few, some, many TxLog
 	few.ReadTxLog(strings.NewReader("0 1 100 0 1700000000 100\n0 2 100 0 1700000000 300\n0 5 100 0 1700000000 900\n"))
-	var b strings.Builder
-	for i := 0; i < 200; i++ {
-		fmt.Fprintf(&b, "0 %d 100 0 1700000000 %d\n", i, 1000*i)
+	log := func(l *TxLog, n int) {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "0 %d 100 0 1700000000 %d\n", i, 1000*i)
+		}
+		l.ReadTxLog(strings.NewReader(b.String()))
 	}
-	many.ReadTxLog(strings.NewReader(b.String()))
+	log(&some, MinMedianPairs+1)
+	log(&many, 200)
+	res := &Result{Metrics: map[string]float64{}, Summary: Summary{TPS: 1000}}
+	(&Runner{}).metrics(res, &some, Spec{Clients: 1, Duration: 1e9})
+	_, p99 := res.Metrics["latency_p99_ms"]
+	_, mx := res.Metrics["latency_max_ms"]
+	if res.Metrics["latency_p50_ms"] != 1 || res.Metrics["latency_p95_ms"] != 1 || p99 || mx || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "latency p99 and maximum left out: 40 back-to-back pairs") {
+		t.Errorf("%d pairs: metrics %v, warnings %q; want p50 and p95 alone, and why", MinMedianPairs, res.Metrics, res.Warnings)
+	}
 	closed := Spec{Clients: 1, Duration: 1e9}
 	r := &Runner{}
 	for _, tc := range []struct {

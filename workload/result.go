@@ -84,19 +84,25 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 	if res.LatencyMethod == LatencyPgbench {
 		lat = txlog.Reported()
 	} else if lat = txlog.Intervals(); len(lat) < MinLatencyPairs {
-		// Never another method's numbers: the percentiles are missing,
-		// and the analysis calls the cell incomplete.
-		res.Warnings = append(res.Warnings, fmt.Sprintf("latency percentiles left out: %d back-to-back pairs among %d logged transactions (sampling rate %.4g), %d needed; give ExpectedTPS or run longer",
-			len(lat), txlog.Count(), res.SamplingRate, MinLatencyPairs))
-		lat = nil
+		// Never another method's numbers: what the pairs cannot give is
+		// missing, and the analysis calls those rows incomplete.
+		left := "p99 and maximum"
+		if len(lat) < MinMedianPairs {
+			left = "percentiles"
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("latency %s left out: %d back-to-back pairs among %d logged transactions (sampling rate %.4g), where p50 and p95 need %d and p99 %d; the window ran far below its warm-up's pace (or give ExpectedTPS, or run longer)",
+			left, len(lat), txlog.Count(), res.SamplingRate, MinMedianPairs, MinLatencyPairs))
 	}
 	if s.Rate > 0 || sum.TPS <= 0 {
 		m[results.MetricLatencyAvg] = sum.LatencyAvgMS
 	} else {
 		m[results.MetricLatencyAvg] = 1000 * float64(s.Clients) / sum.TPS
 	}
-	if p50, p95, p99, mx, ok := Percentiles(lat); ok {
-		m[results.MetricLatencyP50], m[results.MetricLatencyP95], m[results.MetricLatencyP99], m[results.MetricLatencyMax] = p50, p95, p99, mx
+	if p50, p95, p99, mx, ok := Percentiles(lat); ok && (res.LatencyMethod == LatencyPgbench || len(lat) >= MinMedianPairs) {
+		m[results.MetricLatencyP50], m[results.MetricLatencyP95] = p50, p95
+		if res.LatencyMethod == LatencyPgbench || len(lat) >= MinLatencyPairs {
+			m[results.MetricLatencyP99], m[results.MetricLatencyMax] = p99, mx
+		}
 		res.LatencyDetail = fmt.Sprintf("%s, %d values from %d logged transactions (sampling rate %.4g)", res.LatencyMethod, len(lat), txlog.Count(), res.SamplingRate)
 	}
 	m[results.MetricFailedTx] = float64(sum.Failed)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,9 @@ func TestFlagGapsExit2(t *testing.T) {
 		{[]string{"matrix", "-k", aa, "--max-repeats", "4"}, "go with --until-decided"},
 		{[]string{"matrix", "-k", aa, "--sample-every", "0s"}, "--sample-every"},
 		{[]string{"matrix", "-k", aa, "--allow-unknown"}, "--allow-unknown goes with --fail-on-regression"},
+		{[]string{"matrix", "-k", aa, "--instructions-only", "-c", "4"}, "instruction cells run one client"},
+		{[]string{"matrix", "-k", aa, "--instructions-only", "-C", "2"}, "-C with --instructions-only"},
+		{[]string{"matrix", "-k", aa, "--instructions-only", "--until-decided"}, "--until-decided with --instructions-only"},
 		{[]string{"analyze", "--allow-unknown", "/nonexistent"}, "--allow-unknown goes with --fail-on-regression"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)
@@ -68,6 +72,34 @@ func TestSettingsAxisOneFlag(t *testing.T) {
 	for _, want := range []string{"search_path=a%2C b/work_mem=1MB/r1/a", "search_path=c/work_mem=4MB/r1/", "# plan: 8 cells", "# until decided: at most 24 cells"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-n output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInstructionsOnlyPlan: --instructions-only plans one instruction
+// cell per commit and workload and no timed cell, gated on
+// instructions_per_tx at one repeat whatever -r says, and its estimate
+// counts no timed window.
+func TestInstructionsOnlyPlan(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	code, out, stderr := abtest(t, env, "-n", "matrix", "-k", "a=install:/x,b=install:/x", "-w", "select1,churn", "-r", "8", "--instructions-only", "--fail-on-regression")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var cells []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 2 && !strings.HasPrefix(l, "#") {
+			cells = append(cells, f[1])
+		}
+	}
+	want := []string{"select1/instr/cpuall/pgss.max=5000/r1/a", "select1/instr/cpuall/pgss.max=5000/r1/b", "churn/instr/cpuall/pgss.max=5000/r1/b", "churn/instr/cpuall/pgss.max=5000/r1/a"}
+	if !slices.Equal(cells, want) {
+		t.Errorf("cells %q, want %q\n%s", cells, want, out)
+	}
+	for _, w := range []string{"# gate: instructions_per_tx in 2 configurations, compared exactly within its band: one repeat answers", "+ cells 1m0s (about"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("-n output lacks %q:\n%s", w, out)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -142,8 +143,12 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 	if o.Hooks.Started != nil {
 		o.Hooks.Started(plan, dir, reach)
 	} else {
-		fmt.Fprintf(o.Out, "matrix: %d cells (%d commits, %d configurations, %d repeats), results in %s\n",
-			len(plan.Cells), len(plan.Commits), len(plan.Configs), plan.Options.Repeats, dir)
+		repeats := plan.Options.Repeats
+		if plan.Options.InstructionsOnly {
+			repeats = max(1, plan.Options.InstrRepeats)
+		}
+		fmt.Fprintf(o.Out, "matrix: %s (%s, %s, %s), results in %s\n", text.Count(len(plan.Cells), "cell"),
+			text.Count(len(plan.Commits), "commit"), text.Count(len(plan.Configs), "configuration"), text.Count(repeats, "repeat"), dir)
 		for _, r := range reach {
 			fmt.Fprintln(o.Out, r)
 		}

@@ -5,7 +5,10 @@
 // the CLI use the same.
 package text
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Short is the short form of a sha (or a build fingerprint) that abtest
 // prints and names builds with: 8 characters.
@@ -28,4 +31,13 @@ func OrDash(s string) string {
 // one space each: an error in a summary line, a store's note.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// Count is n of what, "1 cell" or "3 cells": what's plural is what
+// with an s.
+func Count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
