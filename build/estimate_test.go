@@ -39,16 +39,16 @@ func TestEstimate(t *testing.T) {
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	// No records: the references (quiet, 2 CPUs) scaled by load 2 on 2
 	// CPUs: ×2.
-	if e := b.Estimate("x", "sha1", "", Options{}, true); e.Kind != Warm || e.Duration != 36800*time.Millisecond || e.Reference != &ReferenceWarm ||
+	if e := b.Estimate("x", "sha1", "", Options{}, true, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond || e.Reference != &ReferenceWarm ||
 		e.From != "reference, not this machine: no warm build recorded here; a warm build of 18s on a 2-CPU VM, ×2.0 for load 2.0 now against 0.0 then" {
 		t.Errorf("no records, the commit compiled earlier in the plan: %+v", e)
 	}
-	if e := b.Estimate("x", "sha1", "", Options{}, false); e.Kind != Cold || e.Duration != 245200*time.Millisecond || e.Reference != &ReferenceCold || !strings.HasPrefix(e.From, "reference, not this machine: no cold build recorded here; a cold build of 2m03s") {
+	if e := b.Estimate("x", "sha1", "", Options{}, false, false); e.Kind != Cold || e.Duration != 245200*time.Millisecond || e.Reference != &ReferenceCold || !strings.HasPrefix(e.From, "reference, not this machine: no cold build recorded here; a cold build of 2m03s") {
 		t.Errorf("no records: %+v", e)
 	}
 	// On 8 idle CPUs the reference is 4 times faster.
 	eight := &Builder{InstallRoot: root, Load: func() *Load { return &Load{Avg1: 0, CPUs: 8} }}
-	if e := eight.Estimate("x", "sha1", "", Options{}, false); e.Duration != 30650*time.Millisecond || !strings.HasSuffix(e.From, "and 8 CPUs against 2") {
+	if e := eight.Estimate("x", "sha1", "", Options{}, false, false); e.Duration != 30650*time.Millisecond || !strings.HasSuffix(e.From, "and 8 CPUs against 2") {
 		t.Errorf("no records, 8 CPUs: %+v", e)
 	}
 	record(t, root, Info{Name: "a", Fingerprint: strings.Repeat("f", 64), Inputs: Inputs{SHA: "sha1"}, BuiltAt: day,
@@ -73,7 +73,7 @@ func TestEstimate(t *testing.T) {
 		{"z", "sha2", "", Options{}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 		{"z", "sha1", "", Options{NoCCache: true}, Cold, 250 * time.Second, "the median of 1 cold builds on this machine"},
 	} {
-		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o, false)
+		e := b.Estimate(tc.name, tc.sha, tc.fp, tc.o, false, false)
 		if e.Kind != tc.kind || e.Duration != tc.d || e.From != tc.from || e.Reference != nil {
 			t.Errorf("%s at %s %+v: %+v, want %s %s %q", tc.name, tc.sha, tc.o, e, tc.kind, tc.d, tc.from)
 		}
@@ -81,29 +81,57 @@ func TestEstimate(t *testing.T) {
 	// A record with its load is scaled by the load now: (2+2)/2 against
 	// (0+2)/2.
 	record(t, root, Info{Name: "e", Inputs: Inputs{SHA: "sha4"}, BuiltAt: day, Seconds: Timings{Total: 100}, Load: &Load{Avg1: 0, CPUs: 2}})
-	if e := b.Estimate("e", "sha4", "", Options{}, false); e.Kind != Cold || e.Duration != 200*time.Second || !strings.HasSuffix(e.From, ", ×2.0 for load 2.0 now against 0.0 then") {
+	if e := b.Estimate("e", "sha4", "", Options{}, false, false); e.Kind != Cold || e.Duration != 200*time.Second || !strings.HasSuffix(e.From, ", ×2.0 for load 2.0 now against 0.0 then") {
 		t.Errorf("scaled by load: %+v", e)
 	}
 	// A record with the curve of its units is the reference the build
 	// measures against.
 	curve := []Point{{Units: 600, Seconds: 30}, {Units: 1200, Seconds: 90}}
 	record(t, root, Info{Name: "f", Inputs: Inputs{SHA: "sha5"}, BuiltAt: day, Seconds: Timings{Compile: 95, Install: 5, Total: 110}, Curve: curve})
-	if e := b.Estimate("f", "sha5", "", Options{}, false); e.Reference == nil || e.Reference.Units != 1200 || len(e.Reference.Curve) != 2 ||
+	if e := b.Estimate("f", "sha5", "", Options{}, false, false); e.Reference == nil || e.Reference.Units != 1200 || len(e.Reference.Curve) != 2 ||
 		e.Reference.Seconds.Compile != 95 || e.Reference.name() != "the last cold build of this tree" {
 		t.Errorf("a record with a curve: %+v, reference %+v", e, e.Reference)
 	}
 	// A rebuild in place without ccache (10 units, where a whole tree
 	// had 1200) says nothing of a build of its tree.
 	record(t, root, Info{Name: "g", Inputs: Inputs{SHA: "sha6"}, BuiltAt: day.Add(time.Hour), Seconds: Timings{Compile: 2, Total: 5}, Curve: []Point{{Units: 10, Seconds: 2}}})
-	if e := b.Estimate("g", "sha6", "", Options{}, false); !strings.HasPrefix(e.From, "the median of ") || e.Duration == 10*time.Second {
+	if e := b.Estimate("g", "sha6", "", Options{}, false, false); !strings.HasPrefix(e.From, "the median of ") || e.Duration == 10*time.Second {
 		t.Errorf("a rebuild in place: %+v", e)
+	}
+	// Unless the build is one in place too: then it goes by such
+	// rebuilds, of this tree (g's 5 s), else of this machine (the median
+	// of d's 14 s, c's 9 s, which compiled nothing, and g's 5 s); none
+	// recorded its load. Forced, it is a whole tree.
+	for _, tc := range []struct {
+		name string
+		o    Options
+		kind string
+		d    time.Duration
+		from string
+	}{
+		{"g", Options{}, InPlace, 5 * time.Second, "the last rebuild in place of this tree, 2026-11-30"},
+		{"z", Options{}, InPlace, 9 * time.Second, "the median of 3 rebuilds in place on this machine"},
+		{"g", Options{Force: true}, Cold, 0, ""},
+	} {
+		e := b.Estimate(tc.name, "sha6", "", tc.o, false, true)
+		if e.Kind != tc.kind || tc.d > 0 && (e.Duration != tc.d || !strings.HasPrefix(e.From, tc.from) || e.Reference != nil) {
+			t.Errorf("%s in place %+v: %+v, want %s %s %q", tc.name, tc.o, e, tc.kind, tc.d, tc.from)
+		}
 	}
 	os.RemoveAll(filepath.Join(root, "g"))
 	os.RemoveAll(filepath.Join(root, "f"))
 	os.RemoveAll(filepath.Join(root, "e"))
 	os.RemoveAll(filepath.Join(root, "b"))
-	if e := b.Estimate("z", "sha1", "", Options{}, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond {
+	if e := b.Estimate("z", "sha1", "", Options{}, false, false); e.Kind != Warm || e.Duration != 36800*time.Millisecond {
 		t.Errorf("no warm record: %+v", e)
+	}
+	// In place with no such rebuild recorded (c and d compiled nothing
+	// or little, and go): what a whole tree would take, said so.
+	os.RemoveAll(filepath.Join(root, "c"))
+	os.RemoveAll(filepath.Join(root, "d"))
+	if e := b.Estimate("z", "sha1", "", Options{}, false, true); e.Kind != InPlace || e.Duration != 36800*time.Millisecond || e.Reference != nil ||
+		!strings.HasPrefix(e.From, "no rebuild in place recorded here; as a whole warm tree, reference, not this machine") {
+		t.Errorf("in place, no record of one: %+v", e)
 	}
 }
 

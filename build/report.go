@@ -44,7 +44,7 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 		return nil, err
 	}
 	shown := !b.Run.DryRun
-	est := b.Estimate(j.name, prov.SHA, j.info.Fingerprint, o, false)
+	est := b.Estimate(j.name, prov.SHA, j.info.Fingerprint, o, false, Configured(wtDir))
 	if est.Kind != Cached && shown {
 		sink.Emit(progress.Event{Kind: progress.BuildStart, Task: j.name, Detail: Describe(prov), Log: j.log,
 			Estimate: est.Duration, From: est.Kind + ": " + est.From})

@@ -45,12 +45,17 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 			}
 			continue
 		}
-		fp := ""
-		if prov, err := deps.Worktrees.Info(ctx, c.Build); err == nil && current(prov, c) {
+		fp, inPlace := "", false
+		if prov, err := deps.Worktrees.Info(ctx, c.Build); err == nil {
 			dir, _ := deps.Worktrees.Dir(c.Build)
-			fp, _ = deps.Builder.Fingerprint(ctx, prov, dir, o)
+			if current(prov, c) {
+				fp, _ = deps.Builder.Fingerprint(ctx, prov, dir, o)
+			}
+			// A worktree of another commit or patches is reset in
+			// place, its build directory kept (Run).
+			inPlace = build.Configured(dir)
 		}
-		e := deps.Builder.Estimate(c.Build, c.SHA, fp, o, compiled[c.SHA])
+		e := deps.Builder.Estimate(c.Build, c.SHA, fp, o, compiled[c.SHA], inPlace)
 		if e.Kind != build.Cached {
 			compiled[c.SHA] = true // ccache has it for the next build of sha
 		}
@@ -102,7 +107,7 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		instr = fmt.Sprintf("; about %s per instruction cell", InstrCellTime)
 	}
 	var ks []string
-	for _, k := range []string{build.Cached, build.Warm, build.Cold} {
+	for _, k := range []string{build.Cached, build.InPlace, build.Warm, build.Cold} {
 		if kinds[k] > 0 {
 			ks = append(ks, fmt.Sprintf("%d %s", kinds[k], k))
 		}
