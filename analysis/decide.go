@@ -88,6 +88,13 @@ type test struct {
 }
 
 func newTest(def results.Metric, minEffect float64, base, cand []float64, paired bool) *test {
+	s := append([]float64(nil), base...)
+	slices.Sort(s)
+	return newTestSorted(def, minEffect, base, cand, paired, s)
+}
+
+// newTestSorted is newTest given base's values sorted.
+func newTestSorted(def results.Metric, minEffect float64, base, cand []float64, paired bool, sorted []float64) *test {
 	t := &test{dir: def.Direction, minEffect: minEffect, base: base, cand: cand, paired: paired, log: true}
 	for _, v := range base {
 		t.log = t.log && v > 0
@@ -95,10 +102,8 @@ func newTest(def results.Metric, minEffect float64, base, cand []float64, paired
 	for _, v := range cand {
 		t.log = t.log && v > 0
 	}
-	s := append([]float64(nil), base...)
-	slices.Sort(s)
-	if len(s) > 0 {
-		t.bmed = median(s)
+	if len(sorted) > 0 {
+		t.bmed = median(sorted)
 	}
 	return t
 }

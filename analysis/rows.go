@@ -52,6 +52,8 @@ type rowInputs struct {
 	tier  Tier
 	bg    *group
 	base  []float64
+	// bsorted is base sorted (a.sorts[0]: the row's until the next).
+	bsorted []float64
 }
 
 // planRow makes the row of a configuration and metric, if any commit has
@@ -69,6 +71,7 @@ func (a *analyzer) planRow(id, m string) {
 	def, _ := a.p.Metrics.Get(m)
 	bg := a.groups[id][a.r.Baseline]
 	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: a.values(bg, m)}
+	in.bsorted = a.sortedCopy(0, in.base)
 	row := Row{Config: id, Metric: m}
 	for _, c := range a.r.Commits {
 		st, ct := a.planStat(in, c, len(row.Stats))
@@ -89,7 +92,8 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
 		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
 	if len(vs) > 0 {
-		s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: a.o.Alpha})
+		// What benchmath.NewSample makes, of values sorted once.
+		s := &benchmath.Sample{Values: a.sortedCopy(1, vs), Thresholds: &benchmath.Thresholds{CompareAlpha: a.o.Alpha}}
 		sum := benchmath.AssumeNothing.Summary(s, 0.95)
 		st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
 	}
@@ -114,9 +118,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		why = a.methodsDiffer(in, c, g, len(vs))
 	}
 	if len(vs) > 0 && len(in.base) > 0 {
-		bs := append([]float64(nil), in.base...)
-		slices.Sort(bs)
-		st.DeltaPct = deltaPct(median(bs), st.Median)
+		st.DeltaPct = deltaPct(median(in.bsorted), st.Median)
 	}
 	if why != "" {
 		a.judgeIncomplete(&st, in, vs, why)
@@ -127,15 +129,15 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	pb, pc := a.pairs(in.bg, g, in.m)
 	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, metric: in.m, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
 	me := a.minEffect[in.m][in.id]
-	if ct.exact && !in.def.Count {
-		ct.t = newTest(in.def, me, in.base, vs, false)
-	} else {
-		paired := len(pb) == len(in.base) && len(pc) == len(vs)
-		if paired {
-			ct.t = newTest(in.def, me, pb, pc, true)
-		} else {
-			ct.t = newTest(in.def, me, in.base, vs, false)
-		}
+	paired := len(pb) == len(in.base) && len(pc) == len(vs)
+	switch {
+	case ct.exact && !in.def.Count || !paired:
+		ct.t = newTestSorted(in.def, me, in.base, vs, false, in.bsorted)
+	case len(pb) > 0 && &pb[0] == &in.base[0]:
+		// The pairs are the columns (pairs).
+		ct.t = newTestSorted(in.def, me, pb, pc, true, in.bsorted)
+	default:
+		ct.t = newTest(in.def, me, pb, pc, true)
 	}
 	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
 		ct.mirror = in.def.SameAs
@@ -236,7 +238,7 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 	if len(vs) == 0 || len(in.base) == 0 {
 		return
 	}
-	t := newTest(in.def, a.minEffect[in.m][in.id], in.base, vs, false)
+	t := newTestSorted(in.def, a.minEffect[in.m][in.id], in.base, vs, false, in.bsorted)
 	t.measure(len(vs), a.o.Alpha)
 	st.P, st.Method = t.p, "unpaired"
 	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {
