@@ -88,6 +88,7 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		return nil, err
 	}
 	a.groupCells()
+	a.fillAllColumns()
 	a.chooseMetrics()
 	a.choosePrimary()
 	a.findIncomplete()
@@ -120,6 +121,7 @@ type analyzer struct {
 	// voidable: metrics whose value can be void (results.Metric.Validity);
 	// void counts, per metric and reason, the usable cells where it was.
 	voidable map[string]results.Metric
+	voidList []results.Metric // voidable's, in the plan's order
 	void     map[string]map[string]int
 	// primary: the primary metric(s) of each configuration.
 	primary map[string][]string
@@ -133,17 +135,6 @@ type analyzer struct {
 	undecided map[string]bool // configs
 	pools     []*test         // the commit being decided's pooled tests
 
-	// sorts are buffers for values sorted (sortedCopy): a copy made
-	// and sorted for each median was 40 MB of garbage at 10⁵ cells.
-	sorts [2][]float64
-}
-
-// sortedCopy returns vs sorted, in buffer i of a.sorts: read it before
-// the next call with i.
-func (a *analyzer) sortedCopy(i int, vs []float64) []float64 {
-	a.sorts[i] = append(a.sorts[i][:0], vs...)
-	slices.Sort(a.sorts[i])
-	return a.sorts[i]
 }
 
 // noPrimary marks each commit incomplete in a configuration whose cells
@@ -376,12 +367,11 @@ func (a *analyzer) measureTiers() {
 		var spreads []float64
 		a.minEffect[m] = map[string]float64{}
 		for _, id := range a.configs {
-			vs := a.values(a.groups[id][r.Baseline], m)
-			if len(vs) < 2 {
+			if len(a.values(a.groups[id][r.Baseline], m)) < 2 {
 				a.minEffect[m][id] = th
 				continue
 			}
-			s := spreadSorted(a.sortedCopy(0, vs), &a.sorts[1])
+			s := a.column(a.groups[id][r.Baseline], m).spread
 			spreads = append(spreads, s)
 			a.minEffect[m][id] = math.Max(th, noiseK*s)
 		}
@@ -399,6 +389,53 @@ func (a *analyzer) measureTiers() {
 		a.tiers[m] = t
 		r.Tiers = append(r.Tiers, t)
 	}
+}
+
+// measureTier decides a metric's tier from the baseline's repeats in
+// every configuration, pooled by the median of the configurations'
+// spreads: one noisy configuration (churn's 10.9 %) no longer decides for
+// all, and a median over many configurations holds still from run to
+// run where the maximum flipped.
+func measureTier(def results.Metric, forced bool, th float64, spreads []float64) Tier {
+	t := Tier{Metric: def.Name, ThresholdPct: th, Gated: true}
+	finite := spreads[:0:0]
+	for _, s := range spreads {
+		if !math.IsInf(s, 0) {
+			finite = append(finite, s)
+		}
+	}
+	if len(finite) > 0 {
+		s := append([]float64(nil), finite...)
+		slices.Sort(s)
+		t.SpreadPct = median(s)
+	}
+	switch {
+	case def.Direction == results.Descriptive && !forced:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "descriptive: says higher or lower, never better or worse (--gate it to gate it)"
+	case def.Tier == results.TierReport && !forced:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "declared report-only"
+	case def.Tier == results.TierExact:
+		t.Tier, t.Why = results.TierExact, "a deterministic counter: any difference from a constant baseline is real"
+	case len(spreads) == 0:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
+	case slices.Max(spreads) == 0:
+		t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", len(spreads))
+	case len(finite) == 0:
+		t.Tier, t.Gated = results.TierReport, false
+		t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in every one of %d configurations", len(spreads))
+	default:
+		// Noise raises the bar (noiseK) and costs power; it never
+		// switches the gate off: a cutoff on the measured spread flipped
+		// latency_p95's tier in 10 of 30 runs of one design. A
+		// configuration where the baseline varies around 0 is reported,
+		// not gated, there (planStat), and does not decide the tier.
+		t.Tier = results.TierBand
+		t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(finite), th, noiseK)
+		if n := len(spreads) - len(finite); n > 0 {
+			t.Why += fmt.Sprintf("; reported, not gated, in the %d where the baseline varied around 0", n)
+		}
+	}
+	return t
 }
 
 // finish lists the undecided configurations, orders the incomplete and

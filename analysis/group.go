@@ -24,6 +24,8 @@ type group struct {
 	// walking the records' metric maps each time was most of Analyze.
 	cols map[string]*column
 	recs []*results.Record // usable, in repeat order (records)
+	// base: the baseline's group (its columns' spreads are read).
+	base bool
 }
 
 // records returns the group's usable records in repeat order, made once:
@@ -37,13 +39,6 @@ func (g *group) records() []*results.Record {
 	return g.recs
 }
 
-// column is a group's valid values of a metric (value) and their
-// repeats, in repeat order.
-type column struct {
-	reps []int
-	vals []float64
-}
-
 // group returns a commit's group in a configuration, made on first use.
 func (a *analyzer) group(cfg, commit string) *group {
 	if a.groups[cfg] == nil {
@@ -51,7 +46,7 @@ func (a *analyzer) group(cfg, commit string) *group {
 	}
 	g := a.groups[cfg][commit]
 	if g == nil {
-		g = &group{usable: map[int]*results.Record{}}
+		g = &group{usable: map[int]*results.Record{}, base: commit == a.r.Baseline}
 		a.groups[cfg][commit] = g
 	}
 	return g
@@ -123,8 +118,11 @@ func (a *analyzer) groupCells() {
 		a.positive[m.Name] = m.Positive
 		if m.Validity != results.ValidAlways {
 			a.voidable[m.Name] = m
+			a.voidList = append(a.voidList, m)
 		}
 	}
+	var names []string
+	var slots []metricSlot
 	for i := range a.in.Records {
 		rec := &a.in.Records[i]
 		g := a.group(a.configID(rec.Config), rec.Commit)
@@ -138,19 +136,14 @@ func (a *analyzer) groupCells() {
 			g.saturated++
 			continue
 		}
-		g.usable[rec.Repeat] = rec
-		for m, v := range rec.Metrics.All() {
-			switch {
-			case a.whyVoid(rec, m) != "":
-				// counted by noteVoid
-			case a.valid(m, v):
-				a.present[m] = true
-			default:
-				a.invalid[m]++
-			}
+		if len(g.usable) == 0 && g.planned > 0 {
+			g.usable = make(map[int]*results.Record, g.planned)
 		}
+		g.usable[rec.Repeat] = rec
+		names, slots = a.scanMetrics(rec, names, slots)
 		a.noteVoid(rec)
 	}
+	a.scanned(slots)
 	if len(p.Cells) == 0 {
 		a.planFromRecords()
 	}
@@ -166,7 +159,7 @@ func (a *analyzer) planFromRecords() {
 		}
 		for _, c := range a.r.Commits {
 			if byCommit[c] == nil {
-				byCommit[c] = &group{usable: map[int]*results.Record{}}
+				byCommit[c] = &group{usable: map[int]*results.Record{}, base: c == a.r.Baseline}
 			}
 			byCommit[c].planned = most
 		}
@@ -207,12 +200,9 @@ func groupWhy(g *group) string {
 	return fmt.Sprintf("%d of %d cells usable (%s)", len(g.usable), g.planned, strings.Join(parts, ", "))
 }
 
-// valid reports whether v is a measurement of m: finite, and positive
-// where the metric cannot be anything else (a tps of 0, or a null that
-// decoded to 0, is a failure to measure, never a value).
-func (a *analyzer) valid(m string, v float64) bool { return validValue(v, a.positive[m]) }
-
-// validValue is valid of a metric that is positive or not.
+// validValue reports whether v is a measurement of a metric: finite,
+// and positive where the metric cannot be anything else (a tps of 0,
+// or a null that decoded to 0, is a failure to measure, never a value).
 func validValue(v float64, positive bool) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !positive)
 }
@@ -240,11 +230,47 @@ func (a *analyzer) noteVoid(rec *results.Record) {
 	for m, why := range rec.Void {
 		note(m, why)
 	}
-	for m := range a.voidable {
-		if _, recorded := rec.Void[m]; !recorded {
-			if why := a.whyVoid(rec, m); why != "" {
-				note(m, why)
+	for _, m := range a.voidList {
+		if _, recorded := rec.Void[m.Name]; !recorded {
+			if why := a.whyVoid(rec, m.Name); why != "" {
+				note(m.Name, why)
 			}
+		}
+	}
+}
+
+// scanMetrics notes which of a usable cell's metrics have a valid value
+// and counts the invalid ones, by the slots of the records' names
+// (metricSlots) before it, made again when they change; scanned then
+// writes down what they saw. A map write per value was a fifth of
+// grouping 10⁵ cells.
+func (a *analyzer) scanMetrics(rec *results.Record, names []string, slots []metricSlot) ([]string, []metricSlot) {
+	if ns := rec.Metrics.Names(); !slices.Equal(ns, names) || slots == nil {
+		a.scanned(slots)
+		names, slots = ns, a.metricSlots(ns, slots[:0])
+	}
+	for j := range slots {
+		s := &slots[j]
+		switch v := rec.Metrics.At(j); {
+		case s.void(rec):
+			// counted by noteVoid
+		case validValue(v, s.positive):
+			s.present = true
+		default:
+			s.invalid++
+		}
+	}
+	return names, slots
+}
+
+// scanned writes down what scanMetrics saw in slots.
+func (a *analyzer) scanned(slots []metricSlot) {
+	for _, s := range slots {
+		if s.present {
+			a.present[s.name] = true
+		}
+		if s.invalid > 0 {
+			a.invalid[s.name] += s.invalid
 		}
 	}
 }
@@ -288,122 +314,4 @@ func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why stri
 		return fmt.Sprintf("%s missing in %d of %d %s (%d void)", m, missing, len(g.usable), cells, nvoid), false
 	}
 	return fmt.Sprintf("%s missing in %d of %d %s", m, missing, len(g.usable), cells), false
-}
-
-// values returns a group's valid values of m in repeat order. The
-// slice is shared: read it, never write it.
-func (a *analyzer) values(g *group, m string) []float64 {
-	if g == nil {
-		return nil
-	}
-	return a.column(g, m).vals
-}
-
-// column returns a group's valid values of m and their repeats.
-func (a *analyzer) column(g *group, m string) column {
-	if g.cols == nil {
-		a.fillColumns(g)
-	}
-	if c, ok := g.cols[m]; ok {
-		return *c
-	}
-	return column{vals: []float64{}}
-}
-
-// fillColumns makes a group's columns of every metric in one pass over
-// its records in repeat order: a value counts when it is a measurement
-// (valid, and not void). What each metric needs (its column, whether it
-// is positive or voidable) is looked up once per records' names, which
-// the records of a decoding share (results.Values.Names), not once per
-// value: 0.12 CPU-s at 10⁵ cells. A column with a value in every
-// record shares the group's repeats (9 MB at 10⁵ cells, a slice per
-// group and metric before).
-func (a *analyzer) fillColumns(g *group) {
-	recs := g.records()
-	g.cols = map[string]*column{}
-	all := make([]int, len(recs))
-	for i, rec := range recs {
-		all[i] = rec.Repeat
-	}
-	var names []string
-	var slots []colSlot
-	for i, rec := range recs {
-		if ns := rec.Metrics.Names(); !slices.Equal(ns, names) || slots == nil {
-			names, slots = ns, a.colSlots(g, ns, slots[:0])
-		}
-		for j := range slots {
-			s := &slots[j]
-			v := rec.Metrics.At(j)
-			if !validValue(v, s.positive) || len(rec.Void) > 0 && rec.Void[s.name] != "" || s.voidable && rec.WhyVoid(s.def) != "" {
-				continue
-			}
-			if s.col == nil {
-				s.col = &column{vals: make([]float64, 0, len(recs))}
-				g.cols[s.name] = s.col
-			}
-			c := s.col
-			// Repeats are kept once a record before this one had no
-			// value; until then they are all's.
-			if c.reps == nil && len(c.vals) != i {
-				c.reps = append(make([]int, 0, len(recs)), all[:len(c.vals)]...)
-			}
-			if c.reps != nil {
-				c.reps = append(c.reps, rec.Repeat)
-			}
-			c.vals = append(c.vals, v)
-		}
-	}
-	for _, c := range g.cols {
-		if c.reps == nil {
-			c.reps = all[:len(c.vals):len(c.vals)]
-		}
-		c.reps, c.vals = slices.Clip(c.reps), slices.Clip(c.vals)
-	}
-}
-
-// colSlot is what fillColumns does with a metric's values.
-type colSlot struct {
-	name               string
-	col                *column // nil until the group has a value
-	positive, voidable bool
-	def                results.Metric
-}
-
-// colSlots returns, in slots, the slot of each name.
-func (a *analyzer) colSlots(g *group, names []string, slots []colSlot) []colSlot {
-	for _, n := range names {
-		def, voidable := a.voidable[n]
-		slots = append(slots, colSlot{name: n, col: g.cols[n], positive: a.positive[n], voidable: voidable, def: def})
-	}
-	return slots
-}
-
-// pairs returns the values of m of the blocks where both commits have
-// a valid one, in repeat order: the two cells of a block ran back to
-// back.
-func (a *analyzer) pairs(ga, gb *group, m string) (pa, pb []float64) {
-	if ga == nil || gb == nil {
-		return nil, nil
-	}
-	ca, cb := a.column(ga, m), a.column(gb, m)
-	if len(ca.reps) > 0 && slices.Equal(ca.reps, cb.reps) {
-		// Every block pairs: the columns themselves, shared as values'
-		// are (a copy of each was 19 MB at 10⁵ cells, live until the
-		// tests were decided).
-		return ca.vals, cb.vals
-	}
-	for i, j := 0, 0; i < len(ca.reps) && j < len(cb.reps); {
-		switch {
-		case ca.reps[i] < cb.reps[j]:
-			i++
-		case ca.reps[i] > cb.reps[j]:
-			j++
-		default:
-			pa = append(pa, ca.vals[i])
-			pb = append(pb, cb.vals[j])
-			i++
-			j++
-		}
-	}
-	return pa, pb
 }

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -52,8 +50,8 @@ type rowInputs struct {
 	tier  Tier
 	bg    *group
 	base  []float64
-	// bsorted is base sorted (a.sorts[0]: the row's until the next).
-	bsorted []float64
+	// bmed is the median of base (median()), 0 without values.
+	bmed float64
 }
 
 // planRow makes the row of a configuration and metric, if any commit has
@@ -71,7 +69,9 @@ func (a *analyzer) planRow(id, m string) {
 	def, _ := a.p.Metrics.Get(m)
 	bg := a.groups[id][a.r.Baseline]
 	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: a.values(bg, m)}
-	in.bsorted = a.sortedCopy(0, in.base)
+	if len(in.base) > 0 {
+		in.bmed = a.column(bg, m).median
+	}
 	row := Row{Config: id, Metric: m}
 	for _, c := range a.r.Commits {
 		st, ct := a.planStat(in, c, len(row.Stats))
@@ -92,10 +92,8 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
 		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
 	if len(vs) > 0 {
-		// What benchmath.NewSample makes, of values sorted once.
-		s := &benchmath.Sample{Values: a.sortedCopy(1, vs), Thresholds: &benchmath.Thresholds{CompareAlpha: a.o.Alpha}}
-		sum := benchmath.AssumeNothing.Summary(s, 0.95)
-		st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+		c := a.column(g, in.m)
+		st.Median, st.Lo, st.Hi = c.center, c.lo, c.hi
 	}
 	if c == a.r.Baseline {
 		st.Verdict = results.VerdictBaseline
@@ -118,7 +116,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		why = a.methodsDiffer(in, c, g, len(vs))
 	}
 	if len(vs) > 0 && len(in.base) > 0 {
-		st.DeltaPct = deltaPct(median(in.bsorted), st.Median)
+		st.DeltaPct = deltaPct(in.bmed, st.Median)
 	}
 	if why != "" {
 		a.judgeIncomplete(&st, in, vs, why)
@@ -132,10 +130,10 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	paired := len(pb) == len(in.base) && len(pc) == len(vs)
 	switch {
 	case ct.exact && !in.def.Count || !paired:
-		ct.t = newTestSorted(in.def, me, in.base, vs, false, in.bsorted)
+		ct.t = newTestMedian(in.def, me, in.base, vs, false, in.bmed)
 	case len(pb) > 0 && &pb[0] == &in.base[0]:
 		// The pairs are the columns (pairs).
-		ct.t = newTestSorted(in.def, me, pb, pc, true, in.bsorted)
+		ct.t = newTestMedian(in.def, me, pb, pc, true, in.bmed)
 	default:
 		ct.t = newTest(in.def, me, pb, pc, true)
 	}
@@ -238,7 +236,7 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 	if len(vs) == 0 || len(in.base) == 0 {
 		return
 	}
-	t := newTestSorted(in.def, a.minEffect[in.m][in.id], in.base, vs, false, in.bsorted)
+	t := newTestMedian(in.def, a.minEffect[in.m][in.id], in.base, vs, false, in.bmed)
 	t.measure(len(vs), a.o.Alpha)
 	st.P, st.Method = t.p, "unpaired"
 	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {
