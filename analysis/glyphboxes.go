@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"iter"
 	"math"
 	"slices"
 
@@ -131,40 +132,66 @@ func (g glyphBoxes) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
 	// One slice for the boxes of each plotter in turn, kept for the
 	// next call (Plot.Draw makes two).
 	scratch := &g.l.scratch
-	for _, bx := range g.l.boxers {
-		for _, b := range boxesOf(scratch, bx, p) {
-			if math.IsNaN(b.X) || math.IsNaN(b.Y) || len(ext) > 64 {
-				// No order, or many rectangles: gonum's own.
-				var all []plot.GlyphBox
-				for _, bx := range g.l.boxers {
-					all = append(all, bx.GlyphBoxes(p)...)
-				}
-				return all
+	for b := range g.boxes(scratch, p) {
+		if math.IsNaN(b.X) || math.IsNaN(b.Y) || len(ext) > 64 {
+			// No order, or many rectangles: gonum's own.
+			var all []plot.GlyphBox
+			for _, bx := range g.l.boxers {
+				all = append(all, bx.GlyphBoxes(p)...)
 			}
-			// Plot.GlyphBoxes drops a box outside the data area in a
-			// dimension it has a size in.
-			if inArea(b) {
-				e := of(b.Rectangle)
-				e.minX, e.maxX = min(e.minX, b.X), max(e.maxX, b.X)
-				e.minY, e.maxY = min(e.minY, b.Y), max(e.maxY, b.Y)
-			}
+			return all
+		}
+		// Plot.GlyphBoxes drops a box outside the data area in a
+		// dimension it has a size in.
+		if inArea(b) {
+			e := of(b.Rectangle)
+			e.minX, e.maxX = min(e.minX, b.X), max(e.maxX, b.X)
+			e.minY, e.maxY = min(e.minY, b.Y), max(e.maxY, b.Y)
 		}
 	}
 	var kept []plot.GlyphBox
-	for _, bx := range g.l.boxers {
-		for _, b := range boxesOf(scratch, bx, p) {
-			if !inArea(b) {
-				continue
-			}
-			e, size := of(b.Rectangle), b.Size()
-			edgeX := size.X > 0 && (b.X <= e.minX+edgeNear || b.X >= e.maxX-edgeNear) && e.first(&e.xs, b.X)
-			edgeY := size.Y > 0 && (b.Y <= e.minY+edgeNear || b.Y >= e.maxY-edgeNear) && e.first(&e.ys, b.Y)
-			if edgeX || edgeY {
-				kept = append(kept, b)
-			}
+	for b := range g.boxes(scratch, p) {
+		if !inArea(b) {
+			continue
+		}
+		e, size := of(b.Rectangle), b.Size()
+		edgeX := size.X > 0 && (b.X <= e.minX+edgeNear || b.X >= e.maxX-edgeNear) && e.first(&e.xs, b.X)
+		edgeY := size.Y > 0 && (b.Y <= e.minY+edgeNear || b.Y >= e.maxY-edgeNear) && e.first(&e.ys, b.Y)
+		if edgeX || edgeY {
+			kept = append(kept, b)
 		}
 	}
 	return kept
+}
+
+// boxes yields the boxes of the laidOut's plotters in their order, a
+// plotter's (or a line's of cellLines) at a time in *scratch.
+func (g glyphBoxes) boxes(scratch *[]plot.GlyphBox, p *plot.Plot) iter.Seq[plot.GlyphBox] {
+	return func(yield func(plot.GlyphBox) bool) {
+		each := func(bs []plot.GlyphBox) bool {
+			for _, b := range bs {
+				if !yield(b) {
+					return false
+				}
+			}
+			return true
+		}
+		for _, bx := range g.l.boxers {
+			cl, ok := bx.(*cellLines)
+			if !ok {
+				if !each(boxesOf(scratch, bx, p)) {
+					return
+				}
+				continue
+			}
+			for xys, sty := range cl.all() {
+				*scratch = appendBoxes((*scratch)[:0], xys, 0.5*sty.Width, p)
+				if !each(*scratch) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // boxesOf returns bx.GlyphBoxes(p), those of lines and scatters (of
@@ -175,13 +202,6 @@ func boxesOf(scratch *[]plot.GlyphBox, bx plot.GlyphBoxer, p *plot.Plot) []plot.
 	var xys plotter.XYs
 	var r vg.Length
 	switch b := bx.(type) {
-	case *cellLines:
-		buf := (*scratch)[:0]
-		b.each(func(xys plotter.XYs, sty draw.LineStyle) {
-			buf = appendBoxes(buf, xys, 0.5*sty.Width, p)
-		})
-		*scratch = buf
-		return buf
 	case *plotter.Line:
 		xys, r = b.XYs, 0.5*b.LineStyle.Width
 	case *plotter.Scatter:
@@ -242,38 +262,42 @@ func (cl *cellLines) end() int {
 	return cl.ends[len(cl.ends)-1]
 }
 
-// each calls f with each line's points and style, in order.
-func (cl *cellLines) each(f func(plotter.XYs, draw.LineStyle)) {
-	start := 0
-	for i, end := range cl.ends {
-		f(cl.xys[start:end:end], cl.styles[i])
-		start = end
+// all yields each line's points and style, in order.
+func (cl *cellLines) all() iter.Seq2[plotter.XYs, draw.LineStyle] {
+	return func(yield func(plotter.XYs, draw.LineStyle) bool) {
+		start := 0
+		for i, end := range cl.ends {
+			if !yield(cl.xys[start:end:end], cl.styles[i]) {
+				return
+			}
+			start = end
+		}
 	}
 }
 
 func (cl *cellLines) Plot(c draw.Canvas, p *plot.Plot) {
-	cl.each(func(xys plotter.XYs, sty draw.LineStyle) {
+	for xys, sty := range cl.all() {
 		if !cl.l.strokeLine(xys, sty, c, p) {
 			(&plotter.Line{XYs: xys, LineStyle: sty}).Plot(c, p)
 		}
-	})
+	}
 }
 
-// DataRange is what Plot.Add makes of the lines' ranges.
+// DataRange is what Plot.Add makes of the lines' ranges (XYRange's,
+// folded by math.Min and math.Max).
 func (cl *cellLines) DataRange() (xmin, xmax, ymin, ymax float64) {
 	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	cl.each(func(xys plotter.XYs, _ draw.LineStyle) {
-		x0, x1, y0, y1 := plotter.XYRange(xys)
-		xmin, xmax, ymin, ymax = math.Min(xmin, x0), math.Max(xmax, x1), math.Min(ymin, y0), math.Max(ymax, y1)
-	})
+	for _, xy := range cl.xys[:cl.end()] {
+		xmin, xmax, ymin, ymax = math.Min(xmin, xy.X), math.Max(xmax, xy.X), math.Min(ymin, xy.Y), math.Max(ymax, xy.Y)
+	}
 	return xmin, xmax, ymin, ymax
 }
 
 func (cl *cellLines) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
 	var all []plot.GlyphBox
-	cl.each(func(xys plotter.XYs, sty draw.LineStyle) {
+	for xys, sty := range cl.all() {
 		all = append(all, (&plotter.Line{XYs: xys, LineStyle: sty}).GlyphBoxes(p)...)
-	})
+	}
 	return all
 }
 

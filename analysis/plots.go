@@ -314,14 +314,26 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	legend := map[string]*plotter.Line{}
 	drawn, most := 0, 0
 	lines := &cellLines{l: p}
+	n, points := 0, 0
+	for _, i := range recs {
+		if k := len(w.r.records[i].Progress); k >= 2 {
+			n, points = n+1, points+k
+		}
+	}
+	lines.xys, lines.ends, lines.styles = make(plotter.XYs, 0, points), make([]int, 0, n), make([]draw.LineStyle, 0, n)
+	styles := map[string]draw.LineStyle{} // by commit
 	for _, i := range recs {
 		rec := &w.r.records[i]
 		most = max(most, len(rec.Progress))
 		if len(rec.Progress) < 2 {
 			continue
 		}
-		sty := plotter.DefaultLineStyle
-		sty.Color = faded(w.colour[rec.Commit])
+		sty, ok := styles[rec.Commit]
+		if !ok {
+			sty = plotter.DefaultLineStyle
+			sty.Color = faded(w.colour[rec.Commit])
+			styles[rec.Commit] = sty
+		}
 		if err := lines.add(progressTPS(rec.Progress), sty); err != nil {
 			return err
 		}
