@@ -516,16 +516,13 @@ func (s *scanner) digits() int {
 }
 
 // float reads a number into a float64 as json.Unmarshal does
-// (strconv.ParseFloat, an error beyond its range).
+// (strconv.ParseFloat, an error beyond its range: parseFloat).
 func (s *scanner) float() (float64, bool) {
 	n, ok := s.number()
 	if !ok {
 		return 0, false
 	}
-	// The bytes are not kept: the string is only parsed (and dropped
-	// with the error, when there is one).
-	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(n), len(n)), 64)
-	return f, err == nil
+	return parseFloat(n)
 }
 
 func (s *scanner) floatTo(f *float64) (ok bool) {
