@@ -1,14 +1,16 @@
 package results
 
-// A JSON number to a float64 as strconv.ParseFloat makes it, in one
-// pass over its digits: ParseFloat was a third of decoding cells.jsonl
-// (35 numbers a line at 10⁵ cells), most of it reading the digits again
-// after the scanner had (it also looks for underscores, hex, "inf").
-// The digits become a mantissa and a power of ten, which are converted
-// as ParseFloat converts them (its exact path, then Eisel–Lemire); a
-// number neither decides (over 19 digits, a halfway case, beyond the
-// range) is ParseFloat's own. Both are correctly rounded, so they
-// agree wherever this one answers (TestParseFloatIsStrconv).
+// A JSON number to a float64 as strconv.ParseFloat makes it, for the
+// numbers the scanner has found (scanner.number): ParseFloat was a
+// third of decoding cells.jsonl (35 numbers a line at 10⁵ cells), and
+// half of its time went to spellings JSON has not (underscores, hex,
+// "inf", signs) and to its interface. The digits become a mantissa and
+// a power of ten, which are converted as ParseFloat converts them (its
+// exact path, then Eisel–Lemire); a number neither decides (over 19
+// digits, a halfway case, beyond the range) is ParseFloat's own. Both
+// are correctly rounded, so they agree wherever this one answers
+// (TestParseFloatIsStrconv). BenchmarkParseFloat: 55–65 ns a metric
+// value against ParseFloat's 138–162 (load ~8 on 2 cores).
 
 import (
 	"math"
