@@ -117,8 +117,14 @@ func (a *analyzer) fillColumns(g *group) {
 	}
 	var names []string
 	var slots []metricSlot
+	g.names = nil
 	for i, rec := range recs {
 		if ns := rec.Metrics.Names(); !slices.Equal(ns, names) || slots == nil {
+			if i == 0 {
+				g.names = ns
+			} else if !slices.Equal(ns, names) {
+				g.names = nil
+			}
 			names, slots = ns, a.metricSlots(ns, slots[:0])
 			for j := range slots {
 				slots[j].col = g.cols[slots[j].name]

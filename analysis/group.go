@@ -26,6 +26,11 @@ type group struct {
 	recs []*results.Record // usable, in repeat order (records)
 	// base: the baseline's group (its columns' spreads are read).
 	base bool
+	// names are the metrics every usable cell has, when they all have
+	// the same (fillColumns); methods, by kind, the methods that
+	// measured them all (methodsOf).
+	names   []string
+	methods map[results.MeasuredBy][]string
 }
 
 // records returns the group's usable records in repeat order, made once:

@@ -209,12 +209,31 @@ func (a *analyzer) methodsDiffer(in *rowInputs, c string, g *group, n int) strin
 // group's usable cells having the metric; "unrecorded" for cells that do
 // not say.
 func methodsOf(g *group, m string, by results.MeasuredBy) []string {
-	var out []string
 	if g == nil {
+		return nil
+	}
+	if _, all := slices.BinarySearch(g.names, m); all {
+		// Every usable cell has m: the methods of them all, found once
+		// per kind (for every metric and commit, they were a tenth of
+		// Analyze at 10⁵ cells). Read them, never write them.
+		out, ok := g.methods[by]
+		if !ok {
+			out = methods(g, "", by)
+			if g.methods == nil {
+				g.methods = map[results.MeasuredBy][]string{}
+			}
+			g.methods[by] = out
+		}
 		return out
 	}
+	return methods(g, m, by)
+}
+
+// methods is methodsOf of the cells that have m, or of all ("").
+func methods(g *group, m string, by results.MeasuredBy) []string {
+	var out []string
 	for _, rec := range g.records() {
-		if _, ok := rec.Metrics.Get(m); !ok {
+		if _, ok := rec.Metrics.Get(m); m != "" && !ok {
 			continue
 		}
 		name := rec.Method(by)
