@@ -494,10 +494,7 @@ func decide(tests []*test, d design) {
 // the same with four gated metrics or forty.
 func hierarchy(ts []*test) graph {
 	m := len(ts)
-	g := graph{w: make([]float64, m), g: make([][]float64, m)}
-	for i := range g.g {
-		g.g[i] = make([]float64, m)
-	}
+	g := graph{w: make([]float64, m), g: newMatrix(m)}
 	f := familyOf(ts)
 	if len(f.groups) == 0 {
 		// No primary in the family at all (a commit whose configurations
