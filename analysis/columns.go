@@ -163,19 +163,24 @@ func (a *analyzer) fillColumns(g *group) {
 // metricSlot is what a pass over records does with one metric's
 // values, looked up once per records' names.
 type metricSlot struct {
-	name               string
-	positive, voidable bool
-	def                results.Metric
-	col                *column // fillColumns': nil until the group has a value
-	present            bool    // groupCells': a usable cell has a valid value
-	invalid            int     // groupCells': usable cells whose value is invalid
+	name     string
+	positive bool
+	voidable *results.Metric // the metric, where its values can be void
+	col      *column         // fillColumns': nil until the group has a value
+	present  bool            // groupCells': a usable cell has a valid value
+	invalid  int             // groupCells': usable cells whose value is invalid
 }
 
 // metricSlots appends to slots the slot of each name.
 func (a *analyzer) metricSlots(names []string, slots []metricSlot) []metricSlot {
 	for _, n := range names {
-		def, voidable := a.voidable[n]
-		slots = append(slots, metricSlot{name: n, positive: a.positive[n], voidable: voidable, def: def})
+		s := metricSlot{name: n, positive: a.positive[n]}
+		for i := range a.voidList {
+			if a.voidList[i].Name == n {
+				s.voidable = &a.voidList[i]
+			}
+		}
+		slots = append(slots, s)
 	}
 	return slots
 }
@@ -183,7 +188,7 @@ func (a *analyzer) metricSlots(names []string, slots []metricSlot) []metricSlot 
 // void reports whether rec's value of the slot's metric is void
 // (analyzer.whyVoid).
 func (s *metricSlot) void(rec *results.Record) bool {
-	return len(rec.Void) > 0 && rec.Void[s.name] != "" || s.voidable && rec.WhyVoid(s.def) != ""
+	return len(rec.Void) > 0 && rec.Void[s.name] != "" || s.voidable != nil && rec.WhyVoid(*s.voidable) != ""
 }
 
 // pairs returns the values of m of the blocks where both commits have
