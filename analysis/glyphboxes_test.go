@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // TestLaidOutDrawsAsGonum draws plots of many lines, points and error
@@ -138,7 +139,8 @@ func TestCellLinesDrawAsLines(t *testing.T) {
 			l.Color = faded(palette[i%3])
 			l.Width = vg.Points(float64(1 + rng.IntN(2)))
 			gonum.Add(l)
-			if err := lines.add(xys, l.LineStyle); err != nil {
+			lines.styles = append(lines.styles, l.LineStyle)
+			if err := lines.add(xys, len(lines.styles)-1); err != nil {
 				t.Fatal(err)
 			}
 			if i == 0 {
@@ -173,10 +175,10 @@ func TestCellLinesDrawAsLines(t *testing.T) {
 			t.Fatalf("seed %d: cellLines' SVG differs from gonum's lines' (%d and %d bytes)", seed, len(got), len(want))
 		}
 	}
-	lines := &cellLines{}
+	lines := &cellLines{styles: []draw.LineStyle{plotter.DefaultLineStyle}}
 	for _, bad := range []plotter.XYs{{{X: 1, Y: 2}, {X: math.NaN(), Y: 3}}, {{X: 1, Y: math.Inf(1)}}} {
 		_, want := plotter.NewLine(bad)
-		if err := lines.add(bad, plotter.DefaultLineStyle); err == nil || err != want {
+		if err := lines.add(bad, 0); err == nil || err != want {
 			t.Errorf("add(%v) = %v, want NewLine's %v", bad, err, want)
 		}
 	}

@@ -320,8 +320,8 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 			n, points = n+1, points+k
 		}
 	}
-	lines.xys, lines.ends, lines.styles = make(plotter.XYs, 0, points), make([]int, 0, n), make([]draw.LineStyle, 0, n)
-	styles := map[string]draw.LineStyle{} // by commit
+	lines.xys, lines.ends, lines.style = make(plotter.XYs, 0, points), make([]int, 0, n), make([]uint16, 0, n)
+	styles := map[string]int{} // by commit, in lines.styles
 	for _, i := range recs {
 		rec := &w.r.records[i]
 		most = max(most, len(rec.Progress))
@@ -330,9 +330,11 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		}
 		sty, ok := styles[rec.Commit]
 		if !ok {
-			sty = plotter.DefaultLineStyle
-			sty.Color = faded(w.colour[rec.Commit])
+			s := plotter.DefaultLineStyle
+			s.Color = faded(w.colour[rec.Commit])
+			sty = len(lines.styles)
 			styles[rec.Commit] = sty
+			lines.styles = append(lines.styles, s)
 		}
 		if err := lines.add(progressTPS(rec.Progress), sty); err != nil {
 			return err
@@ -340,7 +342,7 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		drawn++
 		if legend[rec.Commit] == nil {
 			// The legend reads only the line's style.
-			legend[rec.Commit] = &plotter.Line{LineStyle: sty}
+			legend[rec.Commit] = &plotter.Line{LineStyle: lines.styles[sty]}
 		}
 	}
 	if drawn > 0 {
