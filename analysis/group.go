@@ -27,8 +27,8 @@ type group struct {
 	// base: the baseline's group (its columns' spreads are read).
 	base bool
 	// names are the metrics every usable cell has, when they all have
-	// the same (fillColumns); methods, by kind, the methods that
-	// measured them all (methodsOf).
+	// the same, and methods, by kind, the methods that measured them
+	// all (fillColumns, methodsOf).
 	names   []string
 	methods map[results.MeasuredBy][]string
 }

@@ -213,9 +213,10 @@ func methodsOf(g *group, m string, by results.MeasuredBy) []string {
 		return nil
 	}
 	if _, all := slices.BinarySearch(g.names, m); all {
-		// Every usable cell has m: the methods of them all, found once
-		// per kind (for every metric and commit, they were a tenth of
-		// Analyze at 10⁵ cells). Read them, never write them.
+		// Every usable cell has m: the methods of them all, found as
+		// fillColumns read the cells, or here once per kind (for every
+		// metric and commit, they were a tenth of Analyze at 10⁵
+		// cells). Read them, never write them.
 		out, ok := g.methods[by]
 		if !ok {
 			out = methods(g, "", by)
@@ -236,13 +237,7 @@ func methods(g *group, m string, by results.MeasuredBy) []string {
 		if _, ok := rec.Metrics.Get(m); m != "" && !ok {
 			continue
 		}
-		name := rec.Method(by)
-		if name == "" {
-			name = "unrecorded"
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
+		out = addMethod(out, rec.Method(by))
 	}
 	slices.Sort(out)
 	return out
