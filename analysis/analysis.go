@@ -124,6 +124,10 @@ type analyzer struct {
 	voidable map[string]results.Metric
 	voidList []results.Metric // voidable's, in the plan's order
 	void     map[string]map[string]int
+	// recent are the groups groupOf found last, nextRecent where the
+	// next goes.
+	recent     [4]recentGroup
+	nextRecent int
 	// primary: the primary metric(s) of each configuration.
 	primary map[string][]string
 	cellWhy map[string]map[string]string // config → commit → why
