@@ -122,7 +122,7 @@ type analyzer struct {
 	// voidable: metrics whose value can be void (results.Metric.Validity);
 	// void counts, per metric and reason, the usable cells where it was.
 	voidable map[string]results.Metric
-	voidList []results.Metric // voidable's, in the plan's order
+	voidList []results.Metric // voidable's, in the plan's order, once each
 	void     map[string]map[string]int
 	// recent are the groups groupOf found last, nextRecent where the
 	// next goes.

@@ -152,9 +152,14 @@ func (a *analyzer) groupCells() {
 	for _, m := range p.Metrics {
 		a.positive[m.Name] = m.Positive
 		if m.Validity != results.ValidAlways {
+			if _, dup := a.voidable[m.Name]; !dup {
+				a.voidList = append(a.voidList, m)
+			}
 			a.voidable[m.Name] = m
-			a.voidList = append(a.voidList, m)
 		}
+	}
+	for i, m := range a.voidList {
+		a.voidList[i] = a.voidable[m.Name] // the last of a name, as the map's
 	}
 	var names []string
 	var slots []metricSlot
@@ -267,7 +272,8 @@ func (a *analyzer) noteVoid(rec *results.Record) {
 	}
 	for _, m := range a.voidList {
 		if _, recorded := rec.Void[m.Name]; !recorded {
-			if why := a.whyVoid(rec, m.Name); why != "" {
+			// whyVoid of a voidable metric not recorded void.
+			if why := rec.WhyVoid(m); why != "" {
 				note(m.Name, why)
 			}
 		}
