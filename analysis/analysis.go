@@ -88,6 +88,8 @@ func Analyze(in *Input, o Options) (*Report, error) {
 		return nil, err
 	}
 	a.groupCells()
+	a.dropCells()
+	a.fillAllColumns()
 	a.chooseMetrics()
 	a.choosePrimary()
 	a.findIncomplete()
@@ -120,7 +122,12 @@ type analyzer struct {
 	// voidable: metrics whose value can be void (results.Metric.Validity);
 	// void counts, per metric and reason, the usable cells where it was.
 	voidable map[string]results.Metric
+	voidList []results.Metric // voidable's, in the plan's order, once each
 	void     map[string]map[string]int
+	// recent are the groups groupOf found last, nextRecent where the
+	// next goes.
+	recent     [4]recentGroup
+	nextRecent int
 	// primary: the primary metric(s) of each configuration.
 	primary map[string][]string
 	cellWhy map[string]map[string]string // config → commit → why
@@ -132,6 +139,19 @@ type analyzer struct {
 	byCommit  map[string][]*cellTest
 	undecided map[string]bool // configs
 	pools     []*test         // the commit being decided's pooled tests
+
+}
+
+// dropCells lets the plan's cells go once they are grouped: nothing
+// after reads them, and at 10⁵ cells they are 18 MB live through the
+// analysis, where the heap peaks (unless the caller keeps its Input;
+// the abtest command does not).
+func (a *analyzer) dropCells() {
+	p := *a.p
+	p.Cells = nil
+	in := *a.in
+	in.Plan = &p
+	a.p, a.in = &p, &in
 }
 
 // noPrimary marks each commit incomplete in a configuration whose cells
@@ -364,12 +384,11 @@ func (a *analyzer) measureTiers() {
 		var spreads []float64
 		a.minEffect[m] = map[string]float64{}
 		for _, id := range a.configs {
-			vs := a.values(a.groups[id][r.Baseline], m)
-			if len(vs) < 2 {
+			if len(a.values(a.groups[id][r.Baseline], m)) < 2 {
 				a.minEffect[m][id] = th
 				continue
 			}
-			s := spreadPct(vs)
+			s := a.column(a.groups[id][r.Baseline], m).spread
 			spreads = append(spreads, s)
 			a.minEffect[m][id] = math.Max(th, noiseK*s)
 		}
@@ -387,6 +406,53 @@ func (a *analyzer) measureTiers() {
 		a.tiers[m] = t
 		r.Tiers = append(r.Tiers, t)
 	}
+}
+
+// measureTier decides a metric's tier from the baseline's repeats in
+// every configuration, pooled by the median of the configurations'
+// spreads: one noisy configuration (churn's 10.9 %) no longer decides for
+// all, and a median over many configurations holds still from run to
+// run where the maximum flipped.
+func measureTier(def results.Metric, forced bool, th float64, spreads []float64) Tier {
+	t := Tier{Metric: def.Name, ThresholdPct: th, Gated: true}
+	finite := spreads[:0:0]
+	for _, s := range spreads {
+		if !math.IsInf(s, 0) {
+			finite = append(finite, s)
+		}
+	}
+	if len(finite) > 0 {
+		s := append([]float64(nil), finite...)
+		slices.Sort(s)
+		t.SpreadPct = median(s)
+	}
+	switch {
+	case def.Direction == results.Descriptive && !forced:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "descriptive: says higher or lower, never better or worse (--gate it to gate it)"
+	case def.Tier == results.TierReport && !forced:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "declared report-only"
+	case def.Tier == results.TierExact:
+		t.Tier, t.Why = results.TierExact, "a deterministic counter: any difference from a constant baseline is real"
+	case len(spreads) == 0:
+		t.Tier, t.Gated, t.Why = results.TierReport, false, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
+	case slices.Max(spreads) == 0:
+		t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", len(spreads))
+	case len(finite) == 0:
+		t.Tier, t.Gated = results.TierReport, false
+		t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in every one of %d configurations", len(spreads))
+	default:
+		// Noise raises the bar (noiseK) and costs power; it never
+		// switches the gate off: a cutoff on the measured spread flipped
+		// latency_p95's tier in 10 of 30 runs of one design. A
+		// configuration where the baseline varies around 0 is reported,
+		// not gated, there (planStat), and does not decide the tier.
+		t.Tier = results.TierBand
+		t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(finite), th, noiseK)
+		if n := len(spreads) - len(finite); n > 0 {
+			t.Why += fmt.Sprintf("; reported, not gated, in the %d where the baseline varied around 0", n)
+		}
+	}
+	return t
 }
 
 // finish lists the undecided configurations, orders the incomplete and
@@ -433,12 +499,11 @@ func changeFirst(a, b Change) bool {
 	return math.Abs(a.DeltaPct) > math.Abs(b.DeltaPct)
 }
 
-// spreadPct is a robust coefficient of variation in percent: the median
+// spreadSorted is a robust coefficient of variation in percent: the median
 // absolute deviation scaled to a standard deviation, over the median; the
-// relative range for fewer than 4 values.
-func spreadPct(vs []float64) float64 {
-	s := append([]float64(nil), vs...)
-	sort.Float64s(s)
+// relative range for fewer than 4 values; of values sorted (s), *dev a
+// buffer for the deviations.
+func spreadSorted(s []float64, dev *[]float64) float64 {
 	med := median(s)
 	if med == 0 {
 		if s[0] == s[len(s)-1] {
@@ -449,12 +514,13 @@ func spreadPct(vs []float64) float64 {
 	if len(s) < 4 {
 		return 100 * (s[len(s)-1] - s[0]) / math.Abs(med)
 	}
-	dev := make([]float64, len(s))
-	for i, v := range s {
-		dev[i] = math.Abs(v - med)
+	d := (*dev)[:0]
+	for _, v := range s {
+		d = append(d, math.Abs(v-med))
 	}
-	sort.Float64s(dev)
-	mad := median(dev)
+	*dev = d
+	sort.Float64s(d)
+	mad := median(d)
 	if mad == 0 && s[0] != s[len(s)-1] {
 		return 100 * (s[len(s)-1] - s[0]) / math.Abs(med) / 4
 	}

@@ -43,8 +43,7 @@ func newConfigIDs() *configIDs {
 
 // of is c.ID().
 func (ids *configIDs) of(c results.Config) string {
-	k := sameConfig{workload: c.Workload, condition: c.Condition, clients: c.Clients, cpus: c.CPUs, instructions: c.Instructions,
-		rate: math.Float64bits(c.Rate), settings: mapAddr(c.Settings), vars: mapAddr(c.Vars)}
+	k := sameOf(c)
 	if e, ok := ids.bySame[k]; ok {
 		return e.id
 	}
@@ -56,6 +55,12 @@ func (ids *configIDs) of(c results.Config) string {
 	}
 	ids.bySame[k] = sameID{id: id, settings: c.Settings, vars: c.Vars}
 	return id
+}
+
+// sameOf is c's fields, its maps by identity.
+func sameOf(c results.Config) sameConfig {
+	return sameConfig{workload: c.Workload, condition: c.Condition, clients: c.Clients, cpus: c.CPUs, instructions: c.Instructions,
+		rate: math.Float64bits(c.Rate), settings: mapAddr(c.Settings), vars: mapAddr(c.Vars)}
 }
 
 // mapAddr is where m is (0: nil).

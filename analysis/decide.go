@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -88,6 +87,17 @@ type test struct {
 }
 
 func newTest(def results.Metric, minEffect float64, base, cand []float64, paired bool) *test {
+	var bmed float64
+	if len(base) > 0 {
+		s := append([]float64(nil), base...)
+		slices.Sort(s)
+		bmed = median(s)
+	}
+	return newTestMedian(def, minEffect, base, cand, paired, bmed)
+}
+
+// newTestMedian is newTest given the median of base (median()).
+func newTestMedian(def results.Metric, minEffect float64, base, cand []float64, paired bool, bmed float64) *test {
 	t := &test{dir: def.Direction, minEffect: minEffect, base: base, cand: cand, paired: paired, log: true}
 	for _, v := range base {
 		t.log = t.log && v > 0
@@ -95,11 +105,7 @@ func newTest(def results.Metric, minEffect float64, base, cand []float64, paired
 	for _, v := range cand {
 		t.log = t.log && v > 0
 	}
-	s := append([]float64(nil), base...)
-	slices.Sort(s)
-	if len(s) > 0 {
-		t.bmed = median(s)
-	}
+	t.bmed = bmed
 	return t
 }
 
@@ -488,10 +494,7 @@ func decide(tests []*test, d design) {
 // the same with four gated metrics or forty.
 func hierarchy(ts []*test) graph {
 	m := len(ts)
-	g := graph{w: make([]float64, m), g: make([][]float64, m)}
-	for i := range g.g {
-		g.g[i] = make([]float64, m)
-	}
+	g := graph{w: make([]float64, m), g: newMatrix(m)}
 	f := familyOf(ts)
 	if len(f.groups) == 0 {
 		// No primary in the family at all (a commit whose configurations
@@ -749,51 +752,4 @@ func allLeft(vs []float64, c float64) bool {
 		}
 	}
 	return above == len(vs) || below == len(vs)
-}
-
-// measureTier decides a metric's tier from the baseline's repeats in
-// every configuration, pooled by the median of the configurations'
-// spreads: one noisy configuration (churn's 10.9 %) no longer decides for
-// all, and a median over many configurations holds still from run to
-// run where the maximum flipped.
-func measureTier(def results.Metric, forced bool, th float64, spreads []float64) Tier {
-	t := Tier{Metric: def.Name, ThresholdPct: th, Gated: true}
-	finite := spreads[:0:0]
-	for _, s := range spreads {
-		if !math.IsInf(s, 0) {
-			finite = append(finite, s)
-		}
-	}
-	if len(finite) > 0 {
-		s := append([]float64(nil), finite...)
-		slices.Sort(s)
-		t.SpreadPct = median(s)
-	}
-	switch {
-	case def.Direction == results.Descriptive && !forced:
-		t.Tier, t.Gated, t.Why = results.TierReport, false, "descriptive: says higher or lower, never better or worse (--gate it to gate it)"
-	case def.Tier == results.TierReport && !forced:
-		t.Tier, t.Gated, t.Why = results.TierReport, false, "declared report-only"
-	case def.Tier == results.TierExact:
-		t.Tier, t.Why = results.TierExact, "a deterministic counter: any difference from a constant baseline is real"
-	case len(spreads) == 0:
-		t.Tier, t.Gated, t.Why = results.TierReport, false, "the baseline has fewer than 2 repeats of every configuration: no spread to measure"
-	case slices.Max(spreads) == 0:
-		t.Tier, t.Why = results.TierExact, fmt.Sprintf("never varied over the baseline's repeats in %d configurations", len(spreads))
-	case len(finite) == 0:
-		t.Tier, t.Gated = results.TierReport, false
-		t.Why = fmt.Sprintf("too noisy for any verdict: the baseline varied around a median of 0 in every one of %d configurations", len(spreads))
-	default:
-		// Noise raises the bar (noiseK) and costs power; it never
-		// switches the gate off: a cutoff on the measured spread flipped
-		// latency_p95's tier in 10 of 30 runs of one design. A
-		// configuration where the baseline varies around 0 is reported,
-		// not gated, there (planStat), and does not decide the tier.
-		t.Tier = results.TierBand
-		t.Why = fmt.Sprintf("median spread %s over %d configurations; the bar in each is max(%.3g%%, %.2g × its spread)", pctAbs(t.SpreadPct), len(finite), th, noiseK)
-		if n := len(spreads) - len(finite); n > 0 {
-			t.Why += fmt.Sprintf("; reported, not gated, in the %d where the baseline varied around 0", n)
-		}
-	}
-	return t
 }

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // TestLaidOutDrawsAsGonum draws plots of many lines, points and error
@@ -109,5 +110,79 @@ func TestLaidOutDrawsAsGonum(t *testing.T) {
 		if seed == 0 && given >= all {
 			t.Errorf("laidOut gives %d glyph boxes of %d", given, all)
 		}
+	}
+}
+
+// TestCellLinesDrawAsLines draws plots of many lines (of one style or
+// several, in and beyond the axes, of one point) once as gonum draws a
+// plotter.Line per line, and once as one cellLines in a laidOut (the
+// tps-time plots): the SVGs are the same bytes. A point NewLine refuses
+// cellLines refuses with the same error, the line left out.
+func TestCellLinesDrawAsLines(t *testing.T) {
+	dir := t.TempDir()
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		gonum, ours := plot.New(), newLaidOut()
+		lines := &cellLines{l: ours}
+		for i := range 1 + rng.IntN(80) {
+			xys := make(plotter.XYs, 1+rng.IntN(6))
+			for j := range xys {
+				xys[j] = plotter.XY{X: float64(5 * j), Y: 1000 + 100*rng.NormFloat64()}
+				if rng.IntN(8) == 0 {
+					xys[j].Y = -50 * rng.Float64() // below the y axis
+				}
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Color = faded(palette[i%3])
+			l.Width = vg.Points(float64(1 + rng.IntN(2)))
+			gonum.Add(l)
+			lines.styles = append(lines.styles, l.LineStyle)
+			if err := lines.add(xys, len(lines.styles)-1); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				gonum.Legend.Add("a", l)
+				ours.Legend.Add("a", &plotter.Line{LineStyle: l.LineStyle})
+			}
+		}
+		ours.Add(lines)
+		for _, p := range []*plot.Plot{gonum, ours.Plot} {
+			p.Title.Text = "seed"
+			fromZero(p)
+			if seed%2 == 1 {
+				p.X.Min, p.X.Max = 3, 20 // lines beyond the x axis too
+			}
+		}
+		a, b := filepath.Join(dir, "gonum.svg"), filepath.Join(dir, "ours.svg")
+		if err := save(gonum, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := save(ours.Plot, b); err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: cellLines' SVG differs from gonum's lines' (%d and %d bytes)", seed, len(got), len(want))
+		}
+	}
+	lines := &cellLines{styles: []draw.LineStyle{plotter.DefaultLineStyle}}
+	for _, bad := range []plotter.XYs{{{X: 1, Y: 2}, {X: math.NaN(), Y: 3}}, {{X: 1, Y: math.Inf(1)}}} {
+		_, want := plotter.NewLine(bad)
+		if err := lines.add(bad, 0); err == nil || err != want {
+			t.Errorf("add(%v) = %v, want NewLine's %v", bad, err, want)
+		}
+	}
+	if len(lines.xys) != 0 || len(lines.ends) != 0 {
+		t.Errorf("refused lines kept: %v %v", lines.xys, lines.ends)
 	}
 }

@@ -22,8 +22,15 @@ type group struct {
 	// cols are the group's valid values by metric, made on first use:
 	// every row, tier and primary asks for them again, and at 10⁵ cells
 	// walking the records' metric maps each time was most of Analyze.
-	cols map[string]column
+	cols map[string]*column
 	recs []*results.Record // usable, in repeat order (records)
+	// base: the baseline's group (its columns' spreads are read).
+	base bool
+	// names are the metrics every usable cell has, when they all have
+	// the same, and methods, by kind, the methods that measured them
+	// all (fillColumns, methodsOf).
+	names   []string
+	methods map[results.MeasuredBy][]string
 }
 
 // records returns the group's usable records in repeat order, made once:
@@ -37,13 +44,6 @@ func (g *group) records() []*results.Record {
 	return g.recs
 }
 
-// column is a group's valid values of a metric (value) and their
-// repeats, in repeat order.
-type column struct {
-	reps []int
-	vals []float64
-}
-
 // group returns a commit's group in a configuration, made on first use.
 func (a *analyzer) group(cfg, commit string) *group {
 	if a.groups[cfg] == nil {
@@ -51,10 +51,40 @@ func (a *analyzer) group(cfg, commit string) *group {
 	}
 	g := a.groups[cfg][commit]
 	if g == nil {
-		g = &group{usable: map[int]*results.Record{}}
+		g = &group{usable: map[int]*results.Record{}, base: commit == a.r.Baseline}
 		a.groups[cfg][commit] = g
 	}
 	return g
+}
+
+// groupOf is a.group(a.configID(c), commit), the last few remembered
+// by c's fields and maps (configIDs' sameConfig) and commit: a run's
+// cells come a configuration at a time, its commits in turn, and the
+// lookups of its ID and group were a third of grouping 10⁵ cells. The
+// records and cells grouped keep the maps, so their addresses are no
+// other's meanwhile.
+func (a *analyzer) groupOf(c results.Config, commit string) *group {
+	k := recentKey{sameOf(c), commit}
+	for _, e := range a.recent {
+		if e.g != nil && e.k == k {
+			return e.g
+		}
+	}
+	g := a.group(a.configID(c), commit)
+	a.recent[a.nextRecent%len(a.recent)] = recentGroup{k, g}
+	a.nextRecent++
+	return g
+}
+
+// recentGroup is a group groupOf remembers, and its key.
+type recentGroup struct {
+	k recentKey
+	g *group
+}
+
+type recentKey struct {
+	c      sameConfig
+	commit string
 }
 
 // configID is c.ID(), remembered (configIDs).
@@ -115,19 +145,27 @@ func (a *analyzer) groupCells() {
 	}
 	a.groups = map[string]map[string]*group{}
 	for i := range p.Cells {
-		a.group(a.configID(p.Cells[i].Config), p.Cells[i].Commit).planned++
+		a.groupOf(p.Cells[i].Config, p.Cells[i].Commit).planned++
 	}
 	a.present, a.positive, a.invalid = map[string]bool{}, map[string]bool{}, map[string]int{}
 	a.voidable, a.void = map[string]results.Metric{}, map[string]map[string]int{}
 	for _, m := range p.Metrics {
 		a.positive[m.Name] = m.Positive
 		if m.Validity != results.ValidAlways {
+			if _, dup := a.voidable[m.Name]; !dup {
+				a.voidList = append(a.voidList, m)
+			}
 			a.voidable[m.Name] = m
 		}
 	}
+	for i, m := range a.voidList {
+		a.voidList[i] = a.voidable[m.Name] // the last of a name, as the map's
+	}
+	var names []string
+	var slots []metricSlot
 	for i := range a.in.Records {
 		rec := &a.in.Records[i]
-		g := a.group(a.configID(rec.Config), rec.Commit)
+		g := a.groupOf(rec.Config, rec.Commit)
 		switch {
 		case rec.Status != results.StatusOK:
 			r.Failed = append(r.Failed, CellNote{Cell: rec.Cell, Status: rec.Status, Error: rec.Error, Tail: rec.LogTail})
@@ -138,19 +176,14 @@ func (a *analyzer) groupCells() {
 			g.saturated++
 			continue
 		}
-		g.usable[rec.Repeat] = rec
-		for m, v := range rec.Metrics.All() {
-			switch {
-			case a.whyVoid(rec, m) != "":
-				// counted by noteVoid
-			case a.valid(m, v):
-				a.present[m] = true
-			default:
-				a.invalid[m]++
-			}
+		if len(g.usable) == 0 && g.planned > 0 {
+			g.usable = make(map[int]*results.Record, g.planned)
 		}
+		g.usable[rec.Repeat] = rec
+		names, slots = a.scanMetrics(rec, names, slots)
 		a.noteVoid(rec)
 	}
+	a.scanned(slots)
 	if len(p.Cells) == 0 {
 		a.planFromRecords()
 	}
@@ -166,7 +199,7 @@ func (a *analyzer) planFromRecords() {
 		}
 		for _, c := range a.r.Commits {
 			if byCommit[c] == nil {
-				byCommit[c] = &group{usable: map[int]*results.Record{}}
+				byCommit[c] = &group{usable: map[int]*results.Record{}, base: c == a.r.Baseline}
 			}
 			byCommit[c].planned = most
 		}
@@ -207,11 +240,11 @@ func groupWhy(g *group) string {
 	return fmt.Sprintf("%d of %d cells usable (%s)", len(g.usable), g.planned, strings.Join(parts, ", "))
 }
 
-// valid reports whether v is a measurement of m: finite, and positive
-// where the metric cannot be anything else (a tps of 0, or a null that
-// decoded to 0, is a failure to measure, never a value).
-func (a *analyzer) valid(m string, v float64) bool {
-	return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !a.positive[m])
+// validValue reports whether v is a measurement of a metric: finite,
+// and positive where the metric cannot be anything else (a tps of 0,
+// or a null that decoded to 0, is a failure to measure, never a value).
+func validValue(v float64, positive bool) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && (v > 0 || !positive)
 }
 
 // whyVoid says why rec's value of m is not a measurement by m's
@@ -237,11 +270,48 @@ func (a *analyzer) noteVoid(rec *results.Record) {
 	for m, why := range rec.Void {
 		note(m, why)
 	}
-	for m := range a.voidable {
-		if _, recorded := rec.Void[m]; !recorded {
-			if why := a.whyVoid(rec, m); why != "" {
-				note(m, why)
+	for _, m := range a.voidList {
+		if _, recorded := rec.Void[m.Name]; !recorded {
+			// whyVoid of a voidable metric not recorded void.
+			if why := rec.WhyVoid(m); why != "" {
+				note(m.Name, why)
 			}
+		}
+	}
+}
+
+// scanMetrics notes which of a usable cell's metrics have a valid value
+// and counts the invalid ones, by the slots of the records' names
+// (metricSlots) before it, made again when they change; scanned then
+// writes down what they saw. A map write per value was a fifth of
+// grouping 10⁵ cells.
+func (a *analyzer) scanMetrics(rec *results.Record, names []string, slots []metricSlot) ([]string, []metricSlot) {
+	if ns := rec.Metrics.Names(); !slices.Equal(ns, names) || slots == nil {
+		a.scanned(slots)
+		names, slots = ns, a.metricSlots(ns, slots[:0])
+	}
+	for j := range slots {
+		s := &slots[j]
+		switch v := rec.Metrics.At(j); {
+		case s.void(rec):
+			// counted by noteVoid
+		case validValue(v, s.positive):
+			s.present = true
+		default:
+			s.invalid++
+		}
+	}
+	return names, slots
+}
+
+// scanned writes down what scanMetrics saw in slots.
+func (a *analyzer) scanned(slots []metricSlot) {
+	for _, s := range slots {
+		if s.present {
+			a.present[s.name] = true
+		}
+		if s.invalid > 0 {
+			a.invalid[s.name] += s.invalid
 		}
 	}
 }
@@ -285,73 +355,4 @@ func (a *analyzer) missingWhy(m string, g *group, n int, cells string) (why stri
 		return fmt.Sprintf("%s missing in %d of %d %s (%d void)", m, missing, len(g.usable), cells, nvoid), false
 	}
 	return fmt.Sprintf("%s missing in %d of %d %s", m, missing, len(g.usable), cells), false
-}
-
-// values returns a group's valid values of m in repeat order. The
-// slice is shared: read it, never write it.
-func (a *analyzer) values(g *group, m string) []float64 {
-	if g == nil {
-		return nil
-	}
-	return a.column(g, m).vals
-}
-
-// column returns a group's valid values of m and their repeats.
-func (a *analyzer) column(g *group, m string) column {
-	if g.cols == nil {
-		a.fillColumns(g)
-	}
-	if c, ok := g.cols[m]; ok {
-		return c
-	}
-	return column{vals: []float64{}}
-}
-
-// fillColumns makes a group's columns of every metric in one pass over
-// its records in repeat order: a value counts when it is a measurement
-// (valid, and not void).
-func (a *analyzer) fillColumns(g *group) {
-	recs := g.records()
-	g.cols = map[string]column{}
-	for _, rec := range recs {
-		rep := rec.Repeat
-		for m, v := range rec.Metrics.All() {
-			if !a.valid(m, v) || a.whyVoid(rec, m) != "" {
-				continue
-			}
-			c, ok := g.cols[m]
-			if !ok {
-				c = column{reps: make([]int, 0, len(recs)), vals: make([]float64, 0, len(recs))}
-			}
-			c.reps, c.vals = append(c.reps, rep), append(c.vals, v)
-			g.cols[m] = c
-		}
-	}
-	for m, c := range g.cols {
-		g.cols[m] = column{reps: slices.Clip(c.reps), vals: slices.Clip(c.vals)}
-	}
-}
-
-// pairs returns the values of m of the blocks where both commits have
-// a valid one, in repeat order: the two cells of a block ran back to
-// back.
-func (a *analyzer) pairs(ga, gb *group, m string) (pa, pb []float64) {
-	if ga == nil || gb == nil {
-		return nil, nil
-	}
-	ca, cb := a.column(ga, m), a.column(gb, m)
-	for i, j := 0, 0; i < len(ca.reps) && j < len(cb.reps); {
-		switch {
-		case ca.reps[i] < cb.reps[j]:
-			i++
-		case ca.reps[i] > cb.reps[j]:
-			j++
-		default:
-			pa = append(pa, ca.vals[i])
-			pb = append(pb, cb.vals[j])
-			i++
-			j++
-		}
-	}
-	return pa, pb
 }

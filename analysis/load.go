@@ -122,22 +122,36 @@ func Merge(shards []Shard) (*Input, error) {
 // them all. One shard whose records are all kept is not copied (10⁵
 // records are 40 MB); the shards' slices are never written.
 func (in *Input) mergeRecords(shards []Shard) {
-	var planned map[string]bool
-	if len(in.Plan.Cells) > 0 {
-		planned = make(map[string]bool, len(in.Plan.Cells))
-		for i := range in.Plan.Cells {
-			planned[in.Plan.Cells[i].ID] = true
+	// A planned cell is seen where its index in the plan says so: one
+	// lookup of its id per record, where a set of the planned and one
+	// of the seen were three (and 10 MB at 10⁵ cells).
+	cells := in.Plan.Cells
+	planned := make(map[string]int, len(cells))
+	for i := range cells {
+		if _, dup := planned[cells[i].ID]; !dup {
+			planned[cells[i].ID] = i
 		}
 	}
-	seen := map[string]bool{}
+	seen := make([]bool, len(cells))
+	var seenElse map[string]bool // the cells not planned
 	var unknown []string
 	kept, total := 0, 0
 	keep := func(r *results.Record) bool {
-		if seen[r.Cell] {
+		if i, ok := planned[r.Cell]; ok {
+			if seen[i] {
+				return false
+			}
+			seen[i] = true
+			return true
+		}
+		if seenElse[r.Cell] {
 			return false
 		}
-		seen[r.Cell] = true
-		if planned != nil && !planned[r.Cell] {
+		if seenElse == nil {
+			seenElse = map[string]bool{}
+		}
+		seenElse[r.Cell] = true
+		if len(cells) > 0 {
 			unknown = append(unknown, r.Cell)
 			return false
 		}

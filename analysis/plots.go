@@ -313,26 +313,40 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
 	legend := map[string]*plotter.Line{}
 	drawn, most := 0, 0
+	lines := &cellLines{l: p}
+	n, points := 0, 0
 	for _, i := range recs {
-		rec := w.r.records[i]
+		if k := len(w.r.records[i].Progress); k >= 2 {
+			n, points = n+1, points+k
+		}
+	}
+	lines.xys, lines.ends, lines.style = make(plotter.XYs, 0, points), make([]int, 0, n), make([]uint16, 0, n)
+	styles := map[string]int{} // by commit, in lines.styles
+	for _, i := range recs {
+		rec := &w.r.records[i]
 		most = max(most, len(rec.Progress))
 		if len(rec.Progress) < 2 {
 			continue
 		}
-		xys := make(plotter.XYs, len(rec.Progress))
-		for j, pr := range rec.Progress {
-			xys[j] = plotter.XY{X: pr.T, Y: pr.TPS}
+		sty, ok := styles[rec.Commit]
+		if !ok {
+			s := plotter.DefaultLineStyle
+			s.Color = faded(w.colour[rec.Commit])
+			sty = len(lines.styles)
+			styles[rec.Commit] = sty
+			lines.styles = append(lines.styles, s)
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
+		if err := lines.add(progressTPS(rec.Progress), sty); err != nil {
 			return err
 		}
-		l.Color = faded(w.colour[rec.Commit])
-		p.Add(l)
 		drawn++
 		if legend[rec.Commit] == nil {
-			legend[rec.Commit] = l
+			// The legend reads only the line's style.
+			legend[rec.Commit] = &plotter.Line{LineStyle: lines.styles[sty]}
 		}
+	}
+	if drawn > 0 {
+		p.Add(lines)
 	}
 	for _, c := range w.r.Commits {
 		if l := legend[c]; l != nil {
@@ -350,6 +364,12 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	w.add(path)
 	return nil
 }
+
+// progressTPS are progress reports as points (seconds, TPS).
+type progressTPS []results.Progress
+
+func (p progressTPS) Len() int                { return len(p) }
+func (p progressTPS) XY(i int) (x, y float64) { return p[i].T, p[i].TPS }
 
 func cmpFloat(a, b float64) int {
 	switch {

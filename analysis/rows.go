@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -52,6 +50,8 @@ type rowInputs struct {
 	tier  Tier
 	bg    *group
 	base  []float64
+	// bmed is the median of base (median()), 0 without values.
+	bmed float64
 }
 
 // planRow makes the row of a configuration and metric, if any commit has
@@ -69,6 +69,9 @@ func (a *analyzer) planRow(id, m string) {
 	def, _ := a.p.Metrics.Get(m)
 	bg := a.groups[id][a.r.Baseline]
 	in := &rowInputs{id: id, m: m, def: def, tier: a.tiers[m], bg: bg, base: a.values(bg, m)}
+	if len(in.base) > 0 {
+		in.bmed = a.column(bg, m).median
+	}
 	row := Row{Config: id, Metric: m}
 	for _, c := range a.r.Commits {
 		st, ct := a.planStat(in, c, len(row.Stats))
@@ -89,9 +92,8 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
 		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
 	if len(vs) > 0 {
-		s := benchmath.NewSample(append([]float64(nil), vs...), &benchmath.Thresholds{CompareAlpha: a.o.Alpha})
-		sum := benchmath.AssumeNothing.Summary(s, 0.95)
-		st.Median, st.Lo, st.Hi = sum.Center, sum.Lo, sum.Hi
+		c := a.column(g, in.m)
+		st.Median, st.Lo, st.Hi = c.center, c.lo, c.hi
 	}
 	if c == a.r.Baseline {
 		st.Verdict = results.VerdictBaseline
@@ -114,9 +116,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		why = a.methodsDiffer(in, c, g, len(vs))
 	}
 	if len(vs) > 0 && len(in.base) > 0 {
-		bs := append([]float64(nil), in.base...)
-		slices.Sort(bs)
-		st.DeltaPct = deltaPct(median(bs), st.Median)
+		st.DeltaPct = deltaPct(in.bmed, st.Median)
 	}
 	if why != "" {
 		a.judgeIncomplete(&st, in, vs, why)
@@ -127,15 +127,15 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	pb, pc := a.pairs(in.bg, g, in.m)
 	ct := &cellTest{row: len(a.r.Rows), stat: stat, gated: st.Gated, metric: in.m, exact: in.tier.Tier == results.TierExact, observed: in.def.Tier != results.TierExact}
 	me := a.minEffect[in.m][in.id]
-	if ct.exact && !in.def.Count {
-		ct.t = newTest(in.def, me, in.base, vs, false)
-	} else {
-		paired := len(pb) == len(in.base) && len(pc) == len(vs)
-		if paired {
-			ct.t = newTest(in.def, me, pb, pc, true)
-		} else {
-			ct.t = newTest(in.def, me, in.base, vs, false)
-		}
+	paired := len(pb) == len(in.base) && len(pc) == len(vs)
+	switch {
+	case ct.exact && !in.def.Count || !paired:
+		ct.t = newTestMedian(in.def, me, in.base, vs, false, in.bmed)
+	case len(pb) > 0 && &pb[0] == &in.base[0]:
+		// The pairs are the columns (pairs).
+		ct.t = newTestMedian(in.def, me, pb, pc, true, in.bmed)
+	default:
+		ct.t = newTest(in.def, me, pb, pc, true)
 	}
 	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
 		ct.mirror = in.def.SameAs
@@ -209,21 +209,35 @@ func (a *analyzer) methodsDiffer(in *rowInputs, c string, g *group, n int) strin
 // group's usable cells having the metric; "unrecorded" for cells that do
 // not say.
 func methodsOf(g *group, m string, by results.MeasuredBy) []string {
-	var out []string
 	if g == nil {
+		return nil
+	}
+	if _, all := slices.BinarySearch(g.names, m); all {
+		// Every usable cell has m: the methods of them all, found as
+		// fillColumns read the cells, or here once per kind (for every
+		// metric and commit, they were a tenth of Analyze at 10⁵
+		// cells). Read them, never write them.
+		out, ok := g.methods[by]
+		if !ok {
+			out = methods(g, "", by)
+			if g.methods == nil {
+				g.methods = map[results.MeasuredBy][]string{}
+			}
+			g.methods[by] = out
+		}
 		return out
 	}
+	return methods(g, m, by)
+}
+
+// methods is methodsOf of the cells that have m, or of all ("").
+func methods(g *group, m string, by results.MeasuredBy) []string {
+	var out []string
 	for _, rec := range g.records() {
-		if _, ok := rec.Metrics.Get(m); !ok {
+		if _, ok := rec.Metrics.Get(m); m != "" && !ok {
 			continue
 		}
-		name := rec.Method(by)
-		if name == "" {
-			name = "unrecorded"
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
+		out = addMethod(out, rec.Method(by))
 	}
 	slices.Sort(out)
 	return out
@@ -236,7 +250,7 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 	if len(vs) == 0 || len(in.base) == 0 {
 		return
 	}
-	t := newTest(in.def, a.minEffect[in.m][in.id], in.base, vs, false)
+	t := newTestMedian(in.def, a.minEffect[in.m][in.id], in.base, vs, false, in.bmed)
 	t.measure(len(vs), a.o.Alpha)
 	st.P, st.Method = t.p, "unpaired"
 	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {

@@ -39,6 +39,11 @@ type svgCanvas struct {
 	buf   *bytes.Buffer // from svgBufs, back there by release
 	stack []svgContext
 	num   []byte // scratch for one formatted number
+	// rgba and rgbaHex are the last colour svgColor wrote, and how:
+	// paths of one colour follow each other (a string per path was a
+	// twentieth of what writing the plots of 10⁵ cells allocated).
+	rgba    [4]uint32
+	rgbaHex string
 }
 
 type svgContext struct {
@@ -120,19 +125,19 @@ func (c *svgCanvas) Stroke(path vg.Path) {
 	}
 	st := c.startPath(path)
 	st.add("fill", "#000000", "none")
-	st.add("stroke", "none", svgColor(ctx.color))
-	st.add("stroke-opacity", "1", c.opacity(ctx.color))
-	st.add("stroke-width", "1", c.number(ctx.lineWidth.Points()))
+	st.add("stroke", "none", c.color(ctx.color))
+	st.addNumber("stroke-opacity", "1", opacity(ctx.color))
+	st.addNumber("stroke-width", "1", ctx.lineWidth.Points())
 	st.add("stroke-dasharray", "none", c.dashes())
-	st.add("stroke-dashoffset", "0", c.number(ctx.dashOffset.Points()))
+	st.addNumber("stroke-dashoffset", "0", ctx.dashOffset.Points())
 	st.end()
 }
 
 func (c *svgCanvas) Fill(path vg.Path) {
 	ctx := c.context()
 	st := c.startPath(path)
-	st.add("fill", "#000000", svgColor(ctx.color))
-	st.add("fill-opacity", "1", c.opacity(ctx.color))
+	st.add("fill", "#000000", c.color(ctx.color))
+	st.addNumber("fill-opacity", "1", opacity(ctx.color))
 	st.end()
 }
 
@@ -167,17 +172,29 @@ func (s svgStyle) add(key, def, val string) {
 	b.WriteString(val)
 }
 
+// addNumber is add of v as %.5g, not made a string.
+func (s svgStyle) addNumber(key, def string, v float64) {
+	c := s.c
+	c.num = strconv.AppendFloat(c.num[:0], v, 'g', svgPrec, 64)
+	if string(c.num) == def {
+		return
+	}
+	b := c.buf
+	if b.Len() == s.at {
+		b.WriteString(`style="`)
+	} else {
+		b.WriteByte(';')
+	}
+	b.WriteString(key)
+	b.WriteByte(':')
+	b.Write(c.num)
+}
+
 func (s svgStyle) end() {
 	if s.c.buf.Len() > s.at {
 		s.c.buf.WriteByte('"')
 	}
 	s.c.buf.WriteString(" />\n")
-}
-
-// number is v as %.5g, valid until the next call.
-func (c *svgCanvas) number(v float64) string {
-	c.num = strconv.AppendFloat(c.num[:0], v, 'g', svgPrec, 64)
-	return string(c.num)
 }
 
 // float appends v as %.5g to the document.
@@ -313,6 +330,18 @@ func (c *svgCanvas) dashes() string {
 	return string(b)
 }
 
+// color is svgColor(clr), remembered from the last call.
+func (c *svgCanvas) color(clr color.Color) string {
+	if clr == nil {
+		clr = color.Black
+	}
+	r, g, b, a := clr.RGBA()
+	if rgba := [4]uint32{r, g, b, a}; rgba != c.rgba || c.rgbaHex == "" {
+		c.rgba, c.rgbaHex = rgba, svgColor(clr)
+	}
+	return c.rgbaHex
+}
+
 // svgColor is clr as #RRGGBB, un-premultiplied as vgsvg does.
 func svgColor(clr color.Color) string {
 	if clr == nil {
@@ -331,13 +360,13 @@ func svgColor(clr color.Color) string {
 	return string(out)
 }
 
-// opacity is clr's alpha as %.5g.
-func (c *svgCanvas) opacity(clr color.Color) string {
+// opacity is clr's alpha, to be written as %.5g.
+func opacity(clr color.Color) float64 {
 	if clr == nil {
 		clr = color.Black
 	}
 	_, _, _, a := clr.RGBA()
-	return c.number(float64(a) / math.MaxUint16)
+	return float64(a) / math.MaxUint16
 }
 
 // FillString writes str at pt in font fnt, escaped, as vgsvg does.

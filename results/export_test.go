@@ -36,3 +36,12 @@ func CutCells(b []byte) bool {
 	_, _, ok := cutCells(b, newLineDecoder(newInterner()))
 	return ok
 }
+
+// ParseFloat is the scanner's parseFloat.
+var ParseFloat = parseFloat
+
+// Pow10Mantissa is eiselLemire's 128-bit mantissa of 10^e.
+func Pow10Mantissa(e int) [2]uint64 {
+	pow128Once.Do(makePow128)
+	return pow128[e-pow10Min]
+}

@@ -257,16 +257,17 @@ func decodePlan(data []byte) (*Plan, error) {
 	}
 	if !ok {
 		// The plan as a whole, as before (and for json.Unmarshal's
-		// error, which names the field by its path).
+		// error, which names the field by its path), its cells shared
+		// as lineDecoder shares them.
 		p = Plan{}
 		if err := json.Unmarshal(data, &p); err != nil {
 			return nil, err
 		}
-	}
-	for i := range p.Cells {
-		c := &p.Cells[i]
-		c.Commit = in.str(c.Commit)
-		in.config(&c.Config)
+		for i := range p.Cells {
+			c := &p.Cells[i]
+			c.Commit = in.str(c.Commit)
+			in.config(&c.Config)
+		}
 	}
 	return &p, nil
 }

@@ -52,6 +52,16 @@ func (v Values) index(name string) int {
 	return -1
 }
 
+// Names returns the metrics' names in order, shared by the records of
+// a decoding that have the same ones: read them, never write them. A
+// reader of many records works out what it does with each name once
+// per names (the analysis' columns: a map lookup per value was most of
+// making them at 10⁵ cells).
+func (v Values) Names() []string { return v.names }
+
+// At returns the value of the i-th of Names.
+func (v Values) At(i int) float64 { return v.vals[i] }
+
 // Get returns the value of metric name and whether there is one.
 func (v Values) Get(name string) (float64, bool) {
 	if i := v.index(name); i >= 0 {
