@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -278,6 +279,37 @@ func comparisons(rep *analysis.Report) map[string]analysis.Stat {
 
 func TestStoreRoundTripSQLite(t *testing.T) {
 	checkRoundTrip(t, openSQLite(t))
+}
+
+// TestSQLitePageSize: a new SQLite store has 64 KiB pages in WAL mode; a
+// store made with SQLite's 4 KiB pages keeps them, and imports and reads
+// back as a new one does.
+func TestSQLitePageSize(t *testing.T) {
+	pages := func(s *store.Store, want int) {
+		t.Helper()
+		var size int
+		var mode string
+		if err := s.DB().QueryRow("SELECT page_size, journal_mode FROM pragma_page_size, pragma_journal_mode").Scan(&size, &mode); err != nil || size != want || mode != "wal" {
+			t.Errorf("page size %d, journal mode %q, %v; want %d, wal", size, mode, err, want)
+		}
+	}
+	pages(openSQLite(t), 65536)
+	path := filepath.Join(t.TempDir(), store.DefaultFile)
+	db, err := sql.Open("sqlite", path)
+	if err == nil {
+		_, err = db.Exec("PRAGMA journal_mode=WAL; CREATE TABLE made_before (a INTEGER)")
+		db.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pages(s, 4096)
+	checkRoundTrip(t, s)
 }
 
 func TestStoreRoundTripPostgres(t *testing.T) {
