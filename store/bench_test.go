@@ -21,7 +21,7 @@ import (
 // BenchmarkImport100k imports bench/gen100k's 100 000 cells (12 metrics
 // each) into a new SQLite store, verdicts included, and checks that
 // every cell and metric value is there (outside the clock). Target:
-// ≤ 5 s (issue 27: ≤ 2 s on 2 cores; reached at load 2.6, below).
+// ≤ 5 s (issue 27: ≤ 2 s on 2 cores; 3 imports of 4 at load 2.6, below).
 // 2 cores shared with other builds: 4.23 and 4.80 s wall, 4.56 and 4.89
 // CPU-s at load 2.4–2.5 (schema 1's import right after: 4.87 and 5.21
 // s); at load 5, 4.95–8.2 s (5.0 CPU-s). Of the CPU: decoding the JSON 1.6 s, cells 0.73, metrics 0.78,
