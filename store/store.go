@@ -142,10 +142,13 @@ func open(ctx context.Context, location string, migrate, create bool) (*Store, e
 		// and the 100 000 cells of BenchmarkImport100k are 91 MB. Storing
 		// them took 1.11–1.38 CPU-s instead of 1.47–1.85 (insert and
 		// commit alone, 4 rounds alternated at load 4–8; 16 KiB 1.27–1.55,
-		// 32 KiB 1.31–1.41). A store made before keeps its size: SQLite
-		// sets it only while the file is empty. The driver runs _pragma
-		// values in name order, then _journal_mode: the page size comes
-		// before WAL mode writes the first page.
+		// 32 KiB 1.31–1.41). The price: a page per table and index at
+		// least, so an empty store is 1.6 MB, not 0.1, and a small write
+		// puts a few 64 KiB pages in the WAL. A store made before keeps
+		// its 4 KiB: SQLite sets the size only while the file is empty.
+		// The driver runs _pragma values in name order, then
+		// _journal_mode: the page size comes before WAL mode writes the
+		// first page.
 		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=page_size(65536)&_journal_mode=WAL&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=cache_size(-65536)&_txlock=immediate"
 		s.db, err = sql.Open("sqlite", dsn)
 		if err == nil {
