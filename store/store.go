@@ -142,9 +142,13 @@ func open(ctx context.Context, location string, migrate, create bool) (*Store, e
 		// and the 100 000 cells of BenchmarkImport100k are 91 MB. Storing
 		// them took 1.11–1.38 CPU-s instead of 1.47–1.85 (insert and
 		// commit alone, 4 rounds alternated at load 4–8; 16 KiB 1.27–1.55,
-		// 32 KiB 1.31–1.41). The price: a page per table and index at
-		// least, so an empty store is 1.6 MB, not 0.1, and a small write
-		// puts a few 64 KiB pages in the WAL. A store made before keeps
+		// 32 KiB 1.31–1.41); the whole import at load 1, 1.70–1.78 s
+		// (32 KiB 1.78–1.96, 16 KiB 1.84–2.09). The price: a page per
+		// table and index at least, so an empty store is 1.6 MB, not
+		// 0.1, and a small import writes 64 KiB pages to the WAL, 2.5 ms
+		// more each (60 imports of 10 cells, TestHistoryNightsSteps…:
+		// 0.38–0.43 s against 0.23–0.25; 16 KiB 0.26–0.37), which an
+		// import of ~600 cells wins back. A store made before keeps
 		// its 4 KiB: SQLite sets the size only while the file is empty.
 		// The driver runs _pragma values in name order, then
 		// _journal_mode: the page size comes before WAL mode writes the
