@@ -21,7 +21,8 @@ import (
 // BenchmarkImport100k imports bench/gen100k's 100 000 cells (12 metrics
 // each) into a new SQLite store, verdicts included, and checks that
 // every cell and metric value is there (outside the clock). Target:
-// ≤ 5 s (issue 27: ≤ 2 s on 2 cores; 3 imports of 4 at load 2.6, below).
+// ≤ 5 s (issue 27: ≤ 2 s on 2 cores; met at load 1, 3 imports of 4 at
+// load 2.6, below).
 // 2 cores shared with other builds: 4.23 and 4.80 s wall, 4.56 and 4.89
 // CPU-s at load 2.4–2.5 (schema 1's import right after: 4.87 and 5.21
 // s); at load 5, 4.95–8.2 s (5.0 CPU-s). Of the CPU: decoding the JSON 1.6 s, cells 0.73, metrics 0.78,
@@ -65,7 +66,10 @@ import (
 // A new store's 64 KiB pages, 2 000 cells a statement, the verdicts
 // 1 000 a statement (old and new alternated, one import each): SQLite at
 // load 2.6–2.8, 2.21–2.32 s and 3.44–3.70 CPU-s before; 1.69–2.03 s and
-// 2.83–3.46 CPU-s after (at load 3–3.3, 3.25–3.72 s against 2.82–3.45).
+// 2.83–3.46 CPU-s after (at load 3–3.3, 3.25–3.72 s against 2.82–3.45;
+// at load 1.0–1.2, 2.03–2.40 s and 3.16–3.82 CPU-s against 1.58–1.79 s
+// and 2.66–3.10 CPU-s). A small import pays for the pages: 2.5 ms more
+// (store.go says why).
 // Where the wall time goes now (one import traced, load 3.7): the plan
 // read at 0.2 s, cells.jsonl at 0.6, the first insert 0.07–0.1 s after
 // (the sort), the inserts 0.95 s, the commit 0.2 (0.4 with 4 KiB pages),
