@@ -16,7 +16,8 @@ import (
 // used again once given back; a configuration comes with the first
 // batch that names it, unless stored before; a reader that stops early
 // leaves no goroutine waiting (the race detector and the test's end
-// would see it hang).
+// would see it hang); a full batch has no more values than SQLite takes
+// parameters.
 func TestCellBatches(t *testing.T) {
 	recs := make([]results.Record, 12)
 	for i := range recs {
@@ -28,6 +29,9 @@ func TestCellBatches(t *testing.T) {
 	recs[1].Cell, recs[5].Cell = recs[5].Cell, recs[1].Cell
 	recs[11].Cell = "c02" // again: the first record's values are kept
 	width := len(cellColumns(&results.Record{})) + 6
+	if width*cellBatch > 32766 {
+		t.Errorf("%d rows of %d values a statement: more than SQLite's 32 766 parameters", cellBatch, width)
+	}
 	present := map[string]int64{"c04": 1}
 	stored := recs[0].Config.ID()
 	for _, c := range []struct {

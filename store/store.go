@@ -135,7 +135,25 @@ func open(ctx context.Context, location string, migrate, create bool) (*Store, e
 		// transaction takes the write lock at BEGIN (txlock=immediate) so
 		// two importing processes queue instead of failing on an upgrade
 		// from a read lock.
-		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=cache_size(-65536)&_txlock=immediate"
+		//
+		// A new store's pages are 64 KiB, SQLite's largest, not its 4:
+		// committing an import writes every page twice (to the WAL, then
+		// into the file at the checkpoint), a system call or two each,
+		// and the 100 000 cells of BenchmarkImport100k are 91 MB. Storing
+		// them took 1.11–1.38 CPU-s instead of 1.47–1.85 (insert and
+		// commit alone, 4 rounds alternated at load 4–8; 16 KiB 1.27–1.55,
+		// 32 KiB 1.31–1.41); the whole import at load 1, 1.70–1.78 s
+		// (32 KiB 1.78–1.96, 16 KiB 1.84–2.09). The price: a page per
+		// table and index at least, so an empty store is 1.6 MB, not
+		// 0.1, and a small import writes 64 KiB pages to the WAL, 2.5 ms
+		// more each (60 imports of 10 cells, TestHistoryNightsSteps…:
+		// 0.38–0.43 s against 0.23–0.25; 16 KiB 0.26–0.37), which an
+		// import of ~600 cells wins back. A store made before keeps
+		// its 4 KiB: SQLite sets the size only while the file is empty.
+		// The driver runs _pragma values in name order, then
+		// _journal_mode: the page size comes before WAL mode writes the
+		// first page.
+		dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=page_size(65536)&_journal_mode=WAL&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_pragma=cache_size(-65536)&_txlock=immediate"
 		s.db, err = sql.Open("sqlite", dsn)
 		if err == nil {
 			s.db.SetMaxOpenConns(1)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/cluster"
@@ -278,6 +280,96 @@ func comparisons(rep *analysis.Report) map[string]analysis.Stat {
 
 func TestStoreRoundTripSQLite(t *testing.T) {
 	checkRoundTrip(t, openSQLite(t))
+}
+
+// TestSQLitePageSize: a new SQLite store has 64 KiB pages in WAL mode; a
+// store made with SQLite's 4 KiB pages keeps them, and imports and reads
+// back as a new one does.
+func TestSQLitePageSize(t *testing.T) {
+	pages := func(s *store.Store, want int) {
+		t.Helper()
+		var size int
+		var mode string
+		if err := s.DB().QueryRow("SELECT page_size, journal_mode FROM pragma_page_size, pragma_journal_mode").Scan(&size, &mode); err != nil || size != want || mode != "wal" {
+			t.Errorf("page size %d, journal mode %q, %v; want %d, wal", size, mode, err, want)
+		}
+	}
+	pages(openSQLite(t), 65536)
+	path := filepath.Join(t.TempDir(), store.DefaultFile)
+	db, err := sql.Open("sqlite", path)
+	if err == nil {
+		_, err = db.Exec("PRAGMA journal_mode=WAL; CREATE TABLE made_before (a INTEGER)")
+		db.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pages(s, 4096)
+	checkRoundTrip(t, s)
+}
+
+// TestManyVerdicts: a run of more verdicts than one statement stores
+// (1 200: 600 configurations, 2 metrics, a commit against the baseline)
+// keeps each, as the analysis of its files has it, on both engines.
+func TestManyVerdictsSQLite(t *testing.T) {
+	checkManyVerdicts(t, openSQLite(t))
+}
+
+func TestManyVerdictsPostgres(t *testing.T) {
+	checkManyVerdicts(t, openDatabase(t, startPostgres(t), "verdicts"))
+}
+
+func checkManyVerdicts(t *testing.T, s *store.Store) {
+	dir := filepath.Join(t.TempDir(), "run")
+	var configs []results.Config
+	for i := range 600 {
+		configs = append(configs, results.Config{Workload: "select1", Clients: 1 + i, Settings: map[string]string{}})
+	}
+	_, err := storetest.Write(dir, storetest.Run{
+		Created: time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC), Seed: 1, Repeats: 3, Configs: configs,
+		Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "head", SHA: storetest.NightSHA(1), Build: "head"}},
+		Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
+			v := float64(1000 + c.Clients%7 + rep)
+			if k.Label == "head" && c.Clients%3 == 0 {
+				v *= 0.9
+			}
+			return map[string]float64{results.MetricTPS: v, results.MetricLatencyP99: 1000 / v}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Import(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := comparisons(analyze(t, dir))
+	rows, err := s.DB().Query("SELECT commit_label, config, metric, verdict, n, median FROM verdicts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var commit, config, metric, verdict string
+		var cells int
+		var median float64
+		if err := rows.Scan(&commit, &config, &metric, &verdict, &cells, &median); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if w, ok := want[commit+" "+config+" "+metric]; !ok || string(w.Verdict) != verdict || w.N != cells || w.Median != median {
+			t.Errorf("stored %s %s %s: %s of %d, median %g; the files' %+v", commit, config, metric, verdict, cells, median, w)
+		}
+	}
+	if err := rows.Err(); err != nil || n != 1200 || st.Verdicts != n || len(want) != n {
+		t.Errorf("%d verdicts stored, %d said, %d in the analysis, %v; want 1 200", n, st.Verdicts, len(want), err)
+	}
 }
 
 func TestStoreRoundTripPostgres(t *testing.T) {

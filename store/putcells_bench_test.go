@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkPutCells100k stores bench/gen100k's 100 000 cells into a new
+// SQLite store, the records read before the clock starts and no
+// analysis: the inserts and the commit alone, the import's longest
+// thread (BenchmarkImport100k). ABTEST_BENCH_100K names gen100k's
+// directory.
+func BenchmarkPutCells100k(b *testing.B) {
+	dir := os.Getenv("ABTEST_BENCH_100K")
+	if dir == "" {
+		b.Skip("ABTEST_BENCH_100K is not set: give it a directory go run ./bench/gen100k DIR wrote")
+	}
+	ctx := context.Background()
+	src, err := openSource(dir)
+	if err == nil {
+		err = src.records()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s, err := Open(ctx, filepath.Join(b.TempDir(), DefaultFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		src.chunks = newChunks()
+		src.chunks.put(src.recs)
+		src.chunks.end()
+		b.StartTimer()
+		cpu0 := cpuTime()
+		if n, _, err := s.putRunCells(ctx, RunID(src.plan), src); err != nil || n != 100000 {
+			b.Fatalf("stored %d cells, %v", n, err)
+		}
+		s.Close()
+		cpu += cpuTime() - cpu0
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
