@@ -139,7 +139,6 @@ type analyzer struct {
 	byCommit  map[string][]*cellTest
 	undecided map[string]bool // configs
 	pools     []*test         // the commit being decided's pooled tests
-
 }
 
 // dropCells lets the plan's cells go once they are grouped: nothing
