@@ -478,3 +478,36 @@ func TestOverdispersedCountsAA(t *testing.T) {
 		t.Errorf("overdispersed failed_tx: %d of 200 A/A runs called a change; want ≤ 2", alarms)
 	}
 }
+
+// TestThroughputDrivenCountsAA: pgss_deallocs counts evictions in a
+// window, so it moves with the window's throughput: ~250 a cell times
+// a factor of 8 % spread, Poisson besides. In 400 A/A runs at -r 3 (the
+// least a gated run plans) the rate test must not call it a change in
+// more than 1 % of runs. With three cells an arm the dispersion that
+// picks the paired test over the rate test is read on 4 degrees of
+// freedom and fell under its 1.5 in about a third of such runs, where
+// the rate test, assuming Poisson counts, was far too eager: a from-
+// source A/A run called aa's 879 deallocs against base's 742 worse
+// (p = 0.00073; tps 14 % apart by chance, dispersion 1.37).
+func TestThroughputDrivenCountsAA(t *testing.T) {
+	rng := rand.New(rand.NewSource(250))
+	alarms := 0
+	for range 400 {
+		p, recs := gatesim.Run(rng, gatesim.Design{Configs: 1, Repeats: 3, Noise: gatesim.Noise{CV: 0.02}})
+		for i := range recs {
+			mean := 250 * math.Exp(0.08*rng.NormFloat64())
+			recs[i].Metrics.Set("pgss_deallocs", math.Round(math.Max(0, mean+math.Sqrt(mean)*rng.NormFloat64())))
+		}
+		r, err := Analyze(&Input{Plan: p, Records: recs}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Metric == "pgss_deallocs" && c.Gated }) {
+			alarms++
+		}
+	}
+	t.Logf("throughput-driven pgss_deallocs: %d of 400 A/A runs called a change", alarms)
+	if alarms > 4 {
+		t.Errorf("throughput-driven pgss_deallocs: %d of 400 A/A runs called a change; want ≤ 4", alarms)
+	}
+}
