@@ -161,15 +161,8 @@ func (s svgStyle) add(key, def, val string) {
 	if val == def {
 		return
 	}
-	b := s.c.buf
-	if b.Len() == s.at {
-		b.WriteString(`style="`)
-	} else {
-		b.WriteByte(';')
-	}
-	b.WriteString(key)
-	b.WriteByte(':')
-	b.WriteString(val)
+	s.key(key)
+	s.c.buf.WriteString(val)
 }
 
 // addNumber is add of v as %.5g, not made a string.
@@ -179,7 +172,13 @@ func (s svgStyle) addNumber(key, def string, v float64) {
 	if string(c.num) == def {
 		return
 	}
-	b := c.buf
+	s.key(key)
+	c.buf.Write(c.num)
+}
+
+// key starts the attribute or adds a property to it, up to its value.
+func (s svgStyle) key(key string) {
+	b := s.c.buf
 	if b.Len() == s.at {
 		b.WriteString(`style="`)
 	} else {
@@ -187,7 +186,6 @@ func (s svgStyle) addNumber(key, def string, v float64) {
 	}
 	b.WriteString(key)
 	b.WriteByte(':')
-	b.Write(c.num)
 }
 
 func (s svgStyle) end() {

@@ -16,16 +16,12 @@ b=${2:-/var/tmp/abtest-demo/install/demo-patch}
 for i in "$a" "$b"; do
   [ -x "$i/bin/postgres" ] || { echo "$i: no bin/postgres; run make demo first, or give two installs" >&2; exit 2; }
 done
+# shellcheck disable=SC1091
+. bench/lib.sh
 dir=$(mktemp -d /var/tmp/abtest-instr-XXXXXXXXXX)
 chmod 755 "$dir"
-cleanup() {
-  local d
-  for d in "$dir"/data/*/; do
-    [ -d "$d" ] && { "$dir/abtest" switch -w "$(basename "$d")" --stop >/dev/null 2>&1 || true; }
-  done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+base=$dir abtest=$dir/abtest
+trap bench_cleanup EXIT
 go build -o "$dir/abtest" ./cmd/abtest
 export PG_DATA_DIR=$dir/data PG_INSTALL_DIR=$dir/install PG_WORKTREES_DIR=$dir/wt BENCH_RESULTS_DIR=$dir/results
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
