@@ -625,7 +625,7 @@ func pctAbs(x float64) string {
 func (r *Report) method() string {
 	return fmt.Sprintf("median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: "+
 		"paired t test of the per-pair log ratios, the change their geometric mean with its 95%% interval (same is decided on the %.0f%% one: "+
-		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals. "+
+		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals (quasi-Poisson: scaled by the cells' dispersion). "+
 		"Per commit, one family at α = %v (family-wise): the primary metric (tps, or instructions per transaction) is tested over all "+
 		"configurations at once (the run-level answer) and in each; the other gated metrics only behind their configuration's primary; "+
 		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar; "+
