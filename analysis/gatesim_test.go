@@ -453,26 +453,36 @@ func TestNoSilentEscape(t *testing.T) {
 	}
 }
 
-// TestOverdispersedCountsAA: failed transactions of a contended workload
-// (100 ± 20 a cell, far more than Poisson) in 200 A/A runs of one
-// configuration at -r 8 are not called worse by the rate test's Poisson
-// assumption (7 of 100 were): at most 1 %.
-func TestOverdispersedCountsAA(t *testing.T) {
-	rng := rand.New(rand.NewSource(100))
+// countAlarms is how many of runs A/A runs of design call metric a
+// change (gated), its value in every cell drawn by draw.
+func countAlarms(t *testing.T, seed int64, runs int, d gatesim.Design, metric string, draw func(*rand.Rand) float64) int {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
 	alarms := 0
-	for range 200 {
-		p, recs := gatesim.Run(rng, gatesim.Design{Configs: 1, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}})
+	for range runs {
+		p, recs := gatesim.Run(rng, d)
 		for i := range recs {
-			recs[i].Metrics.Set("failed_tx", math.Round(math.Max(0, 100+20*rng.NormFloat64())))
+			recs[i].Metrics.Set(metric, draw(rng))
 		}
 		r, err := Analyze(&Input{Plan: p, Records: recs}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Metric == "failed_tx" }) {
+		if slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Metric == metric && c.Gated }) {
 			alarms++
 		}
 	}
+	return alarms
+}
+
+// TestOverdispersedCountsAA: failed transactions of a contended workload
+// (100 ± 20 a cell, far more than Poisson) in 200 A/A runs of one
+// configuration at -r 8 are not called worse by the rate test's Poisson
+// assumption (7 of 100 were): at most 1 %.
+func TestOverdispersedCountsAA(t *testing.T) {
+	alarms := countAlarms(t, 100, 200, gatesim.Design{Configs: 1, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}}, "failed_tx", func(rng *rand.Rand) float64 {
+		return math.Round(math.Max(0, 100+20*rng.NormFloat64()))
+	})
 	t.Logf("overdispersed failed_tx: %d of 200 A/A runs called a change", alarms)
 	if alarms > 2 {
 		t.Errorf("overdispersed failed_tx: %d of 200 A/A runs called a change; want ≤ 2", alarms)
@@ -481,33 +491,32 @@ func TestOverdispersedCountsAA(t *testing.T) {
 
 // TestThroughputDrivenCountsAA: pgss_deallocs counts evictions in a
 // window, so it moves with the window's throughput: ~250 a cell times
-// a factor of 8 % spread, Poisson besides. In 400 A/A runs at -r 3 (the
-// least a gated run plans) the rate test must not call it a change in
-// more than 1 % of runs. With three cells an arm the dispersion that
-// picks the paired test over the rate test is read on 4 degrees of
-// freedom and fell under its 1.5 in about a third of such runs, where
-// the rate test, assuming Poisson counts, was far too eager: a from-
-// source A/A run called aa's 879 deallocs against base's 742 worse
-// (p = 0.00073; tps 14 % apart by chance, dispersion 1.37).
+// a factor of 8 % spread, Poisson besides. In A/A runs at -r 3 (the
+// least a gated run plans, one configuration, 400 runs) and of 24
+// configurations at -r 8 (200 runs) the rate test must not call it a
+// change in more than 1 % and 2 % of runs. With three cells an arm the
+// dispersion that picks the paired test over the rate test is read on
+// 4 degrees of freedom and fell under its 1.5 in about a third of such
+// runs, where the rate test, assuming Poisson counts, was far too
+// eager: 9 of 400 and 16 of 200 alarmed. A from-source A/A run called
+// aa's 879 deallocs against base's 742 worse (p = 0.00073; tps 14 %
+// apart by chance, dispersion 1.37).
 func TestThroughputDrivenCountsAA(t *testing.T) {
-	rng := rand.New(rand.NewSource(250))
-	alarms := 0
-	for range 400 {
-		p, recs := gatesim.Run(rng, gatesim.Design{Configs: 1, Repeats: 3, Noise: gatesim.Noise{CV: 0.02}})
-		for i := range recs {
-			mean := 250 * math.Exp(0.08*rng.NormFloat64())
-			recs[i].Metrics.Set("pgss_deallocs", math.Round(math.Max(0, mean+math.Sqrt(mean)*rng.NormFloat64())))
-		}
-		r, err := Analyze(&Input{Plan: p, Records: recs}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Metric == "pgss_deallocs" && c.Gated }) {
-			alarms++
-		}
+	draw := func(rng *rand.Rand) float64 {
+		mean := 250 * math.Exp(0.08*rng.NormFloat64())
+		return math.Round(math.Max(0, mean+math.Sqrt(mean)*rng.NormFloat64()))
 	}
-	t.Logf("throughput-driven pgss_deallocs: %d of 400 A/A runs called a change", alarms)
-	if alarms > 4 {
-		t.Errorf("throughput-driven pgss_deallocs: %d of 400 A/A runs called a change; want ≤ 4", alarms)
+	for _, tc := range []struct {
+		d          gatesim.Design
+		runs, most int
+	}{
+		{gatesim.Design{Configs: 1, Repeats: 3, Noise: gatesim.Noise{CV: 0.02}}, 400, 4},
+		{gatesim.Design{Configs: 24, Repeats: 8, Noise: gatesim.Noise{CV: 0.02}}, 200, 4},
+	} {
+		alarms := countAlarms(t, 250, tc.runs, tc.d, "pgss_deallocs", draw)
+		t.Logf("throughput-driven pgss_deallocs, %d configurations at -r %d: %d of %d A/A runs called a change", tc.d.Configs, tc.d.Repeats, alarms, tc.runs)
+		if alarms > tc.most {
+			t.Errorf("throughput-driven pgss_deallocs, %d configurations at -r %d: %d of %d A/A runs called a change; want ≤ %d", tc.d.Configs, tc.d.Repeats, alarms, tc.runs, tc.most)
+		}
 	}
 }
