@@ -38,7 +38,7 @@ type svgCanvas struct {
 	w, h  vg.Length
 	buf   *bytes.Buffer // from svgBufs, back there by release
 	stack []svgContext
-	num   []byte // scratch for one formatted number
+	nums  *svgNums // the numbers formatted last
 	// rgba and rgbaHex are the last colour svgColor wrote, and how:
 	// paths of one colour follow each other (a string per path was a
 	// twentieth of what writing the plots of 10⁵ cells allocated).
@@ -63,7 +63,7 @@ var svgBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func newSVG(w, h vg.Length) *svgCanvas {
 	buf := svgBufs.Get().(*bytes.Buffer)
 	buf.Reset()
-	c := &svgCanvas{w: w, h: h, buf: buf, stack: []svgContext{{}}}
+	c := &svgCanvas{w: w, h: h, buf: buf, stack: []svgContext{{}}, nums: new(svgNums)}
 	// The origin at the bottom left; closed by WriteTo.
 	c.group(fmt.Sprintf("scale(1, -1) translate(0, -%.*g)", svgPrec, c.h.Points()))
 	vg.Initialize(c)
@@ -167,13 +167,12 @@ func (s svgStyle) add(key, def, val string) {
 
 // addNumber is add of v as %.5g, not made a string.
 func (s svgStyle) addNumber(key, def string, v float64) {
-	c := s.c
-	c.num = strconv.AppendFloat(c.num[:0], v, 'g', svgPrec, 64)
-	if string(c.num) == def {
+	num := s.c.nums.format(v)
+	if string(num) == def {
 		return
 	}
 	s.key(key)
-	c.buf.Write(c.num)
+	s.c.buf.Write(num)
 }
 
 // key starts the attribute or adds a property to it, up to its value.
@@ -196,9 +195,40 @@ func (s svgStyle) end() {
 }
 
 // float appends v as %.5g to the document.
-func (c *svgCanvas) float(v float64) {
-	c.num = strconv.AppendFloat(c.num[:0], v, 'g', svgPrec, 64)
-	c.buf.Write(c.num)
+func (c *svgCanvas) float(v float64) { c.buf.Write(c.nums.format(v)) }
+
+// svgNums remembers numbers as formatted, by their bits, one per slot
+// (the last of a slot's): a plot's numbers recur (a ring glyph's ten
+// are its centre's x and y, its radius and x±2r, the same for every
+// repeat of a client count; a progress line's x are the same for every
+// line), and strconv's %.5g was a third of drawing the plots of 10⁵
+// cells. A number is formatted by strconv or copied from what strconv
+// made of the same bits, so the bytes are strconv's.
+type svgNums struct {
+	slot    [1 << svgNumBits]svgNum
+	scratch []byte
+}
+
+const svgNumBits = 8
+
+type svgNum struct {
+	bits uint64
+	n    uint8 // len of text; 0: empty
+	text [23]byte
+}
+
+// format returns v as %.5g, valid until the next call.
+func (t *svgNums) format(v float64) []byte {
+	bits := math.Float64bits(v)
+	e := &t.slot[(bits*0x9E3779B97F4A7C15)>>(64-svgNumBits)]
+	if e.n > 0 && e.bits == bits {
+		return e.text[:e.n]
+	}
+	t.scratch = strconv.AppendFloat(t.scratch[:0], v, 'g', svgPrec, 64)
+	if len(t.scratch) <= len(e.text) {
+		e.bits, e.n = bits, uint8(copy(e.text[:], t.scratch))
+	}
+	return t.scratch
 }
 
 // point appends the command letter cmd (0: none) and x,y.

@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"gonum.org/v1/plot/vg"
@@ -80,4 +83,24 @@ func firstDiff(got, want []byte) string {
 	}
 	from := max(0, i-80)
 	return "got:  …" + string(got[from:min(len(got), i+80)]) + "\nwant: …" + string(want[from:min(len(want), i+80)])
+}
+
+// TestSVGNumsAreStrconv: numbers formatted through svgNums, recurring
+// among more than it has slots (so that slots are taken over), are
+// strconv's %.5g of each, whatever came before.
+func TestSVGNumsAreStrconv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1e-300, -1e300, 123456789, 0.000123456, 2, 52.635, 244.41}
+	for len(pool) < 2000 {
+		x := rng.Float64() * 500
+		// Neighbours a bit apart: alike in their first digits.
+		pool = append(pool, x, math.Nextafter(x, 1000), -x*1e-7)
+	}
+	nums := new(svgNums)
+	for range 200000 {
+		v := pool[rng.IntN(len(pool))]
+		if got, want := string(nums.format(v)), strconv.FormatFloat(v, 'g', svgPrec, 64); got != want {
+			t.Fatalf("%v (bits %x): %q, strconv %q", v, math.Float64bits(v), got, want)
+		}
+	}
 }
