@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"gonum.org/v1/plot"
@@ -185,4 +186,46 @@ func TestCellLinesDrawAsLines(t *testing.T) {
 	if len(lines.xys) != 0 || len(lines.ends) != 0 {
 		t.Errorf("refused lines kept: %v %v", lines.xys, lines.ends)
 	}
+}
+
+// TestLaidOutKeepsBoxesOfItsAxes: the glyph boxes a laidOut keeps from
+// one call to the next are those computed anew for the axes' ranges and
+// plotters of the call, and appending to them changes none kept.
+func TestLaidOutKeepsBoxesOfItsAxes(t *testing.T) {
+	l := newLaidOut()
+	xys := plotter.XYs{{X: 1, Y: 10}, {X: 2, Y: 30}, {X: 3, Y: 20}}
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Add(sc)
+	g := glyphBoxes{l}
+	check := func(what string) {
+		t.Helper()
+		var added [][]plot.GlyphBox
+		for i := range 3 {
+			got := g.GlyphBoxes(l.Plot)
+			if want := g.glyphBoxes(l.Plot); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: %v, computed anew %v", what, got, want)
+			}
+			added = append(added, append(got, plot.GlyphBox{X: float64(-i)}))
+		}
+		for i, a := range added {
+			if a[len(a)-1].X != float64(-i) {
+				t.Fatalf("%s: a box appended to the boxes of call %d became %v", what, i, a[len(a)-1])
+			}
+		}
+	}
+	l.X.Min, l.X.Max, l.Y.Min, l.Y.Max = 0, 4, 0, 40
+	check("first axes")
+	l.Y.Max = 25 // the second point out of the area
+	check("y axis shortened")
+	l.X.Min = 2
+	check("x axis moved")
+	line, err := plotter.NewLine(plotter.XYs{{X: 2, Y: 1}, {X: 3.5, Y: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Add(line)
+	check("a line added")
 }
