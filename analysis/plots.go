@@ -71,7 +71,8 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	if err := r.writeInstrDiffs(dir, relTo); err != nil {
 		return err
 	}
-	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{}}
+	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{},
+		lineBufs: make(chan *lineBufs, runtime.GOMAXPROCS(0))}
 	for i, c := range r.Commits {
 		w.colour[c] = palette[i%len(palette)]
 	}
@@ -116,6 +117,19 @@ type plotWriter struct {
 	err    error // the first save's error
 
 	boxes sync.Map // the texts' boxes (measuredText)
+
+	// lineBufs are the points of tps-time plots drawn, for the next:
+	// made new for each, they were 8 MB of garbage at 10⁵ cells. (A
+	// sync.Pool kept most of them where the next could not take them,
+	// in the private slot of the worker's P.)
+	lineBufs chan *lineBufs
+}
+
+// lineBufs are a cellLines' slices, empty.
+type lineBufs struct {
+	xys   plotter.XYs
+	ends  []int
+	style []uint16
 }
 
 // newLaidOut is a plot of the report's, its texts measured once.
@@ -126,14 +140,22 @@ func (w *plotWriter) newLaidOut() *laidOut {
 }
 
 // save draws p into path on a worker; wait says how the saves went.
-func (w *plotWriter) save(p *plot.Plot, path string) error {
+func (w *plotWriter) save(p *plot.Plot, path string) error { return w.saveThen(p, path, nil) }
+
+// saveThen is save, calling then (when not nil) on the worker once p is
+// drawn and written.
+func (w *plotWriter) saveThen(p *plot.Plot, path string, then func()) error {
 	if w.slots == nil {
 		w.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
 	}
 	w.slots <- struct{}{}
 	w.saving.Go(func() {
 		defer func() { <-w.slots }()
-		if err := save(p, path); err != nil {
+		err := save(p, path)
+		if then != nil {
+			then()
+		}
+		if err != nil {
 			w.mu.Lock()
 			if w.err == nil {
 				w.err = err
@@ -320,7 +342,12 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 			n, points = n+1, points+k
 		}
 	}
-	lines.xys, lines.ends, lines.style = make(plotter.XYs, 0, points), make([]int, 0, n), make([]uint16, 0, n)
+	bufs := new(lineBufs)
+	select {
+	case bufs = <-w.lineBufs:
+	default:
+	}
+	lines.xys, lines.ends, lines.style = slices.Grow(bufs.xys[:0], points), slices.Grow(bufs.ends[:0], n), slices.Grow(bufs.style[:0], n)
 	styles := map[string]int{} // by commit, in lines.styles
 	for _, i := range recs {
 		rec := &w.r.records[i]
@@ -358,11 +385,21 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		return nil
 	}
 	fromZero(p.Plot)
-	if err := w.save(p.Plot, path); err != nil {
+	// Once drawn, nothing holds the lines' points.
+	if err := w.saveThen(p.Plot, path, func() { w.putLineBufs(&lineBufs{lines.xys[:0], lines.ends[:0], lines.style[:0]}) }); err != nil {
 		return err
 	}
 	w.add(path)
 	return nil
+}
+
+// putLineBufs keeps b for the next plot, unless as many as there are
+// workers are kept.
+func (w *plotWriter) putLineBufs(b *lineBufs) {
+	select {
+	case w.lineBufs <- b:
+	default:
+	}
 }
 
 // progressTPS are progress reports as points (seconds, TPS).

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestSVGCanvasIsVgsvg: every plot the reports of the fixtures draw
@@ -101,6 +104,40 @@ func TestSVGNumsAreStrconv(t *testing.T) {
 		v := pool[rng.IntN(len(pool))]
 		if got, want := string(nums.format(v)), strconv.FormatFloat(v, 'g', svgPrec, 64); got != want {
 			t.Fatalf("%v (bits %x): %q, strconv %q", v, math.Float64bits(v), got, want)
+		}
+	}
+}
+
+// TestTPSTimePlotsAsAlone: tps-time plots drawn one after another, the
+// points of those drawn reused for the next (lineBufs) while others are
+// still drawn, are the bytes each one's is when it is the only plot.
+func TestTPSTimePlotsAsAlone(t *testing.T) {
+	var cfgs []results.Config
+	var recs []results.Record
+	for c := range 24 {
+		cfg := results.Config{Workload: "select1", Clients: c + 1}
+		cfgs = append(cfgs, cfg)
+		for _, commit := range []string{"base", "patch"} {
+			for r := range 100 {
+				var progress []results.Progress
+				for k := range 2 + (c+r)%5 {
+					progress = append(progress, results.Progress{T: float64(k + 1), TPS: float64(1000*(c+1) + 10*k + r)})
+				}
+				recs = append(recs, results.Record{Cell: fmt.Sprintf("%s/r%d/%s", cfg.ID(), r+1, commit), Commit: commit, Config: cfg, Repeat: r + 1,
+					Status: results.StatusOK, Metrics: results.ValuesOf(map[string]float64{"tps": float64(1000 * (c + 1))}), Progress: progress})
+			}
+		}
+	}
+	plan := func(cfgs []results.Config) *results.Plan {
+		return &results.Plan{Version: results.Version, Baseline: "base", Commits: []results.Commit{{Label: "base"}, {Label: "patch"}},
+			Configs: cfgs, Metrics: results.Builtin}
+	}
+	all := drawPlots(t, &Input{Plan: plan(cfgs), Records: recs}, newCanvas)
+	for c, cfg := range cfgs {
+		name := "tps-time-" + fileSafe.ReplaceAllString(cfg.ID(), "_") + ".svg"
+		alone := drawPlots(t, &Input{Plan: plan(cfgs[c : c+1]), Records: recs[200*c : 200*c+200]}, newCanvas)
+		if len(alone[name]) == 0 || !bytes.Equal(all[name], alone[name]) {
+			t.Fatalf("%s drawn among others differs from it drawn alone:\n%s", name, firstDiff(all[name], alone[name]))
 		}
 	}
 }
