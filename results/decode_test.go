@@ -146,3 +146,68 @@ func TestDecodeRecordsAllocates(t *testing.T) {
 		t.Errorf("reading %d records (%d MB) allocated %d MB; what they keep is %d MB, the blocks in flight %d MB", n, b.Len()>>20, got>>20, kept>>20, blocks>>20)
 	}
 }
+
+// TestReadRecordsInPlace: records read from a file (decoded where they
+// are kept) are those decoded from its bytes streamed (apart, then
+// gathered), where lines are no record (blank, torn: the records after
+// move back over them) and where the first lines are short (later
+// chunks fall past the slice the first predicts); the blocks handed to
+// each are, once all is read, still the records handed.
+func TestReadRecordsInPlace(t *testing.T) {
+	line := func(i int, long bool) string {
+		r := results.Record{Cell: fmt.Sprintf("select1/c%d/r%d/base", i%10, i), Seq: i, Commit: "base", Status: results.StatusOK,
+			Config:  results.Config{Workload: "select1", Clients: i % 10},
+			Metrics: results.ValuesOf(map[string]float64{"tps": float64(i) * 1.1})}
+		if long {
+			r.Error = strings.Repeat("e", 400)
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	files := map[string]func(i int) string{
+		"gaps": func(i int) string {
+			switch {
+			case i%1500 == 7:
+				return ""
+			case i%2500 == 11:
+				return `{"cell":"torn","seq":`
+			}
+			return line(i, false)
+		},
+		"longer later": func(i int) string { return line(i, i >= 5000) },
+	}
+	for name, lineOf := range files {
+		var b strings.Builder
+		for i := range 20000 {
+			b.WriteString(lineOf(i) + "\n")
+		}
+		dir := t.TempDir()
+		want, wantWarnings, err := results.DecodeRecords(strings.NewReader(b.String()), filepath.Join(dir, results.CellsFile))
+		if err != nil || len(want) < 19000 {
+			t.Fatalf("%s: %d records, %v", name, len(want), err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var handed [][]results.Record
+		got, warnings, err := results.ReadRecordsEach(dir, func(recs []results.Record) { handed = append(handed, recs) })
+		if err != nil || len(got) != len(want) || strings.Join(warnings, "\n") != strings.Join(wantWarnings, "\n") {
+			t.Fatalf("%s: %d records, %q, %v; want %d, %q", name, len(got), warnings, err, len(want), wantWarnings)
+		}
+		i := 0
+		for _, block := range handed {
+			for _, r := range block {
+				if !sameRecord(r, want[i]) || !sameRecord(got[i], want[i]) {
+					t.Fatalf("%s: record %d: handed %+v, returned %+v, want %+v", name, i, r, got[i], want[i])
+				}
+				i++
+			}
+		}
+		if i != len(want) {
+			t.Fatalf("%s: %d records handed, want %d", name, i, len(want))
+		}
+	}
+}
