@@ -132,3 +132,29 @@ func reportBytes(t *testing.T, in *Input) map[string][]byte {
 	}
 	return out
 }
+
+// TestLoadForFormat: loaded for a format that draws no plot (all but md
+// to a file), the records have no progress reports, and the report in
+// that format is the same bytes as of everything loaded; for md to a
+// file they keep them.
+func TestLoadForFormat(t *testing.T) {
+	for _, dir := range []string{"../results/testdata/v1", "../internal/demo/testdata/run"} {
+		all := reportBytes(t, load(t, dir))
+		for _, f := range []struct{ format, out string }{{"json", ""}, {"text", "r.txt"}, {"md", ""}, {"bench", ""}, {"md", "r.md"}} {
+			in, err := LoadFor(f.format, f.out, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			progress := 0
+			for _, r := range in.Records {
+				progress += len(r.Progress)
+			}
+			if plots := f.format == "md" && f.out != ""; (progress > 0) != plots {
+				t.Errorf("%s: --format %s -o %q: %d progress reports loaded", dir, f.format, f.out, progress)
+			}
+			if got := reportBytes(t, in)[f.format]; !bytes.Equal(got, all[f.format]) {
+				t.Errorf("%s: --format %s -o %q: the report differs from that of all loaded", dir, f.format, f.out)
+			}
+		}
+	}
+}

@@ -211,3 +211,48 @@ func TestReadRecordsInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRecordsNoProgress: records read without their progress are
+// those read with it, Progress nil, the fast path's and json.Unmarshal's
+// (an escaped string) alike; a line whose progress does not decode is
+// skipped with the same warning.
+func TestReadRecordsNoProgress(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		r := resultstest.FullRecord("base", i, results.StatusOK)
+		r.Cell = fmt.Sprintf("w/c%d/r%d/base", i%5, i)
+		if i%7 == 0 {
+			r.Commit = `ba\se`
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 3 {
+			data = []byte(strings.Replace(string(data), `"progress":[{"t":`, `"progress":[{"t":"x","u":`, 1))
+		}
+		b.Write(append(data, '\n'))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, wantWarnings, err := results.ReadRecords(dir)
+	if err != nil || len(wantWarnings) != 6 || len(want) != 2994 {
+		t.Fatalf("%d records, warnings %q, %v", len(want), wantWarnings, err)
+	}
+	got, warnings, err := results.ReadRecordsNoProgress(dir)
+	if err != nil || len(got) != len(want) || strings.Join(warnings, "\n") != strings.Join(wantWarnings, "\n") {
+		t.Fatalf("%d records, %q, %v; want %d, %q", len(got), warnings, err, len(want), wantWarnings)
+	}
+	for i := range want {
+		if len(want[i].Progress) == 0 || got[i].Progress != nil {
+			t.Fatalf("record %d: progress %v, read with it %v", i, got[i].Progress, want[i].Progress)
+		}
+		w := want[i]
+		w.Progress = nil
+		if !sameRecord(got[i], w) {
+			t.Fatalf("record %d:\n%+v\nwant\n%+v", i, got[i], w)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type lineDecoder struct {
 	progress []Progress
 	names    [][]byte // a metrics object's names, in order
 	nmetrics int      // the last record's number of metrics: the next one's capacity
+	// noProgress leaves the records' progress reports out, read (a
+	// line whose reports do not decode does not either) but not kept.
+	noProgress bool
 }
 
 func newLineDecoder(in *interner) *lineDecoder { return &lineDecoder{in: in} }
@@ -366,8 +369,8 @@ func (d *lineDecoder) progressList(s *scanner) ([]Progress, bool) {
 		d.progress = append(d.progress, p)
 		return true
 	})
-	if !ok {
-		return nil, false
+	if !ok || d.noProgress {
+		return nil, ok
 	}
 	return append([]Progress{}, d.progress...), true
 }

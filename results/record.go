@@ -379,6 +379,17 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 // those ReadRecordsEach returns, sharing their strings, maps and slices:
 // read them, never write them.
 func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error) {
+	return readRecords(dir, each, false)
+}
+
+// ReadRecordsNoProgress is ReadRecords without the records' progress
+// reports (Progress nil), which only the plots read: 19 MB at 10⁵
+// cells. A line whose reports do not decode does not either.
+func ReadRecordsNoProgress(dir string) ([]Record, []string, error) {
+	return readRecords(dir, nil, true)
+}
+
+func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []string, error) {
 	f, err := os.Open(filepath.Join(dir, CellsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -391,7 +402,7 @@ func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return decodeRecords(f, filepath.Join(dir, CellsFile), size, each)
+	return decodeRecords(f, filepath.Join(dir, CellsFile), size, each, noProgress)
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
@@ -400,41 +411,21 @@ func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error
 // configuration share its Settings and Vars maps (and equal strings):
 // read them, never write them.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
-	return decodeRecords(r, name, 0, nil)
+	return decodeRecords(r, name, 0, nil, false)
 }
 
 // decodeRecords is DecodeRecords of size bytes (0: not known), each
-// (when not nil) given each block's records as ReadRecordsEach says.
-func decodeRecords(r io.Reader, name string, size int64, each func([]Record)) ([]Record, []string, error) {
+// (when not nil) given each block's records as ReadRecordsEach says,
+// without their progress reports when noProgress.
+func decodeRecords(r io.Reader, name string, size int64, each func([]Record), noProgress bool) ([]Record, []string, error) {
 	work := make(chan *chunk)
 	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
 	spare := newSpares()
 	for range runtime.GOMAXPROCS(0) {
-		go decodeChunks(work, spare)
+		go decodeChunks(work, spare, noProgress)
 	}
 	var readErr error
-	go func() {
-		defer close(work)
-		defer close(order)
-		// Of a known size, the records are decoded where they are
-		// kept: in a slice of the size the first block's bytes per
-		// line predict, each chunk from where its first line is (as if
-		// every line before it were a record) to its last. Decoded
-		// apart and copied in (43 MB at 10⁵ cells), the copy was most
-		// of what the goroutine gathering them did, 0.08 CPU-s, the
-		// decoders waiting.
-		var all []Record
-		readErr = readChunks(r, spare, func(c *chunk) {
-			if size > 0 && all == nil && c.lines > 0 {
-				all = make([]Record, 0, int(size/int64(c.bytes)*int64(c.lines)*21/20)+1)
-			}
-			if all != nil && c.at+c.lines <= cap(all) {
-				c.all, c.dst = all, all[c.at:c.at:c.at+c.lines]
-			}
-			order <- c
-			work <- c
-		})
-	}()
+	go func() { readErr = sendChunks(r, size, spare, order, work) }()
 	var out []Record
 	var chunks [][]Record // of an unknown size
 	var warnings []string
@@ -488,6 +479,30 @@ func decodeRecords(r io.Reader, name string, size int64, each func([]Record)) ([
 		clear(out[n:end])
 	}
 	return out, warnings, readErr
+}
+
+// sendChunks reads r's chunks (readChunks) and sends each to order and
+// work, closing both at the end.
+func sendChunks(r io.Reader, size int64, spare *spares, order, work chan<- *chunk) error {
+	defer close(work)
+	defer close(order)
+	// Of a known size, the records are decoded where they are kept: in
+	// a slice of the size the first block's bytes per line predict,
+	// each chunk from where its first line is (as if every line before
+	// it were a record) to its last. Decoded apart and copied in (43
+	// MB at 10⁵ cells), the copy was most of what the goroutine
+	// gathering them did, 0.08 CPU-s, the decoders waiting.
+	var all []Record
+	return readChunks(r, spare, func(c *chunk) {
+		if size > 0 && all == nil && c.lines > 0 {
+			all = make([]Record, 0, int(size/int64(c.bytes)*int64(c.lines)*21/20)+1)
+		}
+		if all != nil && c.at+c.lines <= cap(all) {
+			c.all, c.dst = all, all[c.at:c.at:c.at+c.lines]
+		}
+		order <- c
+		work <- c
+	})
 }
 
 // spares are the blocks and record slices of decoded chunks, for the
@@ -598,8 +613,9 @@ type chunk struct {
 }
 
 // decodeChunks decodes the chunks of work, closing each one's done.
-func decodeChunks(work <-chan *chunk, spare *spares) {
+func decodeChunks(work <-chan *chunk, spare *spares, noProgress bool) {
 	d := newLineDecoder(newInterner())
+	d.noProgress = noProgress
 	for c := range work {
 		if c.dst != nil {
 			c.recs = c.dst
@@ -658,6 +674,9 @@ func (d *lineDecoder) unmarshal(line []byte, rec *Record) error {
 	}
 	if bytes.Contains(line, []byte("null")) {
 		nullMetrics(line, rec)
+	}
+	if d.noProgress {
+		rec.Progress = nil
 	}
 	d.in.record(rec)
 	return nil

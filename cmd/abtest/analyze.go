@@ -55,7 +55,7 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 // the store.
 func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (*analysis.Input, error) {
 	if !cmd.IsSet("run") {
-		return analysis.Load(dirs...)
+		return analysis.LoadFor(cmd.String("format"), cmd.String("output"), dirs...)
 	}
 	s, err := openStore(ctx, cmd, env)
 	if err != nil {
