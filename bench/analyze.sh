@@ -6,17 +6,34 @@
 # analyse, write; wall and CPU seconds); -memprofile for what is
 # allocated, -liveprofile for what is live after the analysis.
 #
-# Figures (2 cores, shared: load average 2.7–3.1; 4 rounds, the binaries
-# of 5adca2a and bb2cc78 alternated; CPU is user + system):
-#   md:   5adca2a 1.52–2.51 s wall, 2.25–2.71 CPU-s, 280–284 MB peak RSS
-#         bb2cc78 1.16–2.03 s wall, 1.36–1.98 CPU-s, 182–186 MB
-#   json: 5adca2a 1.13–1.61 s wall, 1.12–1.79 CPU-s, 233–241 MB
-#         bb2cc78 0.68–1.00 s wall, 0.84–1.55 CPU-s, 174–176 MB
-# analyzeprof -count 3, CPU-s of each step (3 rounds alternated):
-# load 0.56–0.80 → 0.41–0.68, analyze 0.41–0.53 → 0.23–0.31, md's
-# output 0.68–0.80 → 0.52–0.70. The RSS target holds; 1 s of wall does
-# for json, not yet for md on this shared machine (its output is 0.35 s
-# of plots on both cores at best, its load 0.3–0.5 s).
+# Figures: this machine has 2 cores (Debian 12), shared with other
+# jobs; CPU is user + system, peak RSS from /usr/bin/time; the binaries
+# of main (58a09b2) and of this branch alternated, 5 rounds md and 4
+# json, a fresh output directory each, load average 3.4–3.8:
+#   md:   58a09b2 1.50–2.03 s wall, 1.50–2.06 CPU-s, 183–186 MB peak RSS
+#         new     1.31–1.51 s wall, 1.37–1.61 CPU-s, 176–178 MB
+#   json: 58a09b2 0.88–1.01 s wall, 0.86–1.09 CPU-s, 174–181 MB
+#         new     0.81–1.11 s wall, 0.86–1.08 CPU-s, 157–163 MB
+# analyzeprof -count 3 (3 rounds alternated), wall and CPU-s of each
+# step: load 0.27–0.66 s (0.43–0.67) → 0.44–0.62 s (0.51–0.72),
+# analyze 0.16–0.29 (0.24–0.29) → 0.19–0.30 (0.24–0.31), md's output
+# 0.27–0.60 (0.51–0.67) → 0.20–0.36 (0.30–0.37). The earlier figures
+# (load average 2.7–3.1): 5adca2a md 1.52–2.51 s wall, 2.25–2.71
+# CPU-s, 280–284 MB; bb2cc78 1.16–2.03 s, 1.36–1.98 CPU-s, 182–186 MB.
+# What the plots lost: strconv's %.5g of every number (svgNums keeps
+# them by their bits), the glyph boxes computed four times a plot
+# (laidOut keeps them), the points of every tps-time plot made anew
+# (lineBufs). What loading lost: plan.json read into the heap (mapped
+# now), the records decoded apart and copied in (decoded in place),
+# and, for all but md to a file, the progress reports (LoadFor).
+# Measured and not kept: decoding the plan beside the records (0.09
+# CPU-s off the one-core start, but the plan then live at the loading's
+# collections raised the heap goal: 184–201 MB peak RSS against
+# 175–184); GOGC=50 or 400 (page faults against collections: no
+# difference in CPU-s beyond the noise). With this load the wall time
+# is about the CPU-s, and 1 s for md is not met; it is within reach
+# when both cores are free: the fastest steps seen were load 0.27 s
+# and analyze 0.16 s (58a09b2, in a quiet moment) and output 0.20 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
