@@ -9,9 +9,8 @@ import (
 // into memory, and the function that unmaps them (after which nothing
 // may point into them); a file that cannot be mapped (empty, or a pipe)
 // is read as os.ReadFile reads it. A plan of 10⁵ cells is 18 MB: read
-// into the heap, it stayed there until a collection after it decoded,
-// and made the next one's goal 36 MB higher when it decoded beside the
-// records (analysis.Load).
+// into the heap, it was that much garbage once decoded, and live in a
+// collection while it decoded (whose goal it raised by twice that).
 //
 // The mapping is private and read-only; the file must not shrink while
 // mapped (SIGBUS): abtest writes plans whole and renames them into
