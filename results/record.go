@@ -475,8 +475,9 @@ func decodeRecords(r io.Reader, name string, size int64, each func([]Record), no
 			out = append(out, recs...)
 		}
 	} else if end > n {
-		// Moved back, the last records left copies of theirs.
-		clear(out[n:end])
+		// Moved back, the last records left copies of theirs (unless
+		// out grew out of their array since).
+		clear(out[n:min(end, cap(out))])
 	}
 	return out, warnings, readErr
 }
@@ -495,7 +496,7 @@ func sendChunks(r io.Reader, size int64, spare *spares, order, work chan<- *chun
 	var all []Record
 	return readChunks(r, spare, func(c *chunk) {
 		if size > 0 && all == nil && c.lines > 0 {
-			all = make([]Record, 0, int(size/int64(c.bytes)*int64(c.lines)*21/20)+1)
+			all = make([]Record, 0, int(size*int64(c.lines)/int64(c.bytes)*21/20)+1)
 		}
 		if all != nil && c.at+c.lines <= cap(all) {
 			c.all, c.dst = all, all[c.at:c.at:c.at+c.lines]
