@@ -9,15 +9,16 @@
 # Figures: this machine has 2 cores (Debian 12), shared with other
 # jobs; CPU is user + system, peak RSS from /usr/bin/time; the binaries
 # of main (58a09b2) and of this branch alternated, 5 rounds md and 4
-# json, a fresh output directory each, load average 3.4–3.8:
-#   md:   58a09b2 1.50–2.03 s wall, 1.50–2.06 CPU-s, 183–186 MB peak RSS
-#         new     1.31–1.51 s wall, 1.37–1.61 CPU-s, 176–178 MB
-#   json: 58a09b2 0.88–1.01 s wall, 0.86–1.09 CPU-s, 174–181 MB
-#         new     0.81–1.11 s wall, 0.86–1.08 CPU-s, 157–163 MB
-# analyzeprof -count 3 (3 rounds alternated), wall and CPU-s of each
-# step: load 0.27–0.66 s (0.43–0.67) → 0.44–0.62 s (0.51–0.72),
-# analyze 0.16–0.29 (0.24–0.29) → 0.19–0.30 (0.24–0.31), md's output
-# 0.27–0.60 (0.51–0.67) → 0.20–0.36 (0.30–0.37). The earlier figures
+# json, a fresh output directory each, load average 2.6–2.7:
+#   md:   58a09b2 1.46–1.92 s wall, 1.63–2.17 CPU-s, 175–185 MB peak RSS
+#         new     1.28–1.59 s wall, 1.38–1.59 CPU-s, 174–176 MB
+#   json: 58a09b2 0.83–0.97 s wall, 0.83–0.90 CPU-s, 174–178 MB
+#         new     0.73–0.91 s wall, 0.81–0.98 CPU-s, 159–160 MB
+# (at load 3.4–3.8, md 1.50–2.03 s → 1.31–1.51 s, 1.50–2.06 → 1.37–1.61
+# CPU-s). analyzeprof -count 3 (3 rounds alternated), wall and CPU-s of
+# each step: load 0.36–0.46 s (0.48–0.62) → 0.26–0.51 s (0.42–0.57),
+# analyze 0.20–0.26 (0.25–0.28) → 0.19–0.25 (0.26–0.29), md's output
+# 0.27–0.66 (0.50–0.72) → 0.18–0.30 (0.32–0.42). The earlier figures
 # (load average 2.7–3.1): 5adca2a md 1.52–2.51 s wall, 2.25–2.71
 # CPU-s, 280–284 MB; bb2cc78 1.16–2.03 s, 1.36–1.98 CPU-s, 182–186 MB.
 # What the plots lost: strconv's %.5g of every number (svgNums keeps
@@ -27,13 +28,13 @@
 # now), the records decoded apart and copied in (decoded in place),
 # and, for all but md to a file, the progress reports (LoadFor).
 # Measured and not kept: decoding the plan beside the records (0.09
-# CPU-s off the one-core start, but the plan then live at the loading's
-# collections raised the heap goal: 184–201 MB peak RSS against
-# 175–184); GOGC=50 or 400 (page faults against collections: no
-# difference in CPU-s beyond the noise). With this load the wall time
+# CPU-s off the one-core start, but more live at the collections while
+# loading, so a higher heap goal: 184–201 MB peak RSS, the plan mapped,
+# against 175–184 decoding it first); GOGC=50 or 400 (page faults
+# against collections: no difference in CPU-s beyond the noise). With this load the wall time
 # is about the CPU-s, and 1 s for md is not met; it is within reach
-# when both cores are free: the fastest steps seen were load 0.27 s
-# and analyze 0.16 s (58a09b2, in a quiet moment) and output 0.20 s.
+# when both cores are free: the steps of analyzeprof's quietest round
+# were 0.26 + 0.19 + 0.18 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
