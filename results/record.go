@@ -178,15 +178,13 @@ var ErrNewerSchema = errors.New("results: newer schema")
 // memory.
 func ReadPlan(dir string) (*Plan, error) {
 	path := filepath.Join(dir, PlanFile)
-	data, unmap, err := readMapped(path)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, exitcode.BadInputf("%w: %s has no %s", ErrNotResults, dir, PlanFile)
 	}
 	if err != nil {
 		return nil, exitcode.BadInput(err)
 	}
-	// The plan decoded keeps no byte of data (DecodePlan copies).
-	defer unmap()
 	return DecodePlan(data, path)
 }
 
