@@ -31,6 +31,8 @@ type Options struct {
 	Settings        []string
 	Seconds, Warmup int
 	Protocol, Build string
+	// InstrTransactions is N of each instruction cell (0: the default).
+	InstrTransactions int
 }
 
 // Request returns the Request o asks for (Dir aside).
@@ -42,7 +44,7 @@ func (o Options) Request() (*Request, error) {
 		r.Repeats = 1
 	}
 	m := &r.Matrix
-	m.Protocol, m.Clients = o.Protocol, []int{o.Clients}
+	m.Protocol, m.Clients, m.InstrTransactions = o.Protocol, []int{o.Clients}, o.InstrTransactions
 	var err error
 	if m.Workloads, err = matrix.WorkloadNames(o.Workloads); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 )
 
 func TestConfGolden(t *testing.T) {
+	t.Parallel()
 	c := Conf{
 		Port: 5433, SocketDir: "/tmp/abtest-0123456789ab",
 		MaxConns: MaxConnections(64), SharedBufMB: SharedBuffersMB(24 << 30),
@@ -33,6 +34,7 @@ func TestConfGolden(t *testing.T) {
 }
 
 func TestSizing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ clients, want int }{{1, 100}, {64, 90 + 10}, {256, 256 + 25 + 20}} {
 		if got := MaxConnections(tc.clients); got != tc.want || got < tc.clients+13 {
 			t.Errorf("MaxConnections(%d) = %d, want %d", tc.clients, got, tc.want)
@@ -49,6 +51,7 @@ func TestSizing(t *testing.T) {
 }
 
 func TestParseSetting(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Setting{
 		"work_mem=64MB":                {"work_mem", "64MB"},
 		"pg_stat_statements.track=all": {"pg_stat_statements.track", "all"},
@@ -68,6 +71,7 @@ func TestParseSetting(t *testing.T) {
 }
 
 func TestParseCPUs(t *testing.T) {
+	t.Parallel()
 	online := []int{0, 1, 2, 3, 8}
 	for spec, want := range map[string]string{"1": "0", "3": "0-2", "5": "0-3,8", "0-2,8": "0-2,8", "3,1": "1,3", "2-2": "2"} {
 		got, err := ParseCPUs(spec, online)
@@ -159,6 +163,7 @@ func show(t *testing.T, conn *pgx.Conn, guc string) string {
 }
 
 func TestStartRestartRecreateStop(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	st := start(t, m, "a", Options{Install: install, PgssMax: 1000})
@@ -239,6 +244,7 @@ func TestStartRestartRecreateStop(t *testing.T) {
 }
 
 func TestPortConflictAndAuto(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,6 +286,7 @@ func TestPortConflictAndAuto(t *testing.T) {
 }
 
 func TestCPUPinning(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	online, _ := AllowedCPUs()
 	cpus, err := ParseCPUs("1", online)
@@ -311,6 +318,7 @@ func TestCPUPinning(t *testing.T) {
 }
 
 func TestRejectedSettings(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	// A new cluster with a bad setting: nothing left behind.
@@ -346,6 +354,7 @@ func TestRejectedSettings(t *testing.T) {
 }
 
 func TestLockRefusesASecondProcess(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	unlock, err := m.lock("busy")
 	if err != nil {
@@ -362,6 +371,7 @@ func TestLockRefusesASecondProcess(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	st := start(t, m, "r", Options{Install: install})
 	survivors := survivorsOf(Processes(st.DataDir))

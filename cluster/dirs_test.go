@@ -51,6 +51,7 @@ func plantLink(t *testing.T, path, target string) func() {
 // its target keeps its owner and mode, and the cluster gets a new private
 // directory with an unpredictable name.
 func TestSocketDirLinkNotFollowed(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	target, err := os.MkdirTemp("", "abtest-target-")
 	if err != nil {
@@ -107,6 +108,7 @@ func checkPrivate(t *testing.T, m *Manager, dir string) {
 // TestDataDirOfAnotherUser: a data directory another account owns is
 // refused in one line, and nothing in it changes owner.
 func TestDataDirOfAnotherUser(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	if os.Geteuid() != 0 {
 		t.Skip("only root can give a directory to another account")
@@ -136,6 +138,7 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 // library's setting, which postgres -C cannot judge, is refused when the
 // server starts, and the running server stays as it was.
 func TestSettingsOwnedAndUnknown(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	for set, want := range map[string]string{
@@ -186,6 +189,7 @@ func TestSettingsOwnedAndUnknown(t *testing.T) {
 // running abtest cluster holds now gets a free port instead of failing;
 // an explicit -p still fails.
 func TestRememberedPortTakenMovesOn(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	q := start(t, m, "q", Options{Install: install})
@@ -212,6 +216,7 @@ func TestRememberedPortTakenMovesOn(t *testing.T) {
 // made. Now initdb writes into a staging directory that the next Start
 // removes, and such an old data directory is made anew.
 func TestKilledInitdbLeavesNothingToTrip(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 
@@ -260,6 +265,7 @@ func TestKilledInitdbLeavesNothingToTrip(t *testing.T) {
 // interruption, exit 3, not "user postgres cannot run …" with exit 2:
 // TestFaultInterruptAtFivePoints/preparing met that once.
 func TestInterruptedCheckIsNoBadInput(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	if m.User == nil {
 		t.Skip("the check runs a command only for a server account other than the caller (as root)")

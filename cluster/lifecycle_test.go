@@ -54,6 +54,7 @@ func exeOf(t *testing.T, dir string) string {
 // replaced (another build fingerprint, or the same one rebuilt) is
 // restarted by Start, and then runs the new binary, not "(deleted)".
 func TestRestartOnReinstall(t *testing.T) {
+	t.Parallel()
 	src := testenv.PGInstall(t)
 	m := testpg.Manager(t)
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSplitGUCList(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][]string{
 		"":                     nil,
 		"  ":                   nil,
@@ -36,6 +37,7 @@ func TestSplitGUCList(t *testing.T) {
 // and one that passes every check but that the server cannot bind
 // brings the cluster back as it was, its old abtest.conf with it.
 func TestBadListenLeavesClusterRunning(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	st := start(t, m, "bx", Options{Install: install})

@@ -18,6 +18,7 @@ import (
 // holds cluster $ABTEST_HOLD_NAME under $ABTEST_HOLD_ROOT until its stdin
 // closes (or it is killed).
 func TestHelperHold(t *testing.T) {
+	t.Parallel()
 	root, name := os.Getenv("ABTEST_HOLD_ROOT"), os.Getenv("ABTEST_HOLD_NAME")
 	if root == "" {
 		t.Skip("helper process of TestAcquire")
@@ -58,6 +59,7 @@ func holder(t *testing.T, m *Manager, name string) *exec.Cmd {
 // and a Remove fail (a quiet period); a holder that dies
 // leaves a lock that is taken over with a note.
 func TestAcquire(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	st := start(t, m, "h", Options{Install: install})

@@ -16,6 +16,7 @@ import (
 // leaves the other cluster alone, List does not report it running, and
 // Start takes the stale file over.
 func TestStalePIDOfAnotherCluster(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	a := start(t, m, "a", Options{Install: install})
@@ -67,6 +68,7 @@ func TestStalePIDOfAnotherCluster(t *testing.T) {
 // process of the server's account that is no postgres is taken over as
 // stale; postgres alone would refuse ("lock file already exists").
 func TestStalePIDOfOtherProgram(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	st := start(t, m, "s", Options{Install: install})

@@ -19,6 +19,7 @@ import (
 // and settings, a cluster whose recorder is gone: here a recorder of
 // this pid but another start time, as a reused pid would be.
 func TestRestoreStopped(t *testing.T) {
+	t.Parallel()
 	install := testpg.CopyInstall(t, testenv.PGInstall(t), "")
 	m := testpg.Manager(t)
 	ctx := context.Background()

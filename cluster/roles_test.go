@@ -10,6 +10,7 @@ import (
 )
 
 func TestForBuild(t *testing.T) {
+	t.Parallel()
 	if got := ForBuild("base"); got != "m-base" {
 		t.Errorf("ForBuild(base) = %q", got)
 	}
@@ -26,6 +27,7 @@ func TestForBuild(t *testing.T) {
 // the cluster stopped, saying whether it stopped a running server; fn's
 // error is returned; the next Start brings the cluster back.
 func TestQuiesce(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	t.Cleanup(func() { m.Stop(context.Background(), "q") })

@@ -14,6 +14,7 @@ import (
 // postmaster and its children; once stopped, none are listed and
 // RunningProcesses is a usage error.
 func TestDataDirAtAndRunningProcesses(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	st := start(t, m, "bydir", Options{Install: install, AutoPort: true, PgssMax: DefaultPgssMax, MaxClients: 4})
 	ctx := context.Background()
@@ -43,6 +44,7 @@ func TestDataDirAtAndRunningProcesses(t *testing.T) {
 // TestReadEnvAndPickCPUs: a bad name and a cluster without env.sh are
 // exit 2 naming how to make one; -C 1 is one online CPU.
 func TestReadEnvAndPickCPUs(t *testing.T) {
+	t.Parallel()
 	m := &Manager{Root: t.TempDir()}
 	if _, err := m.ReadEnv("../x"); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("bad name: %v", err)

@@ -83,6 +83,7 @@ func checkNoneLeft(t *testing.T, install string) {
 // postmaster.pid is waited for, not reported dead: the start succeeds,
 // the state records it, List shows it running and Stop stops it.
 func TestSlowStart(t *testing.T) {
+	t.Parallel()
 	for _, delay := range []time.Duration{1500 * time.Millisecond, 10 * time.Second} {
 		t.Run(delay.String(), func(t *testing.T) {
 			install := slowInstall(t, delay)
@@ -111,6 +112,7 @@ func TestSlowStart(t *testing.T) {
 // TestSlowStartTimeout: a server that is not ready when the start
 // timeout passes is stopped (once it can be), not left running.
 func TestSlowStartTimeout(t *testing.T) {
+	t.Parallel()
 	install := slowInstall(t, 5*time.Second)
 	m := testpg.Manager(t)
 	t.Cleanup(func() { checkNoneLeft(t, install) })
@@ -128,6 +130,7 @@ func TestSlowStartTimeout(t *testing.T) {
 // TestStartExited: a server that truly exits is reported so, in the
 // log's words.
 func TestStartExited(t *testing.T) {
+	t.Parallel()
 	install := slowInstall(t, 1500*time.Millisecond)
 	m := testpg.Manager(t)
 	t.Cleanup(func() { checkNoneLeft(t, install) })
@@ -141,6 +144,7 @@ func TestStartExited(t *testing.T) {
 // on a host whose CPUs are all busy twice over still starts, is listed
 // and stops; the default start timeout grows with the load.
 func TestSlowStartUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		runnable float64
 		cpus     int

@@ -47,6 +47,7 @@ func gone(t *testing.T, path string) bool {
 // none, and no socket directory of the root's clusters is left whose
 // cluster is gone.
 func TestSocketDirFollowsTheServer(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	ctx := context.Background()
 	st := start(t, m, "k", Options{Install: install})
@@ -107,6 +108,7 @@ func TestSocketDirFollowsTheServer(t *testing.T) {
 // directory behind, and the number of those whose cluster is gone does
 // not grow.
 func TestHelperCleanupLeavesNoSocketDir(t *testing.T) {
+	t.Parallel()
 	probe, _ := newManager(t)
 	var sock, root string
 	t.Run("cluster", func(t *testing.T) {
@@ -159,6 +161,7 @@ func sockFixture(t *testing.T, parent, name string, uid int, files map[string]st
 // one's (young), one holding a live socket, another account's, a link,
 // or a directory of another name. A dry run removes nothing.
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	m, install := newManager(t)
 	m.socketParent = filepath.Join(filepath.Dir(m.Root), "s")
 	if err := os.Mkdir(m.socketParent, 0o755); err != nil {

@@ -62,6 +62,7 @@ func wantUntrusted(t *testing.T, what string, err error, file string) {
 // directory with a state naming their install, an env.sh abtest did not
 // write, a state naming an install whose pg_ctl is theirs.
 func TestPlantedState(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("planting nobody's files needs root")
 	}

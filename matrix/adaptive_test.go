@@ -28,6 +28,7 @@ func prebuiltDeps(t *testing.T) (*Deps, string) {
 // repeat appended to plan.json and run; a resume in the middle runs the
 // missing cells of the extra repeat first, then asks the next look.
 func TestRunUntilDecided(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
@@ -95,6 +96,7 @@ func TestRunUntilDecided(t *testing.T) {
 // share α: fewer looks keep more of it each), interleaved repeat by
 // repeat, and the plan records the step for the analysis.
 func TestRunUntilDecidedSteps(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},

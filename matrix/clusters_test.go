@@ -31,6 +31,7 @@ func TestClusterName(t *testing.T) {
 // that is not the plan's build: another fingerprint, or a binary
 // installed over the running server ("(deleted)").
 func TestCheckServer(t *testing.T) {
+	t.Parallel()
 	install := testpg.CopyInstall(t, testenv.PGInstall(t), "fp-one")
 	cm := testpg.Manager(t)
 	ctx := context.Background()

@@ -34,6 +34,7 @@ func extDeps(t *testing.T) (*Deps, string) {
 // by setup SQL that records a setting of the cell's configuration; a
 // second matrix builds nothing.
 func TestExtensionPreloadSetup(t *testing.T) {
+	t.Parallel()
 	ext := filepath.Join(testenv.PG15Source(t), "contrib", "pg_prewarm")
 	deps, pg := extDeps(t)
 	install := testpg.CopyInstallPGXS(t, pg, "fp-ext")
@@ -129,6 +130,7 @@ func checkCluster(t *testing.T, deps *Deps, install string) {
 // query the server refuses stops the run after the first cell (exit 3,
 // one line naming the file and line, or the metric), no server left.
 func TestExtensionBadInput(t *testing.T) {
+	t.Parallel()
 	deps, pg := extDeps(t)
 	install := testpg.CopyInstallPGXS(t, pg, "fp-bad")
 	base := Request{

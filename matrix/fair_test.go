@@ -17,6 +17,7 @@ import (
 // of its cells; the report shows the servers and, for equal servers, no
 // difference.
 func TestServersRecorded(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
@@ -64,6 +65,7 @@ func TestServersRecorded(t *testing.T) {
 // too, which does not know it (its checksums are off by default): its
 // cells run, with checksums off, the option recorded as asked.
 func TestNoDataChecksumsBefore17(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},

@@ -86,6 +86,7 @@ func (r *run) instrCell(ctx context.Context, cell results.Cell, rec *results.Rec
 		// st.Install is the cell's install: the Start was given it.
 		spec := workload.ClusterInstrSpec(st, cm.User, w)
 		spec.Protocol, spec.Method, spec.OutDir = r.plan.Options.Protocol, r.instr.method, results.CellDir(r.dir, cell.ID)
+		spec.Transactions = r.plan.Options.InstrTransactions
 		var err error
 		if res, err = workload.Instructions(ctx, r.deps.Proc, spec); err != nil {
 			return fmt.Errorf("counting instructions: %w", err)

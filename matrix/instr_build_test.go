@@ -26,6 +26,7 @@ import (
 // after the extra timed blocks (issue 21: exact is compared, not tested,
 // so the α spent on the timed looks cannot turn it unknown).
 func TestRunInstructionsSlowedBuild(t *testing.T) {
+	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
 	e := testbuild.PG15(t)
 	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release}).Info.Install
@@ -39,6 +40,9 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 		Commits:   []Commit{{Label: "base", Install: base}, {Label: "slow", Install: slow}, {Label: "aa", Install: base}},
 		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
 		Instructions: true, Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 3},
+		// Plumbing, not the count's exactness (workload's tests, at
+		// the default N): a quarter of the transactions.
+		InstrTransactions: 500,
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {
@@ -67,8 +71,8 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 		if rec.Status != results.StatusOK {
 			t.Fatalf("%s: %s %s %v", rec.Cell, rec.Status, rec.Error, rec.LogTail)
 		}
-		if rec.Instructions && (rec.Instr == nil || rec.Instr.Method == "" || rec.Instr.Profile == "") {
-			t.Errorf("%s: instruction cell without method or profile: %+v", rec.Cell, rec.Instr)
+		if rec.Instructions && (rec.Instr == nil || rec.Instr.Method == "" || rec.Instr.Profile == "" || rec.Instr.Transactions != 500) {
+			t.Errorf("%s: instruction cell without method or profile, or not of 500 transactions: %+v", rec.Cell, rec.Instr)
 		}
 		t.Logf("%s: wall %.1f s", rec.Cell, rec.WallS)
 	}

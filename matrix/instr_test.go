@@ -136,6 +136,7 @@ func TestInstrCellSkipsWithoutAMethod(t *testing.T) {
 // like any cluster the run started, without socket directory, and each
 // cell keeps the log m-a wrote during its quiet period.
 func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
+	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
 	deps, install := prebuiltDeps(t)
 	cm, ctx := deps.Clusters, context.Background()
@@ -150,7 +151,7 @@ func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
 		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		InstructionsOnly: true,
+		InstructionsOnly: true, InstrTransactions: 500,
 	}
 	plan, err := Prepare(ctx, deps, req)
 	if err != nil {

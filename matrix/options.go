@@ -42,6 +42,8 @@ type Options struct {
 	// client, no CPU placement).
 	InstrRepeats     int
 	InstructionsOnly bool
+	// InstrTransactions is --instr-transactions (0: the default N).
+	InstrTransactions int
 	// InitdbOpts are --initdb-opt, Pgbench --pgbench (Request).
 	InitdbOpts                       []string
 	Pgbench                          string
@@ -87,7 +89,7 @@ func (o Options) Request() (Request, error) {
 	}
 	r := Request{
 		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
-		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate, InstrRepeats: o.InstrRepeats, InitdbOpts: o.InitdbOpts, Pgbench: o.Pgbench,
+		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate, InstrRepeats: o.InstrRepeats, InstrTransactions: o.InstrTransactions, InitdbOpts: o.InitdbOpts, Pgbench: o.Pgbench,
 		Adaptive:     Adaptive{UntilDecided: o.UntilDecided, MaxRepeats: o.MaxRepeats, Budget: o.Budget},
 		BuildOptions: o.BuildOptions, Extensions: o.Extensions, SetupSQL: o.SetupSQL,
 	}
@@ -369,7 +371,7 @@ func WorkloadNames(list string) ([]string, error) {
 
 // planFlags are the long names of the flags that decide a plan: a
 // resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "initdb-opt", "pgbench", "build", "protocol",
+var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
 	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt", "extension", "preload", "setup-sql"}
 

@@ -114,7 +114,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			}
 		}
 	}
-	p.Options.InstrRepeats, p.Options.NoInstrConfirm = req.instrRepeats(), req.NoInstrConfirm
+	p.Options.InstrRepeats, p.Options.NoInstrConfirm, p.Options.InstrTransactions = req.instrRepeats(), req.NoInstrConfirm, req.InstrTransactions
 	for _, g := range groups {
 		for r := 1; r <= max(req.Repeats, p.Options.InstrRepeats); r++ {
 			for _, c := range g {

@@ -108,6 +108,10 @@ type Request struct {
 	// InstrRepeats is how many times each instruction cell runs before
 	// its confirmation (0: once); -r applies to the timed cells.
 	InstrRepeats int
+	// InstrTransactions is N of every instruction cell (0:
+	// workload.DefaultInstrTransactions): a larger N reaches paths a
+	// workload takes rarely, a smaller one runs faster.
+	InstrTransactions int
 	// NoInstrConfirm runs no confirmation block where the commits'
 	// counts differ: bisect's steps, whose good and bad always differ.
 	NoInstrConfirm bool
@@ -240,6 +244,9 @@ func checkAxes(r *Request) error {
 	}
 	if r.InstrRepeats < 0 || r.InstrRepeats > 100 {
 		return exitcode.BadInputf("--instr-repeats %d: want 1 to 100 runs of each instruction cell", r.InstrRepeats)
+	}
+	if r.InstrTransactions < 0 || r.InstrTransactions > 1_000_000 {
+		return exitcode.BadInputf("--instr-transactions %d: want 1 to 1000000 transactions per instruction run", r.InstrTransactions)
 	}
 	if r.MustNotSaturate && len(r.Rates) == 0 {
 		return exitcode.BadInputf("--must-not-saturate goes with -R: only an offered rate can saturate")

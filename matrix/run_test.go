@@ -120,6 +120,7 @@ func TestCheckBounds(t *testing.T) {
 // error names its pgbench log, and that log is still there (it was in a
 // temporary directory removed before the error was read).
 func TestWarmupFailureNamesItsLog(t *testing.T) {
+	t.Parallel()
 	deps, pg := prebuiltDeps(t)
 	install := testpg.CopyInstall(t, pg, "fp-warm")
 	fail := "#!/bin/sh\necho 'pgbench: simulated failure' >&2\nexit 1\n"

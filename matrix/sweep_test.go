@@ -21,6 +21,7 @@ import (
 // variable, the condition's cells record the xmin age they reached, and
 // no condition is left behind.
 func TestRunSweepUnderConditions(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Rates: "50,100000", Conditions: "none,xmin-holder", Seconds: 2})
 	if len(plan.Configs) != 2*2 {
@@ -93,6 +94,7 @@ func TestRunSweepUnderConditions(t *testing.T) {
 // snapshot (its oldest xmin age stays small, where the holder's grew to
 // hundreds within the window).
 func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "xmin-holder,none", Seconds: 4})
 	dir := filepath.Join(testenv.SharedTempDir(t), "r")
@@ -190,6 +192,7 @@ func pgbenchesIn(dir string) []int {
 // the condition's stop: a file: condition's script says start, then
 // stop, and nothing after.
 func TestConditionStoppedOnInterrupt(t *testing.T) {
+	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	dir := testenv.SharedTempDir(t)
 	// The script writes as the server's account: a directory of its own.

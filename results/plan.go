@@ -259,6 +259,9 @@ type PlanOpts struct {
 	// a confirmation block (matrix --instr-repeats; -r is the timed
 	// cells'); 0, in plans before it, means every repeat has them.
 	InstrRepeats int `json:"instr_repeats,omitempty"`
+	// InstrTransactions is N of each instruction cell (matrix
+	// --instr-transactions); 0 is workload.DefaultInstrTransactions.
+	InstrTransactions int `json:"instr_transactions,omitempty"`
 	// NoInstrConfirm: no confirmation block (bisect's steps, whose good
 	// and bad differ by design and are measured again at every step).
 	NoInstrConfirm bool `json:"no_instr_confirm,omitempty"`

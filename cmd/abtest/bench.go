@@ -104,6 +104,11 @@ func benchInstrFlags() []cli.Flag {
 	}
 }
 
+// instrTransactionsFlag is N of each instruction cell (matrix, bisect).
+func instrTransactionsFlag() cli.Flag {
+	return &cli.IntFlag{Name: "instr-transactions", Value: workload.DefaultInstrTransactions, Usage: "transactions `N` of an instruction cell (counted at N and 2N, the difference kept)"}
+}
+
 // runBenchInstructions counts each workload's instructions per
 // transaction on cluster --cluster.
 func runBenchInstructions(ctx context.Context, cmd *cli.Command, env *Env, b *workload.Bench) error {

@@ -32,6 +32,7 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 			&cli.FloatFlag{Name: "threshold", Usage: "minimum change in `PCT`", DefaultText: "the metric's own"},
 			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats per step (8 is the least for p < 0.01; 1 for an exact metric such as instructions_per_tx)"},
 			&cli.IntFlag{Name: "max-repeats", Value: 20, Usage: "give up an inconclusive step after `N` repeats"},
+			instrTransactionsFlag(),
 			&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: 5000, Usage: "pg_stat_statements.max `N`"},
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 10, Usage: "`SECONDS` per cell"},
 			&cli.IntFlag{Name: "warmup", Value: 2, Usage: "warm-up `SECONDS`"},
@@ -52,7 +53,7 @@ func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
 		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
 		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"),
-		Protocol: cmd.String("protocol"), Build: cmd.String("build"),
+		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")),
 	}.Request()
 }
 

@@ -31,7 +31,7 @@ func TestBisectInstructions(t *testing.T) {
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
 	start := time.Now()
 	code, stdout, stderr := abtest(t, env, "bisect", "--good", good, "--bad", "HEAD", "-w", "select1", "-c", "1",
-		"--metric", "instructions_per_tx", "-r", "1", "--max-repeats", "1", "-o", out)
+		"--metric", "instructions_per_tx", "-r", "1", "--max-repeats", "1", "--instr-transactions", "500", "-o", out)
 	t.Logf("bisect: %s wall\n%s", time.Since(start).Round(time.Second), stdout)
 	if code != 0 {
 		t.Fatalf("bisect: exit %d\n%s\n%s", code, stdout, stderr)
@@ -51,6 +51,9 @@ func TestBisectInstructions(t *testing.T) {
 		arms := map[string]int{}
 		for _, r := range records(t, s.Dir) {
 			arms[r.Commit]++
+			if r.Instr == nil || r.Instr.Transactions != 500 {
+				t.Errorf("step %s: cell %s counted %+v, want 500 transactions (--instr-transactions)", s.SHA, r.Cell, r.Instr)
+			}
 		}
 		if len(arms) != 3 || arms["good"] != 1 || arms["step"] != 1 || arms["bad"] != 1 {
 			t.Errorf("step %s: cells per arm %v, want one of good, step and bad", s.SHA, arms)

@@ -46,6 +46,7 @@ func matrixFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "perf", Usage: "record a CPU profile in the middle of every cell (perf → pprof)"},
 		&cli.IntFlag{Name: "perf-window", Value: 10, Usage: "`SECONDS` each --perf profile covers (at most -d)"},
 		&cli.IntFlag{Name: "instr-repeats", Value: 1, Usage: "with --instructions: runs of each instruction cell (`N`; a count repeats to 0.001 %), plus one confirmation where commits differ beyond the threshold"},
+		instrTransactionsFlag(),
 		&cli.BoolFlag{Name: "instructions", Usage: "add an instruction cell per commit, workload and settings: instructions per transaction of one client under valgrind (or perf stat), with a per-function diff; -c and -C apply to the timed cells only"},
 		&cli.BoolFlag{Name: "instructions-only", Usage: "instruction cells alone, no timed cells: a CPU-cost verdict in a few minutes (-r does not apply; see --instr-repeats)"},
 		&cli.BoolFlag{Name: "quiet", Usage: "print only errors and the result (for cron)"},
@@ -86,7 +87,8 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	return matrix.Options{
 		Commits: cmd.String("commits"), Workloads: cmd.String("workloads"), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
 		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: cmd.String("condition"), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
-		InitdbOpts: cmd.StringSlice("initdb-opt"), Pgbench: cmd.String("pgbench"),
+		InstrTransactions: int(cmd.Int("instr-transactions")),
+		InitdbOpts:        cmd.StringSlice("initdb-opt"), Pgbench: cmd.String("pgbench"),
 		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), PerfWindow: cmd.Int("perf-window"),
 		Repeats: int(cmd.Int("repeats")), SleepMS: int(cmd.Int("sleep")), MaxRepeats: int(cmd.Int("max-repeats")),
 		Build: cmd.String("build"), Protocol: cmd.String("protocol"), Order: cmd.String("order"),
