@@ -110,6 +110,7 @@ func TestWriteTPSSummary(t *testing.T) {
 // workload on the cluster's data directory; an unknown cluster is exit
 // 2.
 func TestCountInstructionsDryRun(t *testing.T) {
+	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
 	install := testenv.PGInstall(t)
 	m := testpg.Manager(t)

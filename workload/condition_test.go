@@ -45,6 +45,7 @@ func TestCheckCondition(t *testing.T) {
 // option. A session cut as a killed abtest's would be leaves nothing
 // either.
 func TestConditionsHeldAndGone(t *testing.T) {
+	t.Parallel()
 	st, _ := startCluster(t, 5000, cluster.Setting{Name: "wal_level", Value: "logical"})
 	c := Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database}
 	ctx := context.Background()
@@ -152,6 +153,7 @@ func assertNothingLeft(t *testing.T, admin *pgx.Conn, what string) {
 // the server's account, with the server in its environment; a failing
 // check is an inactive condition naming the log.
 func TestConditionFile(t *testing.T) {
+	t.Parallel()
 	st, _ := startCluster(t, 5000)
 	u := testpg.Account(t)
 	dir := testenv.SharedTempDir(t)

@@ -143,6 +143,7 @@ func TestSessionsKeepTheBackend(t *testing.T) {
 // again (issue 27). The test's own session is on another database: on
 // the workload's it would be a foreign backend.
 func TestContinuedBaseline(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 100)
 	ctx := context.Background()
 	w, _ := Builtin("select1")

@@ -20,6 +20,7 @@ import (
 // admitted after the first reading classed like the others, and the
 // same top statements as the query that listed them apart.
 func TestPgssOneReading(t *testing.T) {
+	t.Parallel()
 	st, _ := startCluster(t, 5000)
 	ctx := context.Background()
 	connect := func() *pgx.Conn {

@@ -99,6 +99,7 @@ func updateWorkload(t *testing.T, st *cluster.State) Workload {
 // snapshot through a second run shows as the oldest xmin, at least as
 // old as the transactions committed meanwhile.
 func TestProbesExplainUpdates(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	ctx := context.Background()
 	s := spec(st, install, updateWorkload(t, st))

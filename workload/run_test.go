@@ -52,6 +52,7 @@ func runner() *Runner {
 }
 
 func TestBuiltinWorkloadsRun(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	for _, name := range Names {
 		w, _ := Builtin(name)
@@ -93,6 +94,7 @@ func TestBuiltinWorkloadsRun(t *testing.T) {
 }
 
 func TestChurnEvictsAtLowMax(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 100)
 	w, _ := Builtin("churn")
 	s := spec(st, install, w)
@@ -125,6 +127,7 @@ func TestChurnEvictsAtLowMax(t *testing.T) {
 // TestInsertProbeIsExact: with a fixed number of transactions from one
 // client, the probe counts exactly the rows inserted.
 func TestInsertProbeIsExact(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
@@ -168,6 +171,7 @@ func TestInsertProbeIsExact(t *testing.T) {
 }
 
 func TestForeignBackendIsReported(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	ctx := context.Background()
 	cfg, _ := pgx.ParseConfig(st.ConnString(cluster.Database))
@@ -197,6 +201,7 @@ func TestForeignBackendIsReported(t *testing.T) {
 // one that made pg_stat_statements at a cluster's first start, unnamed,
 // was still exiting when a run began under load.
 func TestExitingBackendIsNotForeign(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	ctx := context.Background()
 	warm, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
@@ -223,6 +228,7 @@ func TestExitingBackendIsNotForeign(t *testing.T) {
 }
 
 func TestServerErrors(t *testing.T) {
+	t.Parallel()
 	w, _ := Builtin("select1")
 	sock := t.TempDir()
 	_, err := runner().Run(context.Background(), Spec{Workload: w, Conn: Conn{Host: sock, Port: 1}, Duration: time.Second})
@@ -275,6 +281,7 @@ func TestLatencyMethodAtC64(t *testing.T) {
 // writes into the run's directory belongs to that account, and the run
 // measures as before.
 func TestPgbenchRunsAsUser(t *testing.T) {
+	t.Parallel()
 	testenv.Require(t, os.Geteuid() == 0, "root, to run pgbench as another account")
 	u := testpg.Account(t)
 	name := u.Name
@@ -312,6 +319,7 @@ func TestPgbenchRunsAsUser(t *testing.T) {
 // made the extension, and read it, through the server's search_path
 // ("CREATE EXTENSION pg_stat_statements: no schema has been selected").
 func TestSearchPathSetting(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000, cluster.Setting{Name: "search_path", Value: "a,b"})
 	w, _ := Builtin("select1")
 	s := spec(st, install, w)

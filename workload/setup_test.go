@@ -55,6 +55,7 @@ func TestWorkloadFileSections(t *testing.T) {
 // metrics are read after the window into the result; a query that fails
 // fails the run naming the metric.
 func TestDeclaredMetricsRead(t *testing.T) {
+	t.Parallel()
 	st, install := startCluster(t, 5000)
 	w, err := Resolve("file:../examples/queue.sql")
 	if err != nil {
