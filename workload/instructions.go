@@ -35,12 +35,23 @@ package workload
 //
 // Until this procedure each run had a server of its own (method
 // valgrind-callgrind): two starts and fast shutdowns under valgrind,
-// about 4.5 s of a measurement's 11 s. On Debian's PostgreSQL 15 the
-// values of the two procedures agree to 0.0006 %, on the demo's PostgreSQL
-// 15 build (pg_stat_statements.max = 1000, 6 GB of shared buffers) they
-// differ by 0.011 % (where the backends' allocations land), more than
-// the 0.005 % that a twentieth of a verdict's 0.1 % band allows, so the
-// method has a new name and the two are never compared.
+// about 4.5 s of a measurement's 11 s. Measured alternately, 4 rounds,
+// on this 2-core VM (Debian 12): on Debian's PostgreSQL 15 the two
+// procedures agree to 0.0006 % (select1, 37 956.22 against 37 956.00)
+// and 0.00003 % (churn); on the demo's PostgreSQL 15 build
+// (pg_stat_statements.max = 1000) select1 moved by +0.012 % (34 555.87
+// to 34 559.95: where the backends' allocations land); churn takes one
+// of two values 6 instructions per transaction apart with either
+// procedure, the upper one in 3 of 4 cells with one server and in 1 of
+// 6 with a server per run. That is more than a twentieth of a verdict's
+// 0.1 % band, so the method has a new name and the two are never
+// compared. A measurement of select1 took 7.3–7.9 s against 9.5–9.8 s,
+// of churn 9.4–10.0 s against 10.8–12.2 s (demo's build, load average
+// 3.6–8.6; Debian's: 8.9–13.4 s against 11.1–15.1 s for select1 at load
+// 3.5–6.8; at load 8–10 a measurement took 10–82 s, with one server as
+// long or shorter). A file: workload's warm-up of N transactions costs
+// more than the start it saves: 19.7–21.9 s against 17.5–19.6 s at load
+// 2.6–4.
 //
 // Not every instruction repeats: some run as often as the clock or the
 // scheduler decide, and the machine's load changes both. Each source
@@ -80,8 +91,12 @@ package workload
 // measurement (two server starts under valgrind, 2 000 + 4 000
 // transactions) took 14.6–15.6 s at load 6.7 against 11.1–12.2 s with
 // cachegrind measured alternately: callgrind tracks calls, which
-// cachegrind does not. A patch that changes only the TimingDependent
-// functions or their callees below them is not seen by this metric.
+// cachegrind does not. With one server (this procedure), at load 5–10:
+// 3 runs of select1 spread 0.00002 % and 0.0051 % (once the 2N run
+// counted 3 864 instructions more), of churn 0.00034 % and 0.00014 %;
+// the demo's churn spreads 0.0095 % (its two values). A patch that
+// changes only the TimingDependent functions or their callees below
+// them is not seen by this metric.
 //
 // Where the host has a PMU (not in most VMs), perf stat -e
 // instructions:u counts the same thing about fifty times faster; it
@@ -132,7 +147,7 @@ const (
 	// InstrValgrind simulates the CPU with valgrind's callgrind: exact
 	// and the same on any x86-64 host, about 50× slower than native.
 	// Both runs are served by one server. ("valgrind-callgrind" started
-	// a server per run, and its values differ by up to 0.011 %; before
+	// a server per run, and its values differ by up to 0.012 %; before
 	// it "valgrind-cachegrind" counted the process title and the callees
 	// of the timing-dependent paths: different methods, never compared
 	// with this one.)

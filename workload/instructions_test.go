@@ -72,7 +72,9 @@ func spreadPct(xs []float64) float64 {
 // TestInstructionsRepeat: instructions_per_tx of select1 and churn on
 // Debian's PostgreSQL 15 repeats within 0.01 % (issue 15's exact tier),
 // also on a loaded machine: 5 runs each at load average 8–13 on this
-// 2-core VM spread 0.00019 % (select1) and 0.00035 % (churn). Counts do
+// 2-core VM spread 0.00019 % (select1) and 0.00035 % (churn) with a
+// server per run; with one server, 3 runs at load 5–10 spread 0.00002 %
+// and 0.0051 % (select1, once) and 0.00034 % and 0.00014 % (churn). Counts do
 // not depend on load, so the workloads run in parallel, each on a
 // cluster of its own, and beside TestInstructionsSlowedBuild: valgrind
 // runs one thread, and these were 360 s of the package's 490 s one after

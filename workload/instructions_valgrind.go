@@ -29,9 +29,9 @@ import (
 //     run found the N run's entries: on Debian's PostgreSQL 15 select1
 //     came out 0.021 % low, churn 3.9 %. A warm-up of N transactions with
 //     the same seed instead (both runs then find the entries of their
-//     first N transactions) moved churn by −0.16 %, and by +1.08 % where
-//     pg_stat_statements.max = 1000 evicts: what is evicted depends on
-//     the replayed queries' usage counts.
+//     first N transactions) moved churn by −0.16 %, and by +1.08 % on the
+//     demo's build, where pg_stat_statements.max = 1000 evicts: what is
+//     evicted depends on the replayed queries' usage counts.
 //   - Every backend's heap starts as a copy of the postmaster's, whose
 //     own allocations for the connections it has served decide where a
 //     backend's blocks land, and some instructions depend on that
@@ -44,7 +44,9 @@ import (
 //     leave in shared buffers for the 2N run: its warm-up is N
 //     transactions with the same seed, so that both runs find the pages
 //     of their first N transactions there, as the 2N run's second half
-//     did on a fresh server.
+//     did on a fresh server. Point look-ups in a 50 MB table came out
+//     0.78 % low with a warm-up of one transaction, and within 0.0001 %
+//     of a server per run with N (105 550.9 against 105 550.8).
 //
 // The backends' own caches start empty in every connection; the relcache
 // init file is built by the first connection after the start, abtest's.
