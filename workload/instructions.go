@@ -35,23 +35,23 @@ package workload
 //
 // Until this procedure each run had a server of its own (method
 // valgrind-callgrind): two starts and fast shutdowns under valgrind,
-// about 4.5 s of a measurement's 11 s. Measured alternately, 4 rounds,
-// on this 2-core VM (Debian 12): on Debian's PostgreSQL 15 the two
-// procedures agree to 0.0006 % (select1, 37 956.22 against 37 956.00)
-// and 0.00003 % (churn); on the demo's PostgreSQL 15 build
-// (pg_stat_statements.max = 1000) select1 moved by +0.012 % (34 555.87
-// to 34 559.95: where the backends' allocations land); churn takes one
-// of two values 6 instructions per transaction apart with either
-// procedure, the upper one in 3 of 4 cells with one server and in 1 of
-// 6 with a server per run. That is more than a twentieth of a verdict's
-// 0.1 % band, so the method has a new name and the two are never
-// compared. A measurement of select1 took 7.3–7.9 s against 9.5–9.8 s,
-// of churn 9.4–10.0 s against 10.8–12.2 s (demo's build, load average
-// 3.6–8.6; Debian's: 8.9–13.4 s against 11.1–15.1 s for select1 at load
-// 3.5–6.8; at load 8–10 a measurement took 10–82 s, with one server as
-// long or shorter). A file: workload's warm-up of N transactions costs
-// more than the start it saves: 19.7–21.9 s against 17.5–19.6 s at load
-// 2.6–4.
+// about 4.5 s of a measurement's 11 s. Measured alternately on this
+// 2-core VM (Debian 12), 4 rounds, then 3 on the demo's build: on
+// Debian's PostgreSQL 15 the two procedures agree to 0.0006 % (select1,
+// 37 956.22 against 37 956.00) and 0.00003 % (churn); on the demo's
+// PostgreSQL 15 build (pg_stat_statements.max = 1000) select1 moved by
+// +0.011 % (34 555.6–34 556.3 to 34 559.8–34 560.1: where the backends'
+// allocations land) and churn by up to +0.009 % (it takes one of a few
+// values about 6 instructions per transaction apart, with either
+// procedure). That is more than a twentieth of a verdict's 0.1 % band,
+// so the method has a new name and the two are never compared. At load
+// average 2.2–3.5 a measurement of select1 took 7.1–7.7 s against
+// 8.7–11.6 s, of churn 9.5–10.5 s against 10.7–12.3 s, and
+// `abtest bench --instructions -w select1,churn` 15.7–17.0 CPU-seconds
+// against 19.7–20.2 (17.1–18.2 s against 20.6–23.6 s); on Debian's
+// PostgreSQL 15 select1 took 8.9–13.4 s against 11.1–15.1 s at load
+// 3.5–6.8. A file: workload's warm-up of N transactions costs more than
+// the start it saves: 19.7–21.9 s against 17.5–19.6 s at load 2.6–4.
 //
 // Not every instruction repeats: some run as often as the clock or the
 // scheduler decide, and the machine's load changes both. Each source
@@ -94,7 +94,7 @@ package workload
 // cachegrind does not. With one server (this procedure), at load 5–10:
 // 3 runs of select1 spread 0.00002 % and 0.0051 % (once the 2N run
 // counted 3 864 instructions more), of churn 0.00034 % and 0.00014 %;
-// the demo's churn spreads 0.0095 % (its two values). A patch that
+// the demo's churn spreads up to 0.0095 % (its few values). A patch that
 // changes only the TimingDependent functions or their callees below
 // them is not seen by this metric.
 //
@@ -103,9 +103,8 @@ package workload
 // counts the whole server (perf stat follows forks, but cannot tell
 // backends apart), so background processes add a little noise, and
 // each run has a server of its own (start and shutdown are counted, so
-// both runs must have them alike). Results
-// record the method, and cells measured differently must not be
-// compared.
+// both runs must have them alike). Results record the method, and cells
+// measured differently must not be compared.
 
 import (
 	"bufio"
@@ -147,7 +146,7 @@ const (
 	// InstrValgrind simulates the CPU with valgrind's callgrind: exact
 	// and the same on any x86-64 host, about 50× slower than native.
 	// Both runs are served by one server. ("valgrind-callgrind" started
-	// a server per run, and its values differ by up to 0.012 %; before
+	// a server per run, and its values differ by up to 0.011 %; before
 	// it "valgrind-cachegrind" counted the process title and the callees
 	// of the timing-dependent paths: different methods, never compared
 	// with this one.)
@@ -201,9 +200,10 @@ var ErrNoInstrMethod = errors.New("workload: no way to count instructions")
 var ErrDataDirInUse = errors.New("workload: data directory in use")
 
 // InstrSpec is one instruction measurement. The server is started (once
-// under valgrind, once per run under perf stat) on DataDir, which must be initialized, stopped, and hold Database
-// (with pg_stat_statements where the workload wants it: a data directory
-// abtest's cluster package made and started once has both).
+// under valgrind, once per run under perf stat) on DataDir, which must be
+// initialized, stopped, and hold Database (with pg_stat_statements where
+// the workload wants it: a data directory abtest's cluster package made
+// and started once has both).
 type InstrSpec struct {
 	// Install is the PostgreSQL installation: bin/postgres and
 	// bin/pgbench are used.
