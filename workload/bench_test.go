@@ -106,9 +106,8 @@ func TestWriteTPSSummary(t *testing.T) {
 
 // TestCountInstructionsDryRun: the cluster is held and stopped (said
 // once), not restarted first (its own options), left stopped, and the
-// dry run prints both runs of each
-// workload on the cluster's data directory; an unknown cluster is exit
-// 2.
+// dry run prints both runs of each workload on one server on the
+// cluster's data directory; an unknown cluster is exit 2.
 func TestCountInstructionsDryRun(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
@@ -136,8 +135,15 @@ func TestCountInstructionsDryRun(t *testing.T) {
 	if after, err := m.ReadState("c"); err != nil || !after.StartedAt.Equal(st.StartedAt) || after.Port != st.Port || after.Settings["pg_stat_statements.max"] != "5000" {
 		t.Errorf("the cluster's state after the quiet period: %+v, %v; before %+v", after, err, st)
 	}
-	if n := strings.Count(trace.String(), st.DataDir); n < 4 {
-		t.Errorf("%d mentions of %s in the trace, want both runs of both workloads:\n%s", n, st.DataDir, trace.String())
+	// One server on the cluster's data directory per workload, serving
+	// both runs.
+	if n := strings.Count(trace.String(), "-D "+st.DataDir+" "); n != 2 {
+		t.Errorf("%d servers on %s in the trace, want one per workload:\n%s", n, st.DataDir, trace.String())
+	}
+	for _, run := range []string{" -t 10 ", " -t 20 "} {
+		if n := strings.Count(trace.String(), run); n != 2 {
+			t.Errorf("%d pgbench runs with%s in the trace, want one per workload:\n%s", n, run, trace.String())
+		}
 	}
 	b.Cluster = "nosuch"
 	if _, err := CountInstructions(ctx, run, m, b, &notice); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch -w nosuch") {

@@ -18,20 +18,40 @@ package workload
 // Connection start-up and shutdown cost more than thousands of
 // transactions (measured on Debian's PostgreSQL 15: tens of millions of
 // instructions for pgbench's two connections, against about 38 k per
-// SELECT 1), so they are taken out by difference: the server is started
-// afresh for a run of N and for a run of 2N transactions, from the same
-// stopped data directory, and
+// SELECT 1), so they are taken out by difference: one server runs N and
+// then 2N transactions, and
 //
 //	instructions_per_tx = (I(2N) − I(N)) / N
 //
-// where I is the instructions of pgbench's backends. A fresh server per
-// run, rather than both runs against one server, makes both runs start
-// from the same state: the postmaster removes the relcache init file at
-// start, so each run's first backend rebuilds it; pg_stat_statements
-// starts empty (pg_stat_statements.save=off); so what the two runs do
-// differently is exactly transactions N+1 … 2N. Valgrind client requests
-// (toggling instrumentation around the window) would need a patched
-// pgbench or server; the difference needs neither.
+// where I is the instructions of a run's pgbench backends, those the
+// server logged after the run began. What the two runs do differently
+// must be exactly transactions N+1 … 2N, so both meet the same state:
+// pg_stat_statements is emptied before each, a warm-up run before them
+// has the postmaster serve pgbench once, and a file: workload's warm-up
+// of N transactions puts the pages of their first N transactions in
+// shared buffers for both (instrOneServer says why, with figures).
+// Valgrind client requests (toggling instrumentation around the window)
+// would need a patched pgbench or server; the difference needs neither.
+//
+// Until this procedure each run had a server of its own (method
+// valgrind-callgrind): two starts and fast shutdowns under valgrind,
+// about 4.5 s of a measurement's 11 s. Measured alternately on this
+// 2-core VM (Debian 12), 4 rounds, then 3 on the demo's build: on
+// Debian's PostgreSQL 15 the two procedures agree to 0.0006 % (select1,
+// 37 956.22 against 37 956.00) and 0.00003 % (churn); on the demo's
+// PostgreSQL 15 build (pg_stat_statements.max = 1000) select1 moved by
+// +0.011 % (34 555.6–34 556.3 to 34 559.8–34 560.1: where the backends'
+// allocations land) and churn by up to +0.009 % (it takes one of a few
+// values about 6 instructions per transaction apart, with either
+// procedure). That is more than a twentieth of a verdict's 0.1 % band,
+// so the method has a new name and the two are never compared. At load
+// average 2.2–3.5 a measurement of select1 took 7.1–7.7 s against
+// 8.7–11.6 s, of churn 9.5–10.5 s against 10.7–12.3 s, and
+// `abtest bench --instructions -w select1,churn` 15.7–17.0 CPU-seconds
+// against 19.7–20.2 (17.1–18.2 s against 20.6–23.6 s); on Debian's
+// PostgreSQL 15 select1 took 8.9–13.4 s against 11.1–15.1 s at load
+// 3.5–6.8. A file: workload's warm-up of N transactions costs more than
+// the start it saves: 19.7–21.9 s against 17.5–19.6 s at load 2.6–4.
 //
 // Not every instruction repeats: some run as often as the clock or the
 // scheduler decide, and the machine's load changes both. Each source
@@ -56,7 +76,7 @@ package workload
 //     at a first call that may fall in a timing-dependent path.
 //   - The server runs without autovacuum and without process-title
 //     updates, and is stopped only after pgbench's backends have exited
-//     (see serverArgs and waitExited).
+//     (see serverArgs and waitReaped).
 //
 // Measured on Debian's PostgreSQL 15 on this 2-core VM, N = 2 000, with
 // the load average at 7–9 (two busy loops besides other engineers'
@@ -71,15 +91,20 @@ package workload
 // measurement (two server starts under valgrind, 2 000 + 4 000
 // transactions) took 14.6–15.6 s at load 6.7 against 11.1–12.2 s with
 // cachegrind measured alternately: callgrind tracks calls, which
-// cachegrind does not. A patch that changes only the TimingDependent
-// functions or their callees below them is not seen by this metric.
+// cachegrind does not. With one server (this procedure), at load 5–10:
+// 3 runs of select1 spread 0.00002 % and 0.0051 % (once the 2N run
+// counted 3 864 instructions more), of churn 0.00034 % and 0.00014 %;
+// the demo's churn spreads up to 0.0095 % (its few values). A patch that
+// changes only the TimingDependent functions or their callees below
+// them is not seen by this metric.
 //
 // Where the host has a PMU (not in most VMs), perf stat -e
 // instructions:u counts the same thing about fifty times faster; it
 // counts the whole server (perf stat follows forks, but cannot tell
-// backends apart), so background processes add a little noise. Results
-// record the method, and cells measured differently must not be
-// compared.
+// backends apart), so background processes add a little noise, and
+// each run has a server of its own (start and shutdown are counted, so
+// both runs must have them alike). Results record the method, and cells
+// measured differently must not be compared.
 
 import (
 	"bufio"
@@ -120,10 +145,12 @@ type InstrMethod string
 const (
 	// InstrValgrind simulates the CPU with valgrind's callgrind: exact
 	// and the same on any x86-64 host, about 50× slower than native.
-	// (Its counts before callgrind, "valgrind-cachegrind", included the
-	// process title and the callees of the timing-dependent paths: a
-	// different method, never compared with this one.)
-	InstrValgrind InstrMethod = "valgrind-callgrind"
+	// Both runs are served by one server. ("valgrind-callgrind" started
+	// a server per run, and its values differ by up to 0.011 %; before
+	// it "valgrind-cachegrind" counted the process title and the callees
+	// of the timing-dependent paths: different methods, never compared
+	// with this one.)
+	InstrValgrind InstrMethod = "valgrind-callgrind-one-server"
 	// InstrPerfStat counts instructions:u with the CPU's own counter.
 	InstrPerfStat InstrMethod = "perf-stat"
 )
@@ -172,10 +199,11 @@ var ErrNoInstrMethod = errors.New("workload: no way to count instructions")
 // runs on it (or crashed without removing it).
 var ErrDataDirInUse = errors.New("workload: data directory in use")
 
-// InstrSpec is one instruction measurement. The server is started (twice)
-// on DataDir, which must be initialized, stopped, and hold Database
-// (with pg_stat_statements where the workload wants it: a data directory
-// abtest's cluster package made and started once has both).
+// InstrSpec is one instruction measurement. The server is started (once
+// under valgrind, once per run under perf stat) on DataDir, which must be
+// initialized, stopped, and hold Database (with pg_stat_statements where
+// the workload wants it: a data directory abtest's cluster package made
+// and started once has both).
 type InstrSpec struct {
 	// Install is the PostgreSQL installation: bin/postgres and
 	// bin/pgbench are used.
@@ -207,8 +235,9 @@ type InstrSpec struct {
 	// OutDir receives the server logs, the per-process counts and the
 	// profile; required.
 	OutDir string
-	// StartTimeout bounds each server start (default 2 minutes: valgrind
-	// starts Debian's PostgreSQL 15 in about 1.5 s here).
+	// StartTimeout bounds each server start and each wait for a run's
+	// backends to exit (default 2 minutes: valgrind starts Debian's
+	// PostgreSQL 15 in about 1.5 s here).
 	StartTimeout time.Duration
 }
 
@@ -224,9 +253,13 @@ type InstrRun struct {
 	// Files are the per-process counts read (callgrind.out.PID), or
 	// perf stat's report.
 	Files []string `json:"files"`
-	// ServerLog is the server's log of this run.
-	ServerLog string  `json:"server_log"`
-	WallS     float64 `json:"wall_s"`
+	// ServerLog is the log of the server that ran it: one server's for
+	// both runs under valgrind.
+	ServerLog string `json:"server_log"`
+	// WallS is the run's wall time: from the server's start to its stop
+	// (perf stat), from pg_stat_statements' reset to the backends' exit
+	// (valgrind).
+	WallS float64 `json:"wall_s"`
 }
 
 // InstrResult is what an instruction measurement found.
@@ -306,9 +339,10 @@ func (s *InstrSpec) check() error {
 }
 
 // Instructions measures the instructions per transaction of s.Workload:
-// two runs (N and 2N transactions, one client), each on a server started
-// afresh under valgrind or perf stat on s.DataDir and stopped (fast
-// shutdown) before Instructions returns, on every path. In dry-run mode
+// two runs (N and 2N transactions, one client) on one server started
+// under valgrind (instrOneServer), or each on a server of its own under
+// perf stat, on s.DataDir; every server is stopped (fast shutdown)
+// before Instructions returns, on every path. In dry-run mode
 // it prints the commands of both runs and returns nil.
 func Instructions(ctx context.Context, run *proc.Runner, s InstrSpec) (*InstrResult, error) {
 	if err := s.check(); err != nil {
@@ -327,22 +361,24 @@ func Instructions(ctx context.Context, run *proc.Runner, s InstrSpec) (*InstrRes
 	start := time.Now()
 	res := &InstrResult{Method: s.Method, Workload: s.Workload.Name, Protocol: s.Protocol, Transactions: s.Transactions, Seed: s.Seed}
 	var counts [2]*perf.Cachegrind
-	for i, n := range []int{s.Transactions, 2 * s.Transactions} {
-		dir := filepath.Join(s.OutDir, fmt.Sprintf("run-%d", n))
-		r, c, err := instrRun(ctx, run, s, n, dir)
-		if err != nil {
-			return nil, err
-		}
-		res.Runs[i], counts[i] = r, c
+	var err error
+	if s.Method == InstrValgrind {
+		res.Runs, counts, err = instrOneServer(ctx, run, s)
+	} else {
+		res.Runs, err = instrPerfRuns(ctx, run, s)
 	}
-	if run.DryRun {
-		return nil, nil
+	if err != nil || run.DryRun {
+		return nil, err
 	}
 	res.Window = res.Runs[1].Instructions - res.Runs[0].Instructions
 	res.PerTx = float64(res.Window) / float64(s.Transactions)
 	if res.Window <= 0 {
-		return nil, exitcode.Failure(fmt.Errorf("instructions: the %d-transaction run counted %d instructions, the %d-transaction run %d: no positive difference (logs: %s, %s)",
-			res.Runs[1].Transactions, res.Runs[1].Instructions, res.Runs[0].Transactions, res.Runs[0].Instructions, res.Runs[0].ServerLog, res.Runs[1].ServerLog))
+		logs := res.Runs[0].ServerLog
+		if res.Runs[1].ServerLog != logs {
+			logs += ", " + res.Runs[1].ServerLog
+		}
+		return nil, exitcode.Failure(fmt.Errorf("instructions: the %d-transaction run counted %d instructions, the %d-transaction run %d: no positive difference (log: %s)",
+			res.Runs[1].Transactions, res.Runs[1].Instructions, res.Runs[0].Transactions, res.Runs[0].Instructions, logs))
 	}
 	if counts[0] != nil && counts[1] != nil {
 		res.Profile = perf.InstructionProfile(counts[1].Sub(counts[0]), int64(s.Transactions))
@@ -382,59 +418,84 @@ func serverArgs(s InstrSpec) []string {
 	}
 }
 
-// instrRun starts the server, runs n transactions, stops the server and
-// reads its counts. The Cachegrind is nil for perf stat.
-func instrRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir string) (InstrRun, *perf.Cachegrind, error) {
+// instrPerfRuns runs N and 2N transactions under perf stat, each on a
+// server of its own: perf stat counts the whole server, start and
+// shutdown included, so both runs must start it alike.
+func instrPerfRuns(ctx context.Context, run *proc.Runner, s InstrSpec) ([2]InstrRun, error) {
+	var runs [2]InstrRun
+	for i, n := range []int{s.Transactions, 2 * s.Transactions} {
+		r, err := instrPerfRun(ctx, run, s, n, filepath.Join(s.OutDir, fmt.Sprintf("run-%d", n)))
+		if err != nil {
+			return runs, err
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+// instrPerfRun starts the server under perf stat, runs n transactions,
+// stops the server and reads perf stat's count.
+func instrPerfRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir string) (InstrRun, error) {
 	r := InstrRun{Transactions: n, ServerLog: filepath.Join(dir, "server.log")}
 	if err := instrRunDir(run, s, dir); err != nil {
-		return r, nil, err
+		return r, err
 	}
 	statFile := filepath.Join(dir, "perf-stat.csv")
 	cmd := instrServerCmd(s, dir, statFile, r.ServerLog)
 	script := filepath.Join(dir, s.Workload.Name+".sql")
-	pgb := instrPgbenchCmd(s, n, dir, script)
+	pgb := instrPgbenchCmd(s, n, dir, script, "pgbench.log")
 	if run.DryRun {
-		return r, nil, instrDryRun(ctx, run, s, cmd, pgb, script, dir)
+		return r, instrDryRun(ctx, run, s, cmd, script, []proc.Cmd{pgb}, nil,
+			fmt.Sprintf("stop the server (SIGINT: fast shutdown) and read perf stat's count in %s", statFile))
 	}
 	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
-		return r, nil, exitcode.Failure(err)
+		return r, exitcode.Failure(err)
 	}
-
 	began := time.Now()
-	p, err := run.Start(ctx, cmd)
+	srv, err := startInstrServer(ctx, run, s, cmd)
 	if err != nil {
-		return r, nil, exitcode.Failure(fmt.Errorf("instructions: starting the server: %w", err))
+		return r, err
 	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		return stopServer(p, s.DataDir)
-	}
-	defer stop()
-	if err := waitServer(ctx, p, s); err != nil {
-		return r, nil, err
-	}
+	defer srv.stop()
 	if err := instrPgbench(ctx, run, s, n, pgb); err != nil {
-		return r, nil, err
+		return r, err
 	}
-	var pids []int
-	if s.Method == InstrValgrind {
-		if pids, err = pgbenchBackends(r.ServerLog); err != nil {
-			return r, nil, exitcode.Failure(err)
-		}
-		if err := waitExited(ctx, pids, s.StartTimeout); err != nil {
-			return r, nil, err
-		}
-	}
-	if err := stop(); err != nil {
-		return r, nil, exitcode.Failure(fmt.Errorf("instructions: stopping the server: %w (log: %s)", err, r.ServerLog))
+	if err := srv.stop(); err != nil {
+		return r, exitcode.Failure(fmt.Errorf("instructions: stopping the server: %w (log: %s)", err, r.ServerLog))
 	}
 	r.WallS = time.Since(began).Seconds()
-	total, err := instrCounts(&r, s, dir, statFile, pids)
-	return r, total, err
+	_, err = instrCounts(&r, s, dir, statFile, nil)
+	return r, err
+}
+
+// instrServer is a measured server abtest started; stop stops it once.
+type instrServer struct {
+	p       *proc.Process
+	dataDir string
+	stopped bool
+}
+
+// startInstrServer starts cmd and waits until it accepts connections;
+// on an error the server is stopped.
+func startInstrServer(ctx context.Context, run *proc.Runner, s InstrSpec, cmd proc.Cmd) (*instrServer, error) {
+	p, err := run.Start(ctx, cmd)
+	if err != nil {
+		return nil, exitcode.Failure(fmt.Errorf("instructions: starting the server: %w", err))
+	}
+	srv := &instrServer{p: p, dataDir: s.DataDir}
+	if err := waitServer(ctx, p, s); err != nil {
+		srv.stop()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func (srv *instrServer) stop() error {
+	if srv.stopped {
+		return nil
+	}
+	srv.stopped = true
+	return stopServer(srv.p, srv.dataDir)
 }
 
 // instrRunDir makes dir afresh, writable by the server's account.
@@ -483,13 +544,14 @@ func instrServerCmd(s InstrSpec, dir, statFile, serverLog string) proc.Cmd {
 	return cmd
 }
 
-// instrPgbenchCmd runs n transactions of script on one connection.
-func instrPgbenchCmd(s InstrSpec, n int, dir, script string) proc.Cmd {
+// instrPgbenchCmd runs n transactions of script on one connection,
+// logging to dir/log.
+func instrPgbenchCmd(s InstrSpec, n int, dir, script, log string) proc.Cmd {
 	pgb := proc.Cmd{
 		Path: filepath.Join(s.Install, "bin", "pgbench"),
 		Args: []string{"-n", "-c", "1", "-j", "1", "-t", strconv.Itoa(n), "--random-seed=" + strconv.FormatInt(s.Seed, 10),
 			"-M", s.Protocol, "-f", script, "-h", s.SocketDir, "-p", strconv.Itoa(s.Port)},
-		Env: s.Env, Dir: dir, Log: filepath.Join(dir, "pgbench.log"),
+		Env: s.Env, Dir: dir, Log: filepath.Join(dir, log),
 		// pgbench too runs as the server's account, never as root.
 		User: s.RunAs,
 	}
@@ -500,8 +562,10 @@ func instrPgbenchCmd(s InstrSpec, n int, dir, script string) proc.Cmd {
 	return pgb
 }
 
-// instrDryRun prints one run's commands and the steps between them.
-func instrDryRun(ctx context.Context, run *proc.Runner, s InstrSpec, cmd, pgb proc.Cmd, script, dir string) error {
+// instrDryRun prints a server's commands and the steps between them:
+// the server, then each pgbench run (after the note pre[i], if any),
+// then last.
+func instrDryRun(ctx context.Context, run *proc.Runner, s InstrSpec, cmd proc.Cmd, script string, pgbs []proc.Cmd, pre []string, last string) error {
 	if err := run.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
 		return err
 	}
@@ -509,10 +573,18 @@ func instrDryRun(ctx context.Context, run *proc.Runner, s InstrSpec, cmd, pgb pr
 		return err
 	}
 	run.Note("wait until %s accepts connections", s.SocketDir)
-	if err := run.Run(ctx, pgb); err != nil {
-		return err
+	for i, pgb := range pgbs {
+		if i < len(pre) && pre[i] != "" {
+			run.Note("%s", pre[i])
+		}
+		if err := run.Run(ctx, pgb); err != nil {
+			return err
+		}
+		if i < len(pgbs)-1 {
+			run.Note("wait until the server has reaped its backends")
+		}
 	}
-	run.Note("wait until pgbench's backends exit, stop the server (SIGINT: fast shutdown) and read their counts in %s", dir)
+	run.Note("%s", last)
 	return nil
 }
 
@@ -560,26 +632,6 @@ func instrCounts(r *InstrRun, s InstrSpec, dir, statFile string, pids []int) (*p
 	}
 	r.Backends, r.Instructions = pids, total.Total
 	return total, nil
-}
-
-// waitExited waits until the backends have exited (or are zombies),
-// so that the server's shutdown does not reach a backend still on its
-// way out: a SIGTERM there takes another exit path in some runs only.
-func waitExited(ctx context.Context, pids []int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for _, pid := range pids {
-		for procfs.Alive(pid) {
-			if time.Now().After(deadline) {
-				return exitcode.Failure(fmt.Errorf("instructions: pgbench's backend %d has not exited %s after pgbench", pid, timeout))
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	return nil
 }
 
 func readCachegrind(path string) (*perf.Cachegrind, error) {
@@ -667,17 +719,21 @@ func parentPID(pid int) int {
 // (log_line_prefix "%p ", lc_messages C).
 var authorizedRE = regexp.MustCompile(`^([0-9]+) LOG:  connection authorized: .*\bapplication_name=pgbench\b`)
 
-// pgbenchBackends returns the pids of the backends that served pgbench:
-// its setup connection and its client.
-func pgbenchBackends(serverLog string) ([]int, error) {
+// pgbenchBackends returns the pids of the backends that served pgbench
+// (its setup connection and its client) that the server logged past
+// byte offset off.
+func pgbenchBackends(serverLog string, off int64) ([]int, error) {
 	f, err := os.Open(serverLog)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
 	pids := ParseBackends(f)
 	if len(pids) == 0 {
-		return nil, fmt.Errorf("instructions: no pgbench connection in the server log %s", serverLog)
+		return nil, fmt.Errorf("instructions: no pgbench connection in the server log %s past byte %d", serverLog, off)
 	}
 	return pids, nil
 }
