@@ -17,6 +17,12 @@ build:
 # The source tree the from-source tests build (testenv.PG15Source).
 TEST_SRC := $(or $(ABTEST_PG15_SOURCE),$(DEMO_SRC))
 
+# go test's flags (bench/suite.sh runs the same). -parallel 4: most
+# tests that may share the CPUs wait on servers, timed windows and
+# locks (the cluster package used 0.3 of a core run one at a time), so
+# four at a time per package, not go's default of one per CPU.
+TESTFLAGS := -count=1 -timeout 60m -parallel 4
+
 # The whole suite. As root on a fresh Debian it first installs the
 # packages the tests need and prepares the PostgreSQL 15 source, as make
 # demo does; otherwise it says what is missing, and the tests that need
@@ -24,7 +30,7 @@ TEST_SRC := $(or $(ABTEST_PG15_SOURCE),$(DEMO_SRC))
 test:
 	@scripts/deps.sh || echo "make test: the tests that need those packages will skip"
 	@scripts/pg-source.sh "$(TEST_SRC)" || echo "make test: the from-source tests will skip"
-	ABTEST_PG15_SOURCE="$(TEST_SRC)" $(GO) test -count=1 -timeout 60m ./...
+	ABTEST_PG15_SOURCE="$(TEST_SRC)" $(GO) test $(TESTFLAGS) ./...
 
 # The built-in A/B run: Debian's PostgreSQL 15 source (or $$PG_SOURCE_DIR),
 # HEAD against HEAD with the demo patch. Installs what it needs as root.

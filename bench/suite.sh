@@ -27,6 +27,9 @@ fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 TIMEFORMAT='suite: %1R s wall, %1U s user + %1S s sys CPU'
 status=0
-time ABTEST_PG15_SOURCE="$src" go test -count=1 -json -timeout 60m ./... >"$out" || status=$?
+# make test's go test flags (TESTFLAGS), as JSON.
+flags=$(make -s -f - <<<'include Makefile
+print: ; @echo $(TESTFLAGS)' print)
+time ABTEST_PG15_SOURCE="$src" go test $flags -json ./... >"$out" || status=$?
 go run ./bench/suitetimes "$out"
 exit "$status"
