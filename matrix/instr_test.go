@@ -80,6 +80,18 @@ func TestPlanInstructions(t *testing.T) {
 	if !p.Options.Instructions {
 		t.Error("plan options do not record --instructions")
 	}
+	// The estimate of an instruction cell follows its transactions: 3N
+	// (and a warm-up) beside one server start.
+	if d := InstrCellTime(p); d != 15*time.Second {
+		t.Errorf("an instruction cell of the default N is estimated %s, want 15s", d)
+	}
+	o.InstrTransactions = 500
+	if p, err = NewPlan(o); err != nil {
+		t.Fatal(err)
+	}
+	if d := InstrCellTime(p); p.Options.InstrTransactions != 500 || d != 10500*time.Millisecond {
+		t.Errorf("--instr-transactions 500: plan records %d, a cell is estimated %s; want 500, 10.5s", p.Options.InstrTransactions, d)
+	}
 }
 
 // TestPlanInstructionsOnly: instruction-only plans no timed cells and

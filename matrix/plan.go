@@ -310,7 +310,7 @@ func Estimate(p *results.Plan) time.Duration {
 			name = commit.Build
 		}
 		if c.Instructions {
-			d += InstrCellTime
+			d += InstrCellTime(p)
 			last[name] = "" // the instruction run leaves it stopped
 			continue
 		}
@@ -327,11 +327,26 @@ func Estimate(p *results.Plan) time.Duration {
 	return d
 }
 
-// InstrCellTime is about what an instruction cell takes: two server
-// starts under valgrind and 2 000 + 4 000 transactions (measured 5 s for
-// select1 on Debian's PostgreSQL 15 on a 2-core VM), plus the cluster
-// start that writes the cell's settings and the stop.
-const InstrCellTime = 15 * time.Second
+// InstrCellTime is about what an instruction cell of p takes: the
+// cluster start that writes the cell's settings and its stop, one
+// server start under valgrind and its shutdown (instrCellFixed), and a
+// warm-up, N and 2N transactions at about instrTxTime each under
+// valgrind. An instruction cell of select1 at the default N took 7.1–
+// 7.7 s on make demo's PostgreSQL 15 at load 2–3.5, of churn 9.5–10.5 s
+// (2 cores); the estimate leaves room for load, as the timed cells'
+// Overhead does.
+func InstrCellTime(p *results.Plan) time.Duration {
+	n := p.Options.InstrTransactions
+	if n <= 0 {
+		n = workload.DefaultInstrTransactions
+	}
+	return instrCellFixed + time.Duration(3*n)*instrTxTime
+}
+
+const (
+	instrCellFixed = 9 * time.Second
+	instrTxTime    = time.Millisecond
+)
 
 func cellTime(p *results.Plan) time.Duration {
 	return time.Duration((p.Options.DurationS+p.Options.WarmupS)*float64(time.Second)) + Overhead

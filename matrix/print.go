@@ -104,7 +104,7 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 	}
 	instr := ""
 	if p.Options.Instructions {
-		instr = fmt.Sprintf("; about %s per instruction cell", InstrCellTime)
+		instr = fmt.Sprintf("; about %s per instruction cell", InstrCellTime(p))
 	}
 	var ks []string
 	for _, k := range []string{build.Cached, build.InPlace, build.Warm, build.Cold} {

@@ -457,7 +457,7 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 	for i, cell := range todo {
 		per := cellTime(r.plan)
 		if cell.Instructions {
-			per = InstrCellTime
+			per = InstrCellTime(r.plan)
 		}
 		sink.Emit(progress.Event{Kind: progress.CellStart, Task: cell.ID, Done: first + i + 1, Total: total, Estimate: per})
 		t0 := r.deps.Clock()
