@@ -87,6 +87,11 @@ func (o Options) Request() (Request, error) {
 	if o.Preset != "" && o.Preset != "full" {
 		return Request{}, exitcode.BadInputf("--preset %q: the preset is full", o.Preset)
 	}
+	if o.given("instr-transactions") && o.InstrTransactions == 0 {
+		// In a Request 0 means the default; on the command line it is
+		// a mistake.
+		return Request{}, exitcode.BadInputf("--instr-transactions 0: want 1 to 1000000 transactions per instruction run")
+	}
 	r := Request{
 		NameTemplate: o.NameTemplate, Protocol: o.Protocol, SleepMS: o.SleepMS, Order: Order(o.Order), Seed: o.Seed,
 		Perf: o.Perf, Repeats: o.Repeats, Instructions: o.Instructions, MustNotSaturate: o.MustNotSaturate, InstrRepeats: o.InstrRepeats, InstrTransactions: o.InstrTransactions, InitdbOpts: o.InitdbOpts, Pgbench: o.Pgbench,

@@ -47,6 +47,7 @@ func TestFlagGapsExit2(t *testing.T) {
 		{[]string{"matrix", "-k", aa, "--instructions-only", "-C", "2"}, "-C with --instructions-only"},
 		{[]string{"matrix", "-k", aa, "--instructions-only", "--until-decided"}, "--until-decided with --instructions-only"},
 		{[]string{"matrix", "-k", aa, "--instructions", "--instr-transactions", "-5"}, "--instr-transactions -5: want 1 to 1000000"},
+		{[]string{"matrix", "-k", aa, "--instructions", "--instr-transactions", "0"}, "--instr-transactions 0: want 1 to 1000000"},
 		{[]string{"bisect", "--good", "HEAD~1", "--bad", "HEAD", "--metric", "instructions_per_tx", "--instr-transactions", "2000000"}, "--instr-transactions 2000000"},
 		{[]string{"analyze", "--allow-unknown", "/nonexistent"}, "--allow-unknown goes with --fail-on-regression"},
 	} {
