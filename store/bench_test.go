@@ -139,7 +139,7 @@ func importBench(b *testing.B, dir string, target func(i int) string) {
 		b.StopTimer()
 		to := target(i)
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0 := procfs.SelfCPU()
 		s, err := store.Open(ctx, to)
 		if err != nil {
 			b.Fatal(err)
@@ -151,15 +151,15 @@ func importBench(b *testing.B, dir string, target func(i int) string) {
 		}
 		server += serverTicks(b, s) - server0
 		b.StopTimer()
-		paused := cpuTime()
+		paused := procfs.SelfCPU()
 		var cells, metrics int
 		if err := s.DB().QueryRow("SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM metrics)").Scan(&cells, &metrics); err != nil || cells != 100000 || metrics != 12*cells {
 			b.Fatalf("stored %d cells, %d metric values, %v", cells, metrics, err)
 		}
-		cpu0 += cpuTime() - paused
+		cpu0 += procfs.SelfCPU() - paused
 		b.StartTimer()
 		s.Close()
-		cpu += cpuTime() - cpu0
+		cpu += procfs.SelfCPU() - cpu0
 	}
 	// The machine is shared: CPU time says what wall time cannot (of
 	// this process: a PostgreSQL server's own is not counted).
@@ -193,10 +193,4 @@ func serverTicks(b *testing.B, s *store.Store) int64 {
 		}
 	}
 	return n
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgabtest/abtest/internal/procfs"
 )
 
 // BenchmarkPutCells100k stores bench/gen100k's 100 000 cells into a new
@@ -39,18 +40,12 @@ func BenchmarkPutCells100k(b *testing.B) {
 		src.chunks.put(src.recs)
 		src.chunks.end()
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0 := procfs.SelfCPU()
 		if n, _, err := s.putRunCells(ctx, RunID(src.plan), src); err != nil || n != 100000 {
 			b.Fatalf("stored %d cells, %v", n, err)
 		}
 		s.Close()
-		cpu += cpuTime() - cpu0
+		cpu += procfs.SelfCPU() - cpu0
 	}
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
