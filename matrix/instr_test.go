@@ -82,15 +82,15 @@ func TestPlanInstructions(t *testing.T) {
 	}
 	// The estimate of an instruction cell follows its transactions: 3N
 	// (and a warm-up) beside one server start.
-	if d := InstrCellTime(p); d != 15*time.Second {
-		t.Errorf("an instruction cell of the default N is estimated %s, want 15s", d)
+	if d := InstrCellTime(p); d != 13*time.Second {
+		t.Errorf("an instruction cell of the default N is estimated %s, want 13s", d)
 	}
 	o.InstrTransactions = 500
 	if p, err = NewPlan(o); err != nil {
 		t.Fatal(err)
 	}
-	if d := InstrCellTime(p); p.Options.InstrTransactions != 500 || d != 10500*time.Millisecond {
-		t.Errorf("--instr-transactions 500: plan records %d, a cell is estimated %s; want 500, 10.5s", p.Options.InstrTransactions, d)
+	if d := InstrCellTime(p); p.Options.InstrTransactions != 500 || d != 8500*time.Millisecond {
+		t.Errorf("--instr-transactions 500: plan records %d, a cell is estimated %s; want 500, 8.5s", p.Options.InstrTransactions, d)
 	}
 }
 

@@ -331,10 +331,11 @@ func Estimate(p *results.Plan) time.Duration {
 // cluster start that writes the cell's settings and its stop, one
 // server start under valgrind and its shutdown (instrCellFixed), and a
 // warm-up, N and 2N transactions at about instrTxTime each under
-// valgrind. An instruction cell of select1 at the default N took 7.1–
-// 7.7 s on make demo's PostgreSQL 15 at load 2–3.5, of churn 9.5–10.5 s
-// (2 cores); the estimate leaves room for load, as the timed cells'
-// Overhead does.
+// valgrind. abtest bench --instructions on make demo's PostgreSQL 15
+// (2 cores, load 0.8) took 7.9 s for select1 and 10.9 s for churn at
+// N = 2000, 5.7 s for both at N = 500: 0.49 and 1.16 ms a transaction
+// beside 4–5 s of server start, connections and shutdown; the matrix
+// adds the cluster's stop and start around it.
 func InstrCellTime(p *results.Plan) time.Duration {
 	n := p.Options.InstrTransactions
 	if n <= 0 {
@@ -344,7 +345,7 @@ func InstrCellTime(p *results.Plan) time.Duration {
 }
 
 const (
-	instrCellFixed = 9 * time.Second
+	instrCellFixed = 7 * time.Second
 	instrTxTime    = time.Millisecond
 )
 

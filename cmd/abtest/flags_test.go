@@ -100,7 +100,7 @@ func TestInstructionsOnlyPlan(t *testing.T) {
 	if !slices.Equal(cells, want) {
 		t.Errorf("cells %q, want %q\n%s", cells, want, out)
 	}
-	for _, w := range []string{"# gate: instructions_per_tx in 2 configurations, compared exactly within its band: one repeat answers", "+ cells 1m0s (about"} {
+	for _, w := range []string{"# gate: instructions_per_tx in 2 configurations, compared exactly within its band: one repeat answers", "+ cells 52s (about"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("-n output lacks %q:\n%s", w, out)
 		}
