@@ -99,5 +99,9 @@ func detectsChange(metric string, mde float64) string {
 	if !isFinite(mde) {
 		return "no " + metric + " change of any size"
 	}
-	return "only a " + metric + " change of " + pctAbs(mde) + " or more"
+	article := "a "
+	if metric != "" && strings.ContainsRune("aeiou", rune(metric[0])) {
+		article = "an " // an instructions_per_tx change
+	}
+	return "only " + article + metric + " change of " + pctAbs(mde) + " or more"
 }

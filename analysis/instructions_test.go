@@ -93,7 +93,8 @@ func TestInstructionsOnlyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.AA == nil || r.AA.Metric != results.MetricInstructionsPerTx || !strings.Contains(r.AA.Note, "largest instructions_per_tx difference between them was 0.01%") || strings.Contains(r.AA.Note, "TPS") {
+	if r.AA == nil || r.AA.Metric != results.MetricInstructionsPerTx || !strings.Contains(r.AA.Note, "largest instructions_per_tx difference between them was 0.01%") || strings.Contains(r.AA.Note, "TPS") ||
+		!strings.Contains(r.AA.Note, "only an instructions_per_tx change of") {
 		t.Errorf("A/A: %+v", r.AA)
 	}
 	for _, sm := range r.Summaries {
