@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ func run(args []string, stderr io.Writer) error {
 	live := fs.String("liveprofile", "", "write a heap profile of what is live after the analysis (before the output) to `FILE`")
 	format := fs.String("format", "md", "report `FORMAT`")
 	count := fs.Int("count", 1, "run `N` times; the figures are each step's fastest")
+	tr := fs.String("trace", "", "write an execution trace (go tool trace) to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,6 +51,17 @@ func run(args []string, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *tr != "" {
+		f, err := os.Create(*tr)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	out, err := os.MkdirTemp("", "analyzeprof-")
 	if err != nil {
@@ -90,7 +103,9 @@ func run(args []string, stderr io.Writer) error {
 // wall time and the process's CPU time (user and system) in it.
 func once(dirs []string, format, out, live string) (steps, cpus [3]time.Duration, err error) {
 	t0, c0 := time.Now(), cpuTime()
-	in, err := analysis.Load(dirs...)
+	// What abtest analyze -o loads for format: all but md to a file
+	// leave the progress reports out.
+	in, err := analysis.LoadFor(format, filepath.Join(out, "report."+format), dirs...)
 	if err != nil {
 		return steps, cpus, err
 	}
