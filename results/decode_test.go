@@ -2,7 +2,9 @@ package results_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -264,6 +266,28 @@ func TestReadRecordsNoProgress(t *testing.T) {
 		w.Progress = nil
 		if !sameRecord(got[i], w) {
 			t.Fatalf("record %d:\n%+v\nwant\n%+v", i, got[i], w)
+		}
+	}
+}
+
+// TestDecodeRecordsReadError: a read error after some lines is returned
+// with the records before it. It was set after the gathering loop could
+// already have returned (go test -race saw it), and could be lost.
+func TestDecodeRecordsReadError(t *testing.T) {
+	r := resultstest.FullRecord("base", 1, results.StatusOK)
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk on fire")
+	for range 50 {
+		in := io.MultiReader(strings.NewReader(string(data)+"\n"), iotest.ErrReader(boom))
+		recs, _, err := results.DecodeRecords(in, "cells.jsonl")
+		if !errors.Is(err, boom) {
+			t.Fatalf("error %v, want %v", err, boom)
+		}
+		if len(recs) != 1 {
+			t.Fatalf("%d records, want 1", len(recs))
 		}
 	}
 }
