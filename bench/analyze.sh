@@ -35,6 +35,19 @@
 # is about the CPU-s, and 1 s for md is not met; it is within reach
 # when both cores are free: the steps of analyzeprof's quietest round
 # were 0.26 + 0.19 + 0.18 s.
+# Then (5e222f7: the plan decoded beside the records, GOGC 50), 6
+# rounds alternated with 179754d at load 5.4–7.6 (others' builds):
+#   md:   old 1.71–4.44 s wall, 1.20–1.55 CPU-s, 174–180 MB peak RSS
+#         new 1.64–3.41 s wall, 1.23–1.69 CPU-s, 164–175 MB
+#   json: old 1.46–1.92 s wall, 0.86–0.98 CPU-s, 157–166 MB
+#         new 1.30–3.20 s wall, 0.82–1.30 CPU-s, 152–159 MB
+# Wall at that load is the load's; the overlap saves at most the plan's
+# 0.1–0.13 CPU-s of one core when the other is free. Page faults cost
+# here (a VM): the first writes into the 47 MB records slice were 0.15
+# CPU-s a run of analyzeprof's profile, about 13 µs a 4 KB page; a run
+# faults 42–53 thousand pages (/usr/bin/time %R), so memory not
+# allocated is time saved. Measured and not kept: GOMEMLIMIT=170MiB
+# (188–199 MB, no CPU-s saved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
