@@ -36,7 +36,7 @@
 # when both cores are free: the steps of analyzeprof's quietest round
 # were 0.26 + 0.19 + 0.18 s.
 # Then (5e222f7: the plan decoded beside the records, GOGC 50), 6
-# rounds alternated with 179754d at load 5.4–7.6 (others' builds):
+# rounds alternated with 6a95e1d at load 5.4–7.6 (others' builds):
 #   md:   old 1.71–4.44 s wall, 1.20–1.55 CPU-s, 174–180 MB peak RSS
 #         new 1.64–3.41 s wall, 1.23–1.69 CPU-s, 164–175 MB
 #   json: old 1.46–1.92 s wall, 0.86–0.98 CPU-s, 157–166 MB
