@@ -42,12 +42,11 @@
 #   json: old 1.46–1.92 s wall, 0.86–0.98 CPU-s, 157–166 MB
 #         new 1.30–3.20 s wall, 0.82–1.30 CPU-s, 152–159 MB
 # Wall at that load is the load's; the overlap saves at most the plan's
-# 0.1–0.13 CPU-s of one core when the other is free. Page faults cost
-# here (a VM): the first writes into the 47 MB records slice were 0.15
-# CPU-s a run of analyzeprof's profile, about 13 µs a 4 KB page; a run
-# faults 42–53 thousand pages (/usr/bin/time %R), so memory not
-# allocated is time saved. Measured and not kept: GOMEMLIMIT=170MiB
-# (188–199 MB, no CPU-s saved).
+# 0.1–0.13 CPU-s of one core when the other is free. Page faults: a run
+# faults 42–53 thousand pages (/usr/bin/time %R), at 2.2–2.6 µs each
+# (a program touching 100 MB a page at a time, one or two threads):
+# 0.1–0.14 CPU-s, most of the system time. Measured and not kept:
+# GOMEMLIMIT=170MiB (188–199 MB, no CPU-s saved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
