@@ -330,11 +330,8 @@ func (f GateFlags) RunOptions() (RunOptions, error) {
 // Analyze analyses an input under o, writes its report in format (to
 // output, or out), and gates it as the flags ask.
 func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output string, out, errOut io.Writer) error {
-	rep, err := analysis.Analyze(in, o)
+	rep, err := analysis.AnalyzeOutput(in, o, out, format, output, errOut)
 	if err != nil {
-		return err
-	}
-	if err := rep.Output(out, format, output, errOut); err != nil {
 		return err
 	}
 	return Gate(rep, f.Fail, f.AllowUnknown, errOut)
