@@ -291,3 +291,33 @@ func TestDecodeRecordsReadError(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodedSlicesApart: records' progress reports and metric values
+// share their decoder's slabs, each capped at its length: growing one
+// record's never writes the next one's.
+func TestDecodedSlicesApart(t *testing.T) {
+	var b strings.Builder
+	for i := range 2 {
+		r := resultstest.FullRecord("base", i, results.StatusOK)
+		r.Cell = fmt.Sprint("cell", i)
+		r.Void = nil
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(string(data) + "\n")
+	}
+	recs, _, err := results.DecodeRecords(strings.NewReader(b.String()), "cells.jsonl")
+	if err != nil || len(recs) != 2 {
+		t.Fatal(len(recs), err)
+	}
+	want, err := results.UnmarshalLine([]byte(strings.Split(b.String(), "\n")[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs[0].Progress = append(recs[0].Progress, results.Progress{T: 99, TPS: 99})
+	recs[0].Metrics.Set("zzz", 99)
+	if !sameRecord(recs[1], want) {
+		t.Errorf("the second record changed:\n%+v\nwant\n%+v", recs[1], want)
+	}
+}
