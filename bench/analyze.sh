@@ -43,7 +43,11 @@
 #         new 1.13–5.15 s wall, 1.35–1.76 CPU-s, 163–173 MB
 #   json: old 0.72–2.70 s wall, 0.86–1.10 CPU-s, 156–163 MB
 #         new 1.17–3.04 s wall, 0.90–1.18 CPU-s, 146–161 MB
-# Wall at that load is the load's, not the program's. A trace
+# Wall at that load is the load's, not the program's; the fastest of
+# 5 of each step (analyzeprof -count 5, -overlap for the new, md, 3
+# rounds alternated, nice -n -15, load 6.6–8) says more: load 0.48–0.70
+# → 0.38–0.51 s, analyse and write 0.68–0.81 → 0.52–0.81 s; the rounds'
+# sums 1.19–1.48 → 0.93–1.32 s (no process start, GOGC 100). A trace
 # (analyzeprof -overlap -trace) shows 1.8–2 goroutines running most of
 # the time: what is left is CPU, not waiting. Where it goes
 # (analyzeprof -overlap, a run): decoding cells.jsonl 0.45 CPU-s, the
