@@ -46,7 +46,7 @@
 # Wall at that load is the load's, not the program's; the fastest of
 # 5 of each step (analyzeprof -count 5, -overlap for the new, md, 3
 # rounds alternated, nice -n -15, load 6.6–8) says more: load 0.48–0.70
-# → 0.38–0.51 s, analyse and write 0.68–0.81 → 0.52–0.81 s; the rounds'
+# → 0.38–0.51 s, analyse and write 0.71–0.78 → 0.52–0.81 s; the rounds'
 # sums 1.19–1.48 → 0.93–1.32 s (no process start, GOGC 100). A trace
 # (analyzeprof -overlap -trace) shows 1.8–2 goroutines running most of
 # the time: what is left is CPU, not waiting. Where it goes
