@@ -87,6 +87,12 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.run()
+	return a.r, nil
+}
+
+// run is the analysis after newAnalyzer.
+func (a *analyzer) run() {
 	a.groupCells()
 	a.dropCells()
 	a.fillAllColumns()
@@ -100,7 +106,6 @@ func Analyze(in *Input, o Options) (*Report, error) {
 	}
 	a.finish()
 	a.r.boundDeltas()
-	return a.r, nil
 }
 
 // analyzer carries Analyze's state from one step to the next.

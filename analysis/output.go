@@ -34,6 +34,34 @@ func CheckFormat(format string) error {
 // directory out (an existing one, or a trailing slash) writes one file
 // per commit and says on note the benchstat command that compares them.
 func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
+	return r.output(w, format, out, note, nil)
+}
+
+// AnalyzeOutput is Analyze, then Output of the report, but a markdown
+// report's tps-time plots are drawn while the analysis runs, on the
+// core it leaves free: the plots directory is made (or refused) once
+// the options are checked, before the analysis.
+func AnalyzeOutput(in *Input, o Options, w io.Writer, format, out string, note io.Writer) (*Report, error) {
+	a, err := newAnalyzer(in, o)
+	if err != nil {
+		return nil, err
+	}
+	var early *timePlots
+	if format == "md" && out != "" && CheckOutput(format, out) == nil {
+		dir := filepath.Join(filepath.Dir(out), "plots")
+		if err := plotsDir(dir); err != nil {
+			return nil, exitcode.Failure(err)
+		}
+		early = a.r.startTimePlots(dir, filepath.Dir(out))
+	}
+	a.run()
+	return a.r, a.r.output(w, format, out, note, early)
+}
+
+// output is Output, early the tps-time plots drawn while analysing (nil:
+// none); it returns once they are written.
+func (r *Report) output(w io.Writer, format, out string, note io.Writer, early *timePlots) error {
+	defer early.wait()
 	if err := CheckOutput(format, out); err != nil {
 		return err
 	}
@@ -49,7 +77,15 @@ func (r *Report) Output(w io.Writer, format, out string, note io.Writer) error {
 	if out != "" {
 		w = &buf
 		if format == "md" {
-			if err := r.WritePlots(filepath.Join(filepath.Dir(out), "plots"), filepath.Dir(out)); err != nil {
+			dir := filepath.Join(filepath.Dir(out), "plots")
+			var err error
+			if early == nil {
+				err = plotsDir(dir) // made before the analysis otherwise
+			}
+			if err == nil {
+				err = r.writePlots(dir, filepath.Dir(out), early)
+			}
+			if err != nil {
 				return exitcode.Failure(err)
 			}
 		}

@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,5 +81,75 @@ func TestAnalyzeDirs(t *testing.T) {
 	}
 	if _, err := AnalyzeDirs(Options{}, t.TempDir()); err == nil {
 		t.Error("an empty directory analysed")
+	}
+}
+
+// TestAnalyzeOutput: AnalyzeOutput, its tps-time plots drawn while the
+// analysis runs, writes what Analyze and then Output write, byte for
+// byte, in every format (go test -race: the plots and the analysis
+// share the records); a plots directory it cannot make is a failure
+// (exit 3) with no report written.
+func TestAnalyzeOutput(t *testing.T) {
+	for _, dir := range []string{"../results/testdata/v1", "../internal/demo/testdata/run"} {
+		for _, format := range Formats {
+			old, neu := filepath.Join(t.TempDir(), "r."+format), filepath.Join(t.TempDir(), "r."+format)
+			rep, err := Analyze(load(t, dir), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var note bytes.Buffer
+			if err := rep.Output(&note, format, old, &note); err != nil {
+				t.Fatal(err)
+			}
+			got, err := AnalyzeOutput(load(t, dir), Options{}, &note, format, neu, &note)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.Plots, " ") != strings.Join(rep.Plots, " ") || strings.Join(got.PlotNotes, " ") != strings.Join(rep.PlotNotes, " ") {
+				t.Errorf("%s %s: plots %q, notes %q; want %q, %q", dir, format, got.Plots, got.PlotNotes, rep.Plots, rep.PlotNotes)
+			}
+			if format == "md" && !slices.ContainsFunc(got.Plots, func(p string) bool { return strings.Contains(p, "tps-time-") }) {
+				t.Errorf("%s: no tps-time plot in %q", dir, got.Plots)
+			}
+			sameFiles(t, filepath.Dir(old), filepath.Dir(neu))
+		}
+	}
+	out := filepath.Join(t.TempDir(), "r.md")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(out), "plots"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var note bytes.Buffer
+	if _, err := AnalyzeOutput(load(t, "../results/testdata/v1"), Options{}, &note, "md", out, &note); exitcode.Code(err) != exitcode.Infra || !errors.As(err, new(*exitcode.Error)) {
+		t.Errorf("plots a file: %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a report written beside plots it could not write")
+	}
+}
+
+// sameFiles fails unless directories a and b hold the same files with
+// the same bytes.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	read := func(root string) map[string]string {
+		files := map[string]string{}
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				data, _ := os.ReadFile(path)
+				rel, _ := filepath.Rel(root, path)
+				files[rel] = string(data)
+			}
+			return err
+		})
+		return files
+	}
+	fa, fb := read(a), read(b)
+	if len(fa) != len(fb) {
+		t.Errorf("%d files, want %d", len(fb), len(fa))
+	}
+	for name, data := range fa {
+		if fb[name] != data {
+			t.Errorf("%s differs", name)
+		}
 	}
 }

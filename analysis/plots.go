@@ -57,28 +57,32 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 // Both y axes start at 0, so a difference looks as large as it is; the
 // legend sits beside the data, never on it.
 func (r *Report) WritePlots(dir, relTo string) error {
+	if err := plotsDir(dir); err != nil {
+		return err
+	}
+	return r.writePlots(dir, relTo, nil)
+}
+
+// plotsDir makes dir, the plots' directory.
+func plotsDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	// Never into a directory (or through a link) someone else can write:
 	// the plots' names are predictable.
-	if err := safefile.Dir(dir); err != nil {
-		return err
-	}
+	return safefile.Dir(dir)
+}
+
+// writePlots is WritePlots into the directory made; the tps-time plots
+// are early's (drawn while the report was analysed) when it is not nil.
+func (r *Report) writePlots(dir, relTo string, early *timePlots) error {
 	if err := r.writeDiffs(dir, relTo); err != nil {
 		return err
 	}
 	if err := r.writeInstrDiffs(dir, relTo); err != nil {
 		return err
 	}
-	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{},
-		lineBufs: make(chan *lineBufs, runtime.GOMAXPROCS(0))}
-	for i, c := range r.Commits {
-		w.colour[c] = palette[i%len(palette)]
-	}
-	for _, c := range r.Plan.Configs {
-		w.cfgs[c.ID()] = c
-	}
+	w := newPlotWriter(r, dir, relTo)
 	err := w.stripPlots()
 	for _, g := range w.clientGroups() {
 		if err == nil {
@@ -88,17 +92,80 @@ func (r *Report) WritePlots(dir, relTo string) error {
 	if err == nil {
 		err = w.latencyVsRate()
 	}
+	if err == nil && early == nil {
+		err = w.timePlots()
+	}
+	if werr := w.wait(); err == nil {
+		err = werr
+	}
 	if err != nil {
-		w.wait()
 		return err
 	}
+	r.Plots, r.PlotNotes = append(r.Plots, w.plots...), append(r.PlotNotes, w.notes...)
+	if early != nil {
+		<-early.done
+		if early.err != nil {
+			return early.err
+		}
+		r.Plots, r.PlotNotes = append(r.Plots, early.w.plots...), append(r.PlotNotes, early.w.notes...)
+	}
+	return nil
+}
+
+// newPlotWriter is a plotWriter of r's plots into dir.
+func newPlotWriter(r *Report, dir, relTo string) *plotWriter {
+	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{},
+		ids: newConfigIDs(), lineBufs: make(chan *lineBufs, runtime.GOMAXPROCS(0))}
+	for i, c := range r.Commits {
+		w.colour[c] = palette[i%len(palette)]
+	}
+	for _, c := range r.Plan.Configs {
+		w.cfgs[c.ID()] = c
+	}
+	return w
+}
+
+// timePlots draws the tps-time plots, a configuration's after another.
+func (w *plotWriter) timePlots() error {
 	byConfig, configs := w.okRecordsByConfig()
 	for _, id := range configs {
 		if err := w.tpsOverTime(id, byConfig[id]); err != nil {
 			return err
 		}
 	}
-	return w.wait()
+	return nil
+}
+
+// timePlots are tps-time plots drawn while the report is analysed: they
+// read only the records, the commits and the configurations, which the
+// analysis does not write, and at 10⁵ cells they were most of drawing
+// the plots (220 of 284), drawn after the analysis, which is mostly on
+// one core.
+type timePlots struct {
+	w    *plotWriter
+	done chan struct{}
+	err  error
+}
+
+// startTimePlots starts drawing r's tps-time plots into dir, made.
+func (r *Report) startTimePlots(dir, relTo string) *timePlots {
+	t := &timePlots{w: newPlotWriter(r, dir, relTo), done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		err := t.w.timePlots()
+		if werr := t.w.wait(); err == nil {
+			err = werr
+		}
+		t.err = err
+	}()
+	return t
+}
+
+// wait waits for the plots to be written.
+func (t *timePlots) wait() {
+	if t != nil {
+		<-t.done
+	}
 }
 
 // plotWriter is what the plots of WritePlots share.
@@ -107,6 +174,12 @@ type plotWriter struct {
 	dir, relTo string
 	colour     map[string]color.Color    // by commit
 	cfgs       map[string]results.Config // by ID
+	// ids are the configurations' IDs (the report's are the
+	// analysis', which may run beside).
+	ids *configIDs
+	// plots and notes are the report's Plots and PlotNotes this writer
+	// adds, in order.
+	plots, notes []string
 
 	// Plots are drawn and written (save) by up to one worker per CPU
 	// while the next is made: drawing was most of writing the report
@@ -178,7 +251,7 @@ func (w *plotWriter) add(path string) {
 	if err != nil {
 		rel = path
 	}
-	w.r.Plots = append(w.r.Plots, rel)
+	w.plots = append(w.plots, rel)
 }
 
 // clientGroup is the TPS rows of a workload × CPUs × settings.
@@ -220,7 +293,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 	path := filepath.Join(w.dir, "tps-vs-clients-"+fileSafe.ReplaceAllString(g.name, "_")+".svg")
 	slices.Sort(g.clients)
 	if len(g.clients) < 2 {
-		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
+		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
 		return nil
 	}
 	p := w.newLaidOut()
@@ -316,7 +389,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 		if rec.Status != results.StatusOK {
 			continue
 		}
-		id := w.r.configID(rec.Config)
+		id := w.ids.of(rec.Config)
 		if byConfig[id] == nil {
 			configs = append(configs, id)
 		}
@@ -381,7 +454,7 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		}
 	}
 	if drawn == 0 {
-		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
+		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
 		return nil
 	}
 	fromZero(p.Plot)

@@ -40,7 +40,7 @@ func (w *plotWriter) stripPlots() error {
 		}
 	}
 	if len(rows) > maxStripPlots {
-		w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("repeats-*.svg: %d of %d drawn (the primary metrics first); every value is in report.json", maxStripPlots, len(rows)))
+		w.notes = append(w.notes, fmt.Sprintf("repeats-*.svg: %d of %d drawn (the primary metrics first); every value is in report.json", maxStripPlots, len(rows)))
 		rows = rows[:maxStripPlots]
 	}
 	for _, row := range rows {

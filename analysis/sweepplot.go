@@ -39,7 +39,7 @@ func (w *plotWriter) latencyVsRate() error {
 			}
 		}
 		if len(rates) < 2 {
-			w.r.PlotNotes = append(w.r.PlotNotes, fmt.Sprintf("%s: not drawn: fewer than two offered rates with a p99 latency; the points are in the sweep table", filepath.Base(path)))
+			w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: fewer than two offered rates with a p99 latency; the points are in the sweep table", filepath.Base(path)))
 			continue
 		}
 		p := plot.New()

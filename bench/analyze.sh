@@ -35,6 +35,28 @@
 # is about the CPU-s, and 1 s for md is not met; it is within reach
 # when both cores are free: the steps of analyzeprof's quietest round
 # were 0.26 + 0.19 + 0.18 s.
+# Then the plan decoded beside the records, GOGC 50 (5e222f7), md's
+# tps-time plots drawn while analysing (62b5f39), progress and metric
+# values in slabs (bf4800c): 8 rounds alternated with 6a95e1d under
+# nice -n -15, load average 3.7–7.4 (others' builds and tests):
+#   md:   old 1.51–3.57 s wall, 1.39–1.74 CPU-s, 173–175 MB peak RSS
+#         new 1.13–5.15 s wall, 1.35–1.76 CPU-s, 163–173 MB
+#   json: old 0.72–2.70 s wall, 0.86–1.10 CPU-s, 156–163 MB
+#         new 1.17–3.04 s wall, 0.90–1.18 CPU-s, 146–161 MB
+# Wall at that load is the load's, not the program's; the fastest of
+# 5 of each step (analyzeprof -count 5, -overlap for the new, md, 3
+# rounds alternated, nice -n -15, load 6.6–8) says more: load 0.48–0.70
+# → 0.38–0.51 s, analyse and write 0.71–0.78 → 0.52–0.81 s; the rounds'
+# sums 1.19–1.48 → 0.93–1.32 s (no process start, GOGC 100). A trace
+# (analyzeprof -overlap -trace) shows 1.8–2 goroutines running most of
+# the time: what is left is CPU, not waiting. Where it goes
+# (analyzeprof -overlap, a run): decoding cells.jsonl 0.45 CPU-s, the
+# plots' drawing and files 0.33, the analysis 0.15, the plan 0.10,
+# making the tps-time plots 0.06, merging 0.04. Page faults: a run
+# faults 42–53 thousand pages (/usr/bin/time %R), at 2.2–2.6 µs each
+# (a program touching 100 MB a page at a time, one or two threads):
+# 0.1–0.14 CPU-s, most of the system time. Measured and not kept:
+# GOMEMLIMIT=170MiB (188–199 MB, no CPU-s saved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)

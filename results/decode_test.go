@@ -2,7 +2,9 @@ package results_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -265,5 +267,57 @@ func TestReadRecordsNoProgress(t *testing.T) {
 		if !sameRecord(got[i], w) {
 			t.Fatalf("record %d:\n%+v\nwant\n%+v", i, got[i], w)
 		}
+	}
+}
+
+// TestDecodeRecordsReadError: a read error after some lines is returned
+// with the records before it. It was set after the gathering loop could
+// already have returned (go test -race saw it), and could be lost.
+func TestDecodeRecordsReadError(t *testing.T) {
+	r := resultstest.FullRecord("base", 1, results.StatusOK)
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk on fire")
+	for range 50 {
+		in := io.MultiReader(strings.NewReader(string(data)+"\n"), iotest.ErrReader(boom))
+		recs, _, err := results.DecodeRecords(in, "cells.jsonl")
+		if !errors.Is(err, boom) {
+			t.Fatalf("error %v, want %v", err, boom)
+		}
+		if len(recs) != 1 {
+			t.Fatalf("%d records, want 1", len(recs))
+		}
+	}
+}
+
+// TestDecodedSlicesApart: records' progress reports and metric values
+// share their decoder's slabs, each capped at its length: growing one
+// record's never writes the next one's.
+func TestDecodedSlicesApart(t *testing.T) {
+	var b strings.Builder
+	for i := range 2 {
+		r := resultstest.FullRecord("base", i, results.StatusOK)
+		r.Cell = fmt.Sprint("cell", i)
+		r.Void = nil
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(string(data) + "\n")
+	}
+	recs, _, err := results.DecodeRecords(strings.NewReader(b.String()), "cells.jsonl")
+	if err != nil || len(recs) != 2 {
+		t.Fatal(len(recs), err)
+	}
+	want, err := results.UnmarshalLine([]byte(strings.Split(b.String(), "\n")[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs[0].Progress = append(recs[0].Progress, results.Progress{T: 99, TPS: 99})
+	recs[0].Metrics.Set("zzz", 99)
+	if !sameRecord(recs[1], want) {
+		t.Errorf("the second record changed:\n%+v\nwant\n%+v", recs[1], want)
 	}
 }

@@ -27,7 +27,13 @@ type lineDecoder struct {
 	pairs    [][2][]byte // a string map's keys and values, in order
 	progress []Progress
 	names    [][]byte // a metrics object's names, in order
-	nmetrics int      // the last record's number of metrics: the next one's capacity
+	vals     []float64
+	// progSlab and valSlab are where the records' progress reports
+	// and metric values are kept, each record's slice of them capped
+	// at its length: one allocation per record for each was two of
+	// the three a line made.
+	progSlab []Progress
+	valSlab  []float64
 	// noProgress leaves the records' progress reports out, read (a
 	// line whose reports do not decode does not either) but not kept.
 	noProgress bool
@@ -302,7 +308,7 @@ func (d *lineDecoder) metrics(s *scanner) (Values, bool) {
 	}
 	key := d.in.key[:0]
 	d.names = d.names[:0]
-	vals := make([]float64, 0, d.nmetrics)
+	vals := d.vals[:0]
 	for {
 		k, ok := s.str()
 		if !ok || !s.next(':') || s.peek() == 'n' {
@@ -326,7 +332,7 @@ func (d *lineDecoder) metrics(s *scanner) (Values, bool) {
 		}
 		return Values{}, false
 	}
-	d.in.key = key
+	d.in.key, d.vals = key, vals
 	names, ok := d.in.names[string(key)]
 	if !ok {
 		own := make([]string, len(d.names))
@@ -335,8 +341,22 @@ func (d *lineDecoder) metrics(s *scanner) (Values, bool) {
 		}
 		names = d.in.valueNames(own)
 	}
-	d.nmetrics = len(vals)
-	return Values{names: names, vals: vals}, true
+	return Values{names: names, vals: keep(&d.valSlab, vals)}, true
+}
+
+// keep copies s into the end of *slab, a new one when it has no room,
+// and returns the copy, its capacity its length: appended to, it moves.
+func keep[T any](slab *[]T, s []T) []T {
+	const n = 1 << 12
+	if len(s) == 0 {
+		return []T{} // as json.Unmarshal gives []
+	}
+	if cap(*slab)-len(*slab) < len(s) {
+		*slab = make([]T, 0, max(n, len(s)))
+	}
+	i := len(*slab)
+	*slab = append(*slab, s...)
+	return (*slab)[i:len(*slab):len(*slab)]
 }
 
 // progressList reads pgbench's progress reports into a slice of their
@@ -372,7 +392,7 @@ func (d *lineDecoder) progressList(s *scanner) ([]Progress, bool) {
 	if !ok || d.noProgress {
 		return nil, ok
 	}
-	return append([]Progress{}, d.progress...), true
+	return keep(&d.progSlab, d.progress), true
 }
 
 // The keys of a Progress report.

@@ -422,8 +422,15 @@ func decodeRecords(r io.Reader, name string, size int64, each func([]Record), no
 	for range runtime.GOMAXPROCS(0) {
 		go decodeChunks(work, spare, noProgress)
 	}
+	// readErr is set before order closes: set after (sendChunks
+	// closing it), it raced with the read below and a read error
+	// could be lost.
 	var readErr error
-	go func() { readErr = sendChunks(r, size, spare, order, work) }()
+	go func() {
+		defer close(order)
+		defer close(work)
+		readErr = sendChunks(r, size, spare, order, work)
+	}()
 	var out []Record
 	var chunks [][]Record // of an unknown size
 	var warnings []string
@@ -481,10 +488,8 @@ func decodeRecords(r io.Reader, name string, size int64, each func([]Record), no
 }
 
 // sendChunks reads r's chunks (readChunks) and sends each to order and
-// work, closing both at the end.
+// work.
 func sendChunks(r io.Reader, size int64, spare *spares, order, work chan<- *chunk) error {
-	defer close(work)
-	defer close(order)
 	// Of a known size, the records are decoded where they are kept: in
 	// a slice of the size the first block's bytes per line predict,
 	// each chunk from where its first line is (as if every line before

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -33,6 +34,8 @@ func run(args []string, stderr io.Writer) error {
 	live := fs.String("liveprofile", "", "write a heap profile of what is live after the analysis (before the output) to `FILE`")
 	format := fs.String("format", "md", "report `FORMAT`")
 	count := fs.Int("count", 1, "run `N` times; the figures are each step's fastest")
+	tr := fs.String("trace", "", "write an execution trace (go tool trace) to `FILE`")
+	overlap := fs.Bool("overlap", false, "analyse and write as abtest analyze does (analysis.AnalyzeOutput: md's tps-time plots drawn while analysing); the output step is then both")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,6 +53,17 @@ func run(args []string, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *tr != "" {
+		f, err := os.Create(*tr)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
 	out, err := os.MkdirTemp("", "analyzeprof-")
 	if err != nil {
 		return err
@@ -57,7 +71,7 @@ func run(args []string, stderr io.Writer) error {
 	defer os.RemoveAll(out)
 	var best, bestCPU [3]time.Duration
 	for i := range *count {
-		steps, cpus, err := once(fs.Args(), *format, out, *live)
+		steps, cpus, err := once(fs.Args(), *format, out, *live, *overlap)
 		if err != nil {
 			return err
 		}
@@ -88,13 +102,22 @@ func run(args []string, stderr io.Writer) error {
 
 // once loads, analyses and writes the report, and returns each step's
 // wall time and the process's CPU time (user and system) in it.
-func once(dirs []string, format, out, live string) (steps, cpus [3]time.Duration, err error) {
+func once(dirs []string, format, out, live string, overlap bool) (steps, cpus [3]time.Duration, err error) {
 	t0, c0 := time.Now(), cpuTime()
-	in, err := analysis.Load(dirs...)
+	// What abtest analyze -o loads for format: all but md to a file
+	// leave the progress reports out.
+	in, err := analysis.LoadFor(format, filepath.Join(out, "report."+format), dirs...)
 	if err != nil {
 		return steps, cpus, err
 	}
 	t1, c1 := time.Now(), cpuTime()
+	if overlap {
+		if _, err := analysis.AnalyzeOutput(in, analysis.Options{}, io.Discard, format, filepath.Join(out, "report."+format), io.Discard); err != nil {
+			return steps, cpus, err
+		}
+		t3, c3 := time.Now(), cpuTime()
+		return [3]time.Duration{t1.Sub(t0), 0, t3.Sub(t1)}, [3]time.Duration{c1 - c0, 0, c3 - c1}, nil
+	}
 	rep, err := analysis.Analyze(in, analysis.Options{})
 	if err != nil {
 		return steps, cpus, err

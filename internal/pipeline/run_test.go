@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -378,4 +379,30 @@ func finishedRun(t *testing.T) (*results.Plan, string) {
 		}
 	}
 	return plan, dir
+}
+
+// TestBeforeAnalyzeGC: the analysis collects at half the live heap again
+// (GOGC 50), unless the user set GOGC; the soft memory limit stays.
+func TestBeforeAnalyzeGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOGC", "")
+	debug.SetGCPercent(100)
+	if err := BeforeAnalyze("json", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("GC percent %d, want 50", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 400<<20 {
+		t.Errorf("memory limit %d, want %d", got, 400<<20)
+	}
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200)
+	if err := BeforeAnalyze("json", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(100); got != 200 {
+		t.Errorf("GC percent %d with GOGC=200 set, want it kept", got)
+	}
 }
