@@ -19,8 +19,9 @@ import (
 // The fault suite (issue 14): what a killed, interrupted, raced or
 // starved run leaves behind, and that --resume finishes exactly the
 // missing cells. Each run is the A/A matrix of TestMatrixAAOnPrebuiltInstall
-// (Debian's PostgreSQL 15 as a prebuilt install, 2-second cells), started
-// as a separate process so that it can be signalled and killed.
+// (Debian's PostgreSQL 15 as a prebuilt install, 2-second cells; 1-second
+// where the fault lands before the first window), started as a separate
+// process so that it can be signalled and killed.
 
 // child is an abtest matrix running in its own process.
 type child struct {
@@ -115,9 +116,11 @@ func exactlyOnce(t *testing.T, dir string) []results.Record {
 	return recs
 }
 
-func aaArgs(install, out string, repeats int) []string {
+// aaArgs is the fault suite's A/A matrix: repeats of cells of seconds
+// after a warm-up of 1 s.
+func aaArgs(install, out string, repeats, seconds int) []string {
 	return []string{"matrix", "-k", "a=install:" + install + ",b=install:" + install, "-c", "2", "-w", "select1",
-		"-r", fmt.Sprint(repeats), "-d", "2", "--warmup", "1", "-o", out, "--sample-every", "1s"}
+		"-r", fmt.Sprint(repeats), "-d", fmt.Sprint(seconds), "--warmup", "1", "-o", out, "--sample-every", "1s"}
 }
 
 // SIGINT at five points of a run: while preparing (its results
@@ -127,7 +130,9 @@ func aaArgs(install, out string, repeats int) []string {
 // TestMatrixInterruptAndResume's interrupt in its third cell. Each point
 // is seen on disk before the signal, so the test knows where it landed:
 // no server of the run is left, cells.jsonl holds only whole lines, and
-// --resume runs exactly the missing cells.
+// --resume runs exactly the missing cells. Every point lands before the
+// first window: cells of 1 s, not the suite's 2 (alone at load 6–7,
+// 31–32 s and 21 CPU-seconds against 40.6 s and 26.7).
 func TestFaultInterruptAtFivePoints(t *testing.T) {
 	t.Parallel() // its proof is no TPS figure: it may share the CPUs
 	install := testenv.PGInstall(t)
@@ -170,7 +175,7 @@ func TestFaultInterruptAtFivePoints(t *testing.T) {
 			for try := 1; c == nil; try++ {
 				env = matrixEnv(t)
 				out = filepath.Join(env["BENCH_RESULTS_DIR"], "int")
-				c = startMatrix(t, env, aaArgs(install, out, 1)...)
+				c = startMatrix(t, env, aaArgs(install, out, 1, 1)...)
 				deadline := time.Now().Add(60 * time.Second)
 				for !point.reached(env, out) {
 					if point.name == "preparing" && clusterFile(env, "") && try < 5 {
@@ -236,7 +241,7 @@ func TestFaultPostmasterKilledMidCell(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "kill")
-	c := startMatrix(t, env, aaArgs(install, out, 2)...)
+	c := startMatrix(t, env, aaArgs(install, out, 2, 2)...)
 	waitCells(t, c, out, 1)
 	// The second cell: wait for its warm-up to end and kill its server
 	// in the measured window.
@@ -286,14 +291,14 @@ func TestFaultAbtestKilledThenResume(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "kill9")
-	c := startMatrix(t, env, aaArgs(install, out, 2)...)
+	c := startMatrix(t, env, aaArgs(install, out, 2, 2)...)
 	waitCells(t, c, out, 1)
 
 	code, _, stderr := abtest(t, env, "matrix", "--resume", out, "--sample-every", "1s")
 	if code != 2 || !strings.Contains(stderr, fmt.Sprint(c.cmd.Process.Pid)) {
 		t.Errorf("a second run on a directory in use: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
-	code, _, stderr = abtest(t, env, aaArgs(install, out, 2)...)
+	code, _, stderr = abtest(t, env, aaArgs(install, out, 2, 2)...)
 	if code != 2 || !strings.Contains(stderr, fmt.Sprint(c.cmd.Process.Pid)) {
 		t.Errorf("a fresh run with the same -o: exit %d %q, want 2 naming pid %d", code, stderr, c.cmd.Process.Pid)
 	}
@@ -341,7 +346,7 @@ func TestFaultDiskFullMidAppend(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	out := filepath.Join(mnt, "run")
-	c := startMatrix(t, env, aaArgs(install, out, 2)...)
+	c := startMatrix(t, env, aaArgs(install, out, 2, 2)...)
 	waitCells(t, c, out, 1)
 	// Leave less room than the next record needs.
 	var st syscall.Statfs_t

@@ -75,7 +75,7 @@ func TestMatrixChecksTheStoreFirst(t *testing.T) {
 	env, _ := setup(t)
 	out := filepath.Join(t.TempDir(), "run")
 	start := time.Now()
-	code, _, stderr := abtest(t, env, append(aaArgs(install, out, 1), "--store", "postgres://bad host:x/db")...)
+	code, _, stderr := abtest(t, env, append(aaArgs(install, out, 1, 2), "--store", "postgres://bad host:x/db")...)
 	if code != 2 || !strings.Contains(stderr, "does not parse") {
 		t.Errorf("matrix --store 'postgres://bad host:x/db': exit %d after %s, %q; want exit 2 before any cell", code, time.Since(start), stderr)
 	}
