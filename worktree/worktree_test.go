@@ -297,6 +297,37 @@ func TestApplyPlainDiffsInOrder(t *testing.T) {
 	}
 }
 
+// TestApplyAgainSameSHA: one base and the same patches make one sha in
+// two worktrees applied a second apart (and so one build fingerprint),
+// for plain diffs and for a mail series: the commits are dated as the
+// base is, not now.
+func TestApplyAgainSameSHA(t *testing.T) {
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	plain := writeFile(t, filepath.Join(t.TempDir(), "1.diff"), "--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1 @@\n-int a = 4;\n+int a = 5;\n")
+	mbox := seriesPatch(t, repo, shas[4])
+	for k, patch := range []string{plain, mbox} {
+		var heads []string
+		for i, name := range []string{"p", "q"} {
+			name += fmt.Sprint(k)
+			if i > 0 {
+				time.Sleep(1100 * time.Millisecond) // git dates are in seconds
+			}
+			if _, err := m.Switch(ctx, name, shas[4]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Apply(ctx, name, []string{patch}); err != nil {
+				t.Fatal(err)
+			}
+			heads = append(heads, testenv.Git(t, filepath.Join(m.Root, name), "rev-parse", "HEAD"))
+		}
+		if heads[0] != heads[1] {
+			t.Errorf("%s applied twice on %s: HEAD %s then %s, want one sha", filepath.Base(patch), text.Short(shas[4]), heads[0], heads[1])
+		}
+	}
+}
+
 func TestApplyFailureLeavesWorktreeAsItWas(t *testing.T) {
 	repo, shas := history(t)
 	m := manager(t, repo)
