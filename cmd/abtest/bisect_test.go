@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/internal/demo"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
@@ -85,53 +82,4 @@ func bisectChain(t *testing.T, name string, change func(src string)) (env map[st
 		"PG_DATA_DIR":       filepath.Join(base, "data"),
 		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
 	}, good, want
-}
-
-// TestBisectDemoPatch: in a chain of five commits on the PostgreSQL 15
-// tree, the third applies the demo patch and the others change nothing
-// that matters; bisect on churn's pgss_deallocs names exactly that commit
-// after at most ⌈log2 5⌉ + 1 = 4 steps, and a resumed finished bisect
-// runs nothing. pgss_deallocs counts evictions in a 1 s window, so it
-// moves with the throughput, which the other bisect's valgrind cells
-// beside it take: a step it leaves inconclusive at 8 repeats (medians
-// good 33, step 19, bad 5 at load 7–11) doubles them once.
-func TestBisectDemoPatch(t *testing.T) {
-	t.Parallel() // its proof is no TPS figure: it may share the CPUs
-	testenv.PGInstall(t)
-	env, good, want := bisectChain(t, "demo", func(src string) {
-		patch := filepath.Join(t.TempDir(), demo.PatchName)
-		os.WriteFile(patch, demo.Patch, 0o644)
-		testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "am", "-q", patch)
-	})
-	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
-	args := []string{"bisect", "--good", good, "--bad", "HEAD", "-w", "churn", "-c", "2", "-m", "1000", "--metric", "pgss_deallocs",
-		"-r", "8", "--max-repeats", "16", "-d", "1", "--warmup", "1", "-o", out}
-	code, stdout, _ := abtest(t, env, append([]string{"-n"}, args...)...)
-	if code != 0 || !strings.Contains(stdout, "5 first-parent commits") {
-		t.Errorf("bisect -n: %d\n%s", code, stdout)
-	}
-	code, stdout, stderr := abtest(t, env, args...)
-	if code != 0 {
-		t.Fatalf("bisect: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if !strings.Contains(stdout, "first bad commit: "+want) {
-		t.Errorf("bisect did not name %s:\n%s", want, stdout)
-	}
-	var st bisect.State
-	data, _ := os.ReadFile(filepath.Join(out, "bisect.json"))
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	built := map[string]bool{}
-	for _, s := range st.Steps {
-		built[s.SHA] = true
-	}
-	if len(built) > 4 {
-		t.Errorf("%d steps built, want at most 4", len(built))
-	}
-	// Resuming a finished bisect runs nothing and gives the same answer.
-	code, stdout, _ = abtest(t, env, args...)
-	if code != 0 || !strings.Contains(stdout, "resuming") || !strings.Contains(stdout, "first bad commit: "+want) {
-		t.Errorf("resume: %d\n%s", code, stdout)
-	}
 }

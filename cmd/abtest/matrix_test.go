@@ -16,10 +16,7 @@ import (
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 
-	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/matrix"
@@ -296,77 +293,6 @@ func countLines(path string) int {
 func itoa(n int) string {
 	data, _ := json.Marshal(n)
 	return string(data)
-}
-
-// TestMatrixFromSourcePG15 is the issue's end-to-end run: the PostgreSQL
-// 15 tree built twice (base, and base with the demo patch), 3 commits ×
-// 2 workloads × 3 repeats with an A/A arm on base's build, alternating,
-// and the patch visible in pgss_deallocs on churn. One client count:
-// plans of several are the -n tests' proof, and a second count doubled
-// the suite's longest matrix (36 cells, 158 s). The A/A arm gates nothing
-// (aaGatesNothing, issue 13). Three repeats are the least a gated run
-// may plan (r_min); at 2 s a cell they need not answer for TPS
-// (--allow-unknown), and may call the patch worse on churn (exit 1),
-// never the A/A arm. Cells of 3 s proved the same in 18 s more: alone at
-// load 5, 82.6 s against 63.6 s (churn deallocs base 894, patch 327 at
-// 2 s).
-func TestMatrixFromSourcePG15(t *testing.T) {
-	t.Parallel() // its proofs are counts and the plan, no TPS figure
-	testenv.RequireTools(t, "cc", "make")
-	env := matrixEnv(t)
-	e := testbuild.PG15(t)
-	patch := filepath.Join(t.TempDir(), "demo.patch")
-	os.WriteFile(patch, demo.Patch, 0o644)
-	// The builds the matrix plans, made (or found) first, as other tests
-	// make them: the matrix finds them up to date and builds nothing,
-	// so the test holds them shared and other tests run beside it.
-	release := build.Options{Type: build.Release}
-	builds := []*build.Result{e.Build(t, "pg15-base", "base", nil, release), e.Build(t, "pg15-patch", "base", []string{patch}, release)}
-	defer func() {
-		for _, b := range builds {
-			if info, err := build.ReadInfo(b.Info.Install); err != nil || !info.BuiltAt.Equal(b.Info.BuiltAt) {
-				t.Errorf("the matrix built %s again, under other tests' servers (%v)", b.Info.Name, err)
-			}
-		}
-	}()
-	env["PG_SOURCE_DIR"] = e.Source
-	env["PG_WORKTREES_DIR"] = e.Worktrees
-	env["PG_INSTALL_DIR"] = e.Installs
-	out := filepath.Join(env["BENCH_RESULTS_DIR"], "e2e")
-	code, stdout, stderr := abtest(t, env, "matrix", "-k", "base,patch=base+"+patch+",aa=base", "-W", "pg15-%c",
-		"-c", "2", "-w", "select1,churn", "-d", "2", "-r", "3", "-m", "1000", "--warmup", "1", "-o", out, "--fail-on-regression", "--allow-unknown")
-	if code != 0 && code != 1 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	recs := records(t, out)
-	if len(recs) != 3*2*3 {
-		t.Fatalf("%d cells, want 18", len(recs))
-	}
-	plan, _ := results.ReadPlan(out)
-	for i, r := range recs {
-		if r.Cell != plan.Cells[i].ID || r.Status != "ok" {
-			t.Errorf("cell %d = %s (%s %s), plan says %s", i, r.Cell, r.Status, r.Error, plan.Cells[i].ID)
-		}
-	}
-	for i := 0; i+2 < len(recs); i += 3 {
-		if a, b, c := recs[i].Commit, recs[i+1].Commit, recs[i+2].Commit; a == b || b == c || a == c {
-			t.Errorf("cells %d to %d are %s, %s, %s: commits do not alternate", i, i+2, a, b, c)
-		}
-	}
-	aaGatesNothing(t, out, stdout)
-	dealloc := map[string]float64{}
-	for _, r := range recs {
-		if r.Workload == "churn" {
-			dealloc[r.Commit] += r.Metrics.Value("pgss_deallocs")
-		}
-	}
-	t.Logf("churn deallocs: base %.0f, patch %.0f", dealloc["base"], dealloc["patch"])
-	if dealloc["base"] == dealloc["patch"] || dealloc["base"] == 0 {
-		t.Errorf("pgss_deallocs on churn: base %v, patch %v; want them to differ", dealloc["base"], dealloc["patch"])
-	}
-	if plan.Commits[0].Fingerprint == "" || plan.Commits[0].Fingerprint == plan.Commits[1].Fingerprint {
-		t.Errorf("build fingerprints in plan.json: %+v", plan.Commits)
-	}
 }
 
 // TestMatrixPerf records a profile in every cell and reports where the
