@@ -45,8 +45,8 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 		// stays well inside the exact tier's 0.1 % band: the rarest
 		// noise seen, 3 864 instructions once in a 2N run (workload's
 		// package comment), is 0.056 % of a transaction at N = 200;
-		// measured at load 6–10: base 34 548.4 twice, the A/A arm
-		// 34 550.3 and 34 550.5 (0.006 %), the slowed 37 059–37 060.
+		// measured in 2 runs at load 3–7: base and the A/A arm
+		// 34 550.2–34 550.4, the slowed build 37 059.0–37 060.2.
 		InstrTransactions: 200,
 	}
 	plan, err := Prepare(context.Background(), deps, req)
