@@ -20,8 +20,9 @@ import (
 // directories) is within 0.02 %, a fifth of the band (measured
 // 0.00057 % at load average 12; the slowed build: +2 497
 // instructions/tx, +7.2 %; with one server 0.00003 % and 0.00004 %,
-// +2 491). In
-// parallel with TestInstructionsRepeat: counts do not depend on load.
+// +2 491). It runs in parallel with TestInstructionsRepeat, and its
+// three measurements (subtests base, base-again, slowed) with each
+// other: counts do not depend on load.
 func TestInstructionsSlowedBuild(t *testing.T) {
 	t.Parallel()
 	requireValgrind(t)
@@ -33,7 +34,7 @@ func TestInstructionsSlowedBuild(t *testing.T) {
 	}
 	slow := e.Build(t, "pg15-slow-exec", "base", []string{patch}, build.Options{Type: build.Release}).Info.Install
 
-	measure := func(install string) *InstrResult {
+	measure := func(t *testing.T, install string) *InstrResult {
 		t.Helper()
 		var res *InstrResult
 		quietCluster(t, install, func(st *cluster.State, u *proc.User) {
@@ -44,7 +45,15 @@ func TestInstructionsSlowedBuild(t *testing.T) {
 		})
 		return res
 	}
-	a1, a2, b := measure(base), measure(base), measure(slow)
+	var a1, a2, b *InstrResult
+	installs := map[string]string{"base": base, "base-again": base, "slowed": slow}
+	got := map[string]**InstrResult{"base": &a1, "base-again": &a2, "slowed": &b}
+	concurrently(t, []string{"base", "base-again", "slowed"}, func(t *testing.T, name string) {
+		*got[name] = measure(t, installs[name])
+	})
+	if a1 == nil || a2 == nil || b == nil {
+		t.FailNow() // a measurement failed
+	}
 	aa := 100 * math.Abs(a2.PerTx-a1.PerTx) / a1.PerTx
 	delta := b.PerTx - a1.PerTx
 	t.Logf("base %.2f and %.2f instructions/tx (A/A %.5f %%), slowed %.2f (%+.2f, %+.2f %%); wall %.1f s", a1.PerTx, a2.PerTx, aa, b.PerTx, delta, 100*delta/a1.PerTx, b.WallS)

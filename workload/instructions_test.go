@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pgabtest/abtest/cluster"
@@ -78,17 +79,33 @@ func spreadPct(xs []float64) float64 {
 // not depend on load, so the workloads run in parallel, each on a
 // cluster of its own, and beside TestInstructionsSlowedBuild: valgrind
 // runs one thread, and these were 360 s of the package's 490 s one after
-// the other at load 13.
+// the other at load 13. The subtests run from goroutines, not with
+// t.Parallel: a parallel subtest waits for a free -parallel slot behind
+// every other parallel test of the package, so churn's chain, the
+// longest (218 s at load 12), started about a minute into the parallel
+// phase and ran alone at its end; this way both start with this test.
 func TestInstructionsRepeat(t *testing.T) {
 	t.Parallel()
 	requireValgrind(t)
 	install := testenv.PGInstall(t)
-	for _, wl := range []string{"select1", "churn"} {
-		t.Run(wl, func(t *testing.T) {
-			t.Parallel()
-			instructionsRepeat(t, install, wl)
-		})
+	concurrently(t, []string{"select1", "churn"}, func(t *testing.T, wl string) {
+		instructionsRepeat(t, install, wl)
+	})
+}
+
+// concurrently runs fn as a subtest per name, all at once, within the
+// calling test's -parallel slot (t.Run may be called from several
+// goroutines; each subtest may t.Fatal).
+func concurrently(t *testing.T, names []string, fn func(t *testing.T, name string)) {
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, func(t *testing.T) { fn(t, name) })
+		}()
 	}
+	wg.Wait()
 }
 
 // instructionsRepeat measures wl's instructions *instrRepeats times on
