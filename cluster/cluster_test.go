@@ -212,9 +212,9 @@ func TestStartRestartRecreateStop(t *testing.T) {
 
 	// Same options again: nothing happens.
 	pid2, _ := PID(st.DataDir)
-	start(t, m, "a", Options{Install: install, PgssMax: 2000, Settings: []Setting{{"work_mem", "7MB"}}})
-	if pid3, _ := PID(st.DataDir); pid3 != pid2 {
-		t.Errorf("unchanged options restarted the server (%d -> %d)", pid2, pid3)
+	again := start(t, m, "a", Options{Install: install, PgssMax: 2000, Settings: []Setting{{"work_mem", "7MB"}}})
+	if pid3, _ := PID(st.DataDir); pid3 != pid2 || again.Action != Unchanged {
+		t.Errorf("unchanged options restarted the server (%d -> %d): %s, %s", pid2, pid3, again.Action, again.Reason)
 	}
 
 	st = start(t, m, "a", Options{Install: install, Recreate: true})
