@@ -12,9 +12,10 @@ import (
 // LoggedTxPerSecond is the per-transaction log's budget, in lines per
 // second of window: the sampling rate is chosen so that about this many
 // transactions a second are logged, whatever the cell's length. Each
-// line costs pgbench about 2.3 µs of CPU (pgbenchLogLine), so the budget
-// is about 0.5 % of one core; a fixed 100 000 lines a cell cost a 3 s
-// cell at 40 000 tx/s 1.6 % (issue 27). At that throughput it gives
+// line costs pgbench about 1 µs of CPU (pgbenchLogLine; 2.3 µs on an
+// older machine), so the budget is about 0.2 % of one core (0.5 %); a
+// fixed 100 000 lines a cell cost a 3 s cell at 40 000 tx/s 1.6 % at
+// 2.3 µs (issue 27). At that throughput it gives
 // LoggedTxPerSecond²/TPS = 100 back-to-back pairs a second, 300 in a
 // 3 s cell; the pair rule of samplingRate keeps short cells above
 // MinLatencyPairs.
