@@ -121,8 +121,13 @@ func TestSampledLatencyKeepsPercentiles(t *testing.T) {
 	}
 	m := cell.Metrics
 	t.Logf("the cell: %s; p50 %.3f ms, p99 %.3f ms", cell.LatencyDetail, m[results.MetricLatencyP50], m[results.MetricLatencyP99])
-	if budget := 1.5 * LoggedTxPerSecond * cell.Observer.WindowS; float64(cell.LoggedTx) > budget {
-		t.Errorf("the cell logged %d transactions, its budget is %.0f", cell.LoggedTx, budget/1.5)
+	// The budget holds at the throughput the rate was chosen for; a
+	// window that runs faster logs more in proportion (in a warm suite,
+	// s13c, 62 000 tx/s against the 41 590 expected: 9 197 lines
+	// against 6 040).
+	faster := math.Max(1, m[results.MetricTPS]/s.ExpectedTPS)
+	if budget := 1.5 * LoggedTxPerSecond * cell.Observer.WindowS; float64(cell.LoggedTx) > budget*faster {
+		t.Errorf("the cell logged %d transactions at %.0f tx/s, its budget is %.0f at the %.0f tx/s expected", cell.LoggedTx, m[results.MetricTPS], budget/1.5, s.ExpectedTPS)
 	}
 	if m[results.MetricLatencyP50] <= 0 || m[results.MetricLatencyP99] < m[results.MetricLatencyP50] || cell.LatencyDetail == "" {
 		t.Errorf("the cell's latency rows: %v (%v)", m, cell.Warnings)
