@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,10 +86,13 @@ func TestSwitchStopBusyAndForce(t *testing.T) {
 	// it would (flock(1) on the lock file Acquire takes).
 	testenv.RequireTools(t, "flock")
 	holder := exec.Command("flock", filepath.Join(env["PG_DATA_DIR"], ".pg.use"), "sleep", "60")
+	// A group of its own: killing flock alone left its sleep running,
+	// orphaned, for a minute after the package.
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { holder.Process.Kill(); holder.Wait() }()
+	defer func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() }()
 	time.Sleep(300 * time.Millisecond)
 	code, _, stderr := abtest(t, env, "switch", "-w", "pg", "--stop")
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--force") {
