@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/pgabtest/abtest/build"
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -30,6 +31,8 @@ type Options struct {
 	PgssMax         int
 	Settings        []string
 	Seconds, Warmup int
+	// Rate is the offered rate (-R, one; empty or 0 a closed loop).
+	Rate            string
 	Protocol, Build string
 	// InstrTransactions is N of each instruction cell (0: the default).
 	InstrTransactions int
@@ -57,6 +60,12 @@ func (o Options) Request() (*Request, error) {
 	}
 	if m.Warmup, err = matrix.Seconds(o.Warmup, "--warmup"); err != nil {
 		return nil, err
+	}
+	if m.Rates, err = matrix.ParseRates(o.Rate); err != nil {
+		return nil, err
+	}
+	if len(m.Rates) > 1 {
+		return nil, exitcode.BadInputf("--rate %s: bisect runs at one offered rate, e.g. --rate 1000", o.Rate)
 	}
 	if m.Build, err = build.ParseType(o.Build); err != nil {
 		return nil, err

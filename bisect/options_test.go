@@ -9,19 +9,19 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
-// TestOptionsRequest: one configuration from the options; an exact
-// metric takes one repeat per step unless repeats were given; bad
-// values are exit 2.
+// TestOptionsRequest: one configuration (at one offered rate) from the
+// options; an exact metric takes one repeat per step unless repeats
+// were given; bad values are exit 2.
 func TestOptionsRequest(t *testing.T) {
 	o := Options{Good: "g", Bad: "b", Metric: "tps", Repeats: 8, MaxRepeats: 20, Workloads: "churn", Clients: 16, CPUs: 2,
-		PgssMax: 1000, Settings: []string{"work_mem=8MB"}, Seconds: 10, Warmup: 2, Protocol: "simple", Build: "release"}
+		PgssMax: 1000, Settings: []string{"work_mem=8MB"}, Seconds: 10, Warmup: 2, Rate: "1500", Protocol: "simple", Build: "release"}
 	r, err := o.Request()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := r.Matrix
 	if r.Repeats != 8 || fmt.Sprint(m.Workloads, m.Clients, m.CPUs) != "[churn] [16] [2]" || m.Duration != 10*time.Second ||
-		m.Warmup != 2*time.Second || fmt.Sprint(m.Settings) != "[{pg_stat_statements.max [1000]} {work_mem [8MB]}]" {
+		m.Warmup != 2*time.Second || fmt.Sprint(m.Rates) != "[1500]" || fmt.Sprint(m.Settings) != "[{pg_stat_statements.max [1000]} {work_mem [8MB]}]" {
 		t.Errorf("request = %+v", r)
 	}
 	o.Metric = "instructions_per_tx"
@@ -37,6 +37,8 @@ func TestOptionsRequest(t *testing.T) {
 		"-d -1":            {Workloads: "select1", Seconds: -1, Build: "release", PgssMax: 1000},
 		"build type":       {Workloads: "select1", Build: "x", PgssMax: 1000},
 		"-m 5":             {Workloads: "select1", Build: "release", PgssMax: 5},
+		`-R "fast"`:        {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "fast"},
+		"one offered rate": {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "500,1000"},
 	} {
 		if _, err := bad.Request(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)

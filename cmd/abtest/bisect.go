@@ -36,6 +36,7 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 			&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: 5000, Usage: "pg_stat_statements.max `N`"},
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 10, Usage: "`SECONDS` per cell"},
 			&cli.IntFlag{Name: "warmup", Value: 2, Usage: "warm-up `SECONDS`"},
+			&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: "offered `TPS` (pgbench -R, open loop; 0 = closed loop): a count per window then moves with the commit, not the throughput"},
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`"},
 			&cli.StringFlag{Name: "build", Aliases: []string{"b"}, Value: "release", Usage: "build `TYPE`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "state and results `DIR`", DefaultText: "$BENCH_RESULTS_DIR/bisect_GOOD_BAD"},
@@ -52,7 +53,7 @@ func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
 		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
-		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"),
+		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), Rate: cmd.String("rate"),
 		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")),
 	}.Request()
 }
