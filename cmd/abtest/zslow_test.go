@@ -43,8 +43,8 @@ import (
 // The cells run open-loop at 500 transactions/s into a table of 100
 // statements, full within the warm-up: a closed loop's windows burned
 // both cores for what proves no figure (alone: 12.9 CPU-s against
-// 136.1, both 77 s of wall, same machine), and the evictions are then the commit's (base 427, patch 213
-// in one run), not the throughput's.
+// 136.1, both 77 s of wall, same machine), and the evictions are then
+// the commit's (base 427, patch 213 in one run), not the throughput's.
 func TestMatrixFromSourcePG15(t *testing.T) {
 	t.Parallel() // its proofs are counts and the plan, no TPS figure
 	testenv.RequireTools(t, "cc", "make")
