@@ -56,6 +56,11 @@ func TestPlanAndIdentity(t *testing.T) {
 	if id != want {
 		t.Errorf("identity %+v\nwant %+v", id, want)
 	}
+	r.Matrix.Rates = []float64{500}
+	if other, _ := Identify(d, r); other == id {
+		t.Error("an offered rate gave the same identity as the closed loop")
+	}
+	r.Matrix.Rates = nil
 	r.Matrix.Clients = []int{4}
 	if other, _ := Identify(d, r); other == id {
 		t.Error("another client count gave the same identity")

@@ -16,11 +16,12 @@ func DefaultDir(resultsDir string, id Identity) string {
 }
 
 // WritePlan prints what a bisection of revs would do: the range, the
-// most steps and cells, the metric, the state directory, then the
-// first-parent commits.
+// most steps and cells, the metric and the configuration it is measured
+// in (its clients, offered rate and settings), the state directory,
+// then the first-parent commits.
 func WritePlan(w io.Writer, r *Request, id Identity, revs []Rev, steps int) {
-	fmt.Fprintf(w, "# bisect %s (good) .. %s (bad): %d first-parent commits, at most %d steps of %d cells (good, step, bad × %d repeats), metric %s; state in %s\n",
-		text.Short(id.Good), text.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, r.Dir)
+	fmt.Fprintf(w, "# bisect %s (good) .. %s (bad): %d first-parent commits, at most %d steps of %d cells (good, step, bad × %d repeats), metric %s in %s; state in %s\n",
+		text.Short(id.Good), text.Short(id.Bad), len(revs)-1, steps, 3*r.Repeats, r.Repeats, r.Metric, id.Config, r.Dir)
 	for i, rev := range revs {
 		fmt.Fprintf(w, "%3d %s %s\n", i, text.Short(rev.SHA), rev.Subject)
 	}

@@ -29,7 +29,7 @@ func TestExecuteDryRun(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "# bisect "+shas[0][:8]+" (good) .. "+shas[3][:8]+" (bad): 3 first-parent commits") ||
-		!strings.Contains(lines[0], "state in "+r.Dir) || !strings.HasPrefix(lines[4], "  3 "+shas[3][:8]+" change 3") {
+		!strings.Contains(lines[0], "metric tps in select1/c2/cpuall/pgss.max=1000; state in "+r.Dir) || !strings.HasPrefix(lines[4], "  3 "+shas[3][:8]+" change 3") {
 		t.Errorf("plan:\n%s", out.String())
 	}
 	out.Reset()

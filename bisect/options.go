@@ -64,8 +64,13 @@ func (o Options) Request() (*Request, error) {
 	if m.Rates, err = matrix.ParseRates(o.Rate); err != nil {
 		return nil, err
 	}
-	if len(m.Rates) > 1 {
+	switch {
+	case len(m.Rates) > 1:
 		return nil, exitcode.BadInputf("--rate %s: bisect runs at one offered rate, e.g. --rate 1000", o.Rate)
+	case len(m.Rates) == 1 && m.Rates[0] == 0:
+		// --rate 0 is the closed loop of no --rate: the same
+		// configuration, so the same bisection to resume.
+		m.Rates = nil
 	}
 	if m.Build, err = build.ParseType(o.Build); err != nil {
 		return nil, err

@@ -24,6 +24,10 @@ func TestOptionsRequest(t *testing.T) {
 		m.Warmup != 2*time.Second || fmt.Sprint(m.Rates) != "[1500]" || fmt.Sprint(m.Settings) != "[{pg_stat_statements.max [1000]} {work_mem [8MB]}]" {
 		t.Errorf("request = %+v", r)
 	}
+	o.Rate = "0"
+	if r, _ := o.Request(); r.Matrix.Rates != nil {
+		t.Errorf("--rate 0: rates %v, want none (the closed loop of no --rate)", r.Matrix.Rates)
+	}
 	o.Metric = "instructions_per_tx"
 	if r, _ := o.Request(); r.Repeats != 1 {
 		t.Errorf("exact metric: %d repeats, want 1", r.Repeats)
