@@ -85,6 +85,13 @@ type Options struct {
 	Contrib []string
 	// Force rebuilds even when the fingerprint is unchanged.
 	Force bool
+	// Reuse, when the name has no install of its fingerprint, uses an
+	// install of the same Source under any name instead of building:
+	// for builds whose names abtest makes up and nobody switches to
+	// (bisect's b-<sha>, nightly's n-<sha>), never for a worktree's own
+	// (its env.sh runs its install). Nothing is written to the other
+	// install.
+	Reuse bool
 }
 
 // Builder builds worktrees into install prefixes.
@@ -133,6 +140,9 @@ type Progress interface {
 type Result struct {
 	Info    *Info
 	Skipped bool
+	// Reused: Info is another name's install of the same Source
+	// (Options.Reuse).
+	Reused bool
 	// Stopped names the servers (clusters) Servers stopped before the
 	// install; the next cluster Start brings each back on the new build.
 	Stopped []string
@@ -171,6 +181,17 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if prev, ok := installed(j); ok {
 		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
 		return &Result{Info: prev, Skipped: true}, nil
+	}
+	// Then the source's lock: a build that may reuse another name's
+	// install of this source waits for one under way.
+	unlockSource, err := b.lock(ctx, "source-"+j.info.Source[:16])
+	if err != nil {
+		return nil, err
+	}
+	defer unlockSource()
+	if other := b.sameSource(j); other != nil {
+		b.Run.Note("build %s: %s, using it", j.name, reusing(other))
+		return &Result{Info: other, Skipped: true, Reused: true}, nil
 	}
 	if err := b.reachable(ctx, j.wt, b.InstallRoot); err != nil {
 		return nil, err
@@ -234,6 +255,25 @@ func (b *Builder) Current(ctx context.Context, prov *worktree.Provenance, wtDir 
 	return ok, nil
 }
 
+// sameSource returns the record of an install of j's Source, under any
+// name, when j may reuse one (Options.Reuse) and its own has no build of
+// its fingerprint.
+func (b *Builder) sameSource(j *job) *Info {
+	if !j.o.Reuse || j.o.Force {
+		return nil
+	}
+	for _, r := range Records(b.InstallRoot) {
+		if r.Source != j.info.Source || r.Install != filepath.Join(b.InstallRoot, r.Name) {
+			continue
+		}
+		// The prefix itself, not a link to one elsewhere.
+		if fi, err := os.Lstat(r.Install); err == nil && fi.IsDir() && exists(filepath.Join(r.Install, "bin", "postgres")) {
+			return r
+		}
+	}
+	return nil
+}
+
 // installed returns the record of j's install when it holds j's build.
 func installed(j *job) (*Info, bool) {
 	prev, err := ReadInfo(j.install)
@@ -293,7 +333,11 @@ func (b *Builder) plan(ctx context.Context, prov *worktree.Provenance, wtDir str
 		return nil, err
 	}
 	j.opts = b.options(o, j.meson, install, j.ccache)
-	j.info = &Info{
+	src, err := b.source(ctx, wtDir, system, install, o, j.opts, inputs)
+	if err != nil {
+		return nil, err
+	}
+	j.info = &Info{Source: src,
 		Name: j.name, Worktree: wtDir, Install: install, System: system, Type: o.Type,
 		Options: j.opts, Profiling: o.Profiling, Fingerprint: fingerprint(system, o, j.opts, inputs), Inputs: inputs, Log: j.log,
 		CatalogVersion: catalogVersion(wtDir),

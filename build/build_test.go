@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -184,6 +185,82 @@ func TestFingerprint(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "build", "x.o"), []byte("obj"), 0o644)
 	if got := fp(Options{Type: Release}, prov); seen[got] != "untracked file" {
 		t.Errorf("files in the build dir changed the fingerprint (%s)", seen[got])
+	}
+}
+
+// TestSource: two worktrees of one tree have one Source whatever their
+// commits and prefixes, another tree or build type another; a build with
+// Reuse finds an install of its Source under another name, never through
+// a link, never one whose record names another prefix, and not without
+// Reuse or with Force.
+func TestSource(t *testing.T) {
+	testenv.RequireTools(t, "cc")
+	b, prov, _, _ := fakeTree(t, true)
+	b.Run = &proc.Runner{}
+	ctx := context.Background()
+	wt := &worktree.Manager{Source: prov.Source, Root: b.WorktreesRoot, Run: &proc.Runner{}}
+	testenv.Commit(t, prov.Source, "empty", nil)
+	testenv.Commit(t, prov.Source, "edit", map[string]string{"src/backend/parser/gram.c": "/* other */\n"})
+	source := func(name, ref, install string, o Options) string {
+		if _, err := wt.Switch(ctx, name, ref); err != nil {
+			t.Fatal(err)
+		}
+		p, err := wt.Info(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(b.WorktreesRoot, name)
+		in, err := b.inputs(ctx, p, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := b.source(ctx, d, "meson", install, o, b.options(o, true, install, true), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	release := Options{Type: Release}
+	base := source("lru", "HEAD~2", "/i/lru", release)
+	if got := source("empty", "HEAD~1", "/i/empty", release); got != base {
+		t.Errorf("an empty commit's worktree under another prefix has another source")
+	}
+	if got := source("edit", "HEAD", "/i/edit", release); got == base {
+		t.Errorf("another tree has the same source")
+	}
+	if got := source("debug", "HEAD~2", "/i/debug", Options{Type: Debug}); got == base {
+		t.Errorf("a debug build has the release build's source")
+	}
+
+	record := func(dir string, info Info) {
+		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "bin", "postgres"), nil, 0o755)
+		data, _ := json.Marshal(info)
+		if err := os.WriteFile(filepath.Join(dir, InfoFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elsewhere := filepath.Join(t.TempDir(), "linked")
+	record(elsewhere, Info{Name: "linked", Install: filepath.Join(b.InstallRoot, "linked"), Source: base})
+	if err := os.Symlink(elsewhere, filepath.Join(b.InstallRoot, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	record(filepath.Join(b.InstallRoot, "moved"), Info{Name: "moved", Install: "/somewhere/else", Source: base})
+	j := &job{name: "b-1", o: Options{Reuse: true}, info: &Info{Source: base}}
+	if got := b.sameSource(j); got != nil {
+		t.Errorf("reused %s: through a link, or a record of another prefix", got.Name)
+	}
+	record(filepath.Join(b.InstallRoot, "pg-base"), Info{Name: "pg-base", Install: filepath.Join(b.InstallRoot, "pg-base"), Source: base})
+	if got := b.sameSource(j); got == nil || got.Name != "pg-base" {
+		t.Errorf("reused %+v, want pg-base", got)
+	}
+	for _, o := range []Options{{}, {Reuse: true, Force: true}} {
+		j.o = o
+		if got := b.sameSource(j); got != nil {
+			t.Errorf("options %+v reused %s", o, got.Name)
+		}
 	}
 }
 

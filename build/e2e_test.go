@@ -93,6 +93,27 @@ func TestFromSourcePG15(t *testing.T) {
 		t.Errorf("cross-worktree ccache hit rate %.1f%%, want > 80%%", 100*cc.HitRate)
 	}
 
+	// A third worktree of the second's commit and patch, under a name of
+	// its own, with Reuse: the second's install serves, nothing is built
+	// and no prefix is made for the name (bisect's b-<sha> of a tree
+	// already built).
+	reuse := name + "-reuse"
+	t.Cleanup(func() {
+		e.WT.Remove(context.Background(), reuse)
+		os.Remove(filepath.Join(e.Installs, reuse+".build.log"))
+	})
+	third := e.Build(t, reuse, "base", []string{patch}, build.Options{Type: build.Release, Reuse: true})
+	if !third.Reused || third.Info.Install != second.Info.Install || third.Info.Source != second.Info.Source || second.Info.Source == "" {
+		t.Errorf("a worktree of the second's source with Reuse: reused %v %s (source %.12s), want the second's %s (source %.12s)",
+			third.Reused, third.Info.Install, third.Info.Source, second.Info.Install, second.Info.Source)
+	}
+	if _, err := os.Lstat(filepath.Join(e.Installs, reuse)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a reused build made its own prefix: %v", err)
+	}
+	if base.Info.Source == second.Info.Source {
+		t.Errorf("the patched tree has the base's source %.12s", base.Info.Source)
+	}
+
 	// The second worktree's build is of its own source: its patched
 	// pg_stat_statements differs from the base's (no cache answered for
 	// it), and its paths are its own although pg_config.h was shared.

@@ -135,6 +135,24 @@ func (b *Builder) Fingerprint(ctx context.Context, prov *worktree.Provenance, wt
 	return j.info.Fingerprint, nil
 }
 
+// Reuses is the estimate of a build that Build would not make because
+// an install of its source is there under another name (Options.Reuse);
+// ok is false when it would build or find its own install current. It
+// changes nothing.
+func (b *Builder) Reuses(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (e Estimate, ok bool) {
+	j, err := b.plan(ctx, prov, wtDir, o)
+	if err != nil {
+		return e, false
+	}
+	if _, own := installed(j); own {
+		return e, false
+	}
+	if other := b.sameSource(j); other != nil {
+		return Estimate{Kind: Cached, From: reusing(other)}, true
+	}
+	return e, false
+}
+
 // Estimate estimates the build name of commit sha. fingerprint, when
 // known, is what the build's fingerprint will be: when it is installed
 // there is nothing to build. Otherwise the build is warm when ccache is

@@ -40,7 +40,14 @@ type Info struct {
 	Options     []string `json:"options"`
 	Profiling   bool     `json:"profiling"`
 	Fingerprint string   `json:"fingerprint"`
-	Inputs      Inputs   `json:"inputs"`
+	// Source is what the build compiled, whatever its name: the tree
+	// (the commit's with the patches on top), any uncommitted change,
+	// the build system, type, options but the prefix, the contrib
+	// modules and the compiler. Two installs of one Source hold the same
+	// programs, so a build for a name abtest makes up (bisect's b-<sha>)
+	// can use the other (Options.Reuse).
+	Source string `json:"source,omitempty"`
+	Inputs Inputs `json:"inputs"`
 	// Version is `postgres --version` of the result.
 	Version string `json:"version"`
 	// CatalogVersion is CATALOG_VERSION_NO of the tree: a data
@@ -152,6 +159,25 @@ func (b *Builder) inputs(ctx context.Context, prov *worktree.Provenance, wt stri
 	}
 	in.Compiler, _, _ = strings.Cut(out, "\n")
 	return in, nil
+}
+
+// source is the Source of a build in the worktree wt of the inputs in,
+// with the options opts of its install prefix install: the tree of the
+// worktree's HEAD (the patches are commits on top) in place of the
+// commits and patches, the prefix left out of the options.
+func (b *Builder) source(ctx context.Context, wt, system, install string, o Options, opts []string, in Inputs) (string, error) {
+	c := proc.Cmd{Path: "git", Args: []string{"-C", wt, "rev-parse", "HEAD^{tree}"}, ReadOnly: true}
+	tree, err := b.Run.Output(ctx, c)
+	if err != nil {
+		return "", exitcode.Failure(err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "system=%s\ntype=%s\nprofiling=%v\ntree=%s\nchanges=%s\ncompiler=%s\nrecipe=%s\n", system, o.Type, o.Profiling, strings.TrimSpace(tree), in.Changes, in.Compiler, in.Recipe)
+	for _, op := range opts {
+		fmt.Fprintf(h, "opt=%s\n", strings.ReplaceAll(op, install, "PREFIX"))
+	}
+	fmt.Fprintf(h, "contrib=%s\n", strings.Join(dedup(o.Contrib), ","))
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func fingerprint(system string, o Options, opts []string, in Inputs) string {

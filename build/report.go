@@ -45,6 +45,9 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 	}
 	shown := !b.Run.DryRun
 	est := b.Estimate(j.name, prov.SHA, j.info.Fingerprint, o, false, Configured(wtDir))
+	if other := b.sameSource(j); other != nil && est.Kind != Cached {
+		est = Estimate{Kind: Cached, From: reusing(other)}
+	}
 	if est.Kind != Cached && shown {
 		sink.Emit(progress.Event{Kind: progress.BuildStart, Task: j.name, Detail: Describe(prov), Log: j.log,
 			Estimate: est.Duration, From: est.Kind + ": " + est.From})
@@ -59,10 +62,17 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 	if err != nil || !shown {
 		return res, err
 	}
-	if res.Skipped {
+	if res.Reused {
+		sink.Emit(progress.Event{Kind: progress.BuildCached, Task: j.name, Detail: Describe(prov), From: reusing(res.Info)})
+	} else if res.Skipped {
 		sink.Emit(progress.Event{Kind: progress.BuildCached, Task: j.name, Detail: Describe(prov), From: "fingerprint " + text.Short(res.Info.Fingerprint)})
 	} else {
 		sink.Emit(progress.Event{Kind: progress.BuildDone, Task: j.name, Detail: res.Info.Outcome()})
 	}
 	return res, nil
+}
+
+// reusing says which install a build uses in its place (Options.Reuse).
+func reusing(other *Info) string {
+	return "the same source installed as " + other.Name + " (fingerprint " + text.Short(other.Fingerprint) + ")"
 }

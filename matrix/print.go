@@ -46,16 +46,23 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 			continue
 		}
 		fp, inPlace := "", false
+		var reuse *build.Estimate
 		if prov, err := deps.Worktrees.Info(ctx, c.Build); err == nil {
 			dir, _ := deps.Worktrees.Dir(c.Build)
 			if current(prov, c) {
 				fp, _ = deps.Builder.Fingerprint(ctx, prov, dir, o)
+				if e, ok := deps.Builder.Reuses(ctx, prov, dir, o); ok {
+					reuse = &e
+				}
 			}
 			// A worktree of another commit or patches is reset in
 			// place, its build directory kept (Run).
 			inPlace = build.Configured(dir)
 		}
 		e := deps.Builder.Estimate(c.Build, c.SHA, fp, o, compiled[c.SHA], inPlace)
+		if reuse != nil && e.Kind != build.Cached {
+			e = *reuse
+		}
 		if e.Kind != build.Cached {
 			compiled[c.SHA] = true // ccache has it for the next build of sha
 		}

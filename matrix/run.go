@@ -334,6 +334,9 @@ func buildOptions(o build.Options, p results.PlanOpts) build.Options {
 	}
 	o.Profiling = p.Profiling
 	o.MesonOpts, o.ConfigureOpts = p.MesonOpts, p.ConfigureOpts
+	// Extensions are installed into the build's prefix: never into
+	// another name's.
+	o.Reuse = o.Reuse && len(p.Extensions) == 0
 	return o
 }
 
