@@ -85,13 +85,15 @@ type Options struct {
 	Contrib []string
 	// Force rebuilds even when the fingerprint is unchanged.
 	Force bool
-	// Reuse, when the name has no install of its fingerprint, uses an
-	// install of the same Source under any name instead of building:
-	// for builds whose names abtest makes up and nobody switches to
-	// (bisect's b-<sha>, nightly's n-<sha>), never for a worktree's own
-	// (its env.sh runs its install). Nothing is written to the other
-	// install.
-	Reuse bool
+	// ReuseFrom, when set, is a name prefix (bisect's "b-", nightly's
+	// "n-"): a build of a name with no install of its fingerprint uses
+	// an install of the same Source whose name has that prefix instead
+	// of building. Only names abtest makes up and nobody switches to:
+	// an install a user can rebuild (a worktree's) would be held by the
+	// servers run from it (a nightly's server on a test's wire-x made
+	// the test's rebuild of wire-x fail, "install in use"). Nothing is
+	// written to the other install.
+	ReuseFrom string
 }
 
 // Builder builds worktrees into install prefixes.
@@ -141,7 +143,7 @@ type Result struct {
 	Info    *Info
 	Skipped bool
 	// Reused: Info is another name's install of the same Source
-	// (Options.Reuse).
+	// (Options.ReuseFrom).
 	Reused bool
 	// Stopped names the servers (clusters) Servers stopped before the
 	// install; the next cluster Start brings each back on the new build.
@@ -256,14 +258,14 @@ func (b *Builder) Current(ctx context.Context, prov *worktree.Provenance, wtDir 
 }
 
 // sameSource returns the record of an install of j's Source, under any
-// name, when j may reuse one (Options.Reuse) and its own has no build of
+// name of the prefix Options.ReuseFrom, when j may reuse one and its own has no build of
 // its fingerprint.
 func (b *Builder) sameSource(j *job) *Info {
-	if !j.o.Reuse || j.o.Force {
+	if j.o.ReuseFrom == "" || j.o.Force {
 		return nil
 	}
 	for _, r := range Records(b.InstallRoot) {
-		if r.Source != j.info.Source || r.Install != filepath.Join(b.InstallRoot, r.Name) {
+		if r.Source != j.info.Source || !strings.HasPrefix(r.Name, j.o.ReuseFrom) || r.Install != filepath.Join(b.InstallRoot, r.Name) {
 			continue
 		}
 		// The prefix itself, not a link to one elsewhere.

@@ -190,9 +190,10 @@ func TestFingerprint(t *testing.T) {
 
 // TestSource: two worktrees of one tree have one Source whatever their
 // commits and prefixes, another tree or build type another; a build with
-// Reuse finds an install of its Source under another name, never through
+// ReuseFrom finds an install of its Source under another name of that
+// prefix, never one of another prefix, never through
 // a link, never one whose record names another prefix, and not without
-// Reuse or with Force.
+// ReuseFrom or with Force.
 func TestSource(t *testing.T) {
 	testenv.RequireTools(t, "cc")
 	b, prov, _, _ := fakeTree(t, true)
@@ -243,20 +244,21 @@ func TestSource(t *testing.T) {
 		}
 	}
 	elsewhere := filepath.Join(t.TempDir(), "linked")
-	record(elsewhere, Info{Name: "linked", Install: filepath.Join(b.InstallRoot, "linked"), Source: base})
-	if err := os.Symlink(elsewhere, filepath.Join(b.InstallRoot, "linked")); err != nil {
+	record(elsewhere, Info{Name: "pg-linked", Install: filepath.Join(b.InstallRoot, "pg-linked"), Source: base})
+	if err := os.Symlink(elsewhere, filepath.Join(b.InstallRoot, "pg-linked")); err != nil {
 		t.Fatal(err)
 	}
-	record(filepath.Join(b.InstallRoot, "moved"), Info{Name: "moved", Install: "/somewhere/else", Source: base})
-	j := &job{name: "b-1", o: Options{Reuse: true}, info: &Info{Source: base}}
+	record(filepath.Join(b.InstallRoot, "pg-moved"), Info{Name: "pg-moved", Install: "/somewhere/else", Source: base})
+	record(filepath.Join(b.InstallRoot, "user"), Info{Name: "user", Install: filepath.Join(b.InstallRoot, "user"), Source: base})
+	j := &job{name: "pg-1", o: Options{ReuseFrom: "pg-"}, info: &Info{Source: base}}
 	if got := b.sameSource(j); got != nil {
-		t.Errorf("reused %s: through a link, or a record of another prefix", got.Name)
+		t.Errorf("reused %s: through a link, a record of another prefix, or a name without pg-", got.Name)
 	}
 	record(filepath.Join(b.InstallRoot, "pg-base"), Info{Name: "pg-base", Install: filepath.Join(b.InstallRoot, "pg-base"), Source: base})
 	if got := b.sameSource(j); got == nil || got.Name != "pg-base" {
 		t.Errorf("reused %+v, want pg-base", got)
 	}
-	for _, o := range []Options{{}, {Reuse: true, Force: true}} {
+	for _, o := range []Options{{}, {ReuseFrom: "pg-", Force: true}} {
 		j.o = o
 		if got := b.sameSource(j); got != nil {
 			t.Errorf("options %+v reused %s", o, got.Name)

@@ -94,7 +94,7 @@ func TestFromSourcePG15(t *testing.T) {
 	}
 
 	// A third worktree of the second's commit and patch, under a name of
-	// its own, with Reuse: the second's install serves, nothing is built
+	// its own, reusing pg15-ccache-*: the second's install serves, nothing is built
 	// and no prefix is made for the name (bisect's b-<sha> of a tree
 	// already built).
 	reuse := name + "-reuse"
@@ -102,9 +102,9 @@ func TestFromSourcePG15(t *testing.T) {
 		e.WT.Remove(context.Background(), reuse)
 		os.Remove(filepath.Join(e.Installs, reuse+".build.log"))
 	})
-	third := e.Build(t, reuse, "base", []string{patch}, build.Options{Type: build.Release, Reuse: true})
+	third := e.Build(t, reuse, "base", []string{patch}, build.Options{Type: build.Release, ReuseFrom: "pg15-ccache-"})
 	if !third.Reused || third.Info.Install != second.Info.Install || third.Info.Source != second.Info.Source || second.Info.Source == "" {
-		t.Errorf("a worktree of the second's source with Reuse: reused %v %s (source %.12s), want the second's %s (source %.12s)",
+		t.Errorf("a worktree of the second's source reusing pg15-ccache-*: reused %v %s (source %.12s), want the second's %s (source %.12s)",
 			third.Reused, third.Info.Install, third.Info.Source, second.Info.Install, second.Info.Source)
 	}
 	if _, err := os.Lstat(filepath.Join(e.Installs, reuse)); !errors.Is(err, os.ErrNotExist) {

@@ -136,7 +136,7 @@ func (b *Builder) Fingerprint(ctx context.Context, prov *worktree.Provenance, wt
 }
 
 // Reuses is the estimate of a build that Build would not make because
-// an install of its source is there under another name (Options.Reuse);
+// an install of its source is there under another name (Options.ReuseFrom);
 // ok is false when it would build or find its own install current. It
 // changes nothing.
 func (b *Builder) Reuses(ctx context.Context, prov *worktree.Provenance, wtDir string, o Options) (e Estimate, ok bool) {

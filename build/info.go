@@ -45,7 +45,7 @@ type Info struct {
 	// the build system, type, options but the prefix, the contrib
 	// modules and the compiler. Two installs of one Source hold the same
 	// programs, so a build for a name abtest makes up (bisect's b-<sha>)
-	// can use the other (Options.Reuse).
+	// can use the other (Options.ReuseFrom).
 	Source string `json:"source,omitempty"`
 	Inputs Inputs `json:"inputs"`
 	// Version is `postgres --version` of the result.

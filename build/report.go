@@ -72,7 +72,7 @@ func (b *Builder) BuildShown(ctx context.Context, sink progress.Sink, prov *work
 	return res, nil
 }
 
-// reusing says which install a build uses in its place (Options.Reuse).
+// reusing says which install a build uses in its place (Options.ReuseFrom).
 func reusing(other *Info) string {
 	return "the same source installed as " + other.Name + " (fingerprint " + text.Short(other.Fingerprint) + ")"
 }

@@ -336,7 +336,9 @@ func buildOptions(o build.Options, p results.PlanOpts) build.Options {
 	o.MesonOpts, o.ConfigureOpts = p.MesonOpts, p.ConfigureOpts
 	// Extensions are installed into the build's prefix: never into
 	// another name's.
-	o.Reuse = o.Reuse && len(p.Extensions) == 0
+	if len(p.Extensions) > 0 {
+		o.ReuseFrom = ""
+	}
 	return o
 }
 

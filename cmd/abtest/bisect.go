@@ -71,9 +71,9 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
-	// b-<sha> is bisect's name, no worktree's to switch to: an install
-	// of the same source under another name serves (build.Options.Reuse).
-	mdeps.Quiet, mdeps.BuildOptions.Reuse = true, true
+	// b-<sha> is bisect's name, no worktree's to switch to: another
+	// b-<sha> install of the same source serves (build.Options.ReuseFrom).
+	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, "b-"
 	r.Dir = cmd.String("output")
 	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg)}
 	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))

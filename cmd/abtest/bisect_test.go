@@ -29,12 +29,12 @@ import (
 // TestBisectInstructions wait 150–200 s for TestBisectDemoPatch.
 //
 // The harmless commits are empty, so the chain has two trees, the
-// good one and the changed one: bisect (build.Options.Reuse) builds
-// neither where other tests built them as pg15-base and as the patched
-// pg15-slow-exec or pg15-patch, which are the same trees. With README
-// edits each chain built four b-<sha> installs of 49 s and 62 CPU-s
-// each (ccache hits, alone), one after another, on a fresh machine:
-// 617 s and 575 s for the two tests (s14a).
+// good one and the changed one: bisect (build.Options.ReuseFrom "b-")
+// builds each once, and the two chains share the good one, three
+// builds in all where README edits made six b-<sha> installs of 49 s
+// and 62 CPU-s each (ccache hits, alone), one after another: on a
+// fresh machine the tests took 617 s and 575 s (s14a), 415 s and 252 s
+// with the empty commits (s15a).
 //
 // The clone and its worktrees are kept too, in the cache root under
 // bisect-NAME (the test owns NAME while it runs): a new clone and a
