@@ -257,9 +257,9 @@ func (b *Builder) Current(ctx context.Context, prov *worktree.Provenance, wtDir 
 	return ok, nil
 }
 
-// sameSource returns the record of an install of j's Source, under any
-// name of the prefix Options.ReuseFrom, when j may reuse one and its own has no build of
-// its fingerprint.
+// sameSource returns the record of an install of j's Source under a
+// name of the prefix Options.ReuseFrom, when j may reuse one (its own
+// install has no build of its fingerprint: Build checks first).
 func (b *Builder) sameSource(j *job) *Info {
 	if j.o.ReuseFrom == "" || j.o.Force {
 		return nil
