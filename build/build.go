@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,15 +86,16 @@ type Options struct {
 	Contrib []string
 	// Force rebuilds even when the fingerprint is unchanged.
 	Force bool
-	// ReuseFrom, when set, is a name prefix (bisect's "b-", nightly's
-	// "n-"): a build of a name with no install of its fingerprint uses
-	// an install of the same Source whose name has that prefix instead
-	// of building. Only names abtest makes up and nobody switches to:
-	// an install a user can rebuild (a worktree's) would be held by the
-	// servers run from it (a nightly's server on a test's wire-x made
-	// the test's rebuild of wire-x fail, "install in use"). Nothing is
-	// written to the other install.
-	ReuseFrom string
+	// ReuseFrom are name prefixes (bisect's "b-", nightly's "n-", and
+	// those a user names with bisect --reuse or nightly's reuse_from): a
+	// build of a name with no install of its fingerprint uses an install
+	// of the same Source whose name has one of them instead of building.
+	// By default only names abtest makes up and nobody switches to: an
+	// install a user can rebuild (a worktree's) is held by the servers
+	// run from it (a nightly's server on a test's wire-x made the test's
+	// rebuild of wire-x fail, "install in use"), so a user opts in by
+	// name. Nothing is written to the other install.
+	ReuseFrom []string
 }
 
 // Builder builds worktrees into install prefixes.
@@ -258,14 +260,14 @@ func (b *Builder) Current(ctx context.Context, prov *worktree.Provenance, wtDir 
 }
 
 // sameSource returns the record of an install of j's Source under a
-// name of the prefix Options.ReuseFrom, when j may reuse one (its own
+// name of a prefix of Options.ReuseFrom, when j may reuse one (its own
 // install has no build of its fingerprint: Build checks first).
 func (b *Builder) sameSource(j *job) *Info {
-	if j.o.ReuseFrom == "" || j.o.Force {
+	if len(j.o.ReuseFrom) == 0 || j.o.Force {
 		return nil
 	}
 	for _, r := range Records(b.InstallRoot) {
-		if r.Source != j.info.Source || !strings.HasPrefix(r.Name, j.o.ReuseFrom) || r.Install != filepath.Join(b.InstallRoot, r.Name) {
+		if r.Source != j.info.Source || !reusable(r.Name, j.o.ReuseFrom) || r.Install != filepath.Join(b.InstallRoot, r.Name) {
 			continue
 		}
 		// The prefix itself, not a link to one elsewhere.
@@ -274,6 +276,24 @@ func (b *Builder) sameSource(j *job) *Info {
 		}
 	}
 	return nil
+}
+
+// CheckReusePrefixes checks the name prefixes a user adds to ReuseFrom
+// (bisect --reuse, nightly's reuse_from): each the start of a valid
+// install name, none empty (that would name every install).
+func CheckReusePrefixes(prefixes []string) error {
+	for _, p := range prefixes {
+		if err := safepath.CheckName(p); err != nil {
+			return exitcode.BadInputf("reuse %q: give the start of the names of installs to reuse, e.g. pg- (%v)", p, err)
+		}
+	}
+	return nil
+}
+
+// reusable says whether name has one of the prefixes (none empty: an
+// empty prefix would name every install).
+func reusable(name string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return p != "" && strings.HasPrefix(name, p) })
 }
 
 // installed returns the record of j's install when it holds j's build.

@@ -190,10 +190,10 @@ func TestFingerprint(t *testing.T) {
 
 // TestSource: two worktrees of one tree have one Source whatever their
 // commits and prefixes, another tree or build type another; a build with
-// ReuseFrom finds an install of its Source under another name of that
-// prefix, never one of another prefix, never through
-// a link, never one whose record names another prefix, and not without
-// ReuseFrom or with Force.
+// ReuseFrom finds an install of its Source under another name of one of
+// its prefixes, never one of another prefix (nor of an empty one), never
+// through a link, never one whose record names another prefix, and not
+// without ReuseFrom or with Force.
 func TestSource(t *testing.T) {
 	testenv.RequireTools(t, "cc")
 	b, prov, _, _ := fakeTree(t, true)
@@ -250,7 +250,7 @@ func TestSource(t *testing.T) {
 	}
 	record(filepath.Join(b.InstallRoot, "pg-moved"), Info{Name: "pg-moved", Install: "/somewhere/else", Source: base})
 	record(filepath.Join(b.InstallRoot, "user"), Info{Name: "user", Install: filepath.Join(b.InstallRoot, "user"), Source: base})
-	j := &job{name: "pg-1", o: Options{ReuseFrom: "pg-"}, info: &Info{Source: base}}
+	j := &job{name: "pg-1", o: Options{ReuseFrom: []string{"pg-"}}, info: &Info{Source: base}}
 	if got := b.sameSource(j); got != nil {
 		t.Errorf("reused %s: through a link, a record of another prefix, or a name without pg-", got.Name)
 	}
@@ -258,11 +258,16 @@ func TestSource(t *testing.T) {
 	if got := b.sameSource(j); got == nil || got.Name != "pg-base" {
 		t.Errorf("reused %+v, want pg-base", got)
 	}
-	for _, o := range []Options{{}, {ReuseFrom: "pg-", Force: true}} {
+	for _, o := range []Options{{}, {ReuseFrom: []string{"pg-"}, Force: true}, {ReuseFrom: []string{"", "b-"}}} {
 		j.o = o
 		if got := b.sameSource(j); got != nil {
 			t.Errorf("options %+v reused %s", o, got.Name)
 		}
+	}
+	// A user's name, listed (bisect --reuse user): any of the prefixes.
+	j.o = Options{ReuseFrom: []string{"b-", "user"}}
+	if got := b.sameSource(j); got == nil || got.Name != "user" {
+		t.Errorf("ReuseFrom b-, user reused %+v, want user", got)
 	}
 }
 

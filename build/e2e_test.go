@@ -102,7 +102,7 @@ func TestFromSourcePG15(t *testing.T) {
 		e.WT.Remove(context.Background(), reuse)
 		os.Remove(filepath.Join(e.Installs, reuse+".build.log"))
 	})
-	third := e.Build(t, reuse, "base", []string{patch}, build.Options{Type: build.Release, ReuseFrom: "pg15-ccache-"})
+	third := e.Build(t, reuse, "base", []string{patch}, build.Options{Type: build.Release, ReuseFrom: []string{"pg15-ccache-"}})
 	if !third.Reused || third.Info.Install != second.Info.Install || third.Info.Source != second.Info.Source || second.Info.Source == "" {
 		t.Errorf("a worktree of the second's source reusing pg15-ccache-*: reused %v %s (source %.12s), want the second's %s (source %.12s)",
 			third.Reused, third.Info.Install, third.Info.Source, second.Info.Install, second.Info.Source)

@@ -34,9 +34,12 @@ type Nightly struct {
 	RunAs string `toml:"run_as"`
 	// Store is the results database the nights are recorded in and
 	// read from; empty means root/runs/abtest.db.
-	Store  string        `toml:"store"`
-	Matrix NightlyMatrix `toml:"matrix"`
-	Gate   NightlyGate   `toml:"gate"`
+	Store string `toml:"store"`
+	// ReuseFrom names more installs a night may use instead of building
+	// a tree they hold already (build.Options.ReuseFrom): name prefixes.
+	ReuseFrom []string      `toml:"reuse_from"`
+	Matrix    NightlyMatrix `toml:"matrix"`
+	Gate      NightlyGate   `toml:"gate"`
 
 	path, home string
 }

@@ -337,7 +337,7 @@ func buildOptions(o build.Options, p results.PlanOpts) build.Options {
 	// Extensions are installed into the build's prefix: never into
 	// another name's.
 	if len(p.Extensions) > 0 {
-		o.ReuseFrom = ""
+		o.ReuseFrom = nil
 	}
 	return o
 }

@@ -1,7 +1,10 @@
 package nightly
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/config"
@@ -21,5 +24,22 @@ func TestLoad(t *testing.T) {
 		if _, _, err := Load(path, "/h", nil, nil); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%q: %v", path, err)
 		}
+	}
+	if got := ReuseFrom(nc); !slices.Equal(got, []string{BuildPrefix}) {
+		t.Errorf("the example reuses %q, want only n-", got)
+	}
+	// reuse_from: name prefixes, none empty (every install) or a path.
+	for _, bad := range []string{`[""]`, `["pg-", "../x"]`, `["a/b"]`} {
+		f := filepath.Join(t.TempDir(), "n.toml")
+		os.WriteFile(f, []byte("reuse_from = "+bad+"\n"), 0o644)
+		_, _, err := Load(f, "/h", func(string) string { return "" }, nil)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "reuse_from") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("reuse_from = %s: %v", bad, err)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "n.toml")
+	os.WriteFile(f, []byte(`reuse_from = ["pg-", "mine"]`+"\n"), 0o644)
+	if nc, _, err := Load(f, "/h", func(string) string { return "" }, nil); err != nil || !slices.Equal(ReuseFrom(nc), []string{"n-", "pg-", "mine"}) {
+		t.Errorf("reuse_from = [pg-, mine]: %v, %v", nc, err)
 	}
 }

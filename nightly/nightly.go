@@ -87,6 +87,13 @@ type Deps struct {
 // BuildPrefix names the nightly builds: n-<short sha>.
 const BuildPrefix = "n-"
 
+// ReuseFrom is the nights' build.Options.ReuseFrom: an n-<sha> install
+// of the same source serves, and so does one the configuration's
+// reuse_from names.
+func ReuseFrom(nc *config.Nightly) []string {
+	return append([]string{BuildPrefix}, nc.ReuseFrom...)
+}
+
 // Request is the matrix a night runs: head against baseline ("" on the
 // first night: head alone, a noise run) with the configured axes.
 func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Request {
@@ -442,6 +449,9 @@ func Load(path, home string, getenv func(string) string, ov []config.Override) (
 	nc, err := config.LoadNightly(path, home)
 	if err != nil {
 		return nil, nil, exitcode.BadInput(err)
+	}
+	if err := build.CheckReusePrefixes(nc.ReuseFrom); err != nil {
+		return nil, nil, fmt.Errorf("nightly config %s: reuse_from: %w", path, err)
 	}
 	cfg, err := nc.Loaded(getenv, ov)
 	return nc, cfg, exitcode.BadInput(err)

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
+	"github.com/pgabtest/abtest/build"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -40,6 +41,7 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`"},
 			&cli.StringFlag{Name: "build", Aliases: []string{"b"}, Value: "release", Usage: "build `TYPE`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "state and results `DIR`", DefaultText: "$BENCH_RESULTS_DIR/bisect_GOOD_BAD"},
+			&cli.StringSliceFlag{Name: "reuse", Usage: "use an install named `PREFIX`… of a step's tree and build options instead of building it (repeatable); do not rebuild those while the bisect runs"},
 			sourceFlag(),
 			runAsFlag(),
 		},
@@ -63,6 +65,9 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if err := build.CheckReusePrefixes(cmd.StringSlice("reuse")); err != nil {
+		return err
+	}
 	cfg, err := loadConfig(cmd, env)
 	if err != nil {
 		return err
@@ -72,8 +77,9 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	// b-<sha> is bisect's name, no worktree's to switch to: another
-	// b-<sha> install of the same source serves (build.Options.ReuseFrom).
-	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, "b-"
+	// b-<sha> install of the same source serves (build.Options.ReuseFrom),
+	// and so does one of the names --reuse lists.
+	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, append([]string{"b-"}, cmd.StringSlice("reuse")...)
 	r.Dir = cmd.String("output")
 	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg)}
 	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))

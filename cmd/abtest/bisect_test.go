@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
@@ -34,7 +35,9 @@ import (
 // builds in all where README edits made six b-<sha> installs of 49 s
 // and 62 CPU-s each (ccache hits, alone), one after another: on a
 // fresh machine the tests took 617 s and 575 s (s14a), 415 s and 252 s
-// with the empty commits (s15a).
+// with the empty commits (s15a). Both trees are testbuild's too
+// (pg15-base and the patched build): with --reuse (reuseBuilds) the
+// bisects build none.
 //
 // The clone and its worktrees are kept too, in the cache root under
 // bisect-NAME (the test owns NAME while it runs): a new clone and a
@@ -90,4 +93,22 @@ func bisectChain(t *testing.T, name string, change func(src string)) (env map[st
 		"PG_DATA_DIR":       filepath.Join(base, "data"),
 		"BENCH_RESULTS_DIR": filepath.Join(base, "results"),
 	}, good, want
+}
+
+// reuseBuilds builds (or finds built) testbuild's release installs of
+// the trees a bisect chain holds, names, and holds them shared while
+// the test runs: the test's bisect is given them with --reuse, so that
+// on a fresh machine its b-<sha> steps are measured on these instead of
+// building the same trees again (two ccache-hit builds of 62 CPU-seconds
+// each per chain, three in all, where the suite is CPU-bound). It
+// returns the --reuse flags.
+func reuseBuilds(t *testing.T, builds map[string][]string) []string {
+	t.Helper()
+	e := testbuild.PG15(t)
+	var flags []string
+	for name, patches := range builds {
+		e.Build(t, name, "base", patches, build.Options{Type: build.Release})
+		flags = append(flags, "--reuse", name)
+	}
+	return flags
 }

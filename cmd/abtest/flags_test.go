@@ -49,6 +49,8 @@ func TestFlagGapsExit2(t *testing.T) {
 		{[]string{"matrix", "-k", aa, "--instructions", "--instr-transactions", "-5"}, "--instr-transactions -5: want 1 to 1000000"},
 		{[]string{"matrix", "-k", aa, "--instructions", "--instr-transactions", "0"}, "--instr-transactions 0: want 1 to 1000000"},
 		{[]string{"bisect", "--good", "HEAD~1", "--bad", "HEAD", "--metric", "instructions_per_tx", "--instr-transactions", "2000000"}, "--instr-transactions 2000000"},
+		{[]string{"bisect", "--good", "HEAD~1", "--bad", "HEAD", "--reuse", ""}, `reuse "": give the start of the names`},
+		{[]string{"bisect", "--good", "HEAD~1", "--bad", "HEAD", "--reuse", "pg-", "--reuse", "../i"}, `reuse "../i"`},
 		{[]string{"analyze", "--allow-unknown", "/nonexistent"}, "--allow-unknown goes with --fail-on-regression"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)

@@ -38,7 +38,7 @@ func runNightly(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	// n-<sha> is the job's name, as b-<sha> is bisect's.
-	deps.Quiet, deps.BuildOptions.ReuseFrom = true, nightly.BuildPrefix
+	deps.Quiet, deps.BuildOptions.ReuseFrom = true, nightly.ReuseFrom(nc)
 	o := nightly.Options{NoFetch: cmd.Bool("no-fetch"), Force: cmd.Bool("force"), DryRun: cmd.Bool("dry-run")}
 	return nightly.Run(ctx, &nightly.Deps{Matrix: deps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg), Store: store.Location(cfg.Store, cfg.ResultsDir)}, nc, o)
 }

@@ -154,10 +154,11 @@ func TestBisectInstructions(t *testing.T) {
 		testenv.Git(t, src, "apply", patch)
 		testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-am", "slow exec_simple_query")
 	})
+	reuse := reuseBuilds(t, map[string][]string{"pg15-base": nil, "pg15-slow-exec": {patch}})
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
 	start := time.Now()
-	code, stdout, stderr := abtest(t, env, "bisect", "--good", good, "--bad", "HEAD", "-w", "select1", "-c", "1",
-		"--metric", "instructions_per_tx", "-r", "1", "--max-repeats", "1", "--instr-transactions", "100", "-o", out)
+	code, stdout, stderr := abtest(t, env, append([]string{"bisect", "--good", good, "--bad", "HEAD", "-w", "select1", "-c", "1",
+		"--metric", "instructions_per_tx", "-r", "1", "--max-repeats", "1", "--instr-transactions", "100", "-o", out}, reuse...)...)
 	t.Logf("bisect: %s wall\n%s", time.Since(start).Round(time.Second), stdout)
 	if code != 0 {
 		t.Fatalf("bisect: exit %d\n%s\n%s", code, stdout, stderr)
@@ -209,9 +210,12 @@ func TestBisectDemoPatch(t *testing.T) {
 		os.WriteFile(patch, demo.Patch, 0o644)
 		testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "am", "-q", patch)
 	})
+	patch := filepath.Join(t.TempDir(), demo.PatchName)
+	os.WriteFile(patch, demo.Patch, 0o644)
+	reuse := reuseBuilds(t, map[string][]string{"pg15-base": nil, "pg15-patch": {patch}})
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
-	args := []string{"bisect", "--good", good, "--bad", "HEAD", "-w", "churn", "-c", "2", "-m", "100", "--metric", "pgss_deallocs",
-		"-r", "8", "--max-repeats", "16", "-d", "1", "--warmup", "1", "--rate", "500", "-o", out}
+	args := append([]string{"bisect", "--good", good, "--bad", "HEAD", "-w", "churn", "-c", "2", "-m", "100", "--metric", "pgss_deallocs",
+		"-r", "8", "--max-repeats", "16", "-d", "1", "--warmup", "1", "--rate", "500", "-o", out}, reuse...)
 	code, stdout, _ := abtest(t, env, append([]string{"-n"}, args...)...)
 	if code != 0 || !strings.Contains(stdout, "5 first-parent commits") {
 		t.Errorf("bisect -n: %d\n%s", code, stdout)
