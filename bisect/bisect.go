@@ -54,8 +54,21 @@ type Request struct {
 	Repeats    int
 	MaxRepeats int
 	Matrix     matrix.Request
+	// Reuse are prefixes of the user's install names whose builds a step
+	// runs on when one holds its tree (bisect --reuse; ReuseFrom).
+	Reuse []string
 	// Dir holds bisect.json and one results directory per step.
 	Dir string
+}
+
+// BuildPrefix names the steps' builds: b-<short sha>.
+const BuildPrefix = "b-"
+
+// ReuseFrom is the steps' build.Options.ReuseFrom: b-<sha> is bisect's
+// name, no worktree's to switch to, so another b-<sha> install of the
+// same source serves, and so does one of the names Reuse lists.
+func (r *Request) ReuseFrom() []string {
+	return append([]string{BuildPrefix}, r.Reuse...)
 }
 
 // Identity is what makes a bisect.json the state of this bisection: a
@@ -151,7 +164,7 @@ func (r *Request) Check() error {
 func (r *Request) step(good, sha, bad string, repeats int) matrix.Request {
 	m := r.Matrix
 	m.Commits = []matrix.Commit{{Label: "good", Ref: good}, {Label: "step", Ref: sha}, {Label: "bad", Ref: bad}}
-	m.NameTemplate, m.Repeats, m.Order = "b-%s", repeats, matrix.ABBA
+	m.NameTemplate, m.Repeats, m.Order = BuildPrefix+"%s", repeats, matrix.ABBA
 	if r.instructions() {
 		// Only instruction cells: timing cells would cost time and say
 		// nothing about this metric. Each runs the step's repeats, with

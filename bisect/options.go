@@ -36,11 +36,16 @@ type Options struct {
 	Protocol, Build string
 	// InstrTransactions is N of each instruction cell (0: the default).
 	InstrTransactions int
+	// Reuse are install name prefixes (--reuse; Request.Reuse).
+	Reuse []string
 }
 
 // Request returns the Request o asks for (Dir aside).
 func (o Options) Request() (*Request, error) {
-	r := &Request{Good: o.Good, Bad: o.Bad, Metric: o.Metric, Threshold: o.Threshold, Repeats: o.Repeats, MaxRepeats: o.MaxRepeats}
+	if err := build.CheckReusePrefixes(o.Reuse); err != nil {
+		return nil, err
+	}
+	r := &Request{Good: o.Good, Bad: o.Bad, Metric: o.Metric, Threshold: o.Threshold, Repeats: o.Repeats, MaxRepeats: o.MaxRepeats, Reuse: o.Reuse}
 	if def, ok := results.Builtin.Get(r.Metric); ok && def.Tier == results.TierExact && !o.RepeatsGiven {
 		// An exact metric (instructions_per_tx) is decided by one
 		// repeat per step.

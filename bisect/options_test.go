@@ -24,6 +24,13 @@ func TestOptionsRequest(t *testing.T) {
 		m.Warmup != 2*time.Second || fmt.Sprint(m.Rates) != "[1500]" || fmt.Sprint(m.Settings) != "[{pg_stat_statements.max [1000]} {work_mem [8MB]}]" {
 		t.Errorf("request = %+v", r)
 	}
+	if fmt.Sprint(r.ReuseFrom()) != "[b-]" {
+		t.Errorf("no --reuse: ReuseFrom %v, want [b-]", r.ReuseFrom())
+	}
+	o.Reuse = []string{"pg-", "mine"}
+	if r, _ := o.Request(); fmt.Sprint(r.ReuseFrom()) != "[b- pg- mine]" {
+		t.Errorf("--reuse pg- --reuse mine: ReuseFrom %v", r.ReuseFrom())
+	}
 	o.Rate = "0"
 	if r, _ := o.Request(); r.Matrix.Rates != nil {
 		t.Errorf("--rate 0: rates %v, want none (the closed loop of no --rate)", r.Matrix.Rates)
@@ -43,6 +50,7 @@ func TestOptionsRequest(t *testing.T) {
 		"-m 5":             {Workloads: "select1", Build: "release", PgssMax: 5},
 		`-R "fast"`:        {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "fast"},
 		"one offered rate": {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "500,1000"},
+		`reuse ""`:         {Workloads: "select1", Build: "release", PgssMax: 1000, Reuse: []string{""}},
 	} {
 		if _, err := bad.Request(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)

@@ -6,7 +6,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/bisect"
-	"github.com/pgabtest/abtest/build"
 )
 
 func bisectCommand(env *Env) *cli.Command {
@@ -56,16 +55,13 @@ func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
 		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
 		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), Rate: cmd.String("rate"),
-		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")),
+		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")), Reuse: cmd.StringSlice("reuse"),
 	}.Request()
 }
 
 func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	r, err := bisectRequest(cmd)
 	if err != nil {
-		return err
-	}
-	if err := build.CheckReusePrefixes(cmd.StringSlice("reuse")); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(cmd, env)
@@ -76,10 +72,7 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
-	// b-<sha> is bisect's name, no worktree's to switch to: another
-	// b-<sha> install of the same source serves (build.Options.ReuseFrom),
-	// and so does one of the names --reuse lists.
-	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, append([]string{"b-"}, cmd.StringSlice("reuse")...)
+	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, r.ReuseFrom()
 	r.Dir = cmd.String("output")
 	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg)}
 	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))
