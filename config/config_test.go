@@ -197,7 +197,7 @@ func TestNightlyExample(t *testing.T) {
 	want := DefaultNightly("/h")
 	want.WorktreesDir, want.InstallDir, want.DataDir = "/h/pg/nightly/worktrees", "/h/pg/nightly/install", "/h/pg/nightly/data"
 	want.path = filepath.Join("..", "nightly.example.toml")
-	want.ReuseFrom = []string{} // the example's reuse_from = [], none
+	want.ReuseFrom, want.Matrix.Rates = []string{}, []float64{} // the example's reuse_from = [] and rates = []
 	if !reflect.DeepEqual(*n, want) {
 		t.Errorf("example = %+v\nwant %+v", *n, want)
 	}

@@ -57,6 +57,9 @@ type NightlyMatrix struct {
 	// Instructions adds instruction cells (matrix --instructions):
 	// instructions_per_tx, gated exactly.
 	Instructions bool `toml:"instructions"`
+	// Rates are offered rates in transactions/s (matrix -R: open loop;
+	// 0 a closed loop); none is a closed loop.
+	Rates []float64 `toml:"rates"`
 }
 
 // NightlyGate decides a regression.

@@ -37,6 +37,15 @@ func TestLoad(t *testing.T) {
 			t.Errorf("reuse_from = %s: %v", bad, err)
 		}
 	}
+	// [matrix] rates as matrix -R takes them.
+	for _, bad := range []string{"rates = [-1]", "rates = [500, 500]", "rates = [500]\ninstructions = true"} {
+		f := filepath.Join(t.TempDir(), "n.toml")
+		os.WriteFile(f, []byte("[matrix]\n"+bad+"\n"), 0o644)
+		_, _, err := Load(f, "/h", func(string) string { return "" }, nil)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "[matrix] rates") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
 	f := filepath.Join(t.TempDir(), "n.toml")
 	os.WriteFile(f, []byte(`reuse_from = ["pg-", "mine"]`+"\n"), 0o644)
 	if nc, _, err := Load(f, "/h", func(string) string { return "" }, nil); err != nil || !slices.Equal(ReuseFrom(nc), []string{"n-", "pg-", "mine"}) {

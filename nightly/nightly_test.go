@@ -89,6 +89,12 @@ build = "debug"
 	if p := planOf(t, first); len(p.Cells) != 8*3 {
 		t.Errorf("first night: %d cells", len(p.Cells))
 	}
+	// rates: open-loop points of every configuration.
+	nc.Matrix.Rates = []float64{500}
+	if p := planOf(t, Request(nc, head, base, 1)); len(p.Configs) != 8 || p.Configs[0].ID() != "select1/c4/cpuall/r500/pgss.max=1000" {
+		t.Errorf("rates = [500]: %d configurations, the first %s", len(p.Configs), p.Configs[0].ID())
+	}
+	nc.Matrix.Rates = nil
 	nc.Matrix.Repeats = 1
 	one := Request(nc, head, "", 1)
 	if err := one.Check(); exitcode.Code(err) != exitcode.Usage {
