@@ -205,7 +205,9 @@ func pgbenchesIn(dir string) []int {
 // TestConditionStoppedOnInterrupt: an interrupt (SIGINT cancels the
 // run's context) in the middle of a cell under a condition still runs
 // the condition's stop: a file: condition's script says start, then
-// stop, and nothing after.
+// stop, and nothing after. Its cell runs open-loop at 500 tx/s, the
+// interrupt the proof: alone 1.4 CPU-s against 2.2 closed-loop, 2.7 s
+// of wall (load 4, another agent's tests beside).
 func TestConditionStoppedOnInterrupt(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
@@ -220,7 +222,7 @@ func TestConditionStoppedOnInterrupt(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1\" >> "+journal+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "file:" + script, Seconds: 20})
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "file:" + script, Rates: "500", Seconds: 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cancelled := make(chan time.Time, 1)
