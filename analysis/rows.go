@@ -122,6 +122,14 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		a.judgeIncomplete(&st, in, vs, why)
 		return st, nil
 	}
+	if len(vs) == 0 || len(in.base) == 0 {
+		// An arm with no value here and nothing missing: its cells all
+		// saturated, which the rate row calls, not the incomplete list.
+		// Nothing to compare, so no verdict (an empty arm reached the
+		// exact comparison and panicked).
+		st.Verdict, st.Note = results.Unknown, emptyArm(in, c, g, len(vs) == 0)
+		return st, nil
+	}
 	// Complete: every repeat of both commits is usable, so the blocks
 	// pair.
 	pb, pc := a.pairs(in.bg, g, in.m)
@@ -156,6 +164,19 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		ct.t.role = primary
 	}
 	return st, ct
+}
+
+// emptyArm says why an arm of a complete row has no value: the
+// candidate's (cand) or the baseline's cells all saturated.
+func emptyArm(in *rowInputs, c string, g *group, cand bool) string {
+	who, grp := c, g
+	if !cand {
+		who, grp = "the baseline", in.bg
+	}
+	if grp != nil && grp.saturated > 0 {
+		return fmt.Sprintf("no value: %s saturated in all %d cells (see the rate row)", who, grp.saturated)
+	}
+	return fmt.Sprintf("no value of %s in %s's cells", in.m, who)
 }
 
 // metricMissing says why a commit's cells in a configuration cannot be

@@ -117,3 +117,52 @@ func TestSweepReport(t *testing.T) {
 		t.Errorf("--must-not-saturate: %d incomplete, want the 2 saturated points × 2 commits: %+v", len(strict.Incomplete), strict.Incomplete)
 	}
 }
+
+// TestSweepOneArmSaturated: where only the candidate saturated every
+// cell of a point, its metrics have no value to compare: the rate row
+// calls it worse, its other rows say unknown and why, and nothing
+// compares an empty arm (a counter exact on the baseline's cells made
+// the analysis panic: an open-loop run resumed in a loaded suite,
+// TestKilledRunRestoresUserCluster, saturated its one candidate cell).
+func TestSweepOneArmSaturated(t *testing.T) {
+	in := sweepInput(t, false)
+	point := "file:ping.sql/c4/cpuall/r1000/:batch=1"
+	for i := range in.Records {
+		rec := &in.Records[i]
+		if rec.Commit == "patch" && rec.Config.ID() == point {
+			rec.Saturated = true
+			rec.Saturation = &results.Saturation{OfferedTPS: 1000, CommittedTPS: 700, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 700 of the 1000 tx/s offered (70 %, below 90 %)"}
+		}
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := false
+	for _, c := range r.Regressions {
+		if c.Config == point && c.Metric == "rate" && c.Commit == "patch" {
+			rate = true
+		}
+	}
+	if !rate {
+		t.Errorf("no rate regression for the saturated point: %+v", r.Regressions)
+	}
+	rows := 0
+	for _, row := range r.Rows {
+		if row.Config != point {
+			continue
+		}
+		for _, st := range row.Stats {
+			if st.Commit != "patch" {
+				continue
+			}
+			rows++
+			if st.Verdict != results.Unknown || !strings.Contains(st.Note, "saturated") {
+				t.Errorf("%s %s: %s (%q), want unknown saying the cells saturated", row.Config, row.Metric, st.Verdict, st.Note)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("no rows for %s", point)
+	}
+}
