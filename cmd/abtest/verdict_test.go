@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -169,7 +170,13 @@ func aaGatesNothing(t *testing.T, out, stdout string) {
 			case st.Verdict == results.Higher || st.Verdict == results.Lower:
 				t.Logf("A/A %s %s: %s, report-only (%s)", row.Config, row.Metric, st.Verdict, st.Note)
 			default:
-				t.Errorf("A/A %s %s: %s (%s)", row.Config, row.Metric, st.Verdict, st.Note)
+				// Every arm's values, for the next reader of a rare
+				// failure (s16d: tps worse at p 6.8e-5 from 3 pairs).
+				var arms []string
+				for _, o := range row.Stats {
+					arms = append(arms, fmt.Sprintf("%s %v", o.Commit, o.Values))
+				}
+				t.Errorf("A/A %s %s: %s (%s), p %.2g; values: %s", row.Config, row.Metric, st.Verdict, st.Note, st.P, strings.Join(arms, "; "))
 			}
 		}
 	}
