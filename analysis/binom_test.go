@@ -31,7 +31,7 @@ func TestBinomTwoSided(t *testing.T) {
 		q    float64
 	}{{0, 1, 0.5}, {1, 1, 0.5}, {3, 3, 0.5}, {0, 8, 0.5}, {10, 12, 0.5}, {7, 20, 0.4}, {40, 100, 0.5}, {600, 1000, 0.55},
 		{2000, 2000, 0.5}, {1000, 2001, 0.5}, {1050, 2001, 0.5}, {2600, 5000, 0.5}, {5000, 10000, 0.5}, {5150, 10000, 0.5}} {
-		got, want := binomTwoSided(c.k, c.n, c.q), sum(c.k, c.n, c.q)
+		got, want := BinomTwoSided(c.k, c.n, c.q), sum(c.k, c.n, c.q)
 		tol := 1e-9 * want
 		if c.n > binomExactMax {
 			tol = 0.02 * want
@@ -40,10 +40,10 @@ func TestBinomTwoSided(t *testing.T) {
 			}
 		}
 		if math.Abs(got-want) > math.Max(tol, 1e-12) {
-			t.Errorf("binomTwoSided(%d, %d, %v) = %v; the sum of the terms gives %v", c.k, c.n, c.q, got, want)
+			t.Errorf("BinomTwoSided(%d, %d, %v) = %v; the sum of the terms gives %v", c.k, c.n, c.q, got, want)
 		}
 	}
-	if p := binomTwoSided(250_000, 500_000, 0.5); p < 0.99 {
+	if p := BinomTwoSided(250_000, 500_000, 0.5); p < 0.99 {
 		t.Errorf("500 000 trials, half of them: p %v; want about 1", p)
 	}
 }

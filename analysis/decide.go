@@ -271,7 +271,7 @@ func (t *test) measureCount(n, alpha float64) {
 	if quasi := t.paired && len(cand) >= 3 && meanOf(base, cand) >= 5 && b > 0 && c > 0; quasi {
 		t.p, _, _ = meanTest(math.Log((c/nc)/(b/nb)), math.Sqrt(phi*(1/b+1/c)), nb+nc-2, 2*alpha)
 	} else {
-		t.p = binomTwoSided(int(math.Round(c)), int(math.Round(b+c)), nc/(nb+nc))
+		t.p = BinomTwoSided(int(math.Round(c)), int(math.Round(b+c)), nc/(nb+nc))
 	}
 	t.lo, t.hi, t.lo95, t.hi95, t.se, t.sd, t.mde = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.Inf(1)
 	if b == 0 {

@@ -282,10 +282,10 @@ func newMatrix(m int) [][]float64 {
 	return g
 }
 
-// binomExactMax is the most trials binomTwoSided computes exactly.
+// binomExactMax is the most trials BinomTwoSided computes exactly.
 const binomExactMax = 2000
 
-// binomTwoSided is the two-sided p-value of k successes in n trials of
+// BinomTwoSided is the two-sided p-value of k successes in n trials of
 // probability q: twice the smaller tail, at most 1. The tails are
 // regularized incomplete beta functions up to binomExactMax trials, and
 // the normal approximation with continuity correction above (where the
@@ -293,7 +293,7 @@ const binomExactMax = 2000
 // standard deviation is over 20), so the cost does not grow with n
 // (failed_tx of 1 000 a cell over 250 repeats is n = 500 000: a sum over
 // the terms made analyze of 100 000 cells 2.4× slower).
-func binomTwoSided(k, n int, q float64) float64 {
+func BinomTwoSided(k, n int, q float64) float64 {
 	if n == 0 {
 		return 1
 	}

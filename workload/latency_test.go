@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/results"
 )
@@ -159,38 +160,9 @@ const drawP = 6.8e-6
 // values, of a nearest-rank p quantile at rank (the share of the full
 // log below it) or further out: the number of the n values below the
 // full log's rank quantile is binomial(n, rank), and the p quantile has
-// about p·n of them below it.
+// about p·n of them below it (the analysis' binomial test).
 func rankTailP(rank, p float64, n int) float64 {
-	k := int(math.Round(p * float64(n)))
-	var below, above float64 // P(X ≤ k), P(X ≥ k)
-	for j := 0; j <= n; j++ {
-		lg1, _ := math.Lgamma(float64(n + 1))
-		lg2, _ := math.Lgamma(float64(j + 1))
-		lg3, _ := math.Lgamma(float64(n - j + 1))
-		var pj float64
-		switch {
-		case rank <= 0:
-			pj = b2f(j == 0)
-		case rank >= 1:
-			pj = b2f(j == n)
-		default:
-			pj = math.Exp(lg1 - lg2 - lg3 + float64(j)*math.Log(rank) + float64(n-j)*math.Log1p(-rank))
-		}
-		if j <= k {
-			below += pj
-		}
-		if j >= k {
-			above += pj
-		}
-	}
-	return math.Min(1, 2*math.Min(below, above))
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+	return analysis.BinomTwoSided(int(math.Round(p*float64(n))), n, rank)
 }
 
 // zOfRank is how many standard errors rank lies from p, for the p
