@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,12 +216,31 @@ func ParseRates(list string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(list, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || workload.CheckRate(r) != nil || slices.Contains(out, r) {
-			return nil, exitcode.BadInputf("-R %q: want offered rates in transactions per second, each once, from 0 (a closed loop) to %g, e.g. -R 500,1000,4000", list, workload.MaxRate)
+		if err != nil {
+			return nil, badRates(list)
 		}
 		out = append(out, r)
 	}
+	if checkRates(out) != nil {
+		return nil, badRates(list)
+	}
 	return out, nil
+}
+
+// checkRates refuses offered rates pgbench cannot take and a rate given
+// twice (Request.Check: a nightly's rates come from its configuration).
+func checkRates(rates []float64) error {
+	for i, r := range rates {
+		if workload.CheckRate(r) != nil || slices.Contains(rates[:i], r) {
+			return badRates(fmt.Sprint(rates))
+		}
+	}
+	return nil
+}
+
+// badRates says what -R takes.
+func badRates(shown string) error {
+	return exitcode.BadInputf("-R %q: want offered rates in transactions per second, each once, from 0 (a closed loop) to %g, e.g. -R 500,1000,4000", shown, workload.MaxRate)
 }
 
 // ParseConditions parses --condition: background conditions, each once

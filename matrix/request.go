@@ -218,6 +218,9 @@ func checkAxes(r *Request) error {
 			return exitcode.BadInputf("-C %d: want CPU counts of at least 1", c)
 		}
 	}
+	if err := checkRates(r.Rates); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for _, s := range r.Settings {
 		if names[s.Name] {

@@ -37,12 +37,14 @@ func TestLoad(t *testing.T) {
 			t.Errorf("reuse_from = %s: %v", bad, err)
 		}
 	}
-	// [matrix] rates as matrix -R takes them.
-	for _, bad := range []string{"rates = [-1]", "rates = [500, 500]", "rates = [500]\ninstructions = true"} {
+	// [matrix] is checked at load as matrix checks its flags: rates as
+	// -R takes them, never beside instruction cells.
+	for bad, want := range map[string]string{"rates = [-1]": "-R", "rates = [500, 500]": "each once", "rates = [500]\ninstructions = true": "without -R",
+		"clients = [4, 4]": "client count 4 given twice"} {
 		f := filepath.Join(t.TempDir(), "n.toml")
 		os.WriteFile(f, []byte("[matrix]\n"+bad+"\n"), 0o644)
 		_, _, err := Load(f, "/h", func(string) string { return "" }, nil)
-		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "[matrix] rates") || strings.Contains(err.Error(), "\n") {
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "[matrix]: ") || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

@@ -54,7 +54,6 @@ import (
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/workload"
 )
 
 // ErrRunning: another nightly holds the lock.
@@ -454,26 +453,14 @@ func Load(path, home string, getenv func(string) string, ov []config.Override) (
 	if err := build.CheckReusePrefixes(nc.ReuseFrom); err != nil {
 		return nil, nil, fmt.Errorf("nightly config %s: reuse_from: %w", path, err)
 	}
-	if err := checkRates(nc.Matrix); err != nil {
-		return nil, nil, exitcode.BadInputf("nightly config %s: [matrix] rates: %v", path, err)
+	// The nights' matrix, checked as matrix checks its flags (rates,
+	// axes, instruction cells beside rates, size), now and not at night.
+	req := Request(nc, "base", "head", 0)
+	if err := req.Check(); err != nil {
+		return nil, nil, exitcode.BadInputf("nightly config %s: [matrix]: %v", path, err)
 	}
 	cfg, err := nc.Loaded(getenv, ov)
 	return nc, cfg, exitcode.BadInput(err)
-}
-
-// checkRates checks the offered rates of the nights' matrix as matrix
-// -R does: each once, each a rate pgbench takes; never beside
-// instruction cells, which count one client on a quiet server.
-func checkRates(m config.NightlyMatrix) error {
-	for i, r := range m.Rates {
-		if workload.CheckRate(r) != nil || slices.Contains(m.Rates[:i], r) {
-			return fmt.Errorf("%v: want offered rates in transactions per second, each once, from 0 (a closed loop) to %g, e.g. [500, 1000]", m.Rates, workload.MaxRate)
-		}
-	}
-	if m.Instructions && len(m.Rates) > 0 {
-		return fmt.Errorf("%v beside instructions = true: instruction cells count one client on a quiet server; leave rates empty", m.Rates)
-	}
-	return nil
 }
 
 // gateOptions are the analysis options of a night's gate: tonight's
