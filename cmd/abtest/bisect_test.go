@@ -95,20 +95,18 @@ func bisectChain(t *testing.T, name string, change func(src string)) (env map[st
 	}, good, want
 }
 
-// reuseBuilds builds (or finds built) testbuild's release installs of
-// the trees a bisect chain holds, names, and holds them shared while
-// the test runs: the test's bisect is given them with --reuse, so that
-// on a fresh machine its b-<sha> steps are measured on these instead of
-// building the same trees again (two ccache-hit builds of 62 CPU-seconds
-// each per chain, three in all, where the suite is CPU-bound). It
-// returns the --reuse flags.
-func reuseBuilds(t *testing.T, builds map[string][]string) []string {
+// reuseBuilds builds (or finds built) testbuild's release installs of a
+// bisect chain's two trees, pg15-base and changed (the base with
+// patch), in that order, and holds them shared while the test runs: the
+// test's bisect is given them with --reuse, so that on a fresh machine
+// its b-<sha> steps are measured on these instead of building the same
+// trees again (two ccache-hit builds of 62 CPU-seconds each per chain,
+// three in all, where the suite is CPU-bound). It returns the --reuse
+// flags.
+func reuseBuilds(t *testing.T, changed, patch string) []string {
 	t.Helper()
 	e := testbuild.PG15(t)
-	var flags []string
-	for name, patches := range builds {
-		e.Build(t, name, "base", patches, build.Options{Type: build.Release})
-		flags = append(flags, "--reuse", name)
-	}
-	return flags
+	e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
+	e.Build(t, changed, "base", []string{patch}, build.Options{Type: build.Release})
+	return []string{"--reuse", "pg15-base", "--reuse", changed}
 }

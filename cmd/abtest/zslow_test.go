@@ -154,7 +154,7 @@ func TestBisectInstructions(t *testing.T) {
 		testenv.Git(t, src, "apply", patch)
 		testenv.Git(t, src, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-am", "slow exec_simple_query")
 	})
-	reuse := reuseBuilds(t, map[string][]string{"pg15-base": nil, "pg15-slow-exec": {patch}})
+	reuse := reuseBuilds(t, "pg15-slow-exec", patch)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
 	start := time.Now()
 	code, stdout, stderr := abtest(t, env, append([]string{"bisect", "--good", good, "--bad", "HEAD", "-w", "select1", "-c", "1",
@@ -212,7 +212,7 @@ func TestBisectDemoPatch(t *testing.T) {
 	})
 	patch := filepath.Join(t.TempDir(), demo.PatchName)
 	os.WriteFile(patch, demo.Patch, 0o644)
-	reuse := reuseBuilds(t, map[string][]string{"pg15-base": nil, "pg15-patch": {patch}})
+	reuse := reuseBuilds(t, "pg15-patch", patch)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "bisect")
 	args := append([]string{"bisect", "--good", good, "--bad", "HEAD", "-w", "churn", "-c", "2", "-m", "100", "--metric", "pgss_deallocs",
 		"-r", "8", "--max-repeats", "16", "-d", "1", "--warmup", "1", "--rate", "500", "-o", out}, reuse...)
