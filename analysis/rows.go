@@ -126,8 +126,10 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		// An arm with no value here and nothing missing: its cells all
 		// saturated, which the rate row calls, not the incomplete list.
 		// Nothing to compare, so no verdict (an empty arm reached the
-		// exact comparison and panicked).
-		st.Verdict, st.Note = results.Unknown, emptyArm(in, c, g, len(vs) == 0)
+		// exact comparison and panicked), and no change of any size
+		// could have been detected (a detectable size of 0 read
+		// "unknown <0%").
+		st.Verdict, st.Note, st.DetectablePct = results.Unknown, emptyArm(in, c, g, len(vs) == 0), math.Inf(1)
 		return st, nil
 	}
 	// Complete: every repeat of both commits is usable, so the blocks

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,15 @@ func TestSweepOneArmSaturated(t *testing.T) {
 	}
 	if rows == 0 {
 		t.Errorf("no rows for %s", point)
+	}
+	// What a reader sees: unknown, with no size it could have detected.
+	var txt, md strings.Builder
+	r.WriteText(&txt)
+	r.WriteMarkdown(&md)
+	if out := txt.String() + md.String(); strings.Contains(out, "<0%") || strings.Contains(out, "smaller than 0%") || strings.Contains(out, "< 0%") {
+		t.Errorf("the saturated point's rows claim a detectable size of 0:\n%s", out)
+	}
+	if err := r.WriteJSON(io.Discard); err != nil {
+		t.Errorf("report.json: %v", err)
 	}
 }
