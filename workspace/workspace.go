@@ -93,6 +93,12 @@ func (w *Workspace) Clusters() (*cluster.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u != nil && w.Run != nil && w.Run.Unprivileged == nil {
+		// What root may not run (an install another account can
+		// write: pg_config, postgres --version) runs as the server's
+		// account (proc.Runner.Unprivileged).
+		w.Run.Unprivileged = u
+	}
 	cm := &cluster.Manager{
 		Root:         w.Config.DataDir,
 		Run:          w.Run,

@@ -33,6 +33,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // DefaultKillDelay is how long a cancelled command gets between SIGINT and
@@ -62,6 +65,12 @@ type Runner struct {
 	// that an abtest killed with SIGKILL leaves a list of what it left
 	// running (EndLeftovers).
 	Track *Tracker
+	// Unprivileged is the account a command runs as when abtest is root
+	// and the program is not root's alone (safefile.MayExec): the
+	// postgres and pg_config of an install the build or server account
+	// can write, asked for a version or a directory. Nil refuses such a
+	// command. Root never executes what another account can write.
+	Unprivileged *User
 }
 
 // User is an unprivileged account to run a command as (used when abtest
@@ -314,14 +323,18 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	}
 	cmd.WaitDelay = delay + time.Second
 
+	if err := r.dropPrivileges(cmd, &c); err != nil {
+		return nil, err
+	}
+
 	p := &Process{cmd: cmd, c: c, tail: &tailBuffer{max: tailLines}, ctx: ctx, done: make(chan struct{})}
 	var stdout, stderr []io.Writer
 	stderr = append(stderr, p.tail)
 	if c.Log != "" {
-		if err := os.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
+		if err := safefile.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
 			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
 		}
-		f, err := os.OpenFile(c.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := safefile.Append(c.Log, 0o644)
 		if err != nil {
 			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
 		}
@@ -533,29 +546,11 @@ func (r *Runner) WriteFileAs(path string, data []byte, perm os.FileMode, u *User
 // writeAtomic writes data to a temporary file beside path, with mode
 // perm and owner u (nil: the caller), and renames it over path.
 func writeAtomic(path string, data []byte, perm os.FileMode, u *User) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
+	var owner *safefile.Owner
 	if u != nil {
-		if err := tmp.Chown(int(u.UID), int(u.GID)); err != nil {
-			tmp.Close()
-			return err
-		}
+		owner = &safefile.Owner{UID: int(u.UID), GID: int(u.GID)}
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return safefile.WriteAtomic(path, data, perm, owner)
 }
 
 // MkdirAll creates path and its parents, or in dry-run mode prints that it
@@ -567,7 +562,7 @@ func (r *Runner) MkdirAll(path string, perm os.FileMode) error {
 		}
 		return nil
 	}
-	return os.MkdirAll(path, perm)
+	return safefile.MkdirAll(path, perm)
 }
 
 // Rename renames oldpath to newpath, or in dry-run mode prints that it
@@ -577,7 +572,7 @@ func (r *Runner) Rename(oldpath, newpath string) error {
 		r.tracef("mv %s %s", Quote(oldpath), Quote(newpath))
 		return nil
 	}
-	return os.Rename(oldpath, newpath)
+	return safefile.Rename(oldpath, newpath)
 }
 
 // RemoveAll removes path and everything below it, or in dry-run mode prints
@@ -696,4 +691,28 @@ func (r *Runner) CanEnter(ctx context.Context, u *User, dir string) (string, boo
 	}
 	c := Cmd{Path: "test", Args: []string{"-x", dir}, User: u, Dir: "/", ReadOnly: true}
 	return dir, r.Run(ctx, c) == nil
+}
+
+// dropPrivileges applies the rule for what root executes to cmd (c's):
+// as root, a program that is not root's alone (safefile.MayExec) runs as
+// Unprivileged, or not at all.
+func (r *Runner) dropPrivileges(cmd *exec.Cmd, c *Cmd) error {
+	if c.User != nil || os.Geteuid() != 0 || cmd.Err != nil {
+		return nil
+	}
+	path, err := filepath.Abs(cmd.Path)
+	if err != nil {
+		return err
+	}
+	err = safefile.MayExec(path)
+	if err == nil {
+		return nil
+	}
+	if r.Unprivileged == nil {
+		return &Error{Cmd: c.name(), ExitCode: -1, Err: exitcode.BadInput(fmt.Errorf("root does not run it: %w", err))}
+	}
+	u := r.Unprivileged
+	c.User = u
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	return nil
 }
