@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pgabtest/abtest/internal/safefile"
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 
 	"github.com/pgabtest/abtest/results"
 )
@@ -187,7 +188,7 @@ func (r *Report) baselineFirst() []string {
 // `benchstat base.bench patch.bench` shows one table per metric with the
 // commits as columns.
 func (r *Report) WriteBenchFiles(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safefile.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := safefile.Dir(dir); err != nil {

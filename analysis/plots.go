@@ -13,11 +13,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pgabtest/abtest/internal/safefile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 
 	"github.com/pgabtest/abtest/results"
 )
@@ -65,7 +66,7 @@ func (r *Report) WritePlots(dir, relTo string) error {
 
 // plotsDir makes dir, the plots' directory.
 func plotsDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safefile.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	// Never into a directory (or through a link) someone else can write:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -57,7 +57,7 @@ func (s *TrendSection) WritePlots(plotsDir, relTo string) error {
 	if s.Nights < 2 {
 		return nil
 	}
-	if err := os.MkdirAll(plotsDir, 0o755); err != nil {
+	if err := safefile.MkdirAll(plotsDir, 0o755); err != nil {
 		return err
 	}
 	for _, t := range s.Trends {

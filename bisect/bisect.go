@@ -28,6 +28,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/pipeline"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
@@ -251,7 +252,7 @@ func Run(ctx context.Context, deps *Deps, r *Request) (*State, error) {
 	if len(st.Steps) > 0 || st.Result >= 0 {
 		fmt.Fprintf(deps.Out, "bisect: resuming from %s (%d steps done, range %d..%d)\n", statePath(r.Dir), len(st.Steps), st.Lo, st.Hi)
 	}
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+	if err := safefile.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	fmt.Fprintf(deps.Out, "bisect: %d commits between %s (good) and %s (bad); about %d steps\n", len(revs)-1, text.Short(id.Good), text.Short(id.Bad), steps)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -41,7 +42,7 @@ func (b *Builder) handOver(wt, install, statsLog string, ccache bool) error {
 		if err := chownTree(b.ccacheDir(), uid, gid); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(statsLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		f, err := safefile.Create(statsLog, 0o644)
 		if err != nil {
 			return err
 		}

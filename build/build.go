@@ -32,6 +32,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/worktree"
@@ -234,7 +235,7 @@ func (b *Builder) lock(ctx context.Context, name string) (unlock func(), err err
 	if b.Run.DryRun {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(b.InstallRoot, 0o755); err != nil {
+	if err := safefile.MkdirAll(b.InstallRoot, 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	path := filepath.Join(b.InstallRoot, "."+name+".build.lock")
@@ -375,7 +376,7 @@ func (b *Builder) prepare(j *job) error {
 	}
 	if !b.Run.DryRun {
 		// One log per build: the previous one is replaced.
-		if err := os.WriteFile(j.log, nil, 0o644); err != nil {
+		if err := safefile.WriteFile(j.log, nil, 0o644); err != nil {
 			return exitcode.Failure(err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/worktree"
 )
 
@@ -92,7 +93,7 @@ func (b *Builder) portableConfigHeader(j *job) error {
 var configureArgsRE = regexp.MustCompile(`(?m)^#define CONFIGURE_ARGS .*$`)
 
 func appendLog(path, line string) {
-	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+	if f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
 		fmt.Fprintln(f, line)
 		f.Close()
 	}
@@ -184,7 +185,7 @@ func (b *Builder) keepCache(c *configureCache, j *job) error {
 			kept = append(kept, line)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(c.shared), 0o755); err != nil {
+	if err := safefile.MkdirAll(filepath.Dir(c.shared), 0o755); err != nil {
 		return err
 	}
 	if err := b.Run.WriteFile(c.shared, []byte(strings.Join(kept, "")), 0o644); err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/progress"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 )
@@ -308,7 +309,7 @@ func (b *Builder) prepareExtension(ctx context.Context, info *ExtensionInfo, wor
 	if b.Run.DryRun {
 		return nil
 	}
-	if err := os.WriteFile(info.Log, nil, 0o644); err != nil {
+	if err := safefile.WriteFile(info.Log, nil, 0o644); err != nil {
 		return exitcode.Failure(err)
 	}
 	if b.User == nil {
@@ -317,7 +318,7 @@ func (b *Builder) prepareExtension(ctx context.Context, info *ExtensionInfo, wor
 	uid, gid := int(b.User.UID), int(b.User.GID)
 	dirs := []string{b.extensionRoot()}
 	if ccache {
-		if err := os.MkdirAll(b.ccacheDir(), 0o755); err != nil {
+		if err := safefile.MkdirAll(b.ccacheDir(), 0o755); err != nil {
 			return exitcode.Failure(err)
 		}
 		dirs = append(dirs, b.ccacheDir())

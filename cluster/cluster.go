@@ -36,6 +36,7 @@ import (
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 )
 
@@ -573,8 +574,10 @@ func (m *Manager) includeConf(dir string) error {
 		m.Run.Note("append %q to %s", includeLine, pgconf)
 		return nil
 	}
-	// O_NOFOLLOW: the file is the server account's, written as root.
-	f, err := os.OpenFile(pgconf, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	// The file is the server account's (initdb wrote it), appended to
+	// as root: never through a link, nor a hard link to another file.
+	uid, _ := m.owner()
+	f, err := safefile.OpenOwned(pgconf, os.O_WRONLY|os.O_APPEND, 0, uid)
 	if err != nil {
 		return err
 	}

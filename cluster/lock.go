@@ -12,6 +12,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Two locks per cluster, both flocks in the data root, so that the kernel
@@ -31,7 +32,7 @@ func (m *Manager) lock(name string) (func(), error) {
 	if m.Run.DryRun {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+	if err := safefile.MkdirAll(m.Root, 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	path := filepath.Join(m.Root, "."+name+".lock")
@@ -64,7 +65,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (release func(), err
 	if m.Run.DryRun {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+	if err := safefile.MkdirAll(m.Root, 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	path := m.usePath(name)

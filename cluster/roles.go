@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Roles. A cluster is the user's (NAME, which `abtest switch -w NAME`
@@ -59,7 +61,7 @@ func CopyLogSince(src, dst string, start time.Time) bool {
 			break
 		}
 	}
-	return os.WriteFile(dst, []byte(strings.Join(lines[from:], "\n")), 0o644) == nil
+	return safefile.WriteFile(dst, []byte(strings.Join(lines[from:], "\n")), 0o644) == nil
 }
 
 // Quiesce runs fn in a quiet period of cluster name: on its data

@@ -157,7 +157,7 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	}
 	site := &Site{Dir: abs, Index: filepath.Join(abs, "index.html")}
 	for _, d := range []string{"assets", "runs", "trends"} {
-		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
+		if err := safefile.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 		}
 	}
@@ -222,7 +222,7 @@ func copyAssets(dir string) error {
 }
 
 func render(path, name string, data any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

@@ -3,12 +3,12 @@ package doctor
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // FixHost is doctor --fix on the host at root: it applies Fixes, writes
@@ -26,11 +26,11 @@ func FixHost(w io.Writer, root, dir string, euid int, now time.Time) error {
 		return exitcode.BadInputf("doctor --fix: %d settings to change need root; run it as root", len(fixes))
 	}
 	undo := filepath.Join(dir, "doctor-undo-"+now.UTC().Format("20060102T150405Z")+".sh")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safefile.MkdirAll(dir, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
 	done, err := Apply(root, fixes)
-	if werr := os.WriteFile(undo, []byte(UndoScript(root, done)), 0o755); werr != nil && err == nil {
+	if werr := safefile.WriteFile(undo, []byte(UndoScript(root, done)), 0o755); werr != nil && err == nil {
 		err = werr
 	}
 	for _, f := range done {

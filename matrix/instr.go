@@ -3,10 +3,10 @@ package matrix
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )
@@ -119,7 +119,7 @@ func (r *run) keepServerLog(rec *results.Record, serverLog string, cell results.
 		return
 	}
 	dir := results.CellDir(r.dir, cell.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safefile.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
 	dst := filepath.Join(dir, "server.log")

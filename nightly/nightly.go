@@ -49,6 +49,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/pipeline"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
@@ -123,7 +124,7 @@ type tip struct {
 // Run runs one night.
 func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	if !o.DryRun {
-		if err := os.MkdirAll(filepath.Join(nc.Root, "runs"), 0o755); err != nil {
+		if err := safefile.MkdirAll(filepath.Join(nc.Root, "runs"), 0o755); err != nil {
 			return exitcode.Failure(err)
 		}
 		unlock, err := Lock(nc.Root)

@@ -56,7 +56,7 @@ type Held struct {
 // as is a directory in a parent others could swap it in
 // (safefile.Parent).
 func LockRun(dir string) (*Held, error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := safefile.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	if err := safefile.Parent(filepath.Dir(dir)); err != nil {

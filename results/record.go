@@ -358,7 +358,7 @@ func WriteJSON(dir, name string, v any) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(dir, name))
+	return safefile.Rename(tmp, filepath.Join(dir, name))
 }
 
 // ReadRecords reads dir/cells.jsonl. A line that does not parse (the

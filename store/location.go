@@ -153,7 +153,7 @@ func sideFiles(path string) error {
 }
 
 func createFile(path string) (fs.FileInfo, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("store %s: %w: %v", path, ErrUnreachable, err))
 	}
 	f, err := safefile.Create(path, 0o644)

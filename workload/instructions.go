@@ -125,6 +125,7 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/perf/profiles"
 
 	"github.com/google/pprof/profile"
@@ -448,7 +449,7 @@ func instrPerfRun(ctx context.Context, run *proc.Runner, s InstrSpec, n int, dir
 		return r, instrDryRun(ctx, run, s, cmd, script, []proc.Cmd{pgb}, nil,
 			fmt.Sprintf("stop the server (SIGINT: fast shutdown) and read perf stat's count in %s", statFile))
 	}
-	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
+	if err := safefile.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
 		return r, exitcode.Failure(err)
 	}
 	began := time.Now()

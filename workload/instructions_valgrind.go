@@ -12,6 +12,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/perf"
 )
 
@@ -71,7 +72,7 @@ func instrOneServer(ctx context.Context, run *proc.Runner, s InstrSpec) ([2]Inst
 		return runs, counts, instrDryRun(ctx, run, s, cmd, script, pgbs, []string{"", reset, reset},
 			fmt.Sprintf("wait until the server has reaped pgbench's backends, stop it (SIGINT: fast shutdown) and read the counts of the last two runs' backends in %s", dir))
 	}
-	if err := os.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
+	if err := safefile.WriteFile(script, []byte(s.Workload.Script), 0o644); err != nil {
 		return runs, counts, exitcode.Failure(err)
 	}
 	srv, err := startInstrServer(ctx, run, s, cmd)

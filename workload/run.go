@@ -79,7 +79,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
+	if err := safefile.WriteFile(script, []byte(text), 0o644); err != nil {
 		return nil, exitcode.Failure(err)
 	}
 	// pgbench writes its transaction log into dir: as another account it
@@ -348,5 +348,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return safefile.WriteFile(path, append(data, '\n'), 0o644)
 }

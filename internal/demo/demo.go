@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
@@ -84,11 +85,11 @@ func WritePatch(root string, dryRun bool) (path string, cleanup func(), err erro
 			return "", cleanup, exitcode.Failure(err)
 		}
 		cleanup = func() { os.RemoveAll(dir) }
-	} else if err := os.MkdirAll(root, 0o755); err != nil {
+	} else if err := safefile.MkdirAll(root, 0o755); err != nil {
 		return "", cleanup, exitcode.Failure(err)
 	}
 	path = filepath.Join(dir, PatchName)
-	if err := os.WriteFile(path, Patch, 0o644); err != nil {
+	if err := safefile.WriteFile(path, Patch, 0o644); err != nil {
 		cleanup()
 		return "", func() {}, exitcode.Failure(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // ErrHeld: another process holds the lock.
@@ -19,9 +21,9 @@ var ErrHeld = errors.New("flock: held by another process")
 // Try takes the lock on path. When another process holds it, the error
 // is ErrHeld and holder is that process's pid as it recorded it.
 func Try(path string) (release func(), holder string, err error) {
-	// O_NOFOLLOW: the lock is truncated and written; a planted link
-	// must not make that someone else's file.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	// The lock is truncated and written: a planted link must not make
+	// that someone else's file (safefile).
+	f, err := safefile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, "", err
 	}

@@ -49,6 +49,13 @@ func Create(path string, perm fs.FileMode) (*os.File, error) {
 // opened is a regular file owned by the effective user, with one link and
 // not writable by group or others (Reused).
 func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return OpenOwned(path, flag, perm, os.Geteuid())
+}
+
+// OpenOwned is OpenFile for a file that exists and belongs to uid (a file
+// the server account wrote, appended to by root): the same checks with
+// uid for the owner.
+func OpenOwned(path string, flag int, perm fs.FileMode, uid int) (*os.File, error) {
 	// O_TRUNC would cut a planted hard link's target before the check:
 	// the file is truncated after it passed.
 	trunc := flag&os.O_TRUNC != 0
@@ -61,7 +68,7 @@ func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		err = Reused(path, fi)
+		err = reused(path, fi, uid)
 	}
 	if err == nil && trunc {
 		err = f.Truncate(0)
@@ -143,8 +150,18 @@ func Rename(oldpath, newpath string) error {
 // abtest writes to a file that was already there: a regular file of the
 // effective user's, with one link and writable by nobody else.
 func Reused(path string, fi fs.FileInfo) error {
-	if err := Owned(path, fi, false); err != nil {
-		return err
+	return reused(path, fi, os.Geteuid())
+}
+
+func reused(path string, fi fs.FileInfo, uid int) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return linkErr(path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnsafe, fi.Mode().Type())
+	case !ok || int(st.Uid) != uid:
+		return fmt.Errorf("%s: %w: owned by uid %d, not uid %d; remove it or use another path", path, ErrUnsafe, uidOf(st), uid)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 		return fmt.Errorf("%s: %w: has %d hard links (one may be another file's name); remove it", path, ErrUnsafe, st.Nlink)

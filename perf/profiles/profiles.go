@@ -15,7 +15,9 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // FuncStat is one function's share of a profile.
@@ -276,10 +278,10 @@ func Diff(base, cur *profile.Profile, txBase, txNew float64) (*profile.Profile, 
 
 // Write writes p gzipped to path.
 func Write(p *profile.Profile, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
