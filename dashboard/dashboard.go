@@ -24,6 +24,12 @@
 // the binary and copied beside the pages, and nothing is fetched from a
 // network. Serve serves a written site on the loopback interface, for
 // browsers that restrict file:// pages.
+//
+// A page shows stored text (labels, host names, notes) as text: the
+// templates escape it, the pages' script builds what it draws from data
+// with textContent, and every page, opened from disk or served, runs
+// under a Content-Security-Policy without inline script or style
+// (Policy), so a text that slipped through would still not run.
 package dashboard
 
 import (

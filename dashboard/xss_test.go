@@ -191,7 +191,7 @@ func TestDashboardHostileTextInBrowser(t *testing.T) {
 			}
 			return filepath.Join(base, rel)
 		}
-		how := "from disk"
+		how := "disk"
 		if strings.HasPrefix(base, "http://") {
 			how = "served"
 		}
