@@ -106,16 +106,22 @@ const (
 	hangMS       = 10 * targetLoadMS
 )
 
-// page opens path, fails t on any uncaught exception, console.error or
-// browser log error while it loads and runs, or when it has not loaded
-// within hangMS, saves a screenshot and logs the load time.
+// page opens path (a file, or a served page's http:// URL), fails t on
+// any uncaught exception, console.error or browser log error (a
+// Content-Security-Policy violation is one) while it loads and runs, or
+// when it has not loaded within hangMS, saves a screenshot and logs the
+// load time.
 func page(t *testing.T, ctx context.Context, path, shot string) {
 	t.Helper()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	messages := chromedp.Console(lctx)
 	start := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
+	url := path
+	if !strings.HasPrefix(path, "http://") {
+		url = "file://" + path
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.abtestReady === true`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {

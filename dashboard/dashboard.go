@@ -24,6 +24,12 @@
 // the binary and copied beside the pages, and nothing is fetched from a
 // network. Serve serves a written site on the loopback interface, for
 // browsers that restrict file:// pages.
+//
+// A page shows stored text (labels, host names, notes) as text: the
+// templates escape it, the pages' script builds what it draws from data
+// with textContent, and every page, opened from disk or served, runs
+// under a Content-Security-Policy without inline script or style
+// (Policy), so a text that slipped through would still not run.
 package dashboard
 
 import (
@@ -79,6 +85,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"disagreeNote": func() string { return analysis.DisagreeNote },
 	"date":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 	"gateWord":     gateWord,
+	"csp":          func() string { return MetaPolicy },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // gateWord is how a page names a run's gate status: as the report
@@ -91,6 +98,18 @@ func gateWord(g results.GateStatus) string {
 	}
 	return string(g)
 }
+
+// Policy is the Content-Security-Policy Serve sends: the pages' own
+// scripts, styles and images, nothing inline (no inline script, no
+// style attribute, no event handler attribute), no plugin, no base
+// element, no form, no framing. A text a page shows is then never run,
+// even if a template or a script forgot to escape it.
+const Policy = MetaPolicy + "; frame-ancestors 'none'"
+
+// MetaPolicy is Policy as every page carries it in a <meta> element,
+// for a site opened from disk: frame-ancestors is not allowed there
+// (a browser ignores it, with a console error).
+const MetaPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'"
 
 // Options shape the site.
 type Options struct {
@@ -268,6 +287,14 @@ type chartPoint struct {
 	Doctor int     `json:"doctor"`
 }
 
+// trendData is the trend page's JSON block, which its script reads.
+// html/template writes it as JSON with <, > and & escaped (\u003c…),
+// so no text in it can end the block (a label's </script>).
+type trendData struct {
+	Series *store.Series `json:"series"`
+	Points []chartPoint  `json:"points"`
+}
+
 func writeTrend(path string, o Options, ser *store.Series, runs map[string]*store.Run) error {
 	pts := make([]chartPoint, len(ser.Points))
 	for i, p := range ser.Points {
@@ -288,7 +315,7 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 		pts[i] = cp
 	}
 	return render(path, "trend.html", map[string]any{
-		"Title": o.Title, "Root": "..", "Series": ser, "Points": pts,
+		"Title": o.Title, "Root": "..", "Series": ser, "Points": pts, "Data": trendData{ser, pts},
 	})
 }
 
@@ -303,7 +330,7 @@ func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("serve: %w", err))
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: secured(http.FileServer(http.Dir(dir))), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
@@ -315,6 +342,19 @@ func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
 		return exitcode.Failure(fmt.Errorf("serve: %w", err))
 	}
 	return nil
+}
+
+// secured adds to every response of h the Policy (the header, which
+// unlike the pages' <meta> also forbids framing) and nosniff: a file is
+// only ever read as the type its name gives it (a stored log is never
+// run as a script).
+func secured(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", Policy)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // CheckAddr refuses an address Serve cannot listen on as bad input,

@@ -50,6 +50,9 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	}
 	// Nothing is left reading the directory when Import returns.
 	defer src.records()
+	if err := checkPlan(dir, src.plan); err != nil {
+		return ImportStats{}, err
+	}
 	st := ImportStats{Run: RunID(src.plan)}
 	var prior int
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {

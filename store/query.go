@@ -470,6 +470,9 @@ func (s *Store) Annotate(ctx context.Context, a Annotation) error {
 	if a.SHA == "" || a.Metric == "" || strings.TrimSpace(a.Note) == "" {
 		return exitcode.BadInputf("annotate: a commit, a metric and a note are required")
 	}
+	if err := checkAnnotation(a); err != nil {
+		return err
+	}
 	if a.Created.IsZero() {
 		a.Created = time.Now()
 	}

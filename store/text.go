@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
 )
 
 // WriteText prints s as a table, one point per line, its change points
@@ -137,7 +138,18 @@ func (a Annotation) String() string {
 
 // ImportAll imports dirs in order (Import), saying on w one line per
 // directory and on warn each warning; nil writers are silent.
+//
+// A directory whose plan holds a text the store does not take
+// (CheckShown) is refused before any directory is imported.
 func (s *Store) ImportAll(ctx context.Context, dirs []string, w, warn io.Writer) ([]ImportStats, error) {
+	for _, d := range dirs {
+		// A plan that cannot be read is Import's to report, in order.
+		if p, err := results.ReadPlan(d); err == nil {
+			if err := checkPlan(d, p); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var all []ImportStats
 	for _, d := range dirs {
 		st, err := s.Import(ctx, d)

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/store"
 )
 
 func annotateCommand(env *Env) *cli.Command {
@@ -18,7 +19,7 @@ func annotateCommand(env *Env) *cli.Command {
 			&cli.StringFlag{Name: "commit", Usage: "`REF`: a stored sha (or a prefix of one), or a commit label or ref of a stored run"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},
 			&cli.StringFlag{Name: "config", Usage: "only this `CONFIG`uration", DefaultText: "every one"},
-			&cli.StringFlag{Name: "note", Usage: "the `NOTE`"},
+			&cli.StringFlag{Name: "note", Usage: fmt.Sprintf("the `NOTE`: plain text of at most %d characters (tabs and newlines kept)", store.MaxNote)},
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

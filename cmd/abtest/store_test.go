@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
 )
@@ -80,5 +83,57 @@ func TestAnnotateAndStoreBadInput(t *testing.T) {
 		if code != tc.code || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and one line with %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestImportAndAnnotateRefuseUnshowableText: store import of a results
+// directory whose commit label has a control character, and annotate
+// with such a note, exit 2 with one line naming the field; nothing is
+// stored (the good directory given first neither). Markup is text: the
+// pages escape it.
+func TestImportAndAnnotateRefuseUnshowableText(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dirs, err := storetest.Nights(filepath.Join(root, "nights"), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dirs[1], results.PlanFile)
+	data, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plan, bytes.Replace(data, []byte(`"label": "head"`), []byte(`"label": "head\u001b[2J"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
+	code, out, stderr := abtest(t, env, "store", "import", dirs[0], dirs[1])
+	if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "commits[1].label") || !strings.Contains(stderr, plan) || strings.Contains(stderr, "\x1b") {
+		t.Errorf("store import with a control character in a label: exit %d, stdout %q, stderr %q; want 2, nothing imported and one line naming the label and %s", code, out, stderr, plan)
+	}
+	if code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16"); code != 2 {
+		t.Errorf("history after a refused import: exit %d, want 2 (nothing stored)\n%s", code, out)
+	}
+	if code, out, stderr = abtest(t, env, "store", "import", dirs[0]); code != 0 {
+		t.Fatalf("store import: %d %s%s", code, out, stderr)
+	}
+	for _, tc := range []struct {
+		note string
+		code int
+	}{
+		{"expected\x1b[31m", 2},
+		{strings.Repeat("n", store.MaxNote+1), 2},
+		{`<img src=x onerror=window.__xss=3>`, 0},
+		{"expected:\tfaster\nby design", 0},
+	} {
+		code, _, stderr := abtest(t, env, "annotate", "--commit", storetest.NightSHA(0)[:8], "--metric", "tps", "--note", tc.note)
+		if code != tc.code || (code == 2 && (strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--note"))) {
+			t.Errorf("annotate --note %.40q: exit %d, stderr %q; want %d", tc.note, code, stderr, tc.code)
+		}
+	}
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--json")
+	var ser store.Series
+	if code != 0 || json.Unmarshal([]byte(out), &ser) != nil || len(ser.Annotations) != 2 {
+		t.Errorf("history --json: exit %d, annotations %+v; want the two notes taken", code, ser.Annotations)
 	}
 }

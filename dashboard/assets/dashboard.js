@@ -37,7 +37,9 @@
     var tables = input.getAttribute("data-table").split(/\s+/).map(function (id) {
       return document.getElementById(id);
     }).filter(Boolean);
-    var select = document.querySelector('select[data-table="' + input.getAttribute("data-table") + '"]');
+    var select = Array.prototype.find.call(document.querySelectorAll("select[data-table]"), function (s) {
+      return s.getAttribute("data-table") === input.getAttribute("data-table");
+    });
     var shown = document.getElementById("shown");
     function apply() {
       var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -63,8 +65,32 @@
   document.querySelectorAll("table.sortable").forEach(sortable);
   document.querySelectorAll("input[data-table]").forEach(filterable);
 
+  // node makes an element of tag holding text as text: data from the
+  // store (labels, hosts, notes) never passes through an HTML parser.
+  function node(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  // line is a div of the tooltip, of texts and nodes in order.
+  function line(parts) {
+    var d = node("div");
+    parts.forEach(function (x) { d.appendChild(typeof x === "string" ? document.createTextNode(x) : x); });
+    return d;
+  }
+
+  // The trend's data is a JSON block, not a script: a page without an
+  // inline script runs under a Content-Security-Policy without
+  // 'unsafe-inline'.
+  function trendData() {
+    var el = document.getElementById("trend-data");
+    return el ? JSON.parse(el.textContent) : null;
+  }
+
   function trend() {
-    var data = window.abtestTrend, el = document.getElementById("chart");
+    var data = trendData(), el = document.getElementById("chart");
     if (!data || !el || !window.echarts) return;
     var pts = data.points, ser = data.series;
     var chart = echarts.init(el, null, {renderer: "canvas"});
@@ -83,21 +109,29 @@
     pts.forEach(function (p, i) {
       if (annotated[p.sha] !== undefined) notes.push({coord: [i, p.value], value: "note", name: annotated[p.sha]});
     });
+    // The tooltip is an element built with textContent (ECharts takes
+    // an HTMLElement from a formatter): a string would be parsed as
+    // HTML. items is the axis' list, or one item (a note's pin).
+    function tip(items) {
+      var it = Array.isArray(items) ? items[0] : items, box = node("div", undefined, "tip");
+      if (!it) return box;
+      var p = it.componentType === "series" ? pts[it.dataIndex] : null;
+      if (!p) {
+        if (it.name) box.appendChild(line(["note: " + it.name]));
+        return box;
+      }
+      // The short sha is 8 characters, as text.Short writes it in Go.
+      box.appendChild(line([p.date]));
+      box.appendChild(line([p.commit + " ", node("code", p.sha.slice(0, 8))]));
+      box.appendChild(line([ser.metric + " = " + p.value.toPrecision(6)]));
+      box.appendChild(line(["host " + p.host + (p.doctor ? " (" + p.doctor + " doctor findings)" : "")]));
+      if (annotated[p.sha] !== undefined) box.appendChild(line(["note: " + annotated[p.sha]]));
+      return box;
+    }
     chart.setOption({
       animation: false,
       grid: {left: 70, right: 30, top: 40, bottom: 80},
-      tooltip: {
-        trigger: "axis",
-        formatter: function (items) {
-          var p = pts[items[0].dataIndex];
-          // The short sha is 8 characters, as text.Short writes it in Go.
-          var s = p.date + "<br>" + p.commit + " <code>" + p.sha.slice(0, 8) + "</code><br>" +
-            ser.metric + " = " + p.value.toPrecision(6) + "<br>host " + p.host;
-          if (p.doctor) s += " (" + p.doctor + " doctor findings)";
-          if (annotated[p.sha] !== undefined) s += "<br>note: " + annotated[p.sha];
-          return s;
-        },
-      },
+      tooltip: {trigger: "axis", formatter: tip},
       xAxis: {type: "category", data: pts.map(function (p) { return p.date; })},
       yAxis: {type: "value", scale: true, name: ser.metric},
       dataZoom: [{type: "inside"}, {type: "slider"}],
@@ -105,7 +139,7 @@
         name: ser.metric, type: "line", showAllSymbol: true, symbolSize: 6,
         data: pts.map(function (p) { return p.value; }),
         markLine: {symbol: "none", data: marks},
-        markPoint: {symbol: "pin", symbolSize: 36, data: notes},
+        markPoint: {symbol: "pin", symbolSize: 36, data: notes, tooltip: {trigger: "item", formatter: tip}},
       }],
     });
     chart.on("click", function (e) {
