@@ -6,14 +6,17 @@
 // Layout, for a name NAME under the data root ($PG_DATA_DIR):
 //
 //	NAME/              PGDATA; holds abtest.conf (the include), server.log,
-//	                   abtest.state.json (port, CPUs, settings, install)
+//	                   abtest.state.json (port, CPUs, settings, install),
+//	                   abtest.pgpass (the superuser's password, for TCP)
 //	NAME.env.sh        PATH, PGDATA, PGHOST, PGPORT, … for `source`
 //	.NAME.lock         held while an abtest process works on NAME
 //
 // When abtest runs as root, initdb, pg_ctl and postgres run as an
 // unprivileged account (PostgreSQL refuses root), which owns the data and
-// socket directories. abtest only ever stops a server through pg_ctl on a
-// data directory of its own: it never signals a process it did not start.
+// socket directories. Only the private socket directory is trusted; TCP
+// takes the password (auth.go). abtest only ever stops a server through
+// pg_ctl on a data directory of its own: it never signals a process it
+// did not start.
 package cluster
 
 import (
@@ -181,6 +184,11 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	if err != nil {
 		return nil, err
 	}
+	if !s.fresh {
+		if err := m.checkHostAuth(name, dir, opts.Listen); err != nil {
+			return nil, err
+		}
+	}
 	if !s.running {
 		// A stopped cluster another process holds is in a quiet period
 		// (Quiesce): something runs on its data directory.
@@ -289,7 +297,7 @@ func (m *Manager) reinit(ctx context.Context, s *startup) error {
 		}
 		s.running = false
 	}
-	if err := m.initdb(ctx, s.name, s.dir, s.opts); err != nil {
+	if err := m.initdb(ctx, s.name, s.dir, s.port, s.opts); err != nil {
 		return err
 	}
 	s.prev = nil
@@ -387,7 +395,14 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		m.undoLaunch(ctx, s, err)
 		return nil, err
 	}
+	pass, err := m.syncPassFile(s.dir, s.port)
+	if err != nil {
+		return nil, err
+	}
 	env := Env{Name: s.name, Path: st.EnvFile, InstallDir: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir, Port: s.port}
+	if s.opts.Listen != "" {
+		env.PassFile = pass
+	}
 	st.EnvSHA256 = sha256Hex([]byte(env.Render()))
 	if err := m.writeState(st); err != nil {
 		return nil, exitcode.Failure(err)
@@ -499,8 +514,9 @@ func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
 // its configuration includes abtest.conf: an abtest killed during
 // initdb (which runs on, orphaned, to its end) leaves no data directory
 // that looks whole but ignores abtest.conf, only a staging directory the
-// next initdb of name removes.
-func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) error {
+// next initdb of name removes. The superuser gets a new password, kept
+// in PassFile for port (auth.go).
+func (m *Manager) initdb(ctx context.Context, name, dir string, port int, opts Options) error {
 	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
 		return exitcode.BadInput(err)
 	}
@@ -516,14 +532,21 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 	if err := m.privateDir(stage); err != nil {
 		return exitcode.Failure(err)
 	}
-	m.logf("cluster %s: initdb %s", name, dir)
-	args := []string{"-D", stage, "-U", SuperUser, "--no-locale", "-E", "UTF8", "-A", "trust", "--no-instructions"}
-	if opts.DataChecksums {
-		args = append(args, "--data-checksums")
-	}
 	more, err := m.knownInitdbOpts(ctx, opts.Install, opts.InitdbOpts)
 	if err != nil {
 		return err
+	}
+	auth, password, done, err := m.initdbAuth(name)
+	if err != nil {
+		return exitcode.Failure(fmt.Errorf("initdb %s: password file: %w", name, err))
+	}
+	defer done()
+	m.logf("cluster %s: initdb %s", name, dir)
+	args := []string{"-D", stage, "-U", SuperUser, "--no-locale", "-E", "UTF8"}
+	args = append(args, auth...)
+	args = append(args, "--no-instructions")
+	if opts.DataChecksums {
+		args = append(args, "--data-checksums")
 	}
 	args = append(args, more...)
 	c := m.cmd(opts.Install, "initdb", args...)
@@ -532,7 +555,11 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, opts Options) er
 		_ = m.Run.RemoveAll(stage)
 		return exitcode.Failure(fmt.Errorf("initdb %s: %w", name, err))
 	}
-	if err := m.includeConf(stage); err != nil {
+	err = m.includeConf(stage)
+	if err == nil {
+		err = m.writeOwned(filepath.Join(stage, PassFile), []byte(passLine(port, password)), 0o600)
+	}
+	if err != nil {
 		_ = m.Run.RemoveAll(stage)
 		return exitcode.Failure(err)
 	}

@@ -121,6 +121,10 @@ type Env struct {
 	DataDir    string
 	SocketDir  string
 	Port       int
+	// PassFile is the superuser's password file (PassFile), exported as
+	// PGPASSFILE for TCP connections; "" for a cluster on the Unix
+	// socket only, which trusts its private socket.
+	PassFile string
 }
 
 // Render returns env.sh.
@@ -135,6 +139,9 @@ func (e Env) Render() string {
 	exp("PGPORT", strconv.Itoa(e.Port))
 	exp("PGUSER", SuperUser)
 	exp("PGDATABASE", Database)
+	if e.PassFile != "" {
+		exp("PGPASSFILE", proc.Quote(e.PassFile))
+	}
 	return b.String()
 }
 
