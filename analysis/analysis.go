@@ -531,8 +531,17 @@ func spreadSorted(s []float64, dev *[]float64) float64 {
 	return 100 * 1.4826 * mad / math.Abs(med)
 }
 
+// median is the median of s, in any order: unsorted values are sorted in
+// a copy (the conditions' tables once showed the middle cell in record
+// order as a median: issue 40). Sorted input costs one pass to check.
 func median(s []float64) float64 {
 	n := len(s)
+	if n == 0 {
+		return math.NaN()
+	}
+	if !slices.IsSorted(s) {
+		s = slices.Sorted(slices.Values(s))
+	}
 	if n%2 == 1 {
 		return s[n/2]
 	}

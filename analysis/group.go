@@ -4,6 +4,7 @@ package analysis
 // and the records; their valid values, and the blocks that pair.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -163,7 +164,16 @@ func (a *analyzer) groupCells() {
 	}
 	var names []string
 	var slots []metricSlot
-	for i := range a.in.Records {
+	// In the plan's order (seq), whatever order the records came in: the
+	// report lists the cells left out in that order.
+	order := make([]int, len(a.in.Records))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		return cmp.Or(cmp.Compare(a.in.Records[i].Seq, a.in.Records[j].Seq), strings.Compare(a.in.Records[i].Cell, a.in.Records[j].Cell))
+	})
+	for _, i := range order {
 		rec := &a.in.Records[i]
 		g := a.groupOf(rec.Config, rec.Commit)
 		switch {

@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +177,42 @@ func TestSweepOneArmSaturated(t *testing.T) {
 	}
 	if err := r.WriteJSON(io.Discard); err != nil {
 		t.Errorf("report.json: %v", err)
+	}
+}
+
+// TestSweepMediansAnyOrder: a point whose cells committed 197, 17 and
+// 204/s (one stalled) shows 197/s, the sorted median, as issue 40's r200
+// point did not; and the records in any order give the same report.
+func TestSweepMediansAnyOrder(t *testing.T) {
+	in := sweepInput(t, false)
+	for i, tps := range map[int]float64{0: 197, 2: 17, 4: 204} {
+		in.Records[i].Metrics.Set(results.MetricTPS, tps)
+	}
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := r.Sweeps[0].Points[0]
+	if pt.Point != "r500 :batch=1" || pt.Commit != "base" || pt.Medians[results.MetricTPS] != 197 {
+		t.Fatalf("%s %s: committed/s %v, want 197", pt.Point, pt.Commit, pt.Medians[results.MetricTPS])
+	}
+	var want bytes.Buffer
+	if err := r.WriteMarkdown(&want); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 3 {
+		rng.Shuffle(len(in.Records), func(i, j int) { in.Records[i], in.Records[j] = in.Records[j], in.Records[i] })
+		r, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := r.WriteMarkdown(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("the report of shuffled records differs:\n%s\nwant:\n%s", got.String(), want.String())
+		}
 	}
 }
