@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/abspath"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/text"
@@ -29,7 +30,7 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Getenv  func(string) string
-	Getwd   func() (string, error)
+	Getwd   abspath.Getwd // what the path flags are taken against
 	Home    string
 	Now     func() time.Time
 	Geteuid func() int

@@ -24,8 +24,14 @@ import (
 // never overlap each other.
 func abtest(t testing.TB, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	return abtestIn(t, env, t.TempDir(), args...)
+}
+
+// abtestIn is abtest run in the working directory wd (Env.Getwd): the
+// directory relative paths of its flags are taken against.
+func abtestIn(t testing.TB, env map[string]string, wd string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr strings.Builder
-	wd := t.TempDir()
 	code := Main(context.Background(), append([]string{"abtest"}, args...), &Env{
 		Stdout:  &stdout,
 		Stderr:  &stderr,
