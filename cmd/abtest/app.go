@@ -145,7 +145,7 @@ func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout, Notes: env.Stderr}, nil
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stderr, Notes: env.Stderr, Exports: env.Stdout}, nil
 }
 
 // newDeps is what a matrix run (and nightly, bisect and the demo, which

@@ -13,7 +13,7 @@ import (
 func switchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "switch",
-		Usage: "manage one named worktree, its build and its cluster",
+		Usage: "manage one named worktree, its build and its cluster (status on stderr; stdout is the started cluster's export lines, for eval)",
 		UsageText: `abtest switch -c COMMIT -w NAME        create or move a worktree (detached)
 abtest switch -w NAME --patch FILE...   apply patches (git diff, or git format-patch/mbox)
 abtest switch -w NAME -b TYPE           build and install (TYPE release|debug|debug_noassert)
