@@ -135,7 +135,8 @@ func (r *run) preflight(ctx context.Context, todo []results.Cell) error {
 			continue
 		}
 		if ctx.Err() != nil {
-			return exitcode.Failure(fmt.Errorf("interrupted in the preflight, before the first cell: %w", ctx.Err()))
+			// The plan is written: a resume runs the preflight again.
+			return exitcode.Failure(fmt.Errorf("%w in the preflight, before the first cell; no cell ran", ErrInterrupted))
 		}
 		if errors.Is(err, errOwnFiles) {
 			return err
