@@ -45,9 +45,19 @@ func (r *Report) aa() {
 			continue
 		}
 		a := &AA{Arms: arms, Metric: r.aaMetric()}
+		compared, usable := 0, 0
 		for _, row := range r.Rows {
 			if row.Metric != a.Metric {
 				continue
+			}
+			base := 0
+			for _, st := range row.Stats {
+				if st.Commit == r.Baseline {
+					base = st.N
+				}
+				if contains(arms, st.Commit) {
+					usable += st.N
+				}
 			}
 			for _, st := range row.Stats {
 				if st.Commit == r.Baseline || !contains(arms, st.Commit) {
@@ -64,11 +74,26 @@ func (r *Report) aa() {
 					}
 				}
 				a.DetectablePct = math.Max(a.DetectablePct, det)
+				if st.N > 0 && base > 0 {
+					compared++
+				}
 			}
 		}
 		name := "TPS"
 		if a.Metric != results.MetricTPS {
 			name = a.Metric
+		}
+		if compared == 0 {
+			// Nothing was measured: no difference to state, nothing it
+			// could have detected (not "a change of 0 % or more").
+			a.DetectablePct = math.Inf(1)
+			why := "this run has no usable cells"
+			if usable > 0 {
+				why = "no configuration has usable cells of both"
+			}
+			a.Note = fmt.Sprintf("%s run on one build, but %s: it says nothing about their noise, and could have detected no %s change of any size.", strings.Join(arms, " and "), why, name)
+			r.AA = a
+			return
 		}
 		a.Note = fmt.Sprintf("%s run on one build: they differ only by noise. The largest %s difference between them was %.2f%%; in its least precise configuration this run could have detected %s.", strings.Join(arms, " and "), name, a.MaxDeltaPct, detectsChange(name, a.DetectablePct))
 		r.AA = a

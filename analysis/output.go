@@ -129,13 +129,18 @@ func ParseThresholds(list []string) (map[string]float64, error) {
 	for _, t := range list {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if !ok || err != nil || checkThreshold(n) != nil {
-			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT a finite number of at least 0, e.g. tps=3", t)
+		if !ok || err != nil || !(n > 0 && n <= MaxThresholdPct) {
+			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT above 0 and at most %g, e.g. tps=3", t, float64(MaxThresholdPct))
 		}
 		out[name] = n
 	}
 	return out, nil
 }
+
+// MaxThresholdPct bounds a minimum effect given on the command line
+// (--threshold): a change of more than half is no threshold of noise,
+// and 1e308 % made every verdict "same".
+const MaxThresholdPct = 50
 
 // CheckAlpha refuses a significance level that is not above 0 and below
 // 0.5: NaN or 0 would test nothing, and at 0.5 or above the report's

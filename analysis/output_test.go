@@ -60,11 +60,11 @@ func TestOutput(t *testing.T) {
 }
 
 func TestParseThresholds(t *testing.T) {
-	th, err := ParseThresholds([]string{"tps=3", "latency_p99_ms=5%"})
+	th, err := ParseThresholds([]string{"tps=3", "latency_p99_ms=5%", "wal_bytes_per_tx=50"})
 	if err != nil || th["tps"] != 3 || th["latency_p99_ms"] != 5 {
 		t.Errorf("%v, %v", th, err)
 	}
-	for _, bad := range []string{"tps", "tps=-1", "tps=x"} {
+	for _, bad := range []string{"tps", "tps=-1", "tps=x", "tps=1e308", "tps=0", "tps=50.5"} {
 		if _, err := ParseThresholds([]string{bad}); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%q: %v", bad, err)
 		}

@@ -128,9 +128,11 @@ func checkCluster(t *testing.T, deps *Deps, install string) {
 
 // TestExtensionBadInput: an extension directory without a Makefile and
 // a missing setup SQL file are refused by Prepare (exit 2); a build
-// that fails is exit 3 naming its log; setup SQL or a declared metric's
+// that fails is exit 3 naming its log; setup SQL the server refuses is
+// refused by the preflight before the first cell (exit 2, one line
+// naming the file and line, nothing recorded); a declared metric's
 // query the server refuses stops the run after the first cell (exit 3,
-// one line naming the file and line, or the metric), no server left.
+// one line naming the metric); no server left.
 // Open-loop (plumbingRates): alone 3.4 CPU-s against 4.8 closed-loop,
 // 5 s of wall (load 2.0-2.2).
 func TestExtensionBadInput(t *testing.T) {
@@ -176,7 +178,24 @@ func TestExtensionBadInput(t *testing.T) {
 	req = base
 	req.SetupSQL = filepath.Join(t.TempDir(), "bad.sql")
 	os.WriteFile(req.SetupSQL, []byte("SELECT 1;\nSELECT * FROM nosuch_table;\n"), 0o644)
-	userSQLStops(t, deps, req, "setup SQL "+req.SetupSQL+" line 2", "nosuch_table")
+	plan, err = Prepare(ctx, deps, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	want := "setup SQL " + req.SetupSQL + " line 2"
+	if err := Run(ctx, deps, plan, dir); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nosuch_table") ||
+		!strings.Contains(err.Error(), "preflight before the first cell") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("refused setup SQL: %v (exit %d); want exit 2 from the preflight, one line naming %q and nosuch_table", err, exitcode.Code(err), want)
+	}
+	if recs, _, _ := results.ReadRecords(dir); len(recs) != 0 {
+		t.Errorf("refused setup SQL: %d cells recorded; want none", len(recs))
+	}
+	for _, b := range []string{"a", "b"} {
+		if ps := cluster.Processes(filepath.Join(deps.Clusters.Root, ClusterName(b))); len(ps) > 0 {
+			t.Errorf("cluster of %s: processes %v left running", b, ps)
+		}
+	}
 
 	req = base
 	file := filepath.Join(t.TempDir(), "badmetric.sql")

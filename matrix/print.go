@@ -106,6 +106,7 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		bd += b.Duration
 		kinds[b.Kind]++
 	}
+	PrintPreflight(w, p)
 	for _, c := range p.Cells {
 		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
 	}

@@ -382,6 +382,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
+	var wls []workload.Workload
 	for _, w := range req.Workloads {
 		wl, err := workload.Resolve(w)
 		if err != nil {
@@ -391,6 +392,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		if err := spec.Check(); err != nil {
 			return nil, err
 		}
+		wls = append(wls, wl)
 	}
 	if len(req.CPUs) > 0 {
 		online, err := deps.allowedCPUs()
@@ -411,12 +413,40 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 	if err := prepareExtras(ctx, deps, req, p); err != nil {
 		return nil, err
 	}
+	if err := checkVars(deps, req, wls, p.Options.SetupSQL); err != nil {
+		return nil, err
+	}
 	p.Created = deps.Clock().UTC()
 	if deps.Host != nil {
 		p.Host, p.Doctor = deps.Host()
 	}
 	p.AbtestVersion = deps.Version
 	return p, nil
+}
+
+// checkVars refuses --var names no workload (nor the setup SQL, as
+// ${name}) reads and :names a workload reads that nothing sets
+// (workload.CheckVars), and notes the --var names some workloads ignore.
+func checkVars(deps *Deps, req Request, wls []workload.Workload, setupSQL string) error {
+	var vars, elsewhere []string
+	sql := ""
+	if setupSQL != "" {
+		data, _ := os.ReadFile(setupSQL) // read and checked by prepareExtras
+		sql = string(data)
+	}
+	for _, v := range req.Vars {
+		vars = append(vars, v.Name)
+		if strings.Contains(sql, "${"+v.Name+"}") {
+			elsewhere = append(elsewhere, v.Name)
+		}
+	}
+	notes, err := workload.CheckVars(wls, vars, elsewhere)
+	for _, n := range notes {
+		if deps.Out != nil || deps.Progress != nil {
+			deps.warnf("%s", n)
+		}
+	}
+	return err
 }
 
 // resolve turns the request's commits into the plan's: shas, patch

@@ -157,12 +157,14 @@ func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error 
 
 // RunLocked executes plan into held.Dir, a results directory its caller
 // holds (results.LockRun) and releases: it builds every commit first,
-// then runs every cell not yet in cells.jsonl, then (with
-// --until-decided) the extra blocks. The directory may hold this plan
+// then runs the preflight (each script once against each server) and
+// every cell not yet in cells.jsonl, then (with --until-decided) the
+// extra blocks. The directory may hold this plan
 // already (a resume: a torn last line is repaired first, records of
 // cells the plan does not have are ignored with a note); another plan
-// there is refused. Settings the server refuses discard a directory
-// LockRun made (held.Discard, which releases the lock). On cancellation
+// there is refused. Settings the server refuses, and a preflight that
+// fails, discard a directory LockRun made (held.Discard, which releases
+// the lock). On cancellation
 // it stops pgbench and every cluster this run started, keeps the
 // finished cells and returns ErrInterrupted.
 func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *results.Held) (err error) {
@@ -215,6 +217,10 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 	}
 	todo, err := r.todo()
 	if err != nil {
+		return err
+	}
+	if err := r.preflight(ctx, todo); err != nil {
+		discard = exitcode.Code(err) == exitcode.Usage
 		return err
 	}
 	if err := r.cells(ctx, todo); err != nil {
@@ -516,7 +522,7 @@ func result(rec *results.Record) (string, bool) {
 // output, or of the server log when the tool said nothing.
 func failed(rec *results.Record, err error, serverLog string) *results.Record {
 	rec.Status = results.StatusFailed
-	rec.Error = err.Error()
+	rec.Error = withCause(err)
 	var pe *proc.Error
 	if errors.As(err, &pe) {
 		rec.LogTail = pe.Tail

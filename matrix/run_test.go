@@ -123,7 +123,8 @@ func TestWarmupFailureNamesItsLog(t *testing.T) {
 	t.Parallel()
 	deps, pg := prebuiltDeps(t)
 	install := testpg.CopyInstall(t, pg, "fp-warm")
-	fail := "#!/bin/sh\necho 'pgbench: simulated failure' >&2\nexit 1\n"
+	// The preflight's one transaction (-t 1) passes; the warm-up fails.
+	fail := "#!/bin/sh\ncase \" $* \" in *' -t 1 '*) exit 0;; esac\necho 'pgbench: simulated failure' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(install, "bin", "pgbench"), []byte(fail), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
@@ -174,10 +175,30 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 		return err
 	}
 	st, err := cm.Start(ctx, r.Name, copts)
-	if err == nil && !w.Run.DryRun {
-		fmt.Fprintf(w.out(), "source %s\n", st.EnvFile)
+	if err != nil || w.Run.DryRun {
+		return err
 	}
-	return err
+	fmt.Fprintf(w.out(), "source %s\n", st.EnvFile)
+	return w.exports(cm, r.Name)
+}
+
+// exports writes the export lines of cluster name's env.sh on Exports.
+func (w *Workspace) exports(cm *cluster.Manager, name string) error {
+	if w.Exports == nil {
+		return nil
+	}
+	data, err := cm.ReadEnv(name)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "export ") {
+			if _, err := fmt.Fprintln(w.Exports, line); err != nil {
+				return exitcode.Failure(err)
+			}
+		}
+	}
+	return nil
 }
 
 // removeOrStop is Remove (cluster, install and worktree) or Stop.
@@ -235,12 +256,26 @@ func (w *Workspace) prune(r Request) error {
 		return err
 	}
 	for _, o := range removed {
-		fmt.Fprintf(w.out(), "removed socket directory %s: %s\n", o.Dir, o.Reason)
+		fmt.Fprintf(w.out(), "removed socket directory %s: %s%s\n", o.Dir, o.Reason, w.otherRoot(o.DataDir))
 	}
 	if len(removed) == 0 && err == nil {
 		fmt.Fprintln(w.out(), "no socket directory whose cluster is gone")
 	}
 	return err
+}
+
+// otherRoot says, for a pruned socket directory's data directory, when
+// it was a cluster of another data root than the configuration's: prune
+// removes the orphans of every root (their servers are gone), and says
+// whose they were.
+func (w *Workspace) otherRoot(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	if rel, err := filepath.Rel(w.Config.DataDir, dataDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return fmt.Sprintf(" (a cluster of another data root, %s, not %s)", filepath.Dir(dataDir), w.Config.DataDir)
 }
 
 // exists says whether anything --remove removes is there for name.

@@ -37,6 +37,11 @@ type Workspace struct {
 	// Notes receives what is no part of a command's output: the
 	// clusters Clusters started again (RestoreStopped); nil is Out.
 	Notes io.Writer
+	// Exports receives the export lines of the env.sh of the cluster
+	// Switch started, and nothing else: the CLI's stdout, while Out is
+	// its stderr, so that eval "$(abtest switch -w NAME)" sets the
+	// cluster's variables. Nil writes none.
+	Exports io.Writer
 
 	restored bool
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/internal/abspath"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/text"
@@ -29,7 +30,7 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Getenv  func(string) string
-	Getwd   func() (string, error)
+	Getwd   abspath.Getwd // what the path flags are taken against
 	Home    string
 	Now     func() time.Time
 	Geteuid func() int
@@ -144,7 +145,7 @@ func openWorkspace(cmd *cli.Command, env *Env) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stdout, Notes: env.Stderr}, nil
+	return &workspace.Workspace{Config: cfg, Run: runner(cmd, env), Euid: env.Geteuid(), Now: env.Now, Out: env.Stderr, Notes: env.Stderr, Exports: env.Stdout}, nil
 }
 
 // newDeps is what a matrix run (and nightly, bisect and the demo, which

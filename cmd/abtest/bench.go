@@ -50,13 +50,13 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 }
 
 // benchRequest turns bench's flags into a workload.Bench.
-func benchRequest(cmd *cli.Command) (workload.Bench, error) {
+func benchRequest(cmd *cli.Command, env *Env) (workload.Bench, error) {
 	b := workload.Bench{
 		Conn:    workload.Conn{Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db")},
 		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")),
 		Clients: int(cmd.Int("clients")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
 		Rate: cmd.Float("rate"), ExpectedTPS: cmd.Float("expected-tps"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
-		Pgbench: cmd.String("pgbench"), Workloads: cmd.String("workloads"), OutDir: cmd.String("output"),
+		Pgbench: cmd.String("pgbench"), Workloads: env.Getwd.Items(cmd.String("workloads")), OutDir: env.Getwd.Path(cmd.String("output")),
 	}
 	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
 		return b, exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
@@ -72,7 +72,7 @@ func benchRequest(cmd *cli.Command) (workload.Bench, error) {
 }
 
 func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
-	b, err := benchRequest(cmd)
+	b, err := benchRequest(cmd, env)
 	if err != nil {
 		return err
 	}

@@ -49,18 +49,18 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 }
 
 // bisectRequest turns the flags into a bisect.Request (Dir aside).
-func bisectRequest(cmd *cli.Command) (*bisect.Request, error) {
+func bisectRequest(cmd *cli.Command, env *Env) (*bisect.Request, error) {
 	return bisect.Options{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
-		Workloads: cmd.String("workloads"), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
+		Workloads: env.Getwd.Items(cmd.String("workloads")), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
 		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), Rate: cmd.String("rate"),
 		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")), Reuse: cmd.StringSlice("reuse"),
 	}.Request()
 }
 
 func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
-	r, err := bisectRequest(cmd)
+	r, err := bisectRequest(cmd, env)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func runBisect(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	mdeps.Quiet, mdeps.BuildOptions.ReuseFrom = true, r.ReuseFrom()
-	r.Dir = cmd.String("output")
+	r.Dir = env.Getwd.Path(cmd.String("output"))
 	deps := &bisect.Deps{Matrix: mdeps, Out: env.Stdout, Err: env.Stderr, Record: recorder(cfg)}
 	return bisect.Execute(ctx, deps, r, cfg.ResultsDir, cmd.Bool("dry-run"))
 }

@@ -44,9 +44,10 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
 	envFile := filepath.Join(env["PG_DATA_DIR"], "pg.env.sh")
-	if !strings.HasSuffix(out, "source "+envFile+"\n") {
-		t.Errorf("switch should end with the source line; got:\n%s", out)
+	if !strings.HasSuffix(stderr, "source "+envFile+"\n") {
+		t.Errorf("switch should end with the source line on stderr; got:\n%s", stderr)
 	}
+	checkExports(t, out, envFile)
 	code, printed, _ := abtest(t, env, "env", "-w", "pg")
 	file, _ := os.ReadFile(envFile)
 	if code != 0 || printed != string(file) || !strings.Contains(printed, "export PGDATABASE=benchmark") {
@@ -60,9 +61,9 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 	if err != nil || st.Settings["work_mem"] != "3MB" || st.Settings["pg_stat_statements.max"] != "700" {
 		t.Errorf("state = %+v, %v", st, err)
 	}
-	code, out, _ = abtest(t, env, "switch", "-w", "pg", "--stop")
-	if code != 0 || !strings.Contains(out, "stopped") {
-		t.Errorf("--stop: %d %q", code, out)
+	code, _, stderr = abtest(t, env, "switch", "-w", "pg", "--stop")
+	if code != 0 || !strings.Contains(stderr, "stopped") {
+		t.Errorf("--stop: %d %q", code, stderr)
 	}
 	if _, running := cluster.PID(st.DataDir); running {
 		t.Error("still running after --stop")
@@ -99,7 +100,7 @@ func TestSwitchStopBusyAndForce(t *testing.T) {
 		t.Errorf("--stop of a held cluster: exit %d %q; want 2 naming --force", code, stderr)
 	}
 	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--stop", "--force")
-	if code != 0 || !strings.Contains(out, "stopped") {
+	if code != 0 || !strings.Contains(stderr, "stopped") {
 		t.Errorf("--stop --force: exit %d\n%s%s", code, out, stderr)
 	}
 }
@@ -287,8 +288,10 @@ func TestSwitchPruneAndStatus(t *testing.T) {
 		t.Errorf("switch --prune -w pg: exit %d %q, want 2", code, stderr)
 	}
 	code, out, stderr := abtest(t, env, "switch", "--prune")
-	if code != 0 || !strings.Contains(out, "removed socket directory "+orphan) {
-		t.Errorf("switch --prune: exit %d\n%s%s", code, out, stderr)
+	// Its data root (…/gone) is not this configuration's: the line says so.
+	pruned := "removed socket directory " + orphan + ": its data directory " + goneData + " is gone (a cluster of another data root, " + filepath.Dir(goneData) + ", not " + env["PG_DATA_DIR"] + ")\n"
+	if code != 0 || !strings.Contains(stderr, pruned) || out != "" {
+		t.Errorf("switch --prune: exit %d, stdout %q, stderr:\n%s\nwant the line %q", code, out, stderr, pruned)
 	}
 	if _, err := os.Lstat(orphan); err == nil {
 		t.Errorf("switch --prune left %s", orphan)
@@ -336,5 +339,23 @@ func TestSwitchStopCleanupLeavesNoSocketDir(t *testing.T) {
 		if strings.HasPrefix(o.DataDir, base+"/") {
 			t.Errorf("status lists %s of the ended test as gone", o.Dir)
 		}
+	}
+}
+
+// checkExports: switch's stdout is its cluster's export lines and
+// nothing else, and a shell that evals it (eval "$(abtest switch -w
+// NAME)", which status lines on stdout broke) has the cluster's
+// variables.
+func checkExports(t *testing.T, out, envFile string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "export ") {
+			t.Errorf("switch's stdout has a line other than export: %q", l)
+		}
+	}
+	got, err := exec.Command("sh", "-c", `eval "$1" && echo "$PGDATA $PGDATABASE"`, "sh", out).CombinedOutput()
+	if want := filepath.Join(filepath.Dir(envFile), "pg") + " benchmark\n"; err != nil || string(got) != want {
+		t.Errorf("eval of switch's stdout: %q (%v), want %q", got, err, want)
 	}
 }

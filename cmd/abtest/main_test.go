@@ -24,8 +24,14 @@ import (
 // never overlap each other.
 func abtest(t testing.TB, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
+	return abtestIn(t, env, t.TempDir(), args...)
+}
+
+// abtestIn is abtest run in the working directory wd (Env.Getwd): the
+// directory relative paths of its flags are taken against.
+func abtestIn(t testing.TB, env map[string]string, wd string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr strings.Builder
-	wd := t.TempDir()
 	code := Main(context.Background(), append([]string{"abtest"}, args...), &Env{
 		Stdout:  &stdout,
 		Stderr:  &stderr,
@@ -99,14 +105,15 @@ func TestSourceErrorsSayWhichSetting(t *testing.T) {
 func TestSwitchPatchStatusRemove(t *testing.T) {
 	t.Parallel()
 	env, repo := setup(t)
+	// switch says what it did on stderr (its stdout is for eval).
 	code, out, stderr := abtest(t, env, "switch", "-c", "HEAD~1", "-w", "lru")
-	if code != 0 || !strings.Contains(out, "worktree lru: created at") {
+	if code != 0 || !strings.Contains(stderr, "worktree lru: created at") || out != "" {
 		t.Fatalf("create: %d %q %q", code, out, stderr)
 	}
 	patch := filepath.Join(t.TempDir(), "fix.diff")
 	os.WriteFile(patch, []byte("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 9;\n"), 0o644)
 	code, out, stderr = abtest(t, env, "switch", "-w", "lru", "--patch", patch)
-	if code != 0 || !strings.Contains(out, "applied "+patch) {
+	if code != 0 || !strings.Contains(stderr, "applied "+patch) {
 		t.Fatalf("patch: %d %q %q", code, out, stderr)
 	}
 	code, out, _ = abtest(t, env, "status", "--json")
@@ -131,9 +138,9 @@ func TestSwitchPatchStatusRemove(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(env["PG_WORKTREES_DIR"], "lru")); err != nil {
 		t.Fatal("dry-run removed the worktree")
 	}
-	code, out, _ = abtest(t, env, "switch", "--remove", "-w", "lru")
-	if code != 0 || !strings.Contains(out, "removed") {
-		t.Errorf("remove: %d %q", code, out)
+	code, _, stderr = abtest(t, env, "switch", "--remove", "-w", "lru")
+	if code != 0 || !strings.Contains(stderr, "removed") {
+		t.Errorf("remove: %d %q", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(env["PG_WORKTREES_DIR"], "lru")); err == nil {
 		t.Error("worktree still there")

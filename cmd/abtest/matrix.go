@@ -85,17 +85,17 @@ Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1
 // matrix.Prepare.
 func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 	return matrix.Options{
-		Commits: cmd.String("commits"), Workloads: cmd.String("workloads"), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
-		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: cmd.String("condition"), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
+		Commits: env.Getwd.Specs(cmd.String("commits")), Workloads: env.Getwd.Items(cmd.String("workloads")), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
+		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: env.Getwd.Items(cmd.String("condition")), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
 		InstrTransactions: int(cmd.Int("instr-transactions")),
-		InitdbOpts:        cmd.StringSlice("initdb-opt"), Pgbench: cmd.String("pgbench"),
+		InitdbOpts:        cmd.StringSlice("initdb-opt"), Pgbench: env.Getwd.Path(cmd.String("pgbench")),
 		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), PerfWindow: cmd.Int("perf-window"),
 		Repeats: int(cmd.Int("repeats")), SleepMS: int(cmd.Int("sleep")), MaxRepeats: int(cmd.Int("max-repeats")),
 		Build: cmd.String("build"), Protocol: cmd.String("protocol"), Order: cmd.String("order"),
 		NameTemplate: cmd.String("name-template"), Preset: cmd.String("preset"), Shard: cmd.String("shard"),
 		Seed: int64(cmd.Int("seed")), Perf: cmd.Bool("perf"), Instructions: cmd.Bool("instructions"),
 		UntilDecided: cmd.Bool("until-decided"), Budget: cmd.Duration("budget"),
-		Extensions: cmd.StringSlice("extension"), Preload: cmd.StringSlice("preload"), SetupSQL: cmd.String("setup-sql"),
+		Extensions: env.Getwd.Paths(cmd.StringSlice("extension")), Preload: cmd.StringSlice("preload"), SetupSQL: env.Getwd.Path(cmd.String("setup-sql")),
 		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
 		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(),
 	}.Request()
@@ -145,7 +145,7 @@ func recorder(cfg *config.Loaded) pipeline.Recorder {
 // matrixPlan is the plan stored in --resume DIR, or a new one from the
 // flags, and its directory.
 func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loaded, deps *matrix.Deps) (*results.Plan, string, error) {
-	if dir := cmd.String("resume"); dir != "" {
+	if dir := env.Getwd.Path(cmd.String("resume")); dir != "" {
 		plan, err := matrix.ResumePlan(dir, cmd.IsSet)
 		return plan, dir, err
 	}
@@ -153,5 +153,5 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 	if err != nil {
 		return nil, "", err
 	}
-	return pipeline.Prepare(ctx, deps, req, cmd.String("output"), cfg.ResultsDir)
+	return pipeline.Prepare(ctx, deps, req, env.Getwd.Path(cmd.String("output")), cfg.ResultsDir)
 }

@@ -60,7 +60,7 @@ func TestReadmeRecipe(t *testing.T) {
 		if args[1] != "-n" {
 			args = append([]string{"abtest", "-n"}, args[1:]...)
 		}
-		code, out, stderr := abtest(t, env, args[1:]...)
+		code, out, stderr := abtestIn(t, env, dir, args[1:]...)
 		if code != 0 || !strings.Contains(out, "# plan: 64 cells") {
 			t.Errorf("%s: exit %d, %s\n%s", line, code, stderr, out)
 		}

@@ -13,7 +13,7 @@ import (
 func switchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "switch",
-		Usage: "manage one named worktree, its build and its cluster",
+		Usage: "manage one named worktree, its build and its cluster (status on stderr; stdout is the started cluster's export lines, for eval)",
 		UsageText: `abtest switch -c COMMIT -w NAME        create or move a worktree (detached)
 abtest switch -w NAME --patch FILE...   apply patches (git diff, or git format-patch/mbox)
 abtest switch -w NAME -b TYPE           build and install (TYPE release|debug|debug_noassert)
@@ -38,10 +38,10 @@ abtest switch --prune                   remove socket directories whose cluster 
 }
 
 // switchRequest turns switch's flags into a workspace.Request.
-func switchRequest(cmd *cli.Command) (workspace.Request, error) {
+func switchRequest(cmd *cli.Command, env *Env) (workspace.Request, error) {
 	name, err := requireName(cmd)
 	r := workspace.Request{
-		Name: name, Commit: cmd.String("commit"), Patches: cmd.StringSlice("patch"),
+		Name: name, Commit: cmd.String("commit"), Patches: env.Getwd.Paths(cmd.StringSlice("patch")),
 		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"), Prune: cmd.Bool("prune"),
 	}
 	if err != nil && !r.Prune {
@@ -50,7 +50,7 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 	if t := cmd.String("build"); t != "" {
 		r.Build = &workspace.BuildSpec{
 			Type: t, MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt"),
-			Profiling: cmd.Bool("profiling"), NoCCache: cmd.Bool("no-ccache"), Force: cmd.Bool("force"), Extensions: cmd.StringSlice("extension"),
+			Profiling: cmd.Bool("profiling"), NoCCache: cmd.Bool("no-ccache"), Force: cmd.Bool("force"), Extensions: env.Getwd.Paths(cmd.StringSlice("extension")),
 		}
 	} else {
 		for _, f := range []string{"meson-opt", "configure-opt", "profiling", "no-ccache", "force", "extension"} {
@@ -63,7 +63,7 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 	if wantsCluster || (r.Commit == "" && len(r.Patches) == 0 && r.Build == nil && !r.Remove && !r.Stop && !r.Prune) {
 		r.Cluster = &workspace.ClusterSpec{
 			Port: cmd.String("port"), PgssMax: int(cmd.Int("pgss-max")), MaxClients: int(cmd.Int("max-clients")),
-			Listen: cmd.String("listen"), DataChecksums: cmd.Bool("data-checksums"), Install: cmd.String("install"),
+			Listen: cmd.String("listen"), DataChecksums: cmd.Bool("data-checksums"), Install: env.Getwd.Path(cmd.String("install")),
 			Recreate: cmd.Bool("recreate-cluster"), Settings: cmd.StringSlice("set"), CPUs: cmd.String("cpus"),
 		}
 	}
@@ -71,7 +71,7 @@ func switchRequest(cmd *cli.Command) (workspace.Request, error) {
 }
 
 func runSwitch(ctx context.Context, cmd *cli.Command, env *Env) error {
-	r, err := switchRequest(cmd)
+	r, err := switchRequest(cmd, env)
 	if err != nil {
 		return err
 	}

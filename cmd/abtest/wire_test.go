@@ -97,14 +97,18 @@ func brokenInstall(t *testing.T, src string) string {
 // one line and exit 2 from matrix and analyze, and the matrix creates
 // nothing (no results, data, install or worktree directory) before
 // refusing, analyze no report. --max-repeats below -r and a --budget
-// shorter than one block are TestFlagGapsExit2's.
+// shorter than one block are TestFlagGapsExit2's. A candidate whose
+// server cannot start at all (its pg_ctl broken) is the preflight's exit
+// 2 before any cell (issue 39); the candidate whose cells all fail has
+// its server killed as each of its cells starts (a condition, which the
+// preflight does not hold), the baseline's cells untouched.
 func TestGateFailsClosed(t *testing.T) {
 	env := matrixEnv(t)
 	install := testenv.PGInstall(t)
 	broken := brokenInstall(t, install)
 	out := filepath.Join(env["BENCH_RESULTS_DIR"], "broken")
-	args := []string{"matrix", "-k", "base=install:" + install + ",cand=install:" + broken,
-		"-c", "1", "-w", "select1", "-r", "3", "-d", "1", "--warmup", "0", "--sample-every", "1s", "--fail-on-regression"}
+	common := []string{"-c", "1", "-w", "select1", "-r", "3", "-d", "1", "--warmup", "0", "--sample-every", "1s", "--fail-on-regression"}
+	args := append([]string{"matrix", "-k", "base=install:" + install + ",cand=install:" + broken}, common...)
 	code, stdout, stderr := abtest(t, env, append(args, "-o", out+"-bad", "--gate", "nosuch")...)
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--gate nosuch: unknown metric") {
 		t.Errorf("matrix --gate nosuch: exit %d, stderr %q; want 2, one line\n%s", code, stderr, stdout)
@@ -114,9 +118,21 @@ func TestGateFailsClosed(t *testing.T) {
 			t.Errorf("a refused --gate created %s", d)
 		}
 	}
+	code, stdout, stderr = abtest(t, env, append(args, "-o", out+"-nostart")...)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "preflight before the first cell, select1 on build cand") || !strings.Contains(stderr, "server did not start") {
+		t.Errorf("matrix with a candidate that cannot start: exit %d, stderr %q; want the preflight's exit 2\n%s", code, stderr, stdout)
+	}
+	if _, err := os.Stat(out + "-nostart"); err == nil {
+		t.Error("the preflight's refusal left its results directory")
+	}
+	cand := testpg.CopyInstall(t, install, "")
+	killer := filepath.Join(testenv.SharedTempDir(t), "kill-cand.sh")
+	os.WriteFile(killer, []byte("#!/bin/sh\n[ \"$1\" = start ] || exit 0\nd=$("+filepath.Join(install, "bin", "psql")+" -XAtc 'show data_directory') || exit 1\n"+
+		"case $d in */"+matrix.ClusterName("cand")+") kill -9 \"$(head -1 \"$d/postmaster.pid\")\";; esac\n"), 0o755)
+	args = append([]string{"matrix", "-k", "base=install:" + install + ",cand=install:" + cand, "--condition", "file:" + killer}, common...)
 	code, stdout, stderr = abtest(t, env, append(args, "-o", out)...)
-	if code != 3 || !strings.Contains(stderr, "incomplete") {
-		t.Errorf("matrix: exit %d, want 3\n%s\n%s", code, stdout, stderr)
+	if code != 3 || !strings.Contains(stderr, "incomplete") || !strings.Contains(stderr, "every cell of commit cand") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("matrix: exit %d, want 3 in one line\n%s\n%s", code, stdout, stderr)
 	}
 	for _, r := range records(t, out) {
 		if (r.Commit == "cand") != (r.Status == results.StatusFailed) {

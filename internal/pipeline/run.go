@@ -161,13 +161,16 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 
 // Finish is what follows the matrix run of plan in dir: analyse, gate,
 // record, write the report with the caller's sections, print the
-// summary. A report that cannot be made prints the median TPS instead
-// (and fails a gated run: no report, no gate); a store that cannot be
-// reached is an error, unless the gate has one to return, which wins.
-// The store's lines are said after the summary: the run is recorded
-// before its report is written so that a section (the nightly's trend)
-// can read it back. dir is locked (results.Lock) until Finish returns;
-// a directory another run is writing is refused.
+// summary. A run that failed never ends in exit 0, gated or not: a
+// report that cannot be made or written prints the median TPS instead
+// and is exit 3, as is a store that cannot be recorded in, and a run
+// in which every cell of some commit × configuration failed
+// (everyCellFailed, whose error Hooks.Done sees as the verdict). Each
+// is one line, beside which the gate's own verdict, if any, is said in
+// the same line. The store's lines are said after the summary: the run
+// is recorded before its report is written so that a section (the
+// nightly's trend) can read it back. dir is locked (results.Lock) until
+// Finish returns; a directory another run is writing is refused.
 func Finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) error {
 	release, err := results.Lock(dir)
 	if err != nil {
@@ -184,11 +187,14 @@ func finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) e
 		name = "abtest"
 	}
 	noReport := func(err error) error {
-		fmt.Fprintf(o.Err, "%s: report: %v\n", name, err)
-		if merr := Medians(o.Out, dir, plan); merr != nil || !o.Fail {
-			return merr
+		if merr := Medians(o.Out, dir, plan); merr != nil {
+			fmt.Fprintf(o.Err, "%s: %v\n", name, merr)
 		}
-		return exitcode.Failure(fmt.Errorf("no report, so no gate: %w", err))
+		gate := ""
+		if o.Fail {
+			gate = ", so no gate"
+		}
+		return exitcode.Failure(fmt.Errorf("no report%s: %w (the cells are in %s)", gate, err, dir))
 	}
 	rep, err := analysis.AnalyzeDirs(o.Analysis, dir)
 	if err != nil {
@@ -220,19 +226,27 @@ func finish(ctx context.Context, plan *results.Plan, dir string, o RunOptions) e
 		}
 	}
 	fmt.Fprint(o.Out, stored.String())
+	if failure := everyCellFailed(dir); failure != nil {
+		verdict = alongside(failure, verdict)
+	}
 	if o.Hooks.Done != nil {
 		verdict = o.Hooks.Done(ctx, rep, verdict)
 	}
 	if rerr != nil {
-		if verdict != nil {
-			// The gate's answer (a regression, say) matters more than
-			// the store: say both, exit with the gate's.
-			fmt.Fprintf(o.Err, "%s: store: %v\n", name, rerr)
-			return verdict
-		}
-		return rerr
+		// The run is not where it should be: exit 3 whatever the gate
+		// said, which is said in the same line.
+		return alongside(exitcode.Failure(fmt.Errorf("store: %w", rerr)), verdict)
 	}
 	return verdict
+}
+
+// alongside is failure (its exit code) saying the gate's verdict too,
+// when there is one.
+func alongside(failure, verdict error) error {
+	if verdict == nil || errors.Is(failure, verdict) {
+		return failure
+	}
+	return fmt.Errorf("%w; and %v", failure, verdict)
 }
 
 // gate is the run's verdict: the caller's (Hooks.Gate), or the report's
