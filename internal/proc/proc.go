@@ -331,8 +331,16 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	var stdout, stderr []io.Writer
 	stderr = append(stderr, p.tail)
 	if c.Log != "" {
-		if err := safefile.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
-			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
+		// A log's directory that exists as a directory is used as it is,
+		// whoever owns it (a cell's directory is handed to the server
+		// account, whose pgbench writes there): the log itself is opened
+		// through the door, never through a link or another's file.
+		// One missing, or a link, goes through MkdirAll, which refuses
+		// what it cannot trust.
+		if fi, err := os.Lstat(filepath.Dir(c.Log)); err != nil || !fi.IsDir() {
+			if err := safefile.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
+				return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
+			}
 		}
 		f, err := safefile.Append(c.Log, 0o644)
 		if err != nil {
@@ -700,11 +708,16 @@ func (r *Runner) dropPrivileges(cmd *exec.Cmd, c *Cmd) error {
 	if c.User != nil || os.Geteuid() != 0 || cmd.Err != nil {
 		return nil
 	}
-	path, err := filepath.Abs(cmd.Path)
-	if err != nil {
-		return err
+	// A relative program (../configure) is found from the command's
+	// directory, as the kernel will.
+	path := cmd.Path
+	if !filepath.IsAbs(path) {
+		var err error
+		if path, err = filepath.Abs(filepath.Join(c.Dir, path)); err != nil {
+			return err
+		}
 	}
-	err = safefile.MayExec(path)
+	err := safefile.MayExec(path)
 	if err == nil {
 		return nil
 	}
