@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
@@ -392,6 +393,13 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 			return nil, err
 		}
 	}
+	// Again here, for a request not parsed from flags (nightly's): a
+	// custom condition's script must be one nobody else can write.
+	for _, c := range req.Conditions {
+		if err := workload.CheckCondition(c); err != nil {
+			return nil, err
+		}
+	}
 	if len(req.CPUs) > 0 {
 		online, err := deps.allowedCPUs()
 		if err != nil {
@@ -444,9 +452,9 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 			}
 		}
 		for _, f := range rc.Patches {
-			data, err := os.ReadFile(f)
+			data, err := safefile.Input(f)
 			if err != nil {
-				return nil, exitcode.BadInputf("-k %s: %v", rc.Label, err)
+				return nil, exitcode.BadInputf("-k %s: patch %s: %v", rc.Label, f, err)
 			}
 			sum := sha256.Sum256(data)
 			c.Patches = append(c.Patches, results.Patch{File: f, SHA256: hex.EncodeToString(sum[:])})
