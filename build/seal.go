@@ -21,10 +21,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/safefile"
+	"github.com/pgabtest/abtest/internal/safepath"
 )
 
 // ErrForeign: a tree abtest would build into, hand over or seal holds
@@ -183,6 +186,54 @@ func (b *Builder) reclaim(dirs ...string) error {
 		}
 	}
 	return nil
+}
+
+// SealLeftovers seals the installs under InstallRoot a build killed
+// between handing one over and sealing it (kill -9: no deferred seal
+// ran) left the build account's, and returns their names; one whose
+// build lock another process holds (a build under way) is left alone.
+// Commands that open the clusters call it before they start again the
+// clusters such a build had stopped: none then runs from an install the
+// build account can write. The install's top and bin directories tell:
+// unseal hands over, and seal takes back, the top first.
+func (b *Builder) SealLeftovers() []string {
+	if !b.sealing() {
+		return nil
+	}
+	entries, err := os.ReadDir(b.InstallRoot)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || safepath.CheckName(name) != nil || strings.HasPrefix(name, ".") {
+			continue
+		}
+		install := filepath.Join(b.InstallRoot, name)
+		if !b.handedOver(install) && !b.handedOver(filepath.Join(install, "bin")) {
+			continue
+		}
+		release, _, err := flock.Try(filepath.Join(b.InstallRoot, "."+name+".build.lock"))
+		if err != nil {
+			continue
+		}
+		if b.seal(install) == nil {
+			out = append(out, name)
+		}
+		release()
+	}
+	return out
+}
+
+// handedOver says whether dir is the build account's.
+func (b *Builder) handedOver(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == int(b.User.UID)
 }
 
 // sealed reports whether install is sealed already: every entry root's

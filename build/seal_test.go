@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
@@ -310,4 +311,34 @@ func TestCheckTrusted(t *testing.T) {
 	os.Symlink(target, filepath.Join(linked, "bin", "postgres"))
 	os.Lchown(filepath.Join(linked, "bin", "postgres"), nobody, nobody)
 	refused("bin/postgres a link of nobody's", linked, "owned by uid 65534")
+}
+
+// TestSealLeftovers: an install a build killed with -9 left the build
+// account's (no deferred seal ran) is sealed by the next command that
+// opens the clusters, before it starts again the clusters that build
+// stopped; one another process builds into (its lock held) is left.
+func TestSealLeftovers(t *testing.T) {
+	u := buildAccount(t)
+	root := testenv.SharedTempDir(t)
+	b := &Builder{InstallRoot: root, Run: &proc.Runner{}, User: u}
+	killed := fakeInstall(t, root, "killed")
+	busy := fakeInstall(t, root, "busy")
+	fakeInstall(t, root, "sealed")
+	for _, d := range []string{killed, busy} {
+		if out, err := exec.Command("chown", "-R", u.Name, d).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
+	release, _, err := flock.Try(filepath.Join(root, ".busy.build.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if got := b.SealLeftovers(); len(got) != 1 || got[0] != "killed" {
+		t.Errorf("SealLeftovers = %v, want [killed]", got)
+	}
+	checkSealed(t, killed, "after SealLeftovers")
+	if fi, _ := os.Stat(filepath.Join(busy, "bin", "postgres")); fi.Sys().(*syscall.Stat_t).Uid != u.UID {
+		t.Errorf("the install a build holds was sealed under it")
+	}
 }
