@@ -217,6 +217,13 @@ func (b *Builder) extensionRoot() string { return filepath.Join(b.InstallRoot, "
 // nil and not a dry run, is told the build's start, outcome or that it
 // is up to date. A failure is exit 3 naming the log.
 func (b *Builder) BuildExtension(ctx context.Context, sink progress.Sink, e *Extension, build, install, server string, o Options) (*ExtensionResult, error) {
+	// Root runs its postgres and pg_config: an install of another
+	// account's is refused first (a dry run's may not be made yet).
+	if !b.Run.DryRun || exists(filepath.Join(install, "bin", "postgres")) {
+		if err := CheckTrusted(install); err != nil {
+			return nil, err
+		}
+	}
 	server, err := b.ExtensionServer(ctx, install, server)
 	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("extension %s: %w", e.Name, err))
@@ -252,11 +259,6 @@ func (b *Builder) buildExtension(ctx context.Context, info *ExtensionInfo, build
 	}
 	work = filepath.Join(work, info.Name)
 	if err := b.reachable(ctx, b.InstallRoot, info.Install); err != nil {
-		return nil, err
-	}
-	// Root runs its pg_config: an install of another account's is
-	// refused first.
-	if err := CheckTrusted(info.Install); err != nil {
 		return nil, err
 	}
 	ccache := !o.NoCCache && lookPath("ccache")

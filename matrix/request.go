@@ -450,6 +450,12 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 			if err := build.CheckInstall(c.Install); err != nil {
 				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
 			}
+		} else if _, err := os.Stat(filepath.Join(c.Install, "bin", "postgres")); err == nil {
+			// A dry run asks an install that exists for its version:
+			// not one of another account's.
+			if err := build.CheckTrusted(c.Install); err != nil {
+				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
+			}
 		}
 		for _, f := range rc.Patches {
 			data, err := safefile.Input(f)
