@@ -61,31 +61,11 @@ func (m *Manager) Apply(ctx context.Context, name string, files []string) ([]Pat
 		return nil, err
 	}
 	dir, _ := m.Dir(name)
-	type input struct {
-		file string
-		data []byte
-		mail bool
+	inputs, patchPath, cleanup, err := m.readPatches(files)
+	if err != nil {
+		return nil, err
 	}
-	var inputs []input
-	for _, f := range files {
-		abs, data, err := readPatch(f)
-		if err != nil {
-			return nil, err
-		}
-		inputs = append(inputs, input{file: abs, data: data, mail: isMail(data)})
-	}
-	// git reads each patch from a copy of what was read and hashed, in a
-	// directory of abtest's own: the file cannot change in between. A
-	// dry run shows the files.
-	patchPath := func(i int) string { return inputs[i].file }
-	if !m.Run.DryRun {
-		copies, err := patchCopies(len(inputs), func(i int) []byte { return inputs[i].data })
-		if err != nil {
-			return nil, exitcode.Failure(err)
-		}
-		defer os.RemoveAll(copies)
-		patchPath = func(i int) string { return patchCopy(copies, i) }
-	}
+	defer cleanup()
 
 	headCmd := m.git(dir, "rev-parse", "HEAD")
 	headCmd.ReadOnly = true
@@ -239,6 +219,35 @@ func patchSubject(data []byte) string {
 		return ""
 	}
 	return bracketRE.ReplaceAllString(strings.TrimSpace(string(m[1])), "")
+}
+
+// patchInput is a patch file as Apply read it.
+type patchInput struct {
+	file string
+	data []byte
+	mail bool
+}
+
+// readPatches reads files (readPatch) and returns them with the path git
+// is to read patch i from: a copy of what was read and hashed, in a
+// directory of abtest's own that cleanup removes, so the file cannot
+// change in between. A dry run shows the files themselves.
+func (m *Manager) readPatches(files []string) (inputs []patchInput, path func(i int) string, cleanup func(), err error) {
+	for _, f := range files {
+		abs, data, err := readPatch(f)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		inputs = append(inputs, patchInput{file: abs, data: data, mail: isMail(data)})
+	}
+	if m.Run.DryRun {
+		return inputs, func(i int) string { return inputs[i].file }, func() {}, nil
+	}
+	copies, err := patchCopies(len(inputs), func(i int) []byte { return inputs[i].data })
+	if err != nil {
+		return nil, nil, nil, exitcode.Failure(err)
+	}
+	return inputs, func(i int) string { return patchCopy(copies, i) }, func() { os.RemoveAll(copies) }, nil
 }
 
 // patchCopies writes n patches (data(i)) into a new private directory
