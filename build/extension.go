@@ -337,7 +337,9 @@ func (b *Builder) prepareExtension(ctx context.Context, info *ExtensionInfo, wor
 	if err := b.Run.MkdirAll(work, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := b.Run.Run(ctx, proc.Cmd{Path: "cp", Args: []string{"-a", info.Dir + "/.", work}}); err != nil {
+	// The copy is root's (then handed to User): the tree may be the sudo
+	// caller's.
+	if err := b.Run.Run(ctx, proc.Cmd{Path: "cp", Args: []string{"-a", "--no-preserve=ownership", info.Dir + "/.", work}}); err != nil {
 		return exitcode.Failure(fmt.Errorf("extension %s: copying %s: %w", info.Name, info.Dir, err))
 	}
 	if err := b.Run.RemoveAll(filepath.Join(work, ".git")); err != nil {

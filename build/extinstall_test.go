@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -80,6 +81,14 @@ func TestExtensionInstallStaged(t *testing.T) {
 			os.WriteFile(filepath.Join(src, "ext.so"), []byte("\x7fELF not really"), 0o755)
 			os.WriteFile(filepath.Join(src, "ext.control"), []byte("comment = 'x'\n"), 0o644)
 			ctx := context.Background()
+			if c.fail == "" {
+				// The tree of the user who ran sudo: the copy built is
+				// root's, handed to the build account.
+				t.Setenv("SUDO_UID", "65534")
+				if out, err := exec.Command("chown", "-R", "65534:65534", src).CombinedOutput(); err != nil {
+					t.Fatalf("chown: %v %s", err, out)
+				}
+			}
 			e, err := ReadExtension(ctx, b.Run, src)
 			if err != nil {
 				t.Fatal(err)
