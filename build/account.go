@@ -98,6 +98,12 @@ func (b *Builder) adoptCCache() error {
 // name, /etc/shadow say). dir's group and other write bits are cleared:
 // one made 0777 by someone's umask is adopted 0755.
 func chownTree(dir string, uid, gid int) error {
+	return handTree(dir, uid, gid, nil)
+}
+
+// handTree is chownTree, root files of more than one name allowed when
+// inside has them (linksInside: every name in the tree).
+func handTree(dir string, uid, gid int, inside map[fileID]bool) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
@@ -105,7 +111,7 @@ func chownTree(dir string, uid, gid int) error {
 	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory abtest made", dir)
 	}
-	if err := handable(dir, fi, uid); err != nil {
+	if err := handable(dir, fi, uid, nil); err != nil {
 		return err
 	}
 	// The top only: it lies in a directory of root's, where nobody can
@@ -120,7 +126,7 @@ func chownTree(dir string, uid, gid int) error {
 		if err == nil {
 			var info fs.FileInfo
 			if info, err = d.Info(); err == nil {
-				if err := handable(path, info, uid); err != nil {
+				if err := handable(path, info, uid, inside); err != nil {
 					return err
 				}
 				if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
@@ -141,16 +147,49 @@ func chownTree(dir string, uid, gid int) error {
 
 // handable refuses to hand fi (of path, from Lstat) to uid when it
 // belongs to another account than root and uid, or is a root file with
-// more than one name.
-func handable(path string, fi fs.FileInfo, uid int) error {
+// more than one name, unless inside has it.
+func handable(path string, fi fs.FileInfo, uid int, inside map[fileID]bool) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !ok:
 		return exitcode.BadInputf("%w: %s has no owner to check", ErrForeign, path)
 	case st.Uid != 0 && int(st.Uid) != uid:
 		return exitcode.BadInputf("%w: %s belongs to uid %d, not to root or the build account (uid %d); abtest neither builds into nor runs what another account put there: remove it", ErrForeign, path, st.Uid, uid)
-	case int(st.Uid) != uid && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && st.Nlink > 1:
-		return exitcode.BadInputf("%w: %s has %d hard links (another name may be a system file); remove it", ErrForeign, path, st.Nlink)
+	case int(st.Uid) != uid && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && st.Nlink > 1 && !inside[fileID{st.Dev, st.Ino}]:
+		return exitcode.BadInputf("%w: %s has %d hard links, not all in its tree (another name may be a system file); remove it", ErrForeign, path, st.Nlink)
 	}
 	return nil
+}
+
+// fileID identifies a file by its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// linksInside returns the files under dir, not uid's, that have more
+// than one name and all of them under dir: an install's own hard links
+// (zic links each time zone alias to its zone, Africa/Abidjan has 14
+// names), which unseal may hand over with the tree. Run on a sealed
+// install, whose directories nobody else can change meanwhile.
+func linksInside(dir string, uid int) (map[fileID]bool, error) {
+	seen := map[fileID]uint64{}
+	nlink := map[fileID]uint64{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && int(st.Uid) != uid {
+			id := fileID{st.Dev, st.Ino}
+			seen[id]++
+			nlink[id] = uint64(st.Nlink)
+		}
+		return nil
+	})
+	inside := map[fileID]bool{}
+	for id, n := range seen {
+		inside[id] = n == nlink[id]
+	}
+	return inside, err
 }

@@ -92,6 +92,7 @@ func (b *Builder) sealing() bool {
 
 // unseal hands install (made when missing) to the build account for the
 // install steps: the servers running it are stopped first (runSteps).
+// A file with a name outside the install is refused (linksInside).
 func (b *Builder) unseal(install string) error {
 	if !b.sealing() {
 		return nil
@@ -99,10 +100,11 @@ func (b *Builder) unseal(install string) error {
 	if err := os.Mkdir(install, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return exitcode.Failure(err)
 	}
-	if err := chownTree(install, int(b.User.UID), int(b.User.GID)); err != nil {
-		return err
+	inside, err := linksInside(install, int(b.User.UID))
+	if err != nil {
+		return exitcode.Failure(err)
 	}
-	return nil
+	return handTree(install, int(b.User.UID), int(b.User.GID), inside)
 }
 
 // seal makes install root's and writable by root alone (see the top of

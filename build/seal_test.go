@@ -38,13 +38,14 @@ func buildAccount(t *testing.T) *proc.User {
 
 // sealConfigure writes a Makefile whose install copies the tree's fake
 // postgres and pg_config into the prefix, one set-user-ID and writable
-// by all, the other and lib group-writable, unless INSTALL_ROOT/FAIL
+// by all, the other and lib group-writable, the latter with a second
+// name in lib (as zic links time zone aliases), unless INSTALL_ROOT/FAIL
 // exists.
 const sealConfigure = `#!/bin/sh
 for a; do case $a in --prefix=*) prefix=${a#--prefix=};; esac; done
 mkdir -p contrib/pg_stat_statements
-printf 'all:\ninstall:\n\ttest ! -e %s/../FAIL\n\tmkdir -p %s/bin %s/lib\n\tcp ../fake/postgres ../fake/pg_config %s/bin/\n\tchmod 4777 %s/bin/postgres\n\tchmod 0775 %s/bin/pg_config %s/lib\n' \
-  "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" >Makefile
+printf 'all:\ninstall:\n\ttest ! -e %s/../FAIL\n\tmkdir -p %s/bin %s/lib\n\tcp ../fake/postgres ../fake/pg_config %s/bin/\n\tchmod 4777 %s/bin/postgres\n\tchmod 0775 %s/bin/pg_config %s/lib\n\tln -f %s/bin/pg_config %s/lib/alias\n' \
+  "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" "$prefix" >Makefile
 printf 'all:\ninstall:\n' >contrib/pg_stat_statements/Makefile
 `
 
@@ -140,7 +141,25 @@ func TestBuildSealsInstall(t *testing.T) {
 	}
 	checkSealed(t, install, "after a skipped build of an unsealed install")
 
-	// Rebuilt over the sealed install (handed over, installed, sealed).
+	// A second name of a file outside (/etc/shadow, planted where
+	// fs.protected_hardlinks is off): not handed over with the install,
+	// which stays sealed.
+	victim := filepath.Join(b.InstallRoot, "victim")
+	os.WriteFile(victim, []byte("secret"), 0o600)
+	if err := os.Link(victim, filepath.Join(install, "lib", "planted")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(Options{Type: Release, Force: true}); !errors.Is(err, ErrForeign) || exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("a build over an install with a link to a file outside: %v, want ErrForeign, exit 2", err)
+	}
+	if fi, _ := os.Stat(victim); fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the file outside was handed to %s", u.Name)
+	}
+	checkSealed(t, install, "after a refused hand-over")
+	os.Remove(filepath.Join(install, "lib", "planted"))
+
+	// Rebuilt over the sealed install (handed over, its own hard link
+	// with it, installed, sealed).
 	if res, err := build(Options{Type: Release, Force: true}); err != nil || res.Skipped {
 		t.Fatalf("forced build: %+v, %v", res, err)
 	}
