@@ -18,8 +18,8 @@ import (
 // input another account (nobody, uid 65534) owns or can write: setup SQL
 // and workload files (run as superuser), a condition script, a patch
 // (-k a=REF+PATCH), an extension's tree (its Makefile and any file in
-// it), an install (-k a=install:DIR); and setup SQL that is not a
-// regular file (/dev/zero).
+// it), an install (-k a=install:DIR), a --pgbench; and setup SQL that
+// is not a regular file (/dev/zero).
 func TestPrepareRefusesOthersInputs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("inputs are checked only when abtest is root")
@@ -82,6 +82,7 @@ func TestPrepareRefusesOthersInputs(t *testing.T) {
 		{"nobody's extension tree", func(r *Request) { r.Extensions = []string{theirsTree} }, "owned by uid 65534"},
 		{"nobody's file in root's extension tree", func(r *Request) { r.Extensions = []string{filepath.Join(dir, "ext-planted")} }, "owned by uid 65534"},
 		{"an extension's Makefile of mode 0666", func(r *Request) { r.Extensions = []string{filepath.Join(dir, "ext-open")} }, "writable by group or others"},
+		{"nobody's --pgbench", func(r *Request) { r.Pgbench = file("pgbench", "#!/bin/sh\n", 0o755, nobody) }, "owned by uid 65534"},
 		{"nobody's install", func(r *Request) { r.Commits = []Commit{{Label: "a", Install: install}, {Label: "b", Install: pg}} }, "owned by uid 65534"},
 	} {
 		r := base

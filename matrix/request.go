@@ -388,7 +388,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		if err != nil {
 			return nil, err
 		}
-		spec := workload.Spec{Workload: wl, Protocol: req.Protocol, Clients: 1}
+		spec := workload.Spec{Workload: wl, Protocol: req.Protocol, Clients: 1, Pgbench: req.Pgbench}
 		if err := spec.Check(); err != nil {
 			return nil, err
 		}

@@ -23,7 +23,8 @@ const nobody = 65534
 // or a condition script another account owns or can write is refused
 // in one line (exit 2), and so is one under a directory others can
 // write or reached through their link: its SQL runs as the server's
-// superuser, the script as the server's account. /dev/zero (once read
+// superuser, the script as the server's account, and so is a --pgbench
+// of theirs. /dev/zero (once read
 // until the OOM killer stopped abtest at 23 GB) and a FIFO are refused
 // at once. The sudo caller's own file is accepted.
 func TestHostileInputs(t *testing.T) {
@@ -91,6 +92,15 @@ func TestHostileInputs(t *testing.T) {
 		{"a script in a directory of mode 0777", inOpen + ".sh", "writable by group or others"},
 	} {
 		refused("condition "+c.what, CheckCondition("file:"+c.path), c.want)
+	}
+
+	// A pgbench given by path runs as the server's account.
+	w, _ := Builtin("select1")
+	s := Spec{Workload: w, Clients: 1, Duration: time.Second, Pgbench: file("pgbench", script, 0o755, nobody)}
+	refused("nobody's --pgbench", s.Check(), "owned by uid 65534")
+	s.Pgbench = "pgbench"
+	if err := s.Check(); err != nil {
+		t.Errorf("pgbench from PATH: %v", err)
 	}
 
 	t.Setenv("SUDO_UID", "65534")
