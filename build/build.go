@@ -178,6 +178,12 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	if err != nil {
 		return nil, err
 	}
+	// Before anything runs as the build account or from the install:
+	// what another account put there is refused, not adopted (handOver
+	// refuses the same in the build and ccache directories).
+	if err := b.checkOwners(j.install); err != nil {
+		return nil, err
+	}
 	unlock, err := b.lock(ctx, j.name)
 	if err != nil {
 		return nil, err
@@ -185,6 +191,11 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 	defer unlock()
 	if prev, ok := installed(j); ok {
 		b.Run.Note("build %s: fingerprint %s unchanged, skipping", j.name, text.Short(j.info.Fingerprint))
+		// An install an older abtest left the build account's is
+		// sealed where it is found.
+		if err := b.seal(j.install); err != nil {
+			return nil, err
+		}
 		return &Result{Info: prev, Skipped: true}, nil
 	}
 	// Then the source's lock: a build that may reuse another name's
@@ -212,18 +223,34 @@ func (b *Builder) Build(ctx context.Context, prov *worktree.Provenance, wtDir st
 			j.measure.ref, j.measure.p = b.learn, b.Progress
 		}
 	}
+	stopped, err := b.install(ctx, j, start)
+	if j.unsealed {
+		// On every way out, a failed install step's included: no
+		// server may start from an install the build account can write.
+		if serr := b.seal(j.install); err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b.Run.DryRun {
+		return &Result{Info: j.info}, nil
+	}
+	return &Result{Info: j.info, Stopped: stopped}, nil
+}
+
+// install runs j's steps and writes its record.
+func (b *Builder) install(ctx context.Context, j *job, start time.Time) ([]string, error) {
 	stopped, err := b.runSteps(ctx, j)
 	if err != nil {
 		return nil, err
 	}
 	if b.Run.DryRun {
 		b.Run.Note("write %s", filepath.Join(j.install, InfoFile))
-		return &Result{Info: j.info}, nil
+		return nil, nil
 	}
-	if err := b.record(ctx, j, start); err != nil {
-		return nil, err
-	}
-	return &Result{Info: j.info, Stopped: stopped}, nil
+	return stopped, b.record(ctx, j, start)
 }
 
 // lock holds name's install, an flock on InstallRoot/.NAME.build.lock,
@@ -271,8 +298,10 @@ func (b *Builder) sameSource(j *job) *Info {
 		if r.Source != j.info.Source || !reusable(r.Name, j.o.ReuseFrom) || r.Install != filepath.Join(b.InstallRoot, r.Name) {
 			continue
 		}
-		// The prefix itself, not a link to one elsewhere.
-		if fi, err := os.Lstat(r.Install); err == nil && fi.IsDir() && exists(filepath.Join(r.Install, "bin", "postgres")) {
+		// The prefix itself, not a link to one elsewhere, and sealed:
+		// its own build seals it, and another name's build does not
+		// change it (a build of it may be under way).
+		if fi, err := os.Lstat(r.Install); err == nil && fi.IsDir() && exists(filepath.Join(r.Install, "bin", "postgres")) && b.sealed(r.Install) {
 			return r
 		}
 	}
@@ -320,6 +349,9 @@ type job struct {
 	// unitsWatch, when set, ends the watch of the compile units
 	// (measure.watchUnits).
 	unitsWatch func()
+	// unsealed: the install was handed to the build account (unseal)
+	// and must be sealed again.
+	unsealed bool
 }
 
 // stopUnits ends the watch of the compile units, if any, once it has
@@ -388,7 +420,10 @@ func (b *Builder) prepare(j *job) error {
 		// write: a cache of its own beside the installs.
 		j.env = append(j.env, "CCACHE_DIR="+b.ccacheDir())
 	}
-	if err := b.handOver(j.wt, j.install, j.statsLog, j.ccache); err != nil {
+	if err := b.handOver(j.wt, j.statsLog, j.ccache); err != nil {
+		if errors.Is(err, ErrForeign) {
+			return err
+		}
 		return exitcode.Failure(fmt.Errorf("building %s: %w", j.name, err))
 	}
 	return nil
@@ -421,6 +456,12 @@ func (b *Builder) runSteps(ctx context.Context, j *job) ([]string, error) {
 			installing = true
 			var err error
 			if stopped, err = b.stopServers(ctx, j.install); err != nil {
+				return nil, err
+			}
+			// Handed to the build account only now, with nothing
+			// running from it; sealed again after (Build).
+			j.unsealed = true
+			if err := b.unseal(j.install); err != nil {
 				return nil, err
 			}
 		}

@@ -31,6 +31,12 @@ func fakeTree(t *testing.T, meson bool) (*Builder, *worktree.Provenance, string,
 // executable configure when they have one.
 func fakeTreeWith(t *testing.T, meson bool, more map[string]string) (*Builder, *worktree.Provenance, string, *strings.Builder) {
 	t.Helper()
+	return fakeTreeIn(t, t.TempDir(), meson, more)
+}
+
+// fakeTreeIn is fakeTreeWith with the worktrees and installs under root.
+func fakeTreeIn(t *testing.T, root string, meson bool, more map[string]string) (*Builder, *worktree.Provenance, string, *strings.Builder) {
+	t.Helper()
 	files := map[string]string{
 		"src/include/catalog/catversion.h": "#define CATALOG_VERSION_NO\t202209061\n",
 		"src/backend/parser/gram.c":        "/* generated */\n",
@@ -48,7 +54,6 @@ func fakeTreeWith(t *testing.T, meson bool, more map[string]string) (*Builder, *
 		testenv.Git(t, repo, "update-index", "--chmod=+x", "configure")
 		testenv.Git(t, repo, "commit", "-q", "-m", "executable configure")
 	}
-	root := t.TempDir()
 	var trace strings.Builder
 	run := &proc.Runner{DryRun: true, Trace: &trace}
 	wt := &worktree.Manager{Source: repo, Root: filepath.Join(root, "wt"), Run: &proc.Runner{}}

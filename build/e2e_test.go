@@ -29,7 +29,7 @@ func TestFromSourcePG15(t *testing.T) {
 	e := testbuild.PG15(t)
 	ctx := context.Background()
 	base := e.Build(t, "pg15-base", "base", nil, build.Options{Type: build.Release})
-	if u := e.B.User; u != nil && owner(t, filepath.Join(base.Info.Install, "bin", "postgres")) != u.UID {
+	if u := e.B.User; u != nil && owner(t, filepath.Join(e.Worktrees, "pg15-base", "build", "config.status")) != u.UID {
 		// A cache made before builds ran as the server's account: built
 		// again from scratch as that account, whose ccache then warms.
 		t.Logf("cached pg15-base was built as another account: rebuilding it as %s", u.Name)
@@ -71,11 +71,14 @@ func TestFromSourcePG15(t *testing.T) {
 	second := e.Build(t, name, "base", []string{patch}, build.Options{Type: build.Release})
 	if u := e.B.User; u != nil {
 		// As root the build ran as the unprivileged account: what make
-		// wrote and installed is that account's.
-		for _, f := range []string{filepath.Join(e.Worktrees, name, "build", "config.status"), filepath.Join(e.Worktrees, name, "build", "src", "backend", "postgres"), filepath.Join(second.Info.Install, "bin", "postgres")} {
+		// wrote is that account's; the install it made is sealed, root's.
+		for _, f := range []string{filepath.Join(e.Worktrees, name, "build", "config.status"), filepath.Join(e.Worktrees, name, "build", "src", "backend", "postgres")} {
 			if uid := owner(t, f); uid != u.UID {
 				t.Errorf("%s belongs to uid %d, want %s (%d): the build ran as root", f, uid, u.Name, u.UID)
 			}
+		}
+		if uid := owner(t, filepath.Join(second.Info.Install, "bin", "postgres")); uid != 0 {
+			t.Errorf("%s/bin/postgres belongs to uid %d after the build: the install was not sealed", second.Info.Install, uid)
 		}
 	}
 	cc := second.Info.CCache

@@ -12,13 +12,18 @@ package build
 // INSTALL/.abtest-ext-NAME.json, written only after a successful install.
 // Like a server build it runs as User with ccache (base_dir the copies'
 // root, so a rebuilt copy compiles the same relative paths) and stops the
-// servers running the install before it installs into it.
+// servers running the install before it installs into it; make installs
+// into a staging directory, whose files abtest copies into the install
+// (extinstall.go). As root the tree must be root's or the invoking
+// user's and writable by nobody else, every file and directory of it
+// (safefile.Trusted, InputEntry): its Makefile is code.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -84,6 +89,12 @@ func ReadExtension(ctx context.Context, run *proc.Runner, dir string) (*Extensio
 	if st, err := os.Stat(filepath.Join(abs, "Makefile")); err != nil || !st.Mode().IsRegular() {
 		return nil, exitcode.BadInputf("--extension %s: no Makefile there; give the directory of an extension's source built with PGXS", dir)
 	}
+	if err := safefile.Trusted(abs); err != nil {
+		return nil, exitcode.BadInputf("--extension %s: %v", dir, err)
+	}
+	if err := safefile.CheckInput(filepath.Join(abs, "Makefile")); err != nil {
+		return nil, exitcode.BadInputf("--extension %s: %v", dir, err)
+	}
 	e := &Extension{Name: filepath.Base(abs), Dir: abs}
 	if err := safepath.CheckName(e.Name); err != nil {
 		return nil, exitcode.BadInputf("--extension %s: %v", dir, err)
@@ -99,11 +110,17 @@ func ReadExtension(ctx context.Context, run *proc.Runner, dir string) (*Extensio
 }
 
 // hashTree hashes the regular files and links under dir (not .git) in
-// walk order: path, executable bit, content.
+// walk order: path, executable bit, content. As root, an entry another
+// account owns or can write is refused (safefile.InputEntry).
 func hashTree(dir string) (string, error) {
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if info, err := d.Info(); err != nil {
+			return err
+		} else if err := safefile.InputEntry(path, info); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
@@ -200,6 +217,13 @@ func (b *Builder) extensionRoot() string { return filepath.Join(b.InstallRoot, "
 // nil and not a dry run, is told the build's start, outcome or that it
 // is up to date. A failure is exit 3 naming the log.
 func (b *Builder) BuildExtension(ctx context.Context, sink progress.Sink, e *Extension, build, install, server string, o Options) (*ExtensionResult, error) {
+	// Root runs its postgres and pg_config: an install of another
+	// account's is refused first (a dry run's may not be made yet).
+	if !b.Run.DryRun || exists(filepath.Join(install, "bin", "postgres")) {
+		if err := CheckTrusted(install); err != nil {
+			return nil, err
+		}
+	}
 	server, err := b.ExtensionServer(ctx, install, server)
 	if err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("extension %s: %w", e.Name, err))
@@ -271,6 +295,15 @@ func (b *Builder) buildExtension(ctx context.Context, info *ExtensionInfo, build
 			return nil, b.failure(task, s.phase, info.Log, err)
 		}
 	}
+	// make installs into a staging directory as the build account;
+	// abtest copies what it staged into the install (installStaged).
+	stage := stageDir(work)
+	if err := b.Run.RemoveAll(stage); err != nil {
+		return nil, exitcode.Failure(err)
+	}
+	if err := b.Run.Run(ctx, mk("install", "DESTDIR="+stage)); err != nil {
+		return nil, b.failure(task, "install", info.Log, err)
+	}
 	var stopped []string
 	if !b.Run.DryRun {
 		if stopped, err = b.stopServers(ctx, info.Install); err != nil {
@@ -280,8 +313,8 @@ func (b *Builder) buildExtension(ctx context.Context, info *ExtensionInfo, build
 	if err := b.Run.RemoveAll(ExtensionFile(info.Install, info.Name)); err != nil {
 		return nil, exitcode.Failure(err)
 	}
-	if err := b.Run.Run(ctx, mk("install")); err != nil {
-		return nil, b.failure(task, "install", info.Log, err)
+	if err := b.installStaged(ctx, info, stage); err != nil {
+		return nil, installError(info, err)
 	}
 	info.Seconds, info.BuiltAt = time.Since(start).Seconds(), time.Now().UTC()
 	data, _ := json.MarshalIndent(info, "", "  ")
@@ -292,15 +325,21 @@ func (b *Builder) buildExtension(ctx context.Context, info *ExtensionInfo, build
 }
 
 // prepareExtension makes a fresh copy of the tree in work, a fresh log,
-// and hands them (and ccache's directory) to User.
+// and hands the copy (and ccache's directory) to User; the directories
+// above it stay root's.
 func (b *Builder) prepareExtension(ctx context.Context, info *ExtensionInfo, work string, ccache bool) error {
+	if err := b.reclaim(b.extensionRoot(), filepath.Dir(work)); err != nil {
+		return extensionHandOver(info, err)
+	}
 	if err := b.Run.RemoveAll(work); err != nil {
 		return exitcode.Failure(err)
 	}
 	if err := b.Run.MkdirAll(work, 0o755); err != nil {
 		return exitcode.Failure(err)
 	}
-	if err := b.Run.Run(ctx, proc.Cmd{Path: "cp", Args: []string{"-a", info.Dir + "/.", work}}); err != nil {
+	// The copy is root's (then handed to User): the tree may be the sudo
+	// caller's.
+	if err := b.Run.Run(ctx, proc.Cmd{Path: "cp", Args: []string{"-a", "--no-preserve=ownership", info.Dir + "/.", work}}); err != nil {
 		return exitcode.Failure(fmt.Errorf("extension %s: copying %s: %w", info.Name, info.Dir, err))
 	}
 	if err := b.Run.RemoveAll(filepath.Join(work, ".git")); err != nil {
@@ -316,17 +355,28 @@ func (b *Builder) prepareExtension(ctx context.Context, info *ExtensionInfo, wor
 		return nil
 	}
 	uid, gid := int(b.User.UID), int(b.User.GID)
-	dirs := []string{b.extensionRoot()}
+	dirs := []string{work}
 	if ccache {
 		if err := safefile.MkdirAll(b.ccacheDir(), 0o755); err != nil {
 			return exitcode.Failure(err)
 		}
-		dirs = append(dirs, b.ccacheDir())
 	}
 	for _, d := range dirs {
 		if err := chownTree(d, uid, gid); err != nil {
-			return exitcode.Failure(fmt.Errorf("extension %s: %w", info.Name, err))
+			return extensionHandOver(info, err)
 		}
 	}
+	if ccache {
+		return extensionHandOver(info, b.adoptCCache())
+	}
 	return nil
+}
+
+// extensionHandOver is a failure to hand the extension's trees over:
+// exit 2 for another account's entry there (ErrForeign), else 3.
+func extensionHandOver(info *ExtensionInfo, err error) error {
+	if err == nil || errors.Is(err, ErrForeign) {
+		return err
+	}
+	return exitcode.Failure(fmt.Errorf("extension %s: %w", info.Name, err))
 }

@@ -239,7 +239,8 @@ func ServerVersion(ctx context.Context, run *proc.Runner, install string, user *
 }
 
 // CheckInstall refuses an installation prefix without an executable
-// bin/postgres, before a run creates anything for it.
+// bin/postgres, or, as root, one another account owns or can write
+// (CheckTrusted), before a run creates anything for it.
 func CheckInstall(install string) error {
 	postgres := filepath.Join(install, "bin", "postgres")
 	st, err := os.Stat(postgres)
@@ -248,6 +249,9 @@ func CheckInstall(install string) error {
 	}
 	if err != nil {
 		return exitcode.BadInputf("not a PostgreSQL installation: %v", err)
+	}
+	if err := untrusted(install); err != nil {
+		return exitcode.BadInputf("%v; %s", err, trustHint)
 	}
 	return nil
 }

@@ -390,6 +390,7 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		Action: s.action, Reason: s.reason, InitdbOpts: s.opts.InitdbOpts,
 	}
 	st.Initialized = s.prev != nil && s.prev.Initialized
+	st.InstallOwner = ownerOf(filepath.Join(s.opts.Install, "bin", "pg_ctl"))
 	st.Version, _ = build.ServerVersion(ctx, m.Run, s.opts.Install, m.User)
 	if err := m.start(ctx, st); err != nil {
 		m.undoLaunch(ctx, s, err)
@@ -711,6 +712,13 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	postgres := filepath.Join(install, "bin", "postgres")
 	if _, err := os.Stat(postgres); err != nil {
 		return exitcode.BadInputf("%w: %s has no bin/postgres; build it (abtest switch -w NAME -b release) or pass --install DIR", ErrNoInstall, install)
+	}
+	// Before anything of it runs: as root, an install another account
+	// owns or can write (a local user's, or one an older abtest left the
+	// server account's) is refused. What Start runs from it, Stop can
+	// run (checkPgCtl trusts these owners and more).
+	if err := build.CheckTrusted(install); err != nil {
+		return err
 	}
 	if m.User != nil {
 		c := proc.Cmd{Path: "test", Args: []string{"-x", postgres}, User: m.User, Dir: "/", ReadOnly: true}

@@ -144,7 +144,7 @@ func (m *Manager) restore1(ctx context.Context, st *State) (bool, error) {
 		st.Stopped = nil
 		return true, m.writeState(st)
 	}
-	if err := m.checkPgCtl(st.Install); err != nil {
+	if err := m.checkPgCtl(st.Install, st.InstallOwner); err != nil {
 		return false, err
 	}
 	_, err := m.Start(ctx, st.Name, OptionsOf(st))

@@ -40,6 +40,12 @@ type State struct {
 	// was started from (its .abtest-build.json); "" for an install abtest
 	// did not build.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// InstallOwner is the owner of the install's bin/pg_ctl at start
+	// when not root (the user who invoked abtest through sudo, whose
+	// install Start accepted): Stop runs that pg_ctl whoever invokes
+	// abtest then (checkPgCtl), so a cluster abtest started is one it
+	// can stop.
+	InstallOwner int `json:"install_owner,omitempty"`
 	// Binary identifies the install's bin/postgres as it was at start:
 	// a rebuild replaces the file even when the fingerprint is the same
 	// (--force).

@@ -126,13 +126,14 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 // Callers have checked that postmaster.pid names this cluster's
 // postmaster: pg_ctl signals whatever pid the file holds.
 func (m *Manager) pgctlStop(ctx context.Context, dir, install, mode string) error {
+	owner := 0
 	if st, _ := m.ReadState(filepath.Base(dir)); st != nil && st.Install != "" {
-		install = st.Install
+		install, owner = st.Install, st.InstallOwner
 	}
 	if install == "" {
 		return exitcode.Failure(fmt.Errorf("stopping %s: no recorded installation to run pg_ctl from", dir))
 	}
-	if err := m.checkPgCtl(install); err != nil {
+	if err := m.checkPgCtl(install, owner); err != nil {
 		return err
 	}
 	if err := m.Run.Run(ctx, m.cmd(install, "pg_ctl", "stop", "-D", dir, "-m", mode, "-w", "-t", "60", "-s")); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // The data root may be one others can write to (a shared benchmark
@@ -121,10 +122,18 @@ func (m *Manager) checkDataDirOwned(name, dir string) error {
 
 // checkPgCtl refuses an install whose pg_ctl (or bin directory) another
 // account could have put there: abtest runs it as the server's account.
-// Root, the caller and the server's account are trusted (as root, builds
-// run as the server's account and own their installs).
-func (m *Manager) checkPgCtl(install string) error {
-	uids := append(m.trustedUIDs(), 0)
+// Root, the caller, the user who invoked sudo and the server's account
+// are trusted: every install Start accepts (build.CheckTrusted: root's
+// or the sudo user's), so a cluster abtest started is one it can stop,
+// and installs older abtests left the server account's.
+//
+// owner, when not 0, is the owner the state recorded at start
+// (State.InstallOwner): trusted too.
+func (m *Manager) checkPgCtl(install string, owner int) error {
+	uids := append(append(m.trustedUIDs(), 0), safefile.InputOwners()...)
+	if owner > 0 {
+		uids = append(uids, owner)
+	}
 	bin := filepath.Join(install, "bin")
 	for _, p := range []struct {
 		path string
@@ -144,4 +153,16 @@ func (m *Manager) checkPgCtl(install string) error {
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// ownerOf is the owner of path (0 when it cannot be read).
+func ownerOf(path string) int {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return 0
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
@@ -70,9 +71,11 @@ func prepareExtras(ctx context.Context, deps *Deps, req Request, p *results.Plan
 	if err != nil {
 		return exitcode.BadInputf("--setup-sql %s: %v", req.SetupSQL, err)
 	}
-	sql, err := os.ReadFile(abs)
+	// Run as the server's superuser: safefile.Input refuses a file
+	// another account can write, and what is not a regular file.
+	sql, err := safefile.Input(abs)
 	if err != nil {
-		return exitcode.BadInputf("--setup-sql: %v", err)
+		return exitcode.BadInputf("--setup-sql %s: %v", req.SetupSQL, err)
 	}
 	for _, c := range p.Configs {
 		if _, err := results.ExpandSetupSQL(string(sql), c.SetupValues()); err != nil {
@@ -164,9 +167,9 @@ func (r *run) readSetup() error {
 	if o.SetupSQL == "" {
 		return nil
 	}
-	data, err := os.ReadFile(o.SetupSQL)
+	data, err := safefile.Input(o.SetupSQL)
 	if err != nil {
-		return exitcode.BadInputf("--setup-sql: %v", err)
+		return exitcode.BadInputf("--setup-sql %s: %v", o.SetupSQL, err)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != o.SetupSQLSHA256 {
 		return exitcode.BadInputf("--setup-sql %s changed since the plan was made (sha256 %s, now %s): put it back, or start a new run", o.SetupSQL, text.Short(o.SetupSQLSHA256), text.Short(hex.EncodeToString(sum[:])))

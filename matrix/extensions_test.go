@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ func extDeps(t *testing.T) (*Deps, string) {
 // extension's build included), 14-15 s of wall (load 2.4).
 func TestExtensionPreloadSetup(t *testing.T) {
 	t.Parallel()
-	ext := filepath.Join(testenv.PG15Source(t), "contrib", "pg_prewarm")
+	ext := extensionTree(t, filepath.Join(testenv.PG15Source(t), "contrib", "pg_prewarm"))
 	deps, pg := extDeps(t)
 	install := testpg.CopyInstallPGXS(t, pg, "fp-ext")
 	lib := filepath.Join(install, "lib", "pg_prewarm.so")
@@ -94,6 +95,24 @@ func TestExtensionPreloadSetup(t *testing.T) {
 	if again, _ := build.ReadExtensionInfo(install, "pg_prewarm"); again == nil || !again.BuiltAt.Equal(info.BuiltAt) {
 		t.Errorf("the record changed: %+v", again)
 	}
+}
+
+// extensionTree copies the extension source src into a git repository
+// of the caller's, named as src is: the tests' PostgreSQL source may be
+// another account's (and its directories 0777), which abtest refuses
+// to build as root.
+func extensionTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("copying %s: %v %s", src, err, out)
+	}
+	if out, err := exec.Command("chmod", "-R", "go-w", dst).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	testenv.Git(t, dst, "init", "-q")
+	testenv.Commit(t, dst, "extension", nil)
+	return dst
 }
 
 // checkCluster starts the matrix's cluster of build a again and checks

@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
@@ -388,11 +389,18 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		if err != nil {
 			return nil, err
 		}
-		spec := workload.Spec{Workload: wl, Protocol: req.Protocol, Clients: 1}
+		spec := workload.Spec{Workload: wl, Protocol: req.Protocol, Clients: 1, Pgbench: req.Pgbench}
 		if err := spec.Check(); err != nil {
 			return nil, err
 		}
 		wls = append(wls, wl)
+	}
+	// Again here, for a request not parsed from flags (nightly's): a
+	// custom condition's script must be one nobody else can write.
+	for _, c := range req.Conditions {
+		if err := workload.CheckCondition(c); err != nil {
+			return nil, err
+		}
 	}
 	if len(req.CPUs) > 0 {
 		online, err := deps.allowedCPUs()
@@ -472,11 +480,17 @@ func resolve(deps *Deps, req Request) ([]results.Commit, error) {
 			if err := build.CheckInstall(c.Install); err != nil {
 				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
 			}
+		} else if _, err := os.Stat(filepath.Join(c.Install, "bin", "postgres")); err == nil {
+			// A dry run asks an install that exists for its version:
+			// not one of another account's.
+			if err := build.CheckTrusted(c.Install); err != nil {
+				return nil, exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
+			}
 		}
 		for _, f := range rc.Patches {
-			data, err := os.ReadFile(f)
+			data, err := safefile.Input(f)
 			if err != nil {
-				return nil, exitcode.BadInputf("-k %s: %v", rc.Label, err)
+				return nil, exitcode.BadInputf("-k %s: patch %s: %v", rc.Label, f, err)
 			}
 			sum := sha256.Sum256(data)
 			c.Patches = append(c.Patches, results.Patch{File: f, SHA256: hex.EncodeToString(sum[:])})

@@ -294,6 +294,11 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 	if c.Install != "" {
 		r.installs[c.Build] = c.Install
 		c.BuildType = "prebuilt"
+		// Checked again on a resume: the install may have changed hands
+		// since the plan was made.
+		if err := build.CheckInstall(c.Install); err != nil {
+			return exitcode.BadInputf("-k %s=install:%s: %w", c.Label, c.Install, err)
+		}
 		version, err := build.ServerVersion(ctx, r.deps.Proc, c.Install, nil)
 		if ctx.Err() != nil {
 			return exitcode.Failure(err) // interrupted: not the install's fault

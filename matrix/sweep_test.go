@@ -218,7 +218,9 @@ func TestConditionStoppedOnInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(scripts, "journal")
-	script := filepath.Join(scripts, "cond.sh")
+	// The script itself in root's: one in a directory others can write
+	// is refused (TestPrepareRefusesOthersInputs).
+	script := filepath.Join(dir, "cond.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1\" >> "+journal+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}

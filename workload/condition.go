@@ -25,6 +25,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // ConditionNone is no condition.
@@ -86,6 +87,10 @@ func CheckCondition(c string) error {
 	return err
 }
 
+// checkConditionFile checks a custom condition's script: an executable
+// regular file at an absolute path, of at most 64 MiB and, as root,
+// root's or the invoking user's and writable by nobody else
+// (safefile.CheckInput), the directories above it included.
 func checkConditionFile(path string) error {
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
@@ -94,7 +99,44 @@ func checkConditionFile(path string) error {
 	if !filepath.IsAbs(path) {
 		return exitcode.BadInputf("--condition file:%s: give an absolute path (the script runs as the server's account, in its own directory)", path)
 	}
+	if err := safefile.CheckInput(path); err != nil {
+		return exitcode.BadInputf("--condition file:%s: %v", path, err)
+	}
 	return nil
+}
+
+// copyConditionFile reads the script at path (safefile.Input) into a new
+// directory of the caller's, mode 0755 (the server's account runs it
+// from there), and returns the copy's path: what was checked is what
+// runs, whatever happens to path meanwhile.
+func copyConditionFile(path string) (string, error) {
+	if err := checkConditionFile(path); err != nil {
+		return "", err
+	}
+	data, err := safefile.Input(path)
+	if err != nil {
+		return "", exitcode.BadInputf("--condition file:%s: %v", path, err)
+	}
+	dir, err := safefile.MkdirTemp(os.TempDir(), "abtest-condition-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		return "", exitcode.Failure(fmt.Errorf("condition file:%s: %w", path, err))
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	f, err := safefile.Create(dst, 0o755)
+	if err == nil {
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", exitcode.Failure(fmt.Errorf("condition file:%s: %w", path, err))
+	}
+	return dst, nil
 }
 
 // ConditionSettings are the server settings condition c needs; a plan
@@ -128,11 +170,12 @@ type Condition struct {
 	mu      sync.Mutex
 	count   float64
 	loopErr error
-	// file conditions.
-	run  *proc.Runner
-	cmd  proc.Cmd
-	once sync.Once
-	err  error
+	// file conditions; copyDir holds the copy of the script that runs.
+	run     *proc.Runner
+	cmd     proc.Cmd
+	copyDir string
+	once    sync.Once
+	err     error
 }
 
 // ConditionEnv is where a condition runs: the server, the account of
@@ -300,9 +343,14 @@ func (h *Condition) startBulkUpdate(ctx context.Context, env ConditionEnv, rows 
 	})
 }
 
-// startFile runs a custom condition's `start`.
+// startFile runs a custom condition's `start`, from a copy of its
+// script (copyConditionFile) removed once Stop ran its `stop`.
 func (h *Condition) startFile(ctx context.Context, env ConditionEnv) error {
-	path := strings.TrimPrefix(h.Name, conditionFile)
+	path, err := copyConditionFile(strings.TrimPrefix(h.Name, conditionFile))
+	if err != nil {
+		return err
+	}
+	h.copyDir = filepath.Dir(path)
 	c := env.Conn
 	h.run = env.Proc
 	h.cmd = proc.Cmd{Path: path, Dir: env.OutDir, User: env.User, Log: filepath.Join(env.OutDir, "condition.log"),
@@ -397,6 +445,9 @@ func (h *Condition) Stop(ctx context.Context) error {
 		}
 		if h.run != nil {
 			h.err = errors.Join(h.err, h.file(ctx, "stop"))
+		}
+		if h.copyDir != "" {
+			os.RemoveAll(h.copyDir)
 		}
 		h.err = errors.Join(h.err, h.waitGone(ctx))
 	})

@@ -158,11 +158,16 @@ func TestConditionFile(t *testing.T) {
 	t.Parallel()
 	st, _ := startCluster(t, 5000)
 	u := testpg.Account(t)
-	dir := testenv.SharedTempDir(t)
-	if err := os.Chmod(dir, 0o777); err != nil {
+	// The server's account writes its state where anyone can; the
+	// script lies in a directory of root's alone (one in a directory
+	// others can write is refused: TestHostileInputs), and its log in
+	// the cell's.
+	shared := testenv.SharedTempDir(t)
+	if err := os.Chmod(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	state := filepath.Join(dir, "state")
+	state := filepath.Join(shared, "state")
+	dir := testenv.SharedTempDir(t)
 	script := filepath.Join(dir, "cond.sh")
 	body := "#!/bin/sh\ncase $1 in\nstart) echo \"$(id -un) $PGPORT\" > " + state + ";;\ncheck) test -f " + state + ";;\nstop) rm -f " + state + ";;\nesac\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
@@ -182,6 +187,11 @@ func TestConditionFile(t *testing.T) {
 	if want := account + " " + strconv.Itoa(st.Port) + "\n"; string(got) != want {
 		t.Errorf("start ran as/with %q, want %q", got, want)
 	}
+	// What runs is the copy read when the condition started: the file
+	// changed since is not run.
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.Check(ctx); err != nil {
 		t.Errorf("check: %v", err)
 	}
@@ -191,5 +201,8 @@ func TestConditionFile(t *testing.T) {
 	}
 	if err := h.Stop(ctx); err != nil {
 		t.Errorf("stop: %v", err)
+	}
+	if _, err := os.Stat(h.copyDir); h.copyDir == "" || err == nil {
+		t.Errorf("the script's copy %q is left after Stop", h.copyDir)
 	}
 }

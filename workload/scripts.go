@@ -19,10 +19,10 @@ package workload
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Workload is a pgbench script and what the sampler should know about it.
@@ -108,10 +108,13 @@ COMMIT;
 }
 
 // Resolve returns the workload for a -w item: a built-in name or
-// file:PATH.
+// file:PATH. A file is read through safefile.Input: a regular file of at
+// most 64 MiB (not /dev/zero, not a FIFO) and, as root, one of root's
+// or the invoking user's that nobody else can write: its SQL runs as
+// the server's superuser.
 func Resolve(item string) (Workload, error) {
 	if path, ok := strings.CutPrefix(item, "file:"); ok {
-		data, err := os.ReadFile(path)
+		data, err := safefile.Input(path)
 		if err != nil {
 			return Workload{}, exitcode.BadInputf("workload %s: %v", item, err)
 		}

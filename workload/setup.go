@@ -164,12 +164,18 @@ func userSQL(err error) error {
 
 // readDeclared reads the workload's declared metrics into res after the
 // window; a query that fails or gives no number fails the run, naming
-// the metric.
+// the metric. Each runs in a transaction of its own, READ ONLY and
+// rolled back: a metric reads, and the superuser it runs as must not
+// write (SELECT setval('s', 4242) once took effect).
 func readDeclared(ctx context.Context, conn *pgx.Conn, w Workload, res *Result) error {
 	for _, d := range w.Metrics {
-		var v *float64
-		if err := conn.QueryRow(ctx, marker+" SELECT ("+strings.TrimSuffix(d.Query, ";")+")::float8").Scan(&v); err != nil {
-			return exitcode.Failure(userSQL(fmt.Errorf("workload %s: metric %s: its query failed: %w", w.Name, d.Metric.Name, err)))
+		v, err := readMetric(ctx, conn, d.Query)
+		if err != nil {
+			why := "its query failed"
+			if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == readOnlyTransaction {
+				why = "its query writes, and metric queries run read-only"
+			}
+			return exitcode.Failure(userSQL(fmt.Errorf("workload %s: metric %s: %s: %w", w.Name, d.Metric.Name, why, err)))
 		}
 		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 			return exitcode.Failure(fmt.Errorf("workload %s: metric %s: its query gave no number", w.Name, d.Metric.Name))
@@ -178,3 +184,20 @@ func readDeclared(ctx context.Context, conn *pgx.Conn, w Workload, res *Result) 
 	}
 	return nil
 }
+
+// readMetric runs a metric's query in a READ ONLY transaction, rolled
+// back whatever it did.
+func readMetric(ctx context.Context, conn *pgx.Conn, query string) (*float64, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var v *float64
+	err = tx.QueryRow(ctx, marker+" SELECT ("+strings.TrimSuffix(query, ";")+")::float8").Scan(&v)
+	return v, err
+}
+
+// readOnlyTransaction is SQLSTATE read_only_sql_transaction: a write in a
+// READ ONLY transaction.
+const readOnlyTransaction = "25006"

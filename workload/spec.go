@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/safefile"
 )
 
 // Defaults are the bash harness's.
@@ -173,6 +174,13 @@ func checkProtocol(p *string, w Workload) error {
 func (s *Spec) Check() error {
 	if err := checkProtocol(&s.Protocol, s.Workload); err != nil {
 		return err
+	}
+	// A pgbench given by path runs as the server's account when abtest
+	// is root: not one another account can write.
+	if strings.Contains(s.Pgbench, "/") {
+		if err := safefile.Trusted(s.Pgbench); err != nil {
+			return exitcode.BadInputf("--pgbench %s: %v", s.Pgbench, err)
+		}
 	}
 	if s.Clients == 0 {
 		s.Clients = DefaultClients

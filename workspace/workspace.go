@@ -112,6 +112,12 @@ func (w *Workspace) Clusters() (*cluster.Manager, error) {
 	}
 	if !w.restored {
 		w.restored = true
+		// A build killed while installing left its install the build
+		// account's: sealed before a cluster it stopped starts again.
+		leftovers := &build.Builder{InstallRoot: w.Config.InstallDir, Run: w.Run, User: u}
+		for _, name := range leftovers.SealLeftovers() {
+			fmt.Fprintf(w.notes(), "install %s: sealed (root's again) after a build killed while installing into it\n", name)
+		}
 		for _, r := range cm.RestoreStopped(context.Background()) {
 			fmt.Fprintln(w.notes(), r)
 		}

@@ -158,3 +158,41 @@ func TestMatrixDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestSwitchPlantedInstall (issue 39, item 3): nobody (uid 65534) makes
+// $PG_INSTALL_DIR/pi/bin/* before abtest ever builds pi. `switch -w pi`
+// refuses it in one line (exit 2) and runs none of its programs (it ran
+// them as postgres six times, then refused to stop the cluster it had
+// started): no data directory, no cluster.
+func TestSwitchPlantedInstall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("installs are checked only when abtest is root")
+	}
+	t.Setenv("SUDO_UID", "")
+	ws, _ := newWorkspace(t, &bytes.Buffer{})
+	bin := filepath.Join(ws.Config.InstallDir, "pi", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Where any account the scripts run as can leave its uid.
+	marks := testenv.SharedTempDir(t)
+	os.Chmod(marks, 0o777)
+	mark := filepath.Join(marks, "ran")
+	for _, p := range []string{"postgres", "pg_ctl", "initdb", "pg_config"} {
+		path := filepath.Join(bin, p)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\nid -u >>"+mark+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(path, 65534, 65534)
+	}
+	err := ws.Switch(context.Background(), Request{Name: "pi", Cluster: &ClusterSpec{PgssMax: 5000, MaxClients: 1}})
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "uid 65534") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("switch -w pi over nobody's install = %v, want one line, exit 2, naming uid 65534", err)
+	}
+	if data, err := os.ReadFile(mark); err == nil {
+		t.Errorf("nobody's programs ran as uid %q", data)
+	}
+	if _, err := os.Lstat(filepath.Join(ws.Config.DataDir, "pi")); err == nil {
+		t.Errorf("a data directory was made for pi")
+	}
+}

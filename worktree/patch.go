@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
 )
 
@@ -27,13 +28,16 @@ func CheckPatches(files []string) error {
 	return nil
 }
 
-// readPatch reads patch file f: its absolute path and contents.
+// readPatch reads patch file f: its absolute path and contents. It is
+// read through safefile.Input: a regular file of at most 64 MiB and, as
+// root, root's or the invoking user's, writable by nobody else (a patch
+// is code: its build scripts run, and so does what it compiles).
 func readPatch(f string) (string, []byte, error) {
 	abs, err := filepath.Abs(f)
 	if err != nil {
 		return "", nil, exitcode.BadInput(err)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := safefile.Input(abs)
 	if err != nil {
 		return "", nil, exitcode.BadInputf("patch %s: %v", f, err)
 	}
@@ -57,19 +61,11 @@ func (m *Manager) Apply(ctx context.Context, name string, files []string) ([]Pat
 		return nil, err
 	}
 	dir, _ := m.Dir(name)
-	type input struct {
-		file string
-		data []byte
-		mail bool
+	inputs, patchPath, cleanup, err := m.readPatches(files)
+	if err != nil {
+		return nil, err
 	}
-	var inputs []input
-	for _, f := range files {
-		abs, data, err := readPatch(f)
-		if err != nil {
-			return nil, err
-		}
-		inputs = append(inputs, input{file: abs, data: data, mail: isMail(data)})
-	}
+	defer cleanup()
 
 	headCmd := m.git(dir, "rev-parse", "HEAD")
 	headCmd.ReadOnly = true
@@ -100,11 +96,11 @@ func (m *Manager) Apply(ctx context.Context, name string, files []string) ([]Pat
 		var err error
 		if in.mail {
 			// The author and the author date are the mail's own.
-			am := m.gitID(dir, "am", "--quiet", "--keep-non-patch", "--no-3way", in.file)
+			am := m.gitID(dir, "am", "--quiet", "--keep-non-patch", "--no-3way", patchPath(i))
 			am.Env = []string{"GIT_COMMITTER_DATE=" + date}
 			err = m.Run.Run(ctx, am)
 		} else {
-			err = m.Run.Run(ctx, m.git(dir, "apply", "--index", "--whitespace=nowarn", in.file))
+			err = m.Run.Run(ctx, m.git(dir, "apply", "--index", "--whitespace=nowarn", patchPath(i)))
 			if err == nil {
 				msg := p.Subject
 				if msg == "" {
@@ -223,4 +219,61 @@ func patchSubject(data []byte) string {
 		return ""
 	}
 	return bracketRE.ReplaceAllString(strings.TrimSpace(string(m[1])), "")
+}
+
+// patchInput is a patch file as Apply read it.
+type patchInput struct {
+	file string
+	data []byte
+	mail bool
+}
+
+// readPatches reads files (readPatch) and returns them with the path git
+// is to read patch i from: a copy of what was read and hashed, in a
+// directory of abtest's own that cleanup removes, so the file cannot
+// change in between. A dry run shows the files themselves.
+func (m *Manager) readPatches(files []string) (inputs []patchInput, path func(i int) string, cleanup func(), err error) {
+	for _, f := range files {
+		abs, data, err := readPatch(f)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		inputs = append(inputs, patchInput{file: abs, data: data, mail: isMail(data)})
+	}
+	if m.Run.DryRun {
+		return inputs, func(i int) string { return inputs[i].file }, func() {}, nil
+	}
+	copies, err := patchCopies(len(inputs), func(i int) []byte { return inputs[i].data })
+	if err != nil {
+		return nil, nil, nil, exitcode.Failure(err)
+	}
+	return inputs, func(i int) string { return patchCopy(copies, i) }, func() { os.RemoveAll(copies) }, nil
+}
+
+// patchCopies writes n patches (data(i)) into a new private directory
+// (0700), as patchCopy names them, and returns it.
+func patchCopies(n int, data func(i int) []byte) (string, error) {
+	dir, err := safefile.MkdirTemp(os.TempDir(), "abtest-patch-")
+	if err != nil {
+		return "", err
+	}
+	for i := range n {
+		f, err := safefile.Create(patchCopy(dir, i), 0o600)
+		if err == nil {
+			_, err = f.Write(data(i))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// patchCopy is the path of the copy of patch i in dir.
+func patchCopy(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("%04d.patch", i+1))
 }

@@ -585,3 +585,45 @@ func TestResetKeepsTheBuild(t *testing.T) {
 		t.Errorf("provenance = %+v, %v", prov, err)
 	}
 }
+
+// TestApplyRefusesOthersPatches (issue 39, item 4): as root, a patch
+// another account owns or can write, or one that is not a regular file,
+// is refused in one line (exit 2) before the worktree changes: a patch
+// is code, its build scripts run and so does what it compiles.
+func TestApplyRefusesOthersPatches(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("inputs are checked only when abtest is root")
+	}
+	t.Setenv("SUDO_UID", "")
+	repo, shas := history(t)
+	m := manager(t, repo)
+	ctx := context.Background()
+	if _, err := m.Switch(ctx, "p", "master"); err != nil {
+		t.Fatal(err)
+	}
+	const diff = "--- a/src/a.c\n+++ b/src/a.c\n@@ -1 +1 @@\n-int a = 4;\n+int a = 5;\n"
+	tmp := t.TempDir()
+	theirs := writeFile(t, filepath.Join(tmp, "theirs.diff"), diff)
+	os.Chown(theirs, 65534, 65534)
+	open := writeFile(t, filepath.Join(tmp, "open.diff"), diff)
+	os.Chmod(open, 0o666)
+	for _, c := range []struct{ file, want string }{
+		{theirs, "owned by uid 65534"},
+		{open, "writable by group or others"},
+		{"/dev/zero", "not a regular file"},
+	} {
+		for what, err := range map[string]error{"CheckPatches": CheckPatches([]string{c.file}), "Apply": func() error { _, err := m.Apply(ctx, "p", []string{c.file}); return err }()} {
+			if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s(%s) = %v, want one line, exit 2, saying %q", what, c.file, err, c.want)
+			}
+		}
+	}
+	if got := testenv.Git(t, filepath.Join(m.Root, "p"), "rev-parse", "HEAD"); got != shas[4] {
+		t.Errorf("HEAD after refused patches = %s, want %s", got, shas[4])
+	}
+	// Root's own, or the sudo caller's, applies.
+	t.Setenv("SUDO_UID", "65534")
+	if _, err := m.Apply(ctx, "p", []string{theirs}); err != nil {
+		t.Errorf("the sudo caller's patch: %v", err)
+	}
+}

@@ -231,3 +231,38 @@ func ownerWords(uids []int) string {
 	}
 	return "uid " + strings.Join(s, " or ")
 }
+
+// Trusted reports why root may not take path as the caller's own (nil:
+// it may): a program it hands to the server account (an install given
+// with --install or -k X=install:DIR) or a directory it reads as input
+// (an extension's source). As root, path, every directory above it and
+// every link on the way must belong to InputOwners and be writable by
+// nobody else (a directory may be sticky). Not root: nil, an account
+// runs what it can read.
+func Trusted(path string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return chain(abs, InputOwners())
+}
+
+// InputEntry reports why fi (of path, from Lstat, inside a directory
+// Trusted passed) may not be part of an input tree as root: a link,
+// file or directory of an account other than InputOwners, or a file or
+// (not sticky) directory writable by group or others. Not root: nil.
+func InputEntry(path string, fi fs.FileInfo) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return ownedBy(path, fi, InputOwners())
+	case fi.IsDir() && fi.Mode()&fs.ModeSticky != 0:
+		return ownedBy(path, fi, InputOwners())
+	}
+	return owned(path, fi, InputOwners())
+}
