@@ -362,6 +362,7 @@ func TestBadOptions(t *testing.T) {
 	for _, o := range []Options{
 		{Baseline: "nope"}, {Alpha: 2}, {Alpha: 0.5}, {Alpha: -1}, {Alpha: math.NaN()}, {Alpha: math.Inf(1)},
 		{Thresholds: map[string]float64{"nope": 1}}, {Thresholds: map[string]float64{"tps": math.NaN()}}, {Thresholds: map[string]float64{"tps": math.Inf(1)}},
+		{Thresholds: map[string]float64{"tps": 1e9}}, {Thresholds: map[string]float64{"tps": 50.5}}, {Bar: Bar(7)},
 	} {
 		if _, err := Analyze(in, o); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("Analyze(%+v) = %v, want exit 2", o, err)

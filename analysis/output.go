@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,7 +129,7 @@ func ParseThresholds(list []string) (map[string]float64, error) {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
 		if !ok || err != nil || checkThreshold(n) != nil {
-			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT a finite number of at least 0, e.g. tps=3", t)
+			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT from 0 to %d, e.g. tps=3", t, maxThresholdPct)
 		}
 		out[name] = n
 	}
@@ -147,11 +146,16 @@ func CheckAlpha(alpha float64) error {
 	return nil
 }
 
-// checkThreshold refuses a minimum effect that is negative, NaN or
-// infinite.
+// maxThresholdPct is the largest bar --threshold takes: a bar the size
+// of the measurement calls a halved TPS the same (--threshold tps=1e9
+// was accepted, issue 40).
+const maxThresholdPct = 50
+
+// checkThreshold refuses a minimum effect that is negative, NaN, or
+// above maxThresholdPct.
 func checkThreshold(pct float64) error {
-	if !(pct >= 0) || math.IsInf(pct, 1) {
-		return fmt.Errorf("%v: want a finite number of at least 0", pct)
+	if !(pct >= 0 && pct <= maxThresholdPct) {
+		return fmt.Errorf("%v: want a percentage from 0 to %d", pct, maxThresholdPct)
 	}
 	return nil
 }
