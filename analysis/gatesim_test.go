@@ -1,9 +1,11 @@
 package analysis
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand"
 	"os"
@@ -517,6 +519,130 @@ func TestThroughputDrivenCountsAA(t *testing.T) {
 		t.Logf("throughput-driven pgss_deallocs, %d configurations at -r %d: %d of %d A/A runs called a change", tc.d.Configs, tc.d.Repeats, alarms, tc.runs)
 		if alarms > tc.most {
 			t.Errorf("throughput-driven pgss_deallocs, %d configurations at -r %d: %d of %d A/A runs called a change; want ≤ %d", tc.d.Configs, tc.d.Repeats, alarms, tc.runs, tc.most)
+		}
+	}
+}
+
+// writeRun writes a plan and its records as a results directory.
+func writeRun(t *testing.T, dir string, p *results.Plan, recs []results.Record) {
+	t.Helper()
+	if err := results.WritePlan(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, rec := range recs {
+		data, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(data))
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDuplicateCellFailsClosed (issue 40 item 9): two records of one
+// cell, alike or not, in the baseline or the candidate, ok or failed,
+// in one directory or in two shards, leave the cell out and make its
+// configuration incomplete: exit 3, the cell named in the gate's error,
+// the report's incomplete list and its warnings, and no table counting
+// it. The first record once won silently: a copy with half the TPS
+// moved the run-level estimate and exited 0. The same run without the
+// duplicate does not exit 3 for being incomplete, so the test can tell.
+// A directory given twice is refused (exit 2).
+func TestDuplicateCellFailsClosed(t *testing.T) {
+	p, recs := gatesim.Run(rand.New(rand.NewSource(9)), gatesim.Design{Configs: 2, Repeats: 8, Noise: gatesim.Noise{CV: 0.005}})
+	cell := func(commit string, rep int) int {
+		return slices.IndexFunc(recs, func(r results.Record) bool { return r.Commit == commit && r.Repeat == rep && r.Workload == "churn" })
+	}
+	twice := func(i int, f func(*results.Record)) []results.Record {
+		dup := recs[i]
+		dup.Metrics = results.ValuesOf(maps.Collect(recs[i].Metrics.All()))
+		f(&dup)
+		return append(slices.Clone(recs), dup)
+	}
+	analyze := func(t *testing.T, in *Input) *Report {
+		t.Helper()
+		r, err := Analyze(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := analyze(t, &Input{Plan: p, Records: recs})
+	if errors.Is(r.Gate(), ErrIncomplete) || len(r.Incomplete) > 0 {
+		t.Fatalf("without a duplicate: gate %v, incomplete %v; want complete", r.Gate(), r.Incomplete)
+	}
+	halved := func(r *results.Record) { r.Metrics.Set("tps", r.Metrics.Value("tps")/2) }
+	for _, tc := range []struct {
+		name string
+		recs []results.Record
+		cell string
+	}{
+		{"alike", twice(cell("patch", 3), func(*results.Record) {}), recs[cell("patch", 3)].Cell},
+		{"tps halved", twice(cell("patch", 3), halved), recs[cell("patch", 3)].Cell},
+		{"in the baseline", twice(cell("base", 5), halved), recs[cell("base", 5)].Cell},
+		{"one failed, one ok", twice(cell("patch", 2), func(r *results.Record) { r.Status, r.Error = results.StatusFailed, "pgbench: exit 1" }), recs[cell("patch", 2)].Cell},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := analyze(t, &Input{Plan: p, Records: tc.recs})
+			gate := r.Gate()
+			if exitcode.Code(gate) != exitcode.Infra || !errors.Is(gate, ErrIncomplete) || !strings.Contains(gate.Error(), tc.cell) {
+				t.Errorf("gate %v; want exit 3, incomplete, naming %s", gate, tc.cell)
+			}
+			if !slices.ContainsFunc(r.Incomplete, func(in Incomplete) bool {
+				return in.Commit == "patch" && strings.HasPrefix(in.Config, "churn/") && in.Gated && strings.Contains(in.Why, "recorded more than once")
+			}) {
+				t.Errorf("incomplete %+v; want patch on churn, the duplicated cell named", r.Incomplete)
+			}
+			if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "cell "+tc.cell+" has 2 records") }) {
+				t.Errorf("warnings %q; want the cell's two records said", r.Warnings)
+			}
+			var md bytes.Buffer
+			if err := r.WriteMarkdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(md.String(), tc.cell) || !strings.Contains(md.String(), fmt.Sprintf("%d of %d cells recorded", len(recs)-1, len(p.Cells))) {
+				t.Errorf("report.md does not name %s or counts the duplicated cell", tc.cell)
+			}
+			for _, row := range r.Rows {
+				for _, st := range row.Stats {
+					if strings.HasPrefix(row.Config, "churn/") && (st.Commit == "patch" || strings.Contains(tc.name, "baseline")) && row.Metric == "tps" && st.Verdict != results.Incomplete && st.Verdict != results.VerdictBaseline {
+						t.Errorf("%s %s tps: %s; want incomplete", row.Config, st.Commit, st.Verdict)
+					}
+				}
+			}
+		})
+	}
+	// Shards: the cell in both directories; and one directory twice.
+	root := t.TempDir()
+	a, b := filepath.Join(root, "s1"), filepath.Join(root, "s2")
+	half := len(recs) / 2
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRun(t, a, p, recs[:half+1])
+	writeRun(t, b, p, recs[half:])
+	in, err := Load(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Records) != len(recs)+1 || !slices.ContainsFunc(in.Warnings, func(w string) bool { return strings.Contains(w, recs[half].Cell+" (in "+a+" and "+b+")") }) {
+		t.Errorf("overlapping shards: %d records of %d, warnings %q; want every record and the cell with both directories", len(in.Records), len(recs)+1, in.Warnings)
+	}
+	if gate := analyze(t, in).Gate(); exitcode.Code(gate) != exitcode.Infra || !strings.Contains(gate.Error(), recs[half].Cell) {
+		t.Errorf("overlapping shards: gate %v; want exit 3 naming %s", gate, recs[half].Cell)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dirs := range [][]string{{a, a}, {a, b, a + "/."}, {link, a}} {
+		if _, err := Load(dirs...); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "one results directory") {
+			t.Errorf("Load(%q): %v; want exit 2, one directory given twice", dirs, err)
 		}
 	}
 }
