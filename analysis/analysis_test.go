@@ -362,6 +362,7 @@ func TestBadOptions(t *testing.T) {
 	for _, o := range []Options{
 		{Baseline: "nope"}, {Alpha: 2}, {Alpha: 0.5}, {Alpha: -1}, {Alpha: math.NaN()}, {Alpha: math.Inf(1)},
 		{Thresholds: map[string]float64{"nope": 1}}, {Thresholds: map[string]float64{"tps": math.NaN()}}, {Thresholds: map[string]float64{"tps": math.Inf(1)}},
+		{Thresholds: map[string]float64{"tps": 1e9}}, {Thresholds: map[string]float64{"tps": 50.5}}, {Bar: Bar(7)},
 	} {
 		if _, err := Analyze(in, o); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("Analyze(%+v) = %v, want exit 2", o, err)
@@ -388,11 +389,23 @@ func TestMergeOneShardShares(t *testing.T) {
 	if err != nil || len(in.Records) != len(recs) || &in.Records[0] != &recs[0] {
 		t.Fatalf("one whole shard copied: %d of %d records, %v", len(in.Records), len(recs), err)
 	}
+	// A record to drop: of a cell the plan does not have. (A duplicate
+	// was the record dropped here until issue 40: it is kept now, for
+	// Analyze to refuse, below.)
+	foreign := recs[0]
+	foreign.Cell = "nosuch/r1/base"
+	extra := append(recs[:len(recs):len(recs)], foreign)
+	first := extra[0].Cell
+	in, err = Merge([]Shard{{Dir: dir, Plan: p, Records: extra}})
+	if err != nil || len(in.Records) != len(recs) || &in.Records[0] == &extra[0] || extra[0].Cell != first || extra[len(extra)-1].Cell != "nosuch/r1/base" {
+		t.Errorf("a shard with a foreign record: %d records, %v", len(in.Records), err)
+	}
+	// A duplicate is kept, every record of it, and said: it is never
+	// silently one of them.
 	dup := append(recs[:len(recs):len(recs)], recs[0])
-	first := dup[0].Cell
 	in, err = Merge([]Shard{{Dir: dir, Plan: p, Records: dup}})
-	if err != nil || len(in.Records) != len(recs) || &in.Records[0] == &dup[0] || dup[0].Cell != first || dup[len(dup)-1].Cell != first {
-		t.Errorf("a shard with a duplicate: %d records, %v", len(in.Records), err)
+	if err != nil || len(in.Records) != len(dup) || !slices.ContainsFunc(in.Warnings, func(w string) bool { return strings.Contains(w, "recorded more than once (first: "+first) }) {
+		t.Errorf("a shard with a duplicate: %d records of %d, warnings %q, %v; want every record kept and the cell named", len(in.Records), len(dup), in.Warnings, err)
 	}
 }
 

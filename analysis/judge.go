@@ -190,11 +190,11 @@ func (a *analyzer) poolDecided(t *test) bool {
 // Geomean, and its regression, as the gate's.
 func (a *analyzer) pooled(c string, pools []*test) {
 	for _, t := range pools {
-		g := Geomean{Commit: c, Metric: t.cfg, Configs: t.n, P: t.p, Verdict: t.verdict, MinEffectPct: t.minEffect, Look: t.look,
+		g := Geomean{Commit: c, Metric: t.cfg, Configs: t.n, P: t.p, Verdict: t.verdict, MinEffectPct: t.minEffect, Bar: a.o.Bar, Look: t.look,
 			Ratio: 1 + t.est/100, Lo: 1 + t.lo95/100, Hi: 1 + t.hi95/100, DecideLo: 1 + t.lo/100, DecideHi: 1 + t.hi/100}
 		if t.verdict == results.Unknown {
 			g.DetectablePct = t.detectable()
-			g.NeedRepeats = needRepeats(t)
+			g.NeedRepeats, g.HalfWidthPct = needRepeats(t), halfWidth(t)
 		}
 		a.r.Geomeans = append(a.r.Geomeans, g)
 		if t.verdict == results.Worse {
@@ -204,9 +204,13 @@ func (a *analyzer) pooled(c string, pools []*test) {
 	}
 }
 
-// needRepeats is how many repeats an unknown test would need for its
-// 80 %-power change to shrink to its bar, at the noise it measured (the
-// standard error falls as 1/√n); 0 when it cannot say.
+// needRepeats is how many repeats an unknown test would need to answer
+// at the spread it measured (the standard error falls as 1/√n, the
+// degrees of freedom grow with n): where its 1−2α interval is wider than
+// its bar, for the interval's half-width to fit the bar (what a same
+// needs, a change of 0 given); where it fits already but straddles the
+// bar, for the half-width to shrink to the estimate's distance from the
+// bar. 0 when it cannot say (no spread, no bar, or beyond 10⁶).
 func needRepeats(t *test) int {
 	n := t.n
 	if t.role == pooled {
@@ -215,14 +219,50 @@ func needRepeats(t *test) int {
 			n = max(n, len(p.cand))
 		}
 	}
-	if math.IsInf(t.mde, 0) || math.IsNaN(t.mde) || t.minEffect <= 0 || n < 1 {
+	if !t.paired || math.IsNaN(t.se) || t.se <= 0 || t.df < 1 || t.minEffect <= 0 || math.IsInf(t.minEffect, 0) || n < 2 || t.alpha <= 0 {
 		return 0
 	}
-	need := math.Ceil(float64(n) * (t.mde / t.minEffect) * (t.mde / t.minEffect))
-	if need > 1e6 {
+	unit := func(pct float64) float64 { // a bar in percent, in the test's units
+		if t.log {
+			return math.Log1p(pct / 100)
+		}
+		return pct / 100
+	}
+	bar := math.Min(unit(t.minEffect), -unit(-t.minEffect))
+	target := bar
+	if half := tq(1-t.alpha, t.df) * t.se; half <= bar && !math.IsNaN(t.est) {
+		target = math.Abs(bar - math.Abs(unit(t.est)))
+	}
+	if target <= 0 {
 		return 0
 	}
-	return max(int(need), n+1)
+	// The half-width at m blocks: the standard error falls as 1/√m, the
+	// degrees of freedom grow with the blocks.
+	half := func(m int) float64 {
+		df := math.Max(1, t.df*float64(m-1)/float64(n-1))
+		return tq(1-t.alpha, df) * t.se * math.Sqrt(float64(n)/float64(m))
+	}
+	// At the current degrees of freedom, an m that fits (the quantile
+	// only falls as they grow); then the least one, halving.
+	guess := float64(n) * math.Pow(tq(1-t.alpha, t.df)*t.se/target, 2)
+	if guess > 1e6 || math.IsNaN(guess) {
+		return 0
+	}
+	lo, hi := n, max(int(math.Ceil(guess)), n+1) // half(lo) > target (unknown now) ≥ half(hi)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; half(mid) <= target {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// halfWidth is the half-width of a test's decision interval (1−2α), in
+// percent.
+func halfWidth(t *test) float64 {
+	return (t.hi - t.lo) / 2
 }
 
 // unanswered lists a commit's unknown primary answers: its pooled tests,
@@ -244,8 +284,12 @@ func (a *analyzer) unanswered(c string) {
 }
 
 func needText(t *test) string {
-	if n := needRepeats(t); n > 0 {
-		return fmt.Sprintf(": needs r ≥ %d (or a quieter host; see abtest doctor)", n)
+	why := ""
+	if w := halfWidth(t); !math.IsNaN(w) && !math.IsInf(w, 0) && w > 0 {
+		why = fmt.Sprintf("its %.0f%% interval %s … %s against the bar ±%.3g%%; ", 100*(1-2*t.alpha), pct(t.lo), pct(t.hi), t.minEffect)
 	}
-	return ": give more repeats (or a quieter host; see abtest doctor)"
+	if n := needRepeats(t); n > 0 {
+		return fmt.Sprintf(": needs r ≥ %d or a quieter host (%ssee abtest doctor)", n, why)
+	}
+	return fmt.Sprintf(": give more repeats or a quieter host (%ssee abtest doctor)", why)
 }

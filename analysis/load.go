@@ -6,6 +6,7 @@ package analysis
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -43,6 +44,9 @@ func LoadFor(format, out string, dirs ...string) (*Input, error) {
 func loadWith(readRecords func(dir string) ([]results.Record, []string, error), dirs []string) (*Input, error) {
 	if len(dirs) == 0 {
 		return nil, exitcode.BadInputf("analyze: give at least one results directory")
+	}
+	if err := distinctDirs(dirs); err != nil {
+		return nil, err
 	}
 	shards := make([]Shard, 0, len(dirs))
 	for _, d := range dirs {
@@ -88,6 +92,26 @@ func loadWith(readRecords func(dir string) ([]results.Record, []string, error), 
 	return in, nil
 }
 
+// distinctDirs refuses a results directory given twice (under one name
+// or two): each of its cells would be recorded twice, and every
+// configuration could not answer.
+func distinctDirs(dirs []string) error {
+	infos := make([]os.FileInfo, len(dirs))
+	for i, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil {
+			continue // reading it says why
+		}
+		for j := range i {
+			if infos[j] != nil && os.SameFile(infos[j], fi) {
+				return exitcode.BadInputf("analyze: %s and %s are one results directory: give each once", dirs[j], d)
+			}
+		}
+		infos[i] = fi
+	}
+	return nil
+}
+
 // Shard is one results directory's plan and records, read from its files
 // (Load) or rebuilt from a results store.
 type Shard struct {
@@ -98,9 +122,12 @@ type Shard struct {
 }
 
 // Merge merges the shards of one plan (or a run and its resumption) into
-// one input: plans must agree on everything but the shard; a cell in
-// several shards counts once, from the first. Shards that ran on
-// different kinds of host are said to have.
+// one input: plans must agree on everything but the shard. A cell
+// recorded more than once (in one shard or in several) keeps every
+// record, and a warning says where: Analyze leaves such a cell out and
+// its configuration could not answer, never picks one (the first once
+// won silently). Shards that ran on different kinds of host are said to
+// have.
 func Merge(shards []Shard) (*Input, error) {
 	if len(shards) == 0 {
 		return nil, exitcode.BadInputf("analyze: give at least one results directory")
@@ -138,12 +165,14 @@ func Merge(shards []Shard) (*Input, error) {
 	return in, nil
 }
 
-// mergeRecords keeps the shards' records once per cell, from the first
-// shard that has it, and ignores, with a warning, records of cells the
-// plan does not have (a hand-edited or foreign cells.jsonl): counted,
-// they made "7 of 6 cells recorded". A plan without its cell list keeps
-// them all. One shard whose records are all kept is not copied (10⁵
-// records are 40 MB); the shards' slices are never written.
+// mergeRecords keeps the shards' records, and ignores, with a warning,
+// records of cells the plan does not have (a hand-edited or foreign
+// cells.jsonl): counted, they made "7 of 6 cells recorded". A plan
+// without its cell list keeps them all. A planned cell recorded more
+// than once keeps every record, for Analyze to refuse, with a warning
+// naming it and the directories it came from. One shard whose records
+// are all kept is not copied (10⁵ records are 40 MB); the shards'
+// slices are never written.
 func (in *Input) mergeRecords(shards []Shard) {
 	// A planned cell is seen where its index in the plan says so: one
 	// lookup of its id per record, where a set of the planned and one
@@ -155,36 +184,40 @@ func (in *Input) mergeRecords(shards []Shard) {
 			planned[cells[i].ID] = i
 		}
 	}
-	seen := make([]bool, len(cells))
-	var seenElse map[string]bool // the cells not planned
-	var unknown []string
+	seen := make([]int32, len(cells)) // 1 + the shard that first had it
+	var seenElse map[string]bool      // the cells not planned
+	var unknown, dups []string
 	kept, total := 0, 0
-	keep := func(r *results.Record) bool {
+	keep := func(s int, r *results.Record) bool {
 		if i, ok := planned[r.Cell]; ok {
-			if seen[i] {
-				return false
+			if first := seen[i]; first > 0 {
+				where := shards[first-1].Dir
+				if int(first-1) != s {
+					where += " and " + shards[s].Dir
+				}
+				dups = append(dups, fmt.Sprintf("%s (in %s)", r.Cell, where))
+			} else {
+				seen[i] = int32(s + 1)
 			}
-			seen[i] = true
 			return true
 		}
-		if seenElse[r.Cell] {
-			return false
+		if len(cells) == 0 {
+			return true
 		}
-		if seenElse == nil {
-			seenElse = map[string]bool{}
-		}
-		seenElse[r.Cell] = true
-		if len(cells) > 0 {
+		if !seenElse[r.Cell] {
+			if seenElse == nil {
+				seenElse = map[string]bool{}
+			}
+			seenElse[r.Cell] = true
 			unknown = append(unknown, r.Cell)
-			return false
 		}
-		return true
+		return false
 	}
 	keeps := make([][]bool, len(shards))
 	for s, sh := range shards {
 		keeps[s] = make([]bool, len(sh.Records))
 		for i := range sh.Records {
-			keeps[s][i] = keep(&sh.Records[i])
+			keeps[s][i] = keep(s, &sh.Records[i])
 			if keeps[s][i] {
 				kept++
 			}
@@ -205,6 +238,9 @@ func (in *Input) mergeRecords(shards []Shard) {
 	}
 	if len(unknown) > 0 {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("%d record(s) of cells not in the plan ignored (first: %s)", len(unknown), unknown[0]))
+	}
+	if len(dups) > 0 {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%d extra record(s) of cells recorded more than once (first: %s): such a cell is left out, and its configuration could not answer", len(dups), dups[0]))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,18 +128,13 @@ func ParseThresholds(list []string) (map[string]float64, error) {
 	for _, t := range list {
 		name, v, ok := strings.Cut(t, "=")
 		n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if !ok || err != nil || !(n > 0 && n <= MaxThresholdPct) {
-			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT above 0 and at most %g, e.g. tps=3", t, float64(MaxThresholdPct))
+		if !ok || err != nil || checkThreshold(n) != nil {
+			return out, exitcode.BadInputf("--threshold %q: want METRIC=PCT with PCT from 0 to %d, e.g. tps=3", t, maxThresholdPct)
 		}
 		out[name] = n
 	}
 	return out, nil
 }
-
-// MaxThresholdPct bounds a minimum effect given on the command line
-// (--threshold): a change of more than half is no threshold of noise,
-// and 1e308 % made every verdict "same".
-const MaxThresholdPct = 50
 
 // CheckAlpha refuses a significance level that is not above 0 and below
 // 0.5: NaN or 0 would test nothing, and at 0.5 or above the report's
@@ -152,11 +146,16 @@ func CheckAlpha(alpha float64) error {
 	return nil
 }
 
-// checkThreshold refuses a minimum effect that is negative, NaN or
-// infinite.
+// maxThresholdPct is the largest bar --threshold takes: a bar the size
+// of the measurement calls a halved TPS the same (--threshold tps=1e9
+// and 1e308 were accepted, issues 39 and 40).
+const maxThresholdPct = 50
+
+// checkThreshold refuses a minimum effect that is negative, NaN, or
+// above maxThresholdPct.
 func checkThreshold(pct float64) error {
-	if !(pct >= 0) || math.IsInf(pct, 1) {
-		return fmt.Errorf("%v: want a finite number of at least 0", pct)
+	if !(pct >= 0 && pct <= maxThresholdPct) {
+		return fmt.Errorf("%v: want a percentage from 0 to %d", pct, maxThresholdPct)
 	}
 	return nil
 }

@@ -64,9 +64,22 @@ func TestParseThresholds(t *testing.T) {
 	if err != nil || th["tps"] != 3 || th["latency_p99_ms"] != 5 {
 		t.Errorf("%v, %v", th, err)
 	}
-	for _, bad := range []string{"tps", "tps=-1", "tps=x", "tps=1e308", "tps=0", "tps=50.5"} {
+	for _, bad := range []string{"tps", "tps=-1", "tps=x", "tps=1e9", "tps=1e308", "tps=50.01"} {
 		if _, err := ParseThresholds([]string{bad}); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if th, err := ParseThresholds([]string{"tps=50"}); err != nil || th["tps"] != 50 {
+		t.Errorf("tps=50: %v, %v; want the largest bar taken", th, err)
+	}
+	for s, want := range map[string]Bar{"": BarThreshold, "threshold": BarThreshold, "auto": BarAuto} {
+		if b, err := ParseBar(s); b != want || err != nil {
+			t.Errorf("ParseBar(%q) = %v, %v; want %v", s, b, err, want)
+		}
+	}
+	for _, bad := range []string{"Auto", "2", "noise", "<script>"} {
+		if _, err := ParseBar(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseBar(%q): %v; want exit 2", bad, err)
 		}
 	}
 }

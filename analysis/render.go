@@ -154,6 +154,9 @@ func (r *Report) writeSummary(w io.Writer) {
 			fmt.Fprintf(w, "  - %s\n", g.Line(r.Alpha))
 		}
 	}
+	if line := r.autoBarLine(); line != "" {
+		fmt.Fprintf(w, "- %s\n", line)
+	}
 }
 
 // blocksLine says, under a sequential design, how many blocks a commit's
@@ -274,7 +277,11 @@ func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
 
 // writeTiers explains each metric's tier.
 func (r *Report) writeTiers(w io.Writer) {
-	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there); only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, noiseK)
+	bar := "a metric's bar is its threshold, whatever the noise: where a configuration's interval is too wide for it, the verdict is unknown, with the repeats that would fit it"
+	if r.Bar == BarAuto {
+		bar = fmt.Sprintf("under --bar auto, measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there)", noiseK)
+	}
+	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; %s; only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, bar)
 	for _, t := range r.Tiers {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g%% | %s |\n", t.Metric, t.Tier, yes(t.Gated), pctAbs(t.SpreadPct), t.ThresholdPct, t.Why)
 	}
@@ -513,6 +520,14 @@ func anyDisagree(rows []Row) bool {
 	return false
 }
 
+// barRule says where the bars came from.
+func (r *Report) barRule() string {
+	if r.Bar == BarAuto {
+		return fmt.Sprintf("--bar auto: max(its threshold, %.2g × the baseline's spread in the configuration)", noiseK)
+	}
+	return "its threshold, never widened by noise"
+}
+
 // verdictText is a stat's verdict with what qualifies it.
 func verdictText(st Stat) string {
 	v := string(st.Verdict)
@@ -628,6 +643,6 @@ func (r *Report) method() string {
 		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals (quasi-Poisson: scaled by the cells' dispersion). "+
 		"Per commit, one family at α = %v (family-wise): the primary metric (tps, or instructions per transaction) is tested over all "+
 		"configurations at once (the run-level answer) and in each; the other gated metrics only behind their configuration's primary; "+
-		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar; "+
-		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha)
+		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar (%s); "+
+		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha, r.barRule())
 }

@@ -48,7 +48,8 @@ type Stat struct {
 	// Method is how the verdict was reached: "paired", "unpaired",
 	// "exact", "as tps".
 	Method string `json:"method,omitempty"`
-	// MinEffectPct is the bar a change must pass: max(threshold, noise).
+	// MinEffectPct is the bar a change must pass and an equivalence
+	// must fit: the threshold, or under --bar auto max(threshold, noise).
 	MinEffectPct float64 `json:"-"`
 	// DetectablePct is the smallest regression this number of pairs and
 	// this noise had 80 % power to call at the test's level (set for
@@ -229,11 +230,15 @@ type Geomean struct {
 	P            float64         `json:"p"`
 	Verdict      results.Verdict `json:"verdict"`
 	MinEffectPct float64         `json:"min_effect_pct"`
+	// Bar is where MinEffectPct came from (Options.Bar).
+	Bar Bar `json:"bar"`
 	// DetectablePct is the change it had 80 % power to call, and
-	// NeedRepeats the repeats it would need for that to be MinEffectPct
-	// (set when the verdict is unknown).
+	// NeedRepeats the repeats its 1−2α interval would need to fit
+	// ±MinEffectPct at the spread it measured (set when the verdict is
+	// unknown); HalfWidthPct is that interval's half-width now.
 	DetectablePct float64 `json:"-"`
 	NeedRepeats   int     `json:"need_repeats,omitempty"`
+	HalfWidthPct  float64 `json:"half_width_pct,omitempty"`
 	Look          int     `json:"look,omitempty"`
 }
 
@@ -320,6 +325,8 @@ type Report struct {
 	Dirs         []string      `json:"dirs"`
 	Baseline     string        `json:"baseline"`
 	Alpha        float64       `json:"alpha"`
+	// Bar is where the bars came from (Options.Bar).
+	Bar Bar `json:"bar"`
 	// Sequential is the adaptive design the run was judged under, when
 	// there was one.
 	Sequential *Sequential `json:"sequential,omitempty"`
@@ -392,19 +399,23 @@ func (r *Report) Undecided() []string { return r.undecided }
 func (g Geomean) Line(alpha float64) string {
 	s := fmt.Sprintf("run-level %s: geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s",
 		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
+	bar := barText(g.MinEffectPct, g.Bar)
 	switch g.Verdict {
 	case results.Better, results.Worse:
-		s += fmt.Sprintf(" (%s, beyond ±%.3g%%)", pIs(g.P), g.MinEffectPct)
+		s += fmt.Sprintf(" (%s, beyond %s)", pIs(g.P), bar)
 	case results.Same:
-		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within ±%.3g%%)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), g.MinEffectPct)
+		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within %s)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), bar)
 	case results.Unknown:
 		s += " ("
 		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
 			s += "could not detect < " + pctAbs(g.DetectablePct) + "; "
 		}
-		s += "neither a change nor within ±" + fmt.Sprintf("%.3g%%", g.MinEffectPct)
+		s += "neither a change nor within " + bar
+		if lo, hi := g.DecideLo, g.DecideHi; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && !math.IsNaN(lo) && !math.IsNaN(hi) {
+			s += fmt.Sprintf(": its %.0f%% interval is %s … %s", 100*(1-2*alpha), pct(100*(lo-1)), pct(100*(hi-1)))
+		}
 		if g.NeedRepeats > 0 {
-			s += fmt.Sprintf("; needs r ≥ %d, or a quieter host: abtest doctor", g.NeedRepeats)
+			s += fmt.Sprintf("; needs r ≥ %d or a quieter host: abtest doctor", g.NeedRepeats)
 		}
 		s += ")"
 	}

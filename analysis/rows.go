@@ -100,7 +100,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		return st, nil
 	}
 	isPrimary := contains(a.primary[in.id], in.m)
-	aroundZero := in.tier.Tier == results.TierBand && math.IsInf(a.minEffect[in.m][in.id], 1) && !isPrimary
+	aroundZero := in.tier.Tier == results.TierBand && a.aroundZero[in.m][in.id] && !isPrimary
 	if isPrimary {
 		// The primary always gates: its answer is the run's.
 		st.Gated = true
@@ -152,7 +152,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	}
 	ct.t.cfg, ct.count = in.id, in.def.Count
 	if aroundZero {
-		ct.t.minEffect = in.def.ThresholdPct
+		ct.t.minEffect = a.threshold(in.m)
 	}
 	switch {
 	case isPrimary:

@@ -111,6 +111,9 @@ func (r *Report) writeTextSummary(w io.Writer) {
 			wrap(w, "    ", "      ", line)
 		}
 	}
+	if line := r.autoBarLine(); line != "" {
+		wrap(w, "  ", "    ", line)
+	}
 }
 
 // writeTextSummaryNotes ends the summary: regressions, where the run

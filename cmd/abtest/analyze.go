@@ -16,14 +16,14 @@ func analyzeCommand(env *Env) *cli.Command {
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
 		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
-               [--threshold METRIC=PCT]… [--gate METRIC]… [--primary METRIC]… [--fail-on-regression [--allow-unknown]]
+               [--threshold METRIC=PCT]… [--bar threshold|auto] [--gate METRIC]… [--primary METRIC]… [--fail-on-regression [--allow-unknown]]
 abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the results store)`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`", DefaultText: "stdout; plots go beside it"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, text (plain, for a terminal or a mail), json, or bench (benchstat -col commit; with -o DIR/, one file per commit for plain benchstat)"},
 			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},
-			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable)"},
+			&cli.StringSliceFlag{Name: "threshold", Usage: "minimum effect `METRIC=PCT` (repeatable): the bar a change must pass and a same must fit"}, &cli.StringFlag{Name: "bar", Value: "threshold", Usage: "`RULE` of the bars: threshold (each metric's, never widened by noise: an interval too wide for it is unknown, exit 3 under --fail-on-regression) or auto (widened by the baseline's spread, said in the summary)"},
 			storeFlag(),
 			&cli.StringFlag{Name: "run", Usage: "analyse the stored run `ID` (or a prefix of it, or seed:N) from the store instead of directories"},
 		}, gateFlagSet()...),
@@ -74,7 +74,7 @@ func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 		return o, err
 	}
 	o.Baseline, o.Alpha = cmd.String("baseline"), cmd.Float("alpha")
-	o.Thresholds, err = analysis.ParseThresholds(cmd.StringSlice("threshold"))
+	o.Thresholds, o.Bar, err = analysis.ParseBars(cmd.StringSlice("threshold"), cmd.String("bar"))
 	return o, err
 }
 

@@ -57,3 +57,41 @@ func TestAnalyzeAllowUnknown(t *testing.T) {
 		t.Errorf("--primary nosuch: exit %d, stdout %q, stderr %q; want 2 and one line", code, out, stderr)
 	}
 }
+
+// TestAnalyzeBar: the bar is the user's (issue 40). A run whose blocks
+// drift by ±40 % with a clean −5 % on the candidate exits 1 under
+// --fail-on-regression; --bar auto widens the bar by the baseline's
+// spread, calls it same and exits 0, and the summary says the bar and
+// where it came from; --bar of no rule is exit 2, one line.
+func TestAnalyzeBar(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "drift")
+	rng := rand.New(rand.NewSource(5))
+	_, err := storetest.Write(dir, storetest.Run{
+		Created: time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC), Seed: 1, Repeats: 6,
+		Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "head", SHA: storetest.NightSHA(0), Build: "head"}},
+		Configs: []results.Config{storetest.Config},
+		Value: func(k results.Commit, _ results.Config, rep int) map[string]float64 {
+			v := 10000 * (1 + 0.4*float64(rep%3-1)) * (1 + 0.002*rng.NormFloat64())
+			if k.Label == "head" {
+				v *= 0.95
+			}
+			return map[string]float64{"tps": v}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := abtest(t, nil, "analyze", "--format", "text", "--fail-on-regression", dir)
+	if code != 1 || !strings.Contains(stderr, "regression") {
+		t.Errorf("−5 %% under a ±40 %% drift: exit %d, stderr %q; want 1\n%s", code, stderr, out)
+	}
+	code, out, stderr = abtest(t, nil, "analyze", "--format", "text", "--fail-on-regression", "--bar", "auto", dir)
+	if code != 0 || !strings.Contains(out, "--bar auto: bars widened by the baseline's spread, up to ±") || !strings.Contains(out, "same ±") {
+		t.Errorf("--bar auto: exit %d, stderr %q; want 0, the widened bar said\n%s", code, stderr, out)
+	}
+	code, out, stderr = abtest(t, nil, "analyze", "--bar", "<script>", dir)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, `--bar "<script>"`) || out != "" {
+		t.Errorf("--bar <script>: exit %d, stdout %q, stderr %q; want 2 and one line", code, out, stderr)
+	}
+}

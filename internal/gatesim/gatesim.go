@@ -1,9 +1,10 @@
 // Package gatesim makes synthetic runs for simulating the whole gate:
 // a plan and its cells with the full metric set, at the designs users
-// run (configurations × repeats), with a chosen TPS effect and noise.
-// The analysis tests and bench/power judge them with analysis.Analyze,
-// so what is measured is the verdict a user would get, not one part of
-// the statistics alone.
+// run (configurations × repeats), with a chosen TPS effect and noise:
+// Gaussian, bimodal, or resampled from the interleaved blocks of a real
+// recorded run (Blocks). The analysis tests and bench/power judge them
+// with analysis.Analyze, so what is measured is the verdict a user would
+// get, not one part of the statistics alone.
 package gatesim
 
 import (
@@ -22,10 +23,16 @@ type Noise struct {
 	// centre with equal chance, plus a small Gaussian (0.4·CV): the
 	// scheduling modes a 2-core VM shows. The total spread is CV.
 	Bimodal bool
+	// Real, when set, replaces CV and Bimodal: each block's two cells
+	// are one real block's, drawn with replacement (Blocks.draw).
+	Real *Blocks
 }
 
 func (n Noise) String() string {
-	if n.Bimodal {
+	switch {
+	case n.Real != nil:
+		return n.Real.String()
+	case n.Bimodal:
 		return fmt.Sprintf("%g%% bimodal", 100*n.CV)
 	}
 	return fmt.Sprintf("%g%%", 100*n.CV)
@@ -38,6 +45,9 @@ type Design struct {
 	Configs, Repeats int
 	Effect           float64
 	Noise            Noise
+	// Only, when above 0, puts the effect on the first Only
+	// configurations alone (−15 % on one of 24, say).
+	Only int
 	// Full adds the rest of the metric set a pgbench cell carries
 	// (latencies, CPU per transaction, WAL, pg_stat_statements, wait
 	// time), each with the noise seen on this project's VMs; otherwise
@@ -66,13 +76,26 @@ func Run(rng *rand.Rand, d Design) (*results.Plan, []results.Record) {
 		cfg := results.Config{Workload: wls[i%len(wls)], Clients: 1 << (i / len(wls))}
 		p.Configs = append(p.Configs, cfg)
 		level := 20000 * (1 + float64(i%5))
+		effect := d.Effect
+		if d.Only > 0 && i >= d.Only {
+			effect = 0
+		}
 		for rep := 1; rep <= d.Repeats; rep++ {
-			for _, c := range []string{"base", "patch"} {
+			var block [2]float64
+			if d.Noise.Real != nil {
+				block = d.Noise.Real.draw(rng, i)
+			}
+			for k, c := range []string{"base", "patch"} {
 				id := fmt.Sprintf("%s/r%d/%s", cfg.ID(), rep, c)
 				p.Cells = append(p.Cells, results.Cell{ID: id, Commit: c, Repeat: rep, Config: cfg})
-				tps := level * d.Noise.draw(rng)
+				var tps float64
+				if d.Noise.Real != nil {
+					tps = level * block[k]
+				} else {
+					tps = level * d.Noise.draw(rng)
+				}
 				if c == "patch" {
-					tps *= 1 + d.Effect
+					tps *= 1 + effect
 				}
 				m := map[string]float64{results.MetricTPS: tps, results.MetricLatencyAvg: 1000 * float64(cfg.Clients) / tps}
 				if d.Full {
