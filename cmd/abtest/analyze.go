@@ -36,9 +36,6 @@ abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the 
 				return exitcode.BadInputf("analyze: give results directories or --run ID, not both")
 			}
 			o, err := analysisOptions(cmd)
-			if err == nil {
-				err = pipeline.BeforeAnalyze(cmd.String("format"), cmd.String("output"))
-			}
 			if err != nil {
 				return err
 			}
@@ -67,15 +64,17 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {
 	o, err := gateFlags(cmd).Options()
-	if err == nil {
-		err = analysis.CheckAlpha(cmd.Float("alpha")) // 0 here is given, not the Options default
-	}
 	if err != nil {
 		return o, err
 	}
 	o.Baseline, o.Alpha = cmd.String("baseline"), cmd.Float("alpha")
-	o.Thresholds, o.Bar, err = analysis.ParseBars(cmd.StringSlice("threshold"), cmd.String("bar"))
-	return o, err
+	if err := analysis.CheckAlpha(o.Alpha); err != nil { // 0 here is given, not the Options default
+		return o, err
+	}
+	if o.Thresholds, o.Bar, err = analysis.ParseBars(cmd.StringSlice("threshold"), cmd.String("bar")); err != nil {
+		return o, err
+	}
+	return o, pipeline.BeforeAnalyze(cmd.String("format"), cmd.String("output"))
 }
 
 // gateFlags are the gate's flags as given.

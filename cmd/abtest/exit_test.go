@@ -251,8 +251,8 @@ func TestCustomSettingWarned(t *testing.T) {
 }
 
 // TestSmallExit2: item 8's numbers refused up front in one line:
-// bench -p -1 (a port is 1 to 65535), analyze --threshold tps=1e308 (a
-// threshold is above 0 and at most 50 %).
+// bench -p -1 (a port is 1 to 65535), analyze --threshold tps=1e308 or
+// tps=-1 (a threshold is from 0, an exact counter's, to 50 %).
 func TestSmallExit2(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t)
@@ -264,7 +264,7 @@ func TestSmallExit2(t *testing.T) {
 		{[]string{"bench", "-p", "-1", "-d", "1", "-w", "select1"}, "-p -1: want a port number from 1 to 65535"},
 		{[]string{"bench", "-p", "65536"}, "-p 65536"},
 		{[]string{"analyze", dir, "--threshold", "tps=1e308"}, "tps=1e308"},
-		{[]string{"analyze", dir, "--threshold", "tps=0"}, "tps=0"},
+		{[]string{"analyze", dir, "--threshold", "tps=-1"}, "tps=-1"},
 	} {
 		code, _, stderr := abtest(t, env, tc.args...)
 		exit2OneLine(t, tc.args, code, stderr, tc.want)

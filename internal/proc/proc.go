@@ -331,18 +331,7 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	var stdout, stderr []io.Writer
 	stderr = append(stderr, p.tail)
 	if c.Log != "" {
-		// A log's directory that exists as a directory is used as it is,
-		// whoever owns it (a cell's directory is handed to the server
-		// account, whose pgbench writes there): the log itself is opened
-		// through the door, never through a link or another's file.
-		// One missing, or a link, goes through MkdirAll, which refuses
-		// what it cannot trust.
-		if fi, err := os.Lstat(filepath.Dir(c.Log)); err != nil || !fi.IsDir() {
-			if err := safefile.MkdirAll(filepath.Dir(c.Log), 0o755); err != nil {
-				return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
-			}
-		}
-		f, err := safefile.Append(c.Log, 0o644)
+		f, err := openLog(c.Log)
 		if err != nil {
 			return nil, &Error{Cmd: c.name(), ExitCode: -1, Err: err}
 		}
@@ -728,4 +717,19 @@ func (r *Runner) dropPrivileges(cmd *exec.Cmd, c *Cmd) error {
 	c.User = u
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
 	return nil
+}
+
+// openLog opens a command's log for appending. A log's directory that
+// exists as a directory is used as it is, whoever owns it (a cell's
+// directory is handed to the server account, whose pgbench writes
+// there): the log itself is opened through the door, never through a
+// link or another's file. One missing, or a link, goes through MkdirAll,
+// which refuses what it cannot trust.
+func openLog(path string) (*os.File, error) {
+	if fi, err := os.Lstat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return safefile.Append(path, 0o644)
 }
