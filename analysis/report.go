@@ -238,8 +238,16 @@ type Geomean struct {
 	// unknown); HalfWidthPct is that interval's half-width now.
 	DetectablePct float64 `json:"-"`
 	NeedRepeats   int     `json:"need_repeats,omitempty"`
-	HalfWidthPct  float64 `json:"half_width_pct,omitempty"`
+	HalfWidthPct  float64 `json:"-"`
 	Look          int     `json:"look,omitempty"`
+}
+
+// nonZero is p, or nil for 0 (omitempty's rule for a pointer).
+func nonZero(p *float64) *float64 {
+	if p != nil && *p == 0 {
+		return nil
+	}
+	return p
 }
 
 // MarshalJSON writes non-finite numbers as null.
@@ -254,7 +262,8 @@ func (g Geomean) MarshalJSON() ([]byte, error) {
 		DecideHi      *float64 `json:"decide_hi"`
 		P             *float64 `json:"p"`
 		DetectablePct *float64 `json:"detectable_pct,omitempty"`
-	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi), Finite(g.DecideLo), Finite(g.DecideHi), Finite(g.P), Finite(g.DetectablePct)})
+		HalfWidthPct  *float64 `json:"half_width_pct,omitempty"`
+	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi), Finite(g.DecideLo), Finite(g.DecideHi), Finite(g.P), Finite(g.DetectablePct), nonZero(Finite(g.HalfWidthPct))})
 }
 
 // Summary is one commit's answer.

@@ -229,9 +229,10 @@ func TestConditionStoppedOnInterrupt(t *testing.T) {
 	defer cancel()
 	cancelled := make(chan time.Time, 1)
 	go func() {
-		// Interrupt once the first cell's pgbench runs.
+		// Interrupt once the first cell's pgbench runs (not the
+		// preflight's, which runs before the first cell).
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if len(pgbenchesIn(filepath.Join(dir, "r"))) > 0 {
+			if len(pgbenchesIn(filepath.Join(dir, "r", "cells"))) > 0 {
 				time.Sleep(500 * time.Millisecond)
 				cancelled <- time.Now()
 				cancel()

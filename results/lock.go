@@ -57,6 +57,9 @@ type Held struct {
 // (safefile.Parent).
 func LockRun(dir string) (*Held, error) {
 	if err := safefile.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		if safefile.Refused(err) {
+			return nil, exitcode.BadInputf("results directory %s: %v", dir, err)
+		}
 		return nil, exitcode.Failure(err)
 	}
 	if err := safefile.Parent(filepath.Dir(dir)); err != nil {

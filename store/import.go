@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
@@ -149,6 +150,13 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (store
 	if err != nil {
 		return fail(err)
 	}
+	if w.dup != "" {
+		// A run records a cell once; two records (an edited cells.jsonl,
+		// overlapping shards) are two answers, and the analysis of the
+		// directory calls its configuration incomplete: the store keeps
+		// neither rather than one of them silently.
+		return 0, 0, exitcode.BadInputf("importing %s: cell %s is recorded more than once in its cells.jsonl; keep one record of it (or re-run it with --resume after removing both) and import again", src.dir, w.dup)
+	}
 	// A directory read only in part stores nothing.
 	if err := src.records(); err != nil {
 		return 0, 0, err
@@ -245,6 +253,7 @@ type cellRows struct {
 	run, shard string
 	known      map[string]bool // ids of the configurations stored
 	seen       map[string]bool // cells made or left out
+	dup        string          // the first cell recorded twice
 	prev       *results.Record // the last new record, of configuration prevID
 	prevID     string
 	buf        []byte

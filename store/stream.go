@@ -265,6 +265,9 @@ func (w *cellRows) pick(todo []pending, recs []results.Record, present map[strin
 	for i := range recs {
 		r := &recs[i]
 		if w.seen[r.Cell] {
+			if w.dup == "" {
+				w.dup = r.Cell
+			}
 			continue
 		}
 		w.seen[r.Cell] = true

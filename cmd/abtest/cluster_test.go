@@ -178,8 +178,8 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rebuild: %d\n%s\n%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "stopping before installing") {
-		t.Errorf("the running cluster was not stopped before the install:\n%s", out)
+	if !strings.Contains(stderr, "stopping before installing") {
+		t.Errorf("the running cluster was not stopped before the install (status goes to stderr):\n%s", stderr)
 	}
 	pid2, running := cluster.PID(st.DataDir)
 	if !running || pid2 == pid1 {

@@ -719,17 +719,11 @@ func (r *Runner) dropPrivileges(cmd *exec.Cmd, c *Cmd) error {
 	return nil
 }
 
-// openLog opens a command's log for appending. A log's directory that
-// exists as a directory is used as it is, whoever owns it (a cell's
-// directory is handed to the server account, whose pgbench writes
-// there): the log itself is opened through the door, never through a
-// link or another's file. One missing, or a link, goes through MkdirAll,
-// which refuses what it cannot trust.
+// openLog opens a command's log for appending, in a directory made for
+// it when missing (safefile.MkdirFor).
 func openLog(path string) (*os.File, error) {
-	if fi, err := os.Lstat(filepath.Dir(path)); err != nil || !fi.IsDir() {
-		if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, err
-		}
+	if err := safefile.MkdirFor(path, 0o755); err != nil {
+		return nil, err
 	}
 	return safefile.Append(path, 0o644)
 }

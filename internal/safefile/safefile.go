@@ -298,6 +298,20 @@ func MkdirAll(path string, perm fs.FileMode) error {
 	return nil
 }
 
+// MkdirFor makes the directory a file is about to be created in, when it
+// is missing (MkdirAll). One that exists as a directory, not a link, is
+// used as it is, whoever owns it: a cell's directory is handed to the
+// server account, whose pgbench writes there, and what abtest then
+// creates in it goes through the door (never through a link, nor into
+// another's file).
+func MkdirFor(file string, perm fs.FileMode) error {
+	dir := filepath.Dir(file)
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	return MkdirAll(dir, perm)
+}
+
 // Adopt checks a directory abtest makes or reuses: not a link; the
 // effective user's (write bits beyond perm's are cleared: a directory of
 // mode 0777 a careless umask or an older abtest left would let others

@@ -29,6 +29,13 @@ import (
 // write.
 var ErrUntrusted = errors.New("safefile: writable by another account")
 
+// Refused says whether err is a refusal of this package's (ErrUnsafe,
+// ErrUntrusted): the user's roots or inputs are to be fixed (exit 2),
+// where other errors of a write are the host's (exit 3).
+func Refused(err error) bool {
+	return errors.Is(err, ErrUnsafe) || errors.Is(err, ErrUntrusted)
+}
+
 // MaxInput is the largest input file Input reads (a workload script, setup
 // SQL, a patch): larger ones are refused, not read until memory runs out
 // (-w file:/dev/zero once read 23 GB before the OOM killer stopped abtest).

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -278,7 +277,7 @@ func Diff(base, cur *profile.Profile, txBase, txNew float64) (*profile.Profile, 
 
 // Write writes p gzipped to path.
 func Write(p *profile.Profile, path string) error {
-	if err := safefile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefile.MkdirFor(path, 0o755); err != nil {
 		return err
 	}
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
