@@ -94,9 +94,9 @@ func (b *Builder) adoptCCache() error {
 // entries) costs milliseconds beside a build.
 //
 // Only root's entries and uid's own are handed over; another account's
-// is refused (exit 2, ErrForeign), and so is a root file with another
-// name (a hard link: chowning it would give uid the file of that other
-// name, /etc/shadow say). dir's group and other write bits are cleared:
+// is refused (exit 2, ErrForeign). A root file with a name outside the
+// tree (a hard link: chowning it would give uid the file of that other
+// name, /etc/shadow say) loses its name in the tree instead. dir's group and other write bits are cleared:
 // one made 0777 by someone's umask is adopted 0755.
 func chownTree(dir string, uid, gid int) error {
 	return handTree(dir, uid, gid, nil)
@@ -127,7 +127,15 @@ func handTree(dir string, uid, gid int, inside map[fileID]bool) error {
 		if err == nil {
 			var info fs.FileInfo
 			if info, err = d.Info(); err == nil {
-				if err := handable(path, info, uid, inside); err != nil {
+				if err := handable(path, info, uid, inside); errors.Is(err, errOtherName) {
+					// The name is dropped, its file left as it is:
+					// perf's build-id cache (~/.debug) links every
+					// binary it profiled, and a planted second name of
+					// /etc/shadow must not be handed over. The
+					// install this hand-over precedes writes its own
+					// files anew.
+					return os.Remove(path)
+				} else if err != nil {
 					return err
 				}
 				if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
@@ -157,10 +165,14 @@ func handable(path string, fi fs.FileInfo, uid int, inside map[fileID]bool) erro
 	case st.Uid != 0 && int(st.Uid) != uid:
 		return exitcode.BadInputf("%w: %s belongs to uid %d, not to root or the build account (uid %d); abtest neither builds into nor runs what another account put there: remove it", ErrForeign, path, st.Uid, uid)
 	case int(st.Uid) != uid && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && st.Nlink > 1 && !inside[fileID{st.Dev, st.Ino}]:
-		return exitcode.BadInputf("%w: %s has %d hard links, not all in its tree (another name may be a system file); remove it", ErrForeign, path, st.Nlink)
+		return fmt.Errorf("%w: %s has %d hard links, not all in its tree", errOtherName, path, st.Nlink)
 	}
 	return nil
 }
+
+// errOtherName: a root file in a tree being handed over has a name
+// outside it too (handable); handTree drops the name in the tree.
+var errOtherName = errors.New("build: a file of another name")
 
 // fileID identifies a file by its device and inode.
 type fileID struct{ dev, ino uint64 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/worktree"
 )
@@ -103,6 +104,9 @@ func (w *Workspace) Clusters() (*cluster.Manager, error) {
 		// write: pg_config, postgres --version) runs as the server's
 		// account (proc.Runner.Unprivileged).
 		w.Run.Unprivileged = u
+	}
+	if u != nil {
+		safefile.TrustAccount(int(u.UID))
 	}
 	cm := &cluster.Manager{
 		Root:         w.Config.DataDir,

@@ -26,6 +26,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 )
 
@@ -338,7 +339,8 @@ func Adopt(path string, perm fs.FileMode) error {
 			return os.Chmod(path, fi.Mode().Perm()&^extra)
 		}
 		return nil
-	case st.Uid == 0 && (fi.Mode().Perm()&0o022 == 0 || fi.Mode()&fs.ModeSticky != 0):
+	case slices.Contains(writers(), int(st.Uid)) && (fi.Mode().Perm()&0o022 == 0 || fi.Mode()&fs.ModeSticky != 0):
+		// Root's, or abtest's other account's (TrustAccount).
 		return nil
 	}
 	return fmt.Errorf("%s: %w: a directory of uid %d (mode %04o), not this user's (uid %d); remove it or use another path", path, ErrUnsafe, st.Uid, fi.Mode().Perm(), os.Geteuid())

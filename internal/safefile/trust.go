@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -56,10 +57,31 @@ func MayExec(path string) error {
 	return chain(path, []int{0})
 }
 
+// accounts are abtest's other accounts (TrustAccount).
+var accounts struct {
+	sync.Mutex
+	uids []int
+}
+
+// TrustAccount adds uid to abtest's own accounts: the server's account,
+// which owns the cells' directories its pgbench writes into (a resumed
+// cell's warm-up directory is made in one). Its directories are walked
+// and adopted as abtest's; root still never runs what it can write
+// (MayExec) nor reads its files as input.
+func TrustAccount(uid int) {
+	accounts.Lock()
+	defer accounts.Unlock()
+	if !slices.Contains(accounts.uids, uid) {
+		accounts.uids = append(accounts.uids, uid)
+	}
+}
+
 // writers are the accounts whose directories abtest writes beneath:
-// root's and its own.
+// root's, its own and its other accounts'.
 func writers() []int {
-	return []int{0, os.Geteuid()}
+	accounts.Lock()
+	defer accounts.Unlock()
+	return append([]int{0, os.Geteuid()}, accounts.uids...)
 }
 
 // InputOwners are the accounts whose files root reads as input: root, and

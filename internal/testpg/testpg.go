@@ -29,6 +29,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/testenv"
 )
 
@@ -46,6 +47,7 @@ func Account(t testing.TB) *proc.User {
 		// is a defect, not a missing prerequisite.
 		t.Fatalf("the server account %s: %v", name, err)
 	}
+	safefile.TrustAccount(int(u.UID)) // as workspace.Clusters does
 	return u
 }
 
