@@ -235,3 +235,45 @@ func TestInput(t *testing.T) {
 		t.Errorf("the sudo caller's own file: %v", err)
 	}
 }
+
+// TestNoLinkOnTheWay: a file is opened beneath descriptors, so a link
+// another account put in place of a directory on the way (the server
+// account's cell directory, where it can rename entries) is never
+// followed, while root's own links are.
+func TestNoLinkOnTheWay(t *testing.T) {
+	root, _ := hostileRoot(t)
+	victimDir := t.TempDir()
+	cell := filepath.Join(root, "cell")
+	if err := os.Mkdir(cell, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(cell, nobody, nobody)
+	plantLink(t, cell, "warm-up", victimDir)
+	for _, open := range []func(string) (*os.File, error){
+		func(p string) (*os.File, error) { return Append(p, 0o644) },
+		func(p string) (*os.File, error) { return Create(p, 0o644) },
+	} {
+		if f, err := open(filepath.Join(cell, "warm-up", "pgbench.log")); err == nil {
+			f.Close()
+			t.Error("a file was opened through nobody's link on the way")
+		} else if !errors.Is(err, ErrUnsafe) {
+			t.Errorf("through nobody's link: %v, want ErrUnsafe", err)
+		}
+	}
+	if ents, _ := os.ReadDir(victimDir); len(ents) != 0 {
+		t.Errorf("root wrote into the link's target: %v", ents)
+	}
+	// Root's own link on the way is followed.
+	real := filepath.Join(t.TempDir(), "real")
+	os.Mkdir(real, 0o755)
+	mine := filepath.Join(t.TempDir(), "mine")
+	if err := os.Symlink(real, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(mine, "x"), []byte("ok"), 0o644); err != nil {
+		t.Fatalf("through root's own link: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(real, "x")); err != nil || string(b) != "ok" {
+		t.Errorf("through root's own link: %q, %v", b, err)
+	}
+}

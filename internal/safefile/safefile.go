@@ -6,6 +6,9 @@
 // data root of mode 1777 on a shared benchmark host, where
 // fs.protected_symlinks may be off), so:
 //
+//   - a file is opened beneath its directory's descriptor, reached from /
+//     one component at a time with O_NOFOLLOW (beneath.go): no link of
+//     another account's on the way is followed, nor swapped in later;
 //   - a new file is created with O_EXCL|O_NOFOLLOW|O_CLOEXEC: a link or
 //     a file planted at its name is refused, never followed;
 //   - an existing file is opened with O_NOFOLLOW and kept only when it is
@@ -39,7 +42,7 @@ const noFollow = syscall.O_NOFOLLOW | syscall.O_CLOEXEC
 // Create creates path, which must not exist (O_EXCL): a link or a file
 // already there is refused.
 func Create(path string, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, perm)
+	f, err := openBeneath(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, linkErr(path)
 	}
@@ -60,7 +63,7 @@ func OpenOwned(path string, flag int, perm fs.FileMode, uid int) (*os.File, erro
 	// O_TRUNC would cut a planted hard link's target before the check:
 	// the file is truncated after it passed.
 	trunc := flag&os.O_TRUNC != 0
-	f, err := os.OpenFile(path, flag&^os.O_TRUNC|noFollow, perm)
+	f, err := openBeneath(path, flag&^os.O_TRUNC, perm)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, linkErr(path)
 	}
