@@ -424,6 +424,14 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 	if err := checkVars(deps, req, wls, p.Options.SetupSQL); err != nil {
 		return nil, err
 	}
+	if slices.Contains(req.Rates, 0) && len(req.Rates) > 1 && (deps.Out != nil || deps.Progress != nil) {
+		// Issue 40: -R 0,300 mixed the two without a word.
+		shown := make([]string, len(req.Rates))
+		for i, r := range req.Rates {
+			shown[i] = results.FormatRate(r)
+		}
+		deps.warnf("-R %s: rate 0 is a closed loop (as fast as the server goes) beside open-loop points: its latencies and throughput answer another question than theirs", strings.Join(shown, ","))
+	}
 	p.Created = deps.Clock().UTC()
 	if deps.Host != nil {
 		p.Host, p.Doctor = deps.Host()

@@ -270,3 +270,19 @@ func TestSmallExit2(t *testing.T) {
 		exit2OneLine(t, tc.args, code, stderr, tc.want)
 	}
 }
+
+// TestMixedLoopsWarned: -R 0 beside open-loop rates says, before the
+// run, that the closed-loop point answers another question (issue 40).
+func TestMixedLoopsWarned(t *testing.T) {
+	t.Parallel()
+	install := testenv.PGInstall(t)
+	env := batteryRoots(t)
+	code, out, stderr := abtest(t, env, "-n", "matrix", "-k", "a=install:"+install+",b=install:"+install, "-w", "select1", "-R", "0,300", "-d", "1")
+	if code != 0 || !strings.Contains(out+stderr, "-R 0,300: rate 0 is a closed loop") {
+		t.Errorf("-R 0,300 -n: exit %d, no warning:\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = abtest(t, env, "-n", "matrix", "-k", "a=install:"+install+",b=install:"+install, "-w", "select1", "-R", "300,600", "-d", "1")
+	if code != 0 || strings.Contains(out+stderr, "closed loop") {
+		t.Errorf("-R 300,600 -n: exit %d, warned:\n%s%s", code, out, stderr)
+	}
+}
