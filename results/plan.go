@@ -315,6 +315,23 @@ type PlanOpts struct {
 	Preload        []string `json:"preload,omitempty"`
 	SetupSQL       string   `json:"setup_sql,omitempty"`
 	SetupSQLSHA256 string   `json:"setup_sql_sha256,omitempty"`
+
+	// Declares is what each workload file says of itself beyond its
+	// metrics, by workload name (-- abtest:primary, -- abtest:ops-per-tx);
+	// absent for the built-in workloads and in earlier plans.
+	Declares map[string]WorkloadDeclares `json:"declares,omitempty"`
+}
+
+// WorkloadDeclares is what a workload file declares of itself.
+type WorkloadDeclares struct {
+	// Primary is the metric its open-loop configurations are judged by
+	// first ("-- abtest:primary NAME"); empty: latency_p99_ms there.
+	// A closed loop's primary stays tps.
+	Primary string `json:"primary,omitempty"`
+	// OpsPerTx is how many of the user's operations one transaction is
+	// ("-- abtest:ops-per-tx EXPR": a positive number or a :variable of
+	// the script, set by --var); empty: 1.
+	OpsPerTx string `json:"ops_per_tx,omitempty"`
 }
 
 // Commit returns the plan's commit labelled label.
