@@ -526,7 +526,7 @@ func TestThroughputDrivenCountsAA(t *testing.T) {
 
 // The whole gate on real noise (issue 40): runs whose TPS blocks are
 // drawn from the recorded `make demo` run of this project's VM
-// (internal/demo/testdata/run: select1 and churn at 8 clients, 12
+// (demo/testdata/run: select1 and churn at 8 clients, 12
 // blocks each, the patch's own change taken out; gatesim.Blocks), at
 // the designs users run, each judged by Analyze and Gate as a user's
 // would be. The same noise at 3× its spread stands for the A/A runs of

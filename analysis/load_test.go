@@ -138,7 +138,7 @@ func reportBytes(t *testing.T, in *Input) map[string][]byte {
 // that format is the same bytes as of everything loaded; for md to a
 // file they keep them.
 func TestLoadForFormat(t *testing.T) {
-	for _, dir := range []string{"../results/testdata/v1", "../internal/demo/testdata/run"} {
+	for _, dir := range []string{"../results/testdata/v1", "../demo/testdata/run"} {
 		all := reportBytes(t, load(t, dir))
 		for _, f := range []struct{ format, out string }{{"json", ""}, {"text", "r.txt"}, {"md", ""}, {"bench", ""}, {"md", "r.md"}} {
 			in, err := LoadFor(f.format, f.out, dir)

@@ -103,7 +103,7 @@ func TestAnalyzeDirs(t *testing.T) {
 // share the records); a plots directory it cannot make is a failure
 // (exit 3) with no report written.
 func TestAnalyzeOutput(t *testing.T) {
-	for _, dir := range []string{"../results/testdata/v1", "../internal/demo/testdata/run"} {
+	for _, dir := range []string{"../results/testdata/v1", "../demo/testdata/run"} {
 		for _, format := range Formats {
 			old, neu := filepath.Join(t.TempDir(), "r."+format), filepath.Join(t.TempDir(), "r."+format)
 			rep, err := Analyze(load(t, dir), Options{})

@@ -23,7 +23,7 @@ import (
 func TestSVGCanvasIsVgsvg(t *testing.T) {
 	inputs := map[string]func() *Input{
 		"fixture": func() *Input { return loadFixture(t) },
-		"demo":    func() *Input { return load(t, "../internal/demo/testdata/run") },
+		"demo":    func() *Input { return load(t, "../demo/testdata/run") },
 		"v1":      func() *Input { return load(t, "../results/testdata/v1") },
 		"sweep":   func() *Input { return sweepInput(t, false) },
 	}

@@ -44,7 +44,7 @@ t0=$(now); $ab switch -w cold -b release --no-ccache >/dev/null; cold=$(echo "$(
 # 3. ccache warmed by a first worktree, then a second with a one-line patch.
 $ab switch -c "$ref" -w warm >/dev/null
 $ab switch -w warm -b release >/dev/null
-$ab switch -c "$ref" -w second --patch internal/demo/usage_dealloc_percent.patch >/dev/null
+$ab switch -c "$ref" -w second --patch demo/usage_dealloc_percent.patch >/dev/null
 t0=$(now); out=$($ab switch -w second -b release); second=$(echo "$(now) - $t0" | bc)
 hits=$(echo "$out" | sed -n 's/.*\(ccache [0-9.]*% hits ([0-9/]*)\).*/\1/p')
 

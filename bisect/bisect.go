@@ -27,10 +27,10 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/pipeline"
 	"github.com/pgabtest/abtest/results"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testbuild"

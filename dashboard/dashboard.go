@@ -51,7 +51,6 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/doctor"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
@@ -305,7 +304,7 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 			for _, sh := range r.Shards {
 				hosts = append(hosts, sh.Host.Hostname)
 				for _, f := range sh.Doctor {
-					if f.Status != doctor.OK {
+					if f.Status != results.FindingOK {
 						cp.Doctor++
 					}
 				}

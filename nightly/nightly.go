@@ -4,7 +4,7 @@
 // a history, a trend and a bounded number of runs and builds.
 //
 // It builds a matrix.Request from the nightly configuration and runs it
-// through internal/pipeline, as the matrix command does, with its own
+// through pipeline, as the matrix command does, with its own
 // verdict, history, trend section and summary line as the pipeline's
 // hooks; nothing goes through the CLI.
 //
@@ -48,11 +48,11 @@ import (
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
-	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/safepath"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/pipeline"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/pipeline"
+	"github.com/pgabtest/abtest/pipeline"
 )
 
 func analyzeCommand(env *Env) *cli.Command {

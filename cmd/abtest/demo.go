@@ -8,9 +8,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/internal/demo"
-	"github.com/pgabtest/abtest/internal/pipeline"
+	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/pipeline"
 )
 
 func demoCommand(env *Env) *cli.Command {

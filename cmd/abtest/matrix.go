@@ -10,8 +10,8 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/pipeline"
 	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/pipeline"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )

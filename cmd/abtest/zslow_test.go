@@ -21,7 +21,7 @@ import (
 	"github.com/pgabtest/abtest/bisect"
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/demo"
+	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/internal/testbuild"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/results"

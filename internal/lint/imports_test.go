@@ -3,8 +3,10 @@ package lint
 import (
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,30 +17,77 @@ import (
 
 const module = "github.com/pgabtest/abtest/"
 
-// forbidden is the layout table of DESIGN.md as import rules: package →
-// what it must not depend on, directly or through another package, in
-// its non-test code. A rule ending in "/" forbids a whole module.
-var forbidden = map[string][]string{
-	// config: import anything else of abtest.
-	"config": {module},
-	// results: import anything that runs processes.
-	"results": {module + "internal/proc", module + "build", module + "cluster", module + "worktree", module + "workload", module + "perf", module + "matrix"},
-	// build: start servers.
-	"build": {module + "cluster"},
-	// analysis reads only result files, so results copied from another
-	// host analyse the same way: nothing that builds, starts servers,
-	// runs workloads or profilers, or talks to PostgreSQL.
-	"analysis": analysisForbidden,
-	// the shared renderers and helpers: import a use case.
-	"internal/progress": useCases,
-	"internal/text":     useCases,
-	"internal/suggest":  useCases,
-	"internal/version":  useCases,
+// rule is one line of docs/ARCHITECTURE.md's Rules: the packages it
+// holds (a name, or dir/* for every package under dir) and what they
+// must not depend on (a path, or one ending in "/" for a whole tree).
+type rule struct {
+	line      string
+	pkgs      []string
+	forbidden []string
 }
 
-var analysisForbidden = []string{module + "matrix", module + "cluster", module + "build", module + "worktree", module + "workload", module + "perf", module + "internal/proc", "github.com/jackc/pgx/"}
+// holds reports whether the rule applies to package path (module-relative).
+func (r rule) holds(path string) bool {
+	for _, p := range r.pkgs {
+		if p == path || strings.HasSuffix(p, "/*") && strings.HasPrefix(path, strings.TrimSuffix(p, "*")) {
+			return true
+		}
+	}
+	return false
+}
 
-var useCases = []string{module + "matrix", module + "nightly", module + "bisect", module + "workspace", module + "internal/pipeline", module + "internal/demo", module + "cmd/"}
+var ruleLine = regexp.MustCompile("^- (`[^—]*?) must not import (.*?)(?: — .*)?$")
+var quoted = regexp.MustCompile("`([^`]+)`")
+
+// architectureRules reads the Rules of docs/ARCHITECTURE.md: the layout
+// the code must keep is the one its readers are told.
+func architectureRules(t *testing.T) []rule {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatalf("the layering rules live in docs/ARCHITECTURE.md: %v", err)
+	}
+	var rules []rule
+	for line := range strings.Lines(string(doc)) {
+		m := ruleLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		r := rule{line: strings.TrimSpace(line)}
+		for _, q := range quoted.FindAllStringSubmatch(m[1], -1) {
+			r.pkgs = append(r.pkgs, q[1])
+		}
+		for _, q := range quoted.FindAllStringSubmatch(m[2], -1) {
+			switch dep := q[1]; {
+			case dep == "*":
+				r.forbidden = append(r.forbidden, module)
+			case strings.Contains(dep, "."):
+				r.forbidden = append(r.forbidden, dep) // another module, github.com/…
+			default:
+				r.forbidden = append(r.forbidden, module+dep)
+			}
+		}
+		if len(r.pkgs) == 0 || len(r.forbidden) == 0 {
+			t.Fatalf("docs/ARCHITECTURE.md: a rule with no package or nothing forbidden: %s", r.line)
+		}
+		rules = append(rules, r)
+	}
+	if len(rules) < 5 {
+		t.Fatalf("docs/ARCHITECTURE.md: %d rules read; its Rules section lost its form", len(rules))
+	}
+	return rules
+}
+
+// forbiddenFor is every dependency the rules forbid path.
+func forbiddenFor(rules []rule, path string) []string {
+	var out []string
+	for _, r := range rules {
+		if r.holds(path) {
+			out = append(out, r.forbidden...)
+		}
+	}
+	return out
+}
 
 // testHelpers are imported by tests only.
 var testHelpers = []string{module + "internal/testpg", module + "internal/testenv", module + "internal/testbuild"}
@@ -99,15 +148,17 @@ func matches(dep string, rules []string) bool {
 	return false
 }
 
-// TestLayoutImports checks DESIGN.md's import rules: forbidden above;
+// TestLayoutImports checks docs/ARCHITECTURE.md's import rules;
 // only cmd/abtest imports urfave/cli, tests included; no non-test code
 // imports the test helpers (internal/testpg, testenv, testbuild), which
 // may import each other.
 func TestLayoutImports(t *testing.T) {
+	rules := architectureRules(t)
 	for _, p := range listPackages(t) {
+		forbidden := forbiddenFor(rules, p.Path)
 		for _, dep := range p.Deps {
-			if !p.Test && dep != module+p.Path && matches(dep, forbidden[p.Path]) {
-				t.Errorf("%s depends on %s (DESIGN.md's layout forbids it)", p.Path, dep)
+			if !p.Test && dep != module+p.Path && matches(dep, forbidden) {
+				t.Errorf("%s depends on %s (docs/ARCHITECTURE.md's rules forbid it)", p.Path, dep)
 			}
 			if strings.HasPrefix(dep, "github.com/urfave/cli") && p.Path != "cmd/abtest" {
 				t.Errorf("%s (tests: %v) depends on %s: only cmd/abtest turns flags into requests", p.Path, p.Test, dep)
@@ -123,6 +174,7 @@ func TestLayoutImports(t *testing.T) {
 // rule too: every import of a test file is neither forbidden nor
 // depends on something forbidden, but for analysisTestDebt.
 func TestAnalysisTestsImportNothingThatRuns(t *testing.T) {
+	analysisForbidden := forbiddenFor(architectureRules(t), "analysis")
 	deps := map[string][]string{}
 	for _, p := range listPackages(t) {
 		if !p.Test {
@@ -162,6 +214,31 @@ func TestAnalysisTestsImportNothingThatRuns(t *testing.T) {
 			if !debt[name+" "+imp] {
 				t.Errorf("analysis/%s no longer imports %s: delete it from analysisTestDebt", name, imp)
 			}
+		}
+	}
+}
+
+// TestArchitectureRulesRead pins what the lint reads from the doc: a
+// leaf helper may not import a layer, analysis not a server or pgx, and
+// a package no rule names is free.
+func TestArchitectureRulesRead(t *testing.T) {
+	rules := architectureRules(t)
+	for _, c := range []struct {
+		pkg, dep string
+		want     bool
+	}{
+		{"internal/text", module + "results", true},
+		{"internal/safefile", module + "matrix", true},
+		{"internal/text", module + "internal/exitcode", false},
+		{"analysis", "github.com/jackc/pgx/v5", true},
+		{"analysis", module + "results", false},
+		{"config", module + "internal/text", true},
+		{"store", module + "matrix", true},
+		{"dashboard", module + "doctor", true},
+		{"matrix", module + "cluster", false},
+	} {
+		if got := matches(c.dep, forbiddenFor(rules, c.pkg)); got != c.want {
+			t.Errorf("%s importing %s: forbidden %v, want %v", c.pkg, c.dep, got, c.want)
 		}
 	}
 }
