@@ -196,7 +196,7 @@ func (r *Report) writeSummaryNotes(w io.Writer) {
 	}
 }
 
-// shownConfig is a configuration id as the report shows it: its
+// shownConfig is a configuration (or cell) id as the report shows it: its
 // workload named as a reader knows it (shownWorkload), the rest as is.
 func (r *Report) shownConfig(id string) string {
 	for _, wl := range r.Plan.Options.Workloads {
@@ -322,10 +322,10 @@ func (r *Report) writeLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
 		for _, c := range r.Saturated {
-			fmt.Fprintf(w, "- %s: saturated (%s)\n", c.Cell, c.Error)
+			fmt.Fprintf(w, "- %s: saturated (%s)\n", mdCell(r.shownConfig(c.Cell)), c.Error)
 		}
 		for _, c := range r.Failed {
-			fmt.Fprintf(w, "- %s: %s: %s\n", c.Cell, c.Status, c.Error)
+			fmt.Fprintf(w, "- %s: %s: %s\n", mdCell(r.shownConfig(c.Cell)), c.Status, c.Error)
 			if len(c.Tail) > 0 {
 				fmt.Fprintf(w, "\n  ```\n")
 				for _, l := range c.Tail {

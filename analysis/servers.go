@@ -159,7 +159,7 @@ func (r *Report) writeServers(w io.Writer, servers results.Servers) {
 	if len(rest) == 0 {
 		fmt.Fprintf(w, "No other setting differs between the servers.")
 	} else {
-		fmt.Fprintf(w, "<details><summary>%s more differ</summary>\n\n", text.Count(len(rest), "setting"))
+		fmt.Fprintf(w, "<details><summary>Other settings that differ: %d</summary>\n\n", len(rest))
 		head()
 		for _, d := range rest {
 			row(d.Setting, func(s results.ServerSetup) string { return s.Settings[d.Setting] })

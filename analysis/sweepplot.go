@@ -92,24 +92,30 @@ func (w *plotWriter) latencyVsRate() error {
 		if sat != nil {
 			p.Legend.Add("saturated", sat)
 		}
-		var ys []float64
-		for _, pts := range lines {
-			for _, pt := range pts {
-				ys = append(ys, pt.Medians[results.MetricLatencyP99])
-			}
-		}
-		if !logIfWide(&p.Y, ys) {
-			fromZero(p)
-		}
-		if !logIfWide(&p.X, rates) {
-			p.X.Min = 0
-		}
+		rateAxes(p, lines, rates)
 		if err := w.save(p, path); err != nil {
 			return err
 		}
 		w.add(path)
 	}
 	return nil
+}
+
+// rateAxes sets a latency-vs-rate plot's axes: from 0, or log ones
+// where the points span more than maxLinearSpan×.
+func rateAxes(p *plot.Plot, lines map[string][]SweepPoint, rates []float64) {
+	var ys []float64
+	for _, pts := range lines {
+		for _, pt := range pts {
+			ys = append(ys, pt.Medians[results.MetricLatencyP99])
+		}
+	}
+	if !logIfWide(&p.Y, ys) {
+		fromZero(p)
+	}
+	if !logIfWide(&p.X, rates) {
+		p.X.Min = 0
+	}
 }
 
 // glyphs and dashes tell a sweep's variables apart.

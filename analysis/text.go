@@ -312,10 +312,10 @@ func (r *Report) writeTextLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\nCells not in the statistics\n\n")
 		for _, c := range r.Saturated {
-			wrap(w, "  ", "    ", c.Cell+": saturated ("+c.Error+")")
+			wrap(w, "  ", "    ", r.shownConfig(c.Cell)+": saturated ("+c.Error+")")
 		}
 		for _, c := range r.Failed {
-			wrap(w, "  ", "    ", fmt.Sprintf("%s: %s: %s", c.Cell, c.Status, c.Error))
+			wrap(w, "  ", "    ", fmt.Sprintf("%s: %s: %s", r.shownConfig(c.Cell), c.Status, c.Error))
 		}
 	}
 	if len(r.Warnings) > 0 {
