@@ -157,7 +157,7 @@ func (r *Report) writeServers(w io.Writer, servers results.Servers) {
 	}
 	fmt.Fprintln(w)
 	if len(rest) == 0 {
-		fmt.Fprintf(w, "No other setting differs between the servers.")
+		fmt.Fprintf(w, "Every setting is the same on every server but those above.")
 	} else {
 		fmt.Fprintf(w, "<details><summary>Other settings that differ: %d</summary>\n\n", len(rest))
 		head()
