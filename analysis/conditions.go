@@ -129,7 +129,7 @@ func (r *Report) writeConditions(w io.Writer) {
 		for _, k := range slices.Sorted(maps.Keys(u.Reached)) {
 			reached = append(reached, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |", u.Condition, u.Config, u.Commit, strings.Join(reached, ", "))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |", u.Condition, mdCell(r.shownConfig(u.Config)), u.Commit, strings.Join(reached, ", "))
 		for _, c := range conditionMetrics {
 			fmt.Fprintf(w, " %s |", u.pair(c.metric))
 		}
@@ -147,7 +147,7 @@ func (r *Report) writeConditionsText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Under conditions (without -> under)\n\n")
 	for _, u := range r.Conditions {
-		wrap(w, "  ", "    ", fmt.Sprintf("%s, %s, %s:", u.Condition, u.Commit, u.Config))
+		wrap(w, "  ", "    ", fmt.Sprintf("%s, %s, %s:", u.Condition, u.Commit, r.shownConfig(u.Config)))
 		var reached []string
 		for _, k := range slices.Sorted(maps.Keys(u.Reached)) {
 			reached = append(reached, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))

@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -51,6 +52,8 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 //     with its 95 % interval as error bars;
 //   - latency-vs-rate-<series>.svg: a sweep's p99 latency by offered
 //     rate, saturated points crossed (latencyVsRate);
+//   - <metric>-vs-<var>-<series>.svg: a declared metric by a --var
+//     axis's values, a line per commit (metricVsVars);
 //   - tps-time-<config>.svg: TPS over time from pgbench's progress
 //     reports, every cell of a configuration a line, drawn when a cell
 //     has at least two reports.
@@ -92,6 +95,9 @@ func (r *Report) writePlots(dir, relTo string, early *timePlots) error {
 	}
 	if err == nil {
 		err = w.latencyVsRate()
+	}
+	if err == nil {
+		err = w.metricVsVars()
 	}
 	if err == nil && early == nil {
 		err = w.timePlots()
@@ -298,7 +304,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		return nil
 	}
 	p := w.newLaidOut()
-	p.Title.Text = "TPS by clients: " + g.name
+	p.Title.Text = "TPS by clients: " + w.r.shownConfig(g.name)
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
 	var ticks []plot.Tick
@@ -404,7 +410,7 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
 	p := w.newLaidOut()
-	p.Title.Text = "TPS over time: " + id
+	p.Title.Text = "TPS over time: " + w.r.shownConfig(id)
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
 	legend := map[string]*plotter.Line{}
@@ -519,18 +525,21 @@ var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
 
 // save writes p as SVG with its legend in a column right of the plot,
 // where it covers no data and leaves room for the last x tick label.
+// The whole drawing is white first (outside the plot's own background
+// the SVG was transparent: on a dark page the legend stood on nothing),
+// and a title too wide for the plot's column is broken into lines.
 func save(p *plot.Plot, path string) error {
 	c := newCanvas(plotW, plotH)
 	if r, ok := c.(interface{ release() }); ok {
 		defer r.release()
 	}
 	dc := draw.New(c)
+	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: plotW, Y: 0}, {X: plotW, Y: plotH}, {X: 0, Y: plotH}})
 	legend := p.Legend
 	legend.Top, legend.Left = true, true
-	// A third more than gonum measures: browsers draw the labels in a
-	// wider font than gonum's metrics, and cut the longer ones off.
-	width := legend.Rectangle(dc).Size().X*4/3 + vg.Points(16)
+	width := legendWidth(legend, dc)
 	p.Legend = plot.NewLegend()
+	p.Title.Text = fitTitle(p.Title.TextStyle, p.Title.Text, plotW-width-2*p.Title.Padding)
 	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
 	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -542,4 +551,49 @@ func save(p *plot.Plot, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// browserWidth is how much wider than gonum measures a browser draws
+// the plots' text (its sans-serif is wider than gonum's metrics): text
+// is laid out for that width, so that none is cut off.
+const browserWidth = 4.0 / 3
+
+// legendWidth is the width of the legend's column: its entries as a
+// browser draws them, and room on both sides.
+func legendWidth(l plot.Legend, dc draw.Canvas) vg.Length {
+	return l.Rectangle(dc).Size().X*browserWidth + vg.Points(16)
+}
+
+// fitTitle is title broken into lines (after "/", ": " or a space) of
+// at most width as a browser draws them in sty; a part wider than that
+// alone stays whole on its line.
+func fitTitle(sty text.Style, title string, width vg.Length) string {
+	fits := func(s string) bool { return sty.Width(s)*browserWidth <= width }
+	if title == "" || fits(title) {
+		return title
+	}
+	var lines []string
+	line := ""
+	for _, part := range titleParts(title) {
+		if line != "" && !fits(line+part) {
+			lines = append(lines, strings.TrimSpace(line))
+			line = ""
+		}
+		line += part
+	}
+	return strings.Join(append(lines, strings.TrimSpace(line)), "\n")
+}
+
+// titleParts splits a title after each "/", ": " and space, keeping
+// every character.
+func titleParts(s string) []string {
+	var parts []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' || s[i] == ' ' {
+			parts = append(parts, s[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
 }

@@ -31,6 +31,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		r.writeWorkload(w, wl)
 	}
 	fmt.Fprintln(w)
+	r.writeHowRan(w)
 	r.writeProvenance(w)
 	r.writeServers(w, r.servers)
 	r.writeTiers(w)
@@ -113,7 +114,7 @@ func (r *Report) writeSummary(w io.Writer) {
 				fmt.Fprintf(w, "  - … %d more\n", n-20)
 				break
 			}
-			what := in.Config
+			what := mdCell(r.shownConfig(in.Config))
 			if in.Metric != "" {
 				what += " " + in.Metric
 			}
@@ -190,9 +191,37 @@ func (r *Report) writeSummaryNotes(w io.Writer) {
 			if c.Note != "" {
 				note = ": " + c.Note
 			}
-			fmt.Fprintf(w, "  - %s %s on %s: %s (%s)%s\n", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), note)
+			fmt.Fprintf(w, "  - %s %s on %s: %s (%s)%s\n", c.Commit, c.Metric, mdCell(r.shownConfig(c.Config)), pct(c.DeltaPct), pIs(c.P), note)
 		}
 	}
+}
+
+// shownConfig is a configuration (or cell) id as the report shows it: its
+// workload named as a reader knows it (shownWorkload), the rest as is.
+func (r *Report) shownConfig(id string) string {
+	for _, wl := range r.Plan.Options.Workloads {
+		if e := results.EscapeID(wl); id == e || strings.HasPrefix(id, e+"/") {
+			return r.shownWorkload(wl) + id[len(e):]
+		}
+	}
+	return id
+}
+
+// shownWorkload is a workload's name decoded: a workload file's base
+// name (file:/work/x/ticker.sql is ticker.sql), or its path when
+// another workload file of the run has the same base name.
+func (r *Report) shownWorkload(wl string) string {
+	path, ok := strings.CutPrefix(wl, "file:")
+	if !ok {
+		return wl
+	}
+	base := filepath.Base(path)
+	for _, o := range r.Plan.Options.Workloads {
+		if op, ok := strings.CutPrefix(o, "file:"); ok && o != wl && filepath.Base(op) == base {
+			return path
+		}
+	}
+	return base
 }
 
 // writeChanges is the table of the biggest called changes.
@@ -204,7 +233,7 @@ func (r *Report) writeChanges(w io.Writer) {
 				fmt.Fprintf(w, "| … | %d more | | | | | |\n", len(r.Changes)-15)
 				break
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Commit, c.Config, c.Metric, pct(c.DeltaPct), pnum(c.P), c.Verdict, yes(c.Gated))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.Commit), mdCell(r.shownConfig(c.Config)), c.Metric, pct(c.DeltaPct), pnum(c.P), c.Verdict, yes(c.Gated))
 		}
 	} else {
 		fmt.Fprintf(w, "\nNo change was called.\n")
@@ -214,7 +243,7 @@ func (r *Report) writeChanges(w io.Writer) {
 // writeWorkload shows a workload's main metrics as tables by
 // configuration, then its cells' details.
 func (r *Report) writeWorkload(w io.Writer, wl string) {
-	fmt.Fprintf(w, "\n## Workload %s\n\n", wl)
+	fmt.Fprintf(w, "\n## Workload %s\n\n", mdCell(wl))
 	id := results.EscapeID(wl)
 	for _, m := range r.tableMetrics() {
 		if rows := r.rowsFor(id, m); len(rows) > 0 {
@@ -293,10 +322,10 @@ func (r *Report) writeLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
 		for _, c := range r.Saturated {
-			fmt.Fprintf(w, "- %s: saturated (%s)\n", c.Cell, c.Error)
+			fmt.Fprintf(w, "- %s: saturated (%s)\n", mdCell(r.shownConfig(c.Cell)), c.Error)
 		}
 		for _, c := range r.Failed {
-			fmt.Fprintf(w, "- %s: %s: %s\n", c.Cell, c.Status, c.Error)
+			fmt.Fprintf(w, "- %s: %s: %s\n", mdCell(r.shownConfig(c.Cell)), c.Status, c.Error)
 			if len(c.Tail) > 0 {
 				fmt.Fprintf(w, "\n  ```\n")
 				for _, l := range c.Tail {
@@ -641,8 +670,10 @@ func (r *Report) method() string {
 	return fmt.Sprintf("median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: "+
 		"paired t test of the per-pair log ratios, the change their geometric mean with its 95%% interval (same is decided on the %.0f%% one: "+
 		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals (quasi-Poisson: scaled by the cells' dispersion). "+
-		"Per commit, one family at α = %v (family-wise): the primary metric (tps, or instructions per transaction) is tested over all "+
-		"configurations at once (the run-level answer) and in each; the other gated metrics only behind their configuration's primary; "+
+		"Per commit, one family at α = %v (family-wise): each configuration has a primary metric that fits it (a closed loop tps, "+
+		"an open loop at a fixed offered rate the primary its workload declares, else latency_p99_ms; instruction cells instructions per transaction; "+
+		"--primary overrides), tested in each configuration and, pooled over the configurations that share it, at once (the run-level answer); "+
+		"the other gated metrics only behind their configuration's primary; "+
 		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar (%s); "+
 		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha, r.barRule())
 }

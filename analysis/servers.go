@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -101,37 +102,94 @@ func orNone(v string) string {
 	return v
 }
 
-// writeServers writes the servers' versions, initdb options and the
-// settings where they differ (markdown).
+// headSettings lead the main Servers table whether or not they differ:
+// what a reader of a comparison across versions asks first.
+var headSettings = []string{"data_checksums"}
+
+// writeServers writes the Servers section (markdown): each server's
+// version and data checksums, and the performance settings that differ,
+// in the table; the other settings that differ in a collapsed block (a
+// comparison of PG 15 and 18 differs in some 60 settings, most of them
+// new in 18); every setting is in servers.json.
 func (r *Report) writeServers(w io.Writer, servers results.Servers) {
 	if len(servers) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "## Servers\n\n| commit | version | initdb options beyond abtest's |\n|---|---|---|\n")
+	var commits []string
 	for _, c := range r.Commits {
-		if s, ok := servers[c]; ok {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", c, orNone(s.Version), orNone(strings.Join(s.InitdbOpts, " ")))
+		if _, ok := servers[c]; ok {
+			commits = append(commits, c)
 		}
 	}
-	if len(r.ServerDiffs) == 0 {
-		fmt.Fprintf(w, "\nEvery setting is the same on every server (pg_settings after start; paths and ports aside).\n\n")
-		return
-	}
-	fmt.Fprintf(w, "\nSettings that differ between the servers (pg_settings after start; paths and ports aside; ⚠ changes performance):\n\n| setting |")
-	for _, c := range r.Commits {
-		fmt.Fprintf(w, " %s |", c)
-	}
-	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(r.Commits)))
-	for _, d := range r.ServerDiffs {
-		mark := ""
-		if d.Performance {
-			mark = " ⚠"
+	head := func() {
+		fmt.Fprintf(w, "| setting |")
+		for _, c := range commits {
+			fmt.Fprintf(w, " %s |", mdCell(c))
 		}
-		fmt.Fprintf(w, "| %s%s |", d.Setting, mark)
-		for _, c := range r.Commits {
-			fmt.Fprintf(w, " %s |", orNone(d.Values[c]))
+		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(commits)))
+	}
+	row := func(name string, value func(results.ServerSetup) string) {
+		fmt.Fprintf(w, "| %s |", mdCell(name))
+		for _, c := range commits {
+			fmt.Fprintf(w, " %s |", mdCell(orNone(value(servers[c]))))
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "## Servers\n\npg_settings after each server's first start (paths and ports aside); ⚠ changes performance.\n\n")
+	head()
+	row("version", func(s results.ServerSetup) string { return s.Version })
+	for _, k := range headSettings {
+		mark := ""
+		if slices.Contains(performanceSettings, k) {
+			mark = " ⚠"
+		}
+		row(k+mark, func(s results.ServerSetup) string { return s.Settings[k] })
+	}
+	var rest []ServerDiff
+	for _, d := range r.ServerDiffs {
+		switch {
+		case slices.Contains(headSettings, d.Setting):
+		case d.Performance:
+			row(d.Setting+" ⚠", func(s results.ServerSetup) string { return s.Settings[d.Setting] })
+		default:
+			rest = append(rest, d)
+		}
+	}
 	fmt.Fprintln(w)
+	if len(rest) == 0 {
+		fmt.Fprintf(w, "Every setting is the same on every server but those above.")
+	} else {
+		fmt.Fprintf(w, "<details><summary>Other settings that differ: %d</summary>\n\n", len(rest))
+		head()
+		for _, d := range rest {
+			row(d.Setting, func(s results.ServerSetup) string { return s.Settings[d.Setting] })
+		}
+		fmt.Fprintf(w, "\n</details>\n\n")
+		fmt.Fprintf(w, "Other settings are the same on every server.")
+	}
+	fmt.Fprintf(w, " Every setting of every server: %s in the results directory.\n\n", results.ServersFile)
+}
+
+// mdCell is s as the text of a markdown table cell or list item: on one
+// line, its HTML escaped (a label or a setting's value is the user's:
+// "<script>" must stay text) and the characters markdown would read as
+// table columns, code or emphasis escaped.
+func mdCell(s string) string {
+	var b strings.Builder
+	for _, c := range text.OneLine(s) {
+		switch c {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '|', '\\', '`', '*', '[', ']':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }

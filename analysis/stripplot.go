@@ -70,7 +70,7 @@ func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
 	p := w.newLaidOut()
 	def, _ := w.r.Plan.Metrics.Get(row.Metric)
-	p.Title.Text = row.Metric + ": " + row.Config
+	p.Title.Text = row.Metric + ": " + w.r.shownConfig(row.Config)
 	p.Y.Label.Text = row.Metric
 	if def.Unit != "" {
 		p.Y.Label.Text += " (" + def.Unit + ")"

@@ -109,7 +109,7 @@ func commitOrder(p *results.Plan, a, b string) int {
 // writeSweeps writes a point table per series (markdown).
 func (r *Report) writeSweeps(w io.Writer) {
 	for _, s := range r.Sweeps {
-		fmt.Fprintf(w, "## Sweep: %s\n\n", s.Series)
+		fmt.Fprintf(w, "## Sweep: %s\n\n", mdCell(r.shownConfig(s.Series)))
 		fmt.Fprintf(w, "One row per point and commit: medians over its cells, per operation (transaction) where it says /op. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n")
 		var cols []int
 		for i, col := range sweepColumns {
@@ -145,7 +145,7 @@ func (r *Report) writeSweeps(w io.Writer) {
 // committed per second, p99 latency and saturation.
 func (r *Report) writeSweepsText(w io.Writer) {
 	for _, s := range r.Sweeps {
-		fmt.Fprintf(w, "Sweep %s\n\n", s.Series)
+		fmt.Fprintf(w, "Sweep %s\n\n", r.shownConfig(s.Series))
 		fmt.Fprintf(w, "  %-22s %-10s %10s %11s %9s  %s\n", "point", "commit", "offered/s", "committed/s", "p99 ms", "saturated")
 		for _, pt := range s.Points {
 			offered, sat := "closed", "no"

@@ -81,13 +81,13 @@ func TestSweepReport(t *testing.T) {
 	}
 	var md strings.Builder
 	r.WriteMarkdown(&md)
-	if !strings.Contains(md.String(), "## Sweep: file:ping.sql/c4/cpuall") || !strings.Contains(md.String(), "| r4000 :batch=10 | patch | 4000 | 2605 |") ||
+	if !strings.Contains(md.String(), "## Sweep: ping.sql/c4/cpuall") || !strings.Contains(md.String(), "| r4000 :batch=10 | patch | 4000 | 2605 |") ||
 		!strings.Contains(md.String(), "**yes** (3 of 3)") || !strings.Contains(md.String(), "saturated (committed 2600 of the 4000 tx/s offered") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 	var txt strings.Builder
 	r.WriteText(&txt)
-	if !strings.Contains(txt.String(), "Sweep file:ping.sql/c4/cpuall") || !strings.Contains(txt.String(), "YES 3/3") {
+	if !strings.Contains(txt.String(), "Sweep ping.sql/c4/cpuall") || !strings.Contains(txt.String(), "YES 3/3") {
 		t.Errorf("text report has no sweep:\n%s", txt.String())
 	}
 	for _, l := range strings.Split(txt.String(), "\n") {

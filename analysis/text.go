@@ -66,7 +66,7 @@ func (r *Report) writeTextChanges(w io.Writer) {
 		if !c.Gated {
 			gated = ", not gated"
 		}
-		wrap(w, "  ", "    ", fmt.Sprintf("%s %s on %s: %s (%s) %s%s", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), c.Verdict, gated))
+		wrap(w, "  ", "    ", fmt.Sprintf("%s %s on %s: %s (%s) %s%s", c.Commit, c.Metric, r.shownConfig(c.Config), pct(c.DeltaPct), pIs(c.P), c.Verdict, gated))
 	}
 }
 
@@ -126,7 +126,7 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 			if c.Note != "" {
 				note = ": " + c.Note
 			}
-			wrap(w, "    ", "      ", fmt.Sprintf("%s %s on %s: %s (%s)%s", c.Commit, c.Metric, c.Config, pct(c.DeltaPct), pIs(c.P), note))
+			wrap(w, "    ", "      ", fmt.Sprintf("%s %s on %s: %s (%s)%s", c.Commit, c.Metric, r.shownConfig(c.Config), pct(c.DeltaPct), pIs(c.P), note))
 		}
 	}
 	if n := len(r.Incomplete); n > 0 {
@@ -136,7 +136,7 @@ func (r *Report) writeTextSummaryNotes(w io.Writer) {
 				fmt.Fprintf(w, "    ... %d more\n", n-10)
 				break
 			}
-			what := in.Config
+			what := r.shownConfig(in.Config)
 			if in.Metric != "" {
 				what += " " + in.Metric
 			}
@@ -177,7 +177,7 @@ func (r *Report) writeTextWorkload(w io.Writer, wl, c string) {
 		return
 	}
 	for _, id := range configs {
-		fmt.Fprintf(w, "\n%s: %s vs %s\n\n", id, c, r.Baseline)
+		fmt.Fprintf(w, "\n%s: %s vs %s\n\n", r.shownConfig(id), c, r.Baseline)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  \t%s\t%s\tΔ\tverdict\n", r.Baseline, c)
 		for _, row := range byConfig[id] {
@@ -256,7 +256,7 @@ func shortVerdict(st Stat) string {
 // writeTextLegend explains the marks of the tables.
 func (r *Report) writeTextLegend(w io.Writer) {
 	fmt.Fprintln(w)
-	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X; untested: a secondary metric, tested only where the configuration's primary was called better or worse). * reported only, not gated.")
+	wrap(w, "  ", "  ", "Medians of each commit's repeats; Δ and the verdict compare with "+r.Baseline+" (unknown <X: changes smaller than X could not have been detected; same ±X: within ±X; untested: a secondary metric, tested only where the configuration's primary (tps in a closed loop; in an open loop the workload's declared primary, else latency_p99_ms) was called better or worse). * reported only, not gated.")
 	for _, row := range r.Rows {
 		if anyDisagree([]Row{row}) {
 			wrap(w, "  ", "  ", DisagreeNote)
@@ -269,6 +269,10 @@ func (r *Report) writeTextLegend(w io.Writer) {
 func (r *Report) writeTextSetup(w io.Writer) {
 	p := r.Plan
 	o := p.Options
+	fmt.Fprintf(w, "\nHow this ran\n\n")
+	for _, l := range r.howRan().lines() {
+		wrap(w, "  ", "    ", text.OneLine(l))
+	}
 	fmt.Fprintf(w, "\nSetup\n\n")
 	for _, c := range p.Commits {
 		what := c.Ref + " " + text.Short(c.SHA)
@@ -308,10 +312,10 @@ func (r *Report) writeTextLeftOut(w io.Writer) {
 	if len(r.Failed)+len(r.Saturated) > 0 {
 		fmt.Fprintf(w, "\nCells not in the statistics\n\n")
 		for _, c := range r.Saturated {
-			wrap(w, "  ", "    ", c.Cell+": saturated ("+c.Error+")")
+			wrap(w, "  ", "    ", r.shownConfig(c.Cell)+": saturated ("+c.Error+")")
 		}
 		for _, c := range r.Failed {
-			wrap(w, "  ", "    ", fmt.Sprintf("%s: %s: %s", c.Cell, c.Status, c.Error))
+			wrap(w, "  ", "    ", fmt.Sprintf("%s: %s: %s", r.shownConfig(c.Cell), c.Status, c.Error))
 		}
 	}
 	if len(r.Warnings) > 0 {

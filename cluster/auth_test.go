@@ -31,7 +31,7 @@ func TestInitdbGolden(t *testing.T) {
 	t.Parallel()
 	var trace bytes.Buffer
 	m := &Manager{Root: "/nonexistent/pg/data", Run: &proc.Runner{DryRun: true, Trace: &trace}, User: &proc.User{Name: "postgres", UID: 1, GID: 1}}
-	if err := m.initdb(context.Background(), "lru", "/nonexistent/pg/data/lru", 5433, Options{Install: "/nonexistent/pg/install/lru"}); err != nil {
+	if _, err := m.initdb(context.Background(), "lru", "/nonexistent/pg/data/lru", 5433, Options{Install: "/nonexistent/pg/install/lru"}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Golden(t, "initdb.trace", trace.String())

@@ -228,6 +228,8 @@ type startup struct {
 	newConf  string
 	action   Action
 	reason   string
+	// passed are the options initdb was given (initdb), when it ran.
+	passed *[]string
 }
 
 // precheck refuses what would fail later, before anything is created or
@@ -297,9 +299,11 @@ func (m *Manager) reinit(ctx context.Context, s *startup) error {
 		}
 		s.running = false
 	}
-	if err := m.initdb(ctx, s.name, s.dir, s.port, s.opts); err != nil {
+	passed, err := m.initdb(ctx, s.name, s.dir, s.port, s.opts)
+	if err != nil {
 		return err
 	}
+	s.passed = &passed
 	s.prev = nil
 	return nil
 }
@@ -387,7 +391,10 @@ func (m *Manager) launch(ctx context.Context, s *startup) (*State, error) {
 		Name: s.name, Install: s.opts.Install, DataDir: s.dir, SocketDir: s.conf.SocketDir,
 		Port: s.port, Listen: s.opts.Listen, CPUs: s.opts.CPUs, MaxClients: s.opts.MaxClients, Settings: settingsMap(s.conf),
 		EnvFile: m.EnvFile(s.name), Fingerprint: s.id.fingerprint, Binary: s.id.binary,
-		Action: s.action, Reason: s.reason, InitdbOpts: s.opts.InitdbOpts,
+		Action: s.action, Reason: s.reason, InitdbOpts: s.opts.InitdbOpts, InitdbPassed: s.passed,
+	}
+	if s.passed == nil && s.prev != nil {
+		st.InitdbPassed = s.prev.InitdbPassed
 	}
 	st.Initialized = s.prev != nil && s.prev.Initialized
 	st.InstallOwner = ownerOf(filepath.Join(s.opts.Install, "bin", "pg_ctl"))
@@ -516,30 +523,31 @@ func (m *Manager) cmd(install, program string, args ...string) proc.Cmd {
 // initdb (which runs on, orphaned, to its end) leaves no data directory
 // that looks whole but ignores abtest.conf, only a staging directory the
 // next initdb of name removes. The superuser gets a new password, kept
-// in PassFile for port (auth.go).
-func (m *Manager) initdb(ctx context.Context, name, dir string, port int, opts Options) error {
+// in PassFile for port (auth.go). It returns the options beyond
+// abtest's own that initdb was given.
+func (m *Manager) initdb(ctx context.Context, name, dir string, port int, opts Options) ([]string, error) {
 	if err := safepath.CheckRemovable(m.Root, dir); err != nil {
-		return exitcode.BadInput(err)
+		return nil, exitcode.BadInput(err)
 	}
 	stage := InitdbStaging(m.Root, name)
 	for _, p := range []string{dir, stage} {
 		if err := m.removeStale(ctx, p); err != nil {
-			return exitcode.Failure(err)
+			return nil, exitcode.Failure(err)
 		}
 	}
 	if err := m.Run.MkdirAll(m.Root, 0o755); err != nil {
-		return exitcode.Failure(err)
+		return nil, exitcode.Failure(err)
 	}
 	if err := m.privateDir(stage); err != nil {
-		return exitcode.Failure(err)
+		return nil, exitcode.Failure(err)
 	}
 	more, err := m.knownInitdbOpts(ctx, opts.Install, opts.InitdbOpts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	auth, password, done, err := m.initdbAuth(name)
 	if err != nil {
-		return exitcode.Failure(fmt.Errorf("initdb %s: password file: %w", name, err))
+		return nil, exitcode.Failure(fmt.Errorf("initdb %s: password file: %w", name, err))
 	}
 	defer done()
 	m.logf("cluster %s: initdb %s", name, dir)
@@ -554,7 +562,7 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, port int, opts O
 	c.Log = filepath.Join(m.Root, name+".initdb.log")
 	if err := m.Run.Run(ctx, c); err != nil {
 		_ = m.Run.RemoveAll(stage)
-		return exitcode.Failure(fmt.Errorf("initdb %s: %w", name, err))
+		return nil, exitcode.Failure(fmt.Errorf("initdb %s: %w", name, err))
 	}
 	err = m.includeConf(stage)
 	if err == nil {
@@ -562,9 +570,9 @@ func (m *Manager) initdb(ctx context.Context, name, dir string, port int, opts O
 	}
 	if err != nil {
 		_ = m.Run.RemoveAll(stage)
-		return exitcode.Failure(err)
+		return nil, exitcode.Failure(err)
 	}
-	return exitcode.Failure(m.Run.Rename(stage, dir))
+	return append([]string{}, more...), exitcode.Failure(m.Run.Rename(stage, dir))
 }
 
 // knownInitdbOpts are opts without --no-data-checksums when install's

@@ -36,6 +36,10 @@ type State struct {
 	// InitdbOpts are the initdb options the data directory was made
 	// with beyond abtest's own (Options.InitdbOpts).
 	InitdbOpts []string `json:"initdb_opts,omitempty"`
+	// InitdbPassed are those options as initdb was given them: less
+	// --no-data-checksums where the install's initdb does not know it
+	// (knownInitdbOpts). Nil in the state of an older abtest: unknown.
+	InitdbPassed *[]string `json:"initdb_passed,omitempty"`
 	// Fingerprint is the build fingerprint of the install the server
 	// was started from (its .abtest-build.json); "" for an install abtest
 	// did not build.

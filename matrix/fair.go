@@ -76,7 +76,7 @@ func (r *run) noteServer(ctx context.Context, commit *results.Commit, st *cluste
 		r.deps.warnf("%v", err)
 		return
 	}
-	r.servers[commit.Label] = results.ServerSetup{Version: st.Version, InitdbOpts: st.InitdbOpts, Settings: settings}
+	r.servers[commit.Label] = results.ServerSetup{Version: st.Version, InitdbOpts: st.InitdbOpts, InitdbPassed: st.InitdbPassed, Settings: settings}
 	if err := results.WriteServers(r.dir, r.servers); err != nil {
 		r.deps.warnf("writing %s: %v", results.ServersFile, err)
 	}

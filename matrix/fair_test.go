@@ -43,6 +43,9 @@ func TestServersRecorded(t *testing.T) {
 		if s.Settings["data_checksums"] != "on" || strings.Join(s.InitdbOpts, " ") != "--data-checksums" || !strings.Contains(s.Version, "15") {
 			t.Errorf("%s: version %q, initdb %v, data_checksums %q", c, s.Version, s.InitdbOpts, s.Settings["data_checksums"])
 		}
+		if passed, ok := s.Initdb(); !ok || strings.Join(passed, " ") != "--data-checksums" {
+			t.Errorf("%s: initdb given %q (recorded %v)", c, passed, ok)
+		}
 	}
 	recs, _, _ := results.ReadRecords(dir)
 	for _, r := range recs {
@@ -93,6 +96,11 @@ func TestNoDataChecksumsBefore17(t *testing.T) {
 	for c, s := range servers {
 		if s.Settings["data_checksums"] != "off" || strings.Join(s.InitdbOpts, " ") != "--no-data-checksums" {
 			t.Errorf("%s: initdb %v, data_checksums %q", c, s.InitdbOpts, s.Settings["data_checksums"])
+		}
+		// What PG 15's initdb was given: nothing (issue 40: the report
+		// listed --no-data-checksums for it).
+		if passed, ok := s.Initdb(); !ok || len(passed) != 0 {
+			t.Errorf("%s: initdb given %q (recorded %v); want nothing", c, passed, ok)
 		}
 	}
 	if len(recs) != 2 || len(servers) != 2 {

@@ -16,9 +16,23 @@ const ServersFile = "servers.json"
 
 // ServerSetup is one commit's server as the run found it.
 type ServerSetup struct {
-	Version    string            `json:"version"`
-	InitdbOpts []string          `json:"initdb_opts,omitempty"`
-	Settings   map[string]string `json:"settings"`
+	Version string `json:"version"`
+	// InitdbOpts are the initdb options the run asked for
+	// (--initdb-opt); InitdbPassed those its initdb was given (PG 15's
+	// initdb does not know --no-data-checksums, its default: it is left
+	// out there), nil in the servers.json of an older abtest.
+	InitdbOpts   []string          `json:"initdb_opts,omitempty"`
+	InitdbPassed *[]string         `json:"initdb_passed,omitempty"`
+	Settings     map[string]string `json:"settings"`
+}
+
+// Initdb is what the server's initdb was given beyond abtest's own
+// options, and whether that was recorded (else the options asked for).
+func (s ServerSetup) Initdb() (opts []string, recorded bool) {
+	if s.InitdbPassed == nil {
+		return s.InitdbOpts, false
+	}
+	return *s.InitdbPassed, true
 }
 
 // Servers are the commits' servers, by commit label.
