@@ -189,8 +189,10 @@ func (a *analyzer) groupRecords(skip map[cellKey]*dupCell) map[cellKey]*dupCell 
 	a.recent, a.nextRecent = [4]recentGroup{}, 0
 	r.Failed, r.Saturated = nil, nil
 	a.configs = make([]string, 0, len(p.Configs))
+	a.cfgs = make(map[string]results.Config, len(p.Configs))
 	for _, c := range p.Configs {
 		a.configs = append(a.configs, c.ID())
+		a.cfgs[c.ID()] = c
 	}
 	a.groups = map[string]map[string]*group{}
 	for i := range p.Cells {
