@@ -124,7 +124,7 @@ type analyzer struct {
 	d  design
 
 	configs []string
-	cfgs    map[string]results.Config // by ID
+	cfgs    map[string]results.Config    // by ID
 	groups  map[string]map[string]*group // config → commit
 	present map[string]bool              // metrics with a valid value in some usable cell
 	// positive: metrics whose values must be > 0 (results.Metric.Positive)
@@ -146,7 +146,7 @@ type analyzer struct {
 	// (declared report-only, gated as an open loop's primary).
 	primary     map[string][]string
 	primaryOnly map[string]bool
-	cellWhy map[string]map[string]string // config → commit → why
+	cellWhy     map[string]map[string]string // config → commit → why
 
 	tiers     map[string]Tier
 	minEffect map[string]map[string]float64 // metric → config → percent

@@ -220,7 +220,9 @@ func TestClosedLoopSaturatedInvalid(t *testing.T) {
 			if !errors.Is(gate, ErrIncomplete) && !errors.Is(gate, ErrRegression) || !strings.Contains(fmt.Sprint(r.Incomplete), "a closed loop (no -R) has no rate to fall behind") {
 				t.Errorf("gate %v, incomplete %+v; want select1 incomplete, saying a closed loop cannot saturate", gate, r.Incomplete)
 			}
-			if !slices.ContainsFunc(r.Incomplete, func(in Incomplete) bool { return in.Commit == "patch" && strings.HasPrefix(in.Config, "select1/") && in.Gated }) {
+			if !slices.ContainsFunc(r.Incomplete, func(in Incomplete) bool {
+				return in.Commit == "patch" && strings.HasPrefix(in.Config, "select1/") && in.Gated
+			}) {
 				t.Errorf("incomplete %+v; want patch on select1, gated", r.Incomplete)
 			}
 		})
