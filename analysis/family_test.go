@@ -259,7 +259,9 @@ func TestPrimaryPerLoop(t *testing.T) {
 	if st := stat(t, r, "select1/c4/cpuall", results.MetricLatencyP99); st.Gated {
 		t.Errorf("closed-loop select1 latency_p99 gated; want reported only (declared report-only, not the primary there)")
 	}
-	if !slices.ContainsFunc(r.Tiers, func(tr Tier) bool { return tr.Metric == results.MetricLatencyP99 && tr.Gated && strings.Contains(tr.Why, "primary of 2") }) {
+	if !slices.ContainsFunc(r.Tiers, func(tr Tier) bool {
+		return tr.Metric == results.MetricLatencyP99 && tr.Gated && strings.Contains(tr.Why, "primary of 2")
+	}) {
 		t.Errorf("tiers %+v; want latency_p99_ms gated as the primary of 2 configurations", r.Tiers)
 	}
 	reach := PlanReach(p, Options{})
