@@ -148,6 +148,16 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	default:
 		ct.t = newTest(in.def, me, pb, pc, true)
 	}
+	if aroundZero {
+		ct.t.minEffect = a.threshold(in.m)
+	}
+	a.placeTest(in, ct, gated, isPrimary)
+	return st, ct
+}
+
+// placeTest gives a cell test its place: the metric it mirrors, if
+// any, and its role in the commit's families.
+func (a *analyzer) placeTest(in *rowInputs, ct *cellTest, gated, isPrimary bool) {
 	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.gatedIn(in.def.SameAs, in.id) == gated && !a.cfgs[in.id].Open() {
 		// A function of another metric in a closed loop only
 		// (latency_avg_ms is clients/tps there); with -R it is
@@ -155,9 +165,6 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		ct.mirror = in.def.SameAs
 	}
 	ct.t.cfg, ct.count = in.id, in.def.Count
-	if aroundZero {
-		ct.t.minEffect = a.threshold(in.m)
-	}
 	switch {
 	case isPrimary:
 		ct.t.role, ct.answer = primary, true
@@ -169,7 +176,6 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		// own (judge), taken only when some cell had an event.
 		ct.t.role = event
 	}
-	return st, ct
 }
 
 // emptyArm says why an arm of a complete row has no value: the
