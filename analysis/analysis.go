@@ -124,6 +124,7 @@ type analyzer struct {
 	d  design
 
 	configs []string
+	cfgs    map[string]results.Config    // by ID
 	groups  map[string]map[string]*group // config → commit
 	present map[string]bool              // metrics with a valid value in some usable cell
 	// positive: metrics whose values must be > 0 (results.Metric.Positive)
@@ -140,9 +141,12 @@ type analyzer struct {
 	// next goes.
 	recent     [4]recentGroup
 	nextRecent int
-	// primary: the primary metric(s) of each configuration.
-	primary map[string][]string
-	cellWhy map[string]map[string]string // config → commit → why
+	// primary: the primary metric(s) of each configuration;
+	// primaryOnly: metrics that gate only where they are the primary
+	// (declared report-only, gated as an open loop's primary).
+	primary     map[string][]string
+	primaryOnly map[string]bool
+	cellWhy     map[string]map[string]string // config → commit → why
 
 	tiers     map[string]Tier
 	minEffect map[string]map[string]float64 // metric → config → percent
@@ -166,20 +170,6 @@ func (a *analyzer) dropCells() {
 	in := *a.in
 	in.Plan = &p
 	a.p, a.in = &p, &in
-}
-
-// noPrimary marks each commit incomplete in a configuration whose cells
-// have none of the primary metrics: its gated metrics, tested only
-// behind a primary, would otherwise never be tested there and the run
-// would say ok.
-func (a *analyzer) noPrimary(id string, want []string) {
-	for _, c := range a.r.Commits {
-		if c == a.r.Baseline {
-			continue
-		}
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: id, Metric: strings.Join(want, "|"),
-			Why: fmt.Sprintf("no primary metric (%s) in this configuration's cells: nothing to test its gated metrics behind", strings.Join(want, " or ")), Gated: true})
-	}
 }
 
 // newAnalyzer checks the options against the plan and starts the report.
@@ -286,63 +276,6 @@ func (a *analyzer) chooseMetrics() {
 	a.r.Warnings = append(a.r.Warnings, a.voidWarnings()...)
 }
 
-// choosePrimary names each configuration's primary metrics: the ones
-// --primary gave, or the first of tps and instructions_per_tx the
-// configuration's cells have. A primary or --gate metric that no usable
-// cell has is the run not answering (incomplete, exit 3), never a
-// metric silently dropped.
-func (a *analyzer) choosePrimary() {
-	want := a.o.Primary
-	explicit := len(want) > 0
-	if !explicit {
-		want = DefaultPrimary
-	}
-	a.primary = map[string][]string{}
-	for _, id := range a.configs {
-		for _, m := range want {
-			has := false
-			for _, g := range a.groups[id] {
-				if len(a.values(g, m)) > 0 {
-					has = true
-					break
-				}
-			}
-			if has && contains(a.r.Metrics, m) {
-				a.primary[id] = append(a.primary[id], m)
-				if !explicit {
-					break
-				}
-			}
-		}
-	}
-	usable := false
-	for _, id := range a.configs {
-		here := false
-		for _, g := range a.groups[id] {
-			here = here || len(g.usable) > 0
-		}
-		usable = usable || here
-		if here && len(a.primary[id]) == 0 {
-			a.noPrimary(id, want)
-		}
-	}
-	if !usable {
-		return
-	}
-	var absent []string
-	if explicit {
-		absent = append(absent, want...)
-	}
-	absent = append(absent, a.o.Gate...)
-	for _, m := range absent {
-		if a.present[m] {
-			continue
-		}
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: "", Config: "every configuration", Metric: m,
-			Why: fmt.Sprintf("%s is in no usable cell: a --primary or --gate metric the run did not measure", m), Gated: true})
-	}
-}
-
 // findIncomplete notes each commit × configuration whose cells are fewer
 // than planned, and the saturation where the baseline held the rate.
 func (a *analyzer) findIncomplete() {
@@ -352,8 +285,15 @@ func (a *analyzer) findIncomplete() {
 	// left out of the statistics, not counted as a run that could not
 	// answer, unless the plan says no point may saturate.
 	o := a.p.Options
-	excused := func(g *group) bool { return len(o.Rates) > 0 && !o.MustNotSaturate && g.onlySaturated() }
+	// A closed loop has no offered rate to fall behind: a cell marked
+	// saturated there is an invalid cell, like a failed one, and its
+	// configuration could not answer (exit 3), never a regression (it
+	// exited 1 with "rate n/a": issue 40).
+	excused := func(g *group, open bool) bool {
+		return open && len(o.Rates) > 0 && !o.MustNotSaturate && g.onlySaturated()
+	}
 	for _, id := range a.configs {
+		open := a.cfgs[id].Open()
 		base := a.groups[id][r.Baseline]
 		for _, c := range r.Commits {
 			g := a.groups[id][c]
@@ -361,19 +301,22 @@ func (a *analyzer) findIncomplete() {
 				g = &group{usable: map[int]*results.Record{}}
 			}
 			why := groupWhy(g)
-			if excused(g) {
+			if excused(g, open) {
 				why = ""
 			}
-			if c != r.Baseline && why == "" && base != nil && !excused(base) {
+			if c != r.Baseline && why == "" && base != nil && !excused(base, open) {
 				if bw := groupWhy(base); bw != "" {
 					why = "baseline " + bw
 				}
 			}
-			if c != r.Baseline && base != nil && g.saturated > base.saturated {
+			if open && c != r.Baseline && base != nil && g.saturated > base.saturated {
 				a.saturationRate(c, id, g, base)
 			}
 			if why == "" {
 				continue
+			}
+			if !open && (g.saturated > 0 || base != nil && base.saturated > 0) {
+				why += "; a closed loop (no -R) has no rate to fall behind: a cell marked saturated there is invalid"
 			}
 			if a.cellWhy[id] == nil {
 				a.cellWhy[id] = map[string]string{}
@@ -414,6 +357,7 @@ func (a *analyzer) measureTiers() {
 	a.tiers = map[string]Tier{}
 	a.minEffect = map[string]map[string]float64{}
 	a.aroundZero = map[string]map[string]bool{}
+	a.primaryOnly = map[string]bool{}
 	for _, m := range r.Metrics {
 		def, _ := p.Metrics.Get(m)
 		th := a.threshold(m)
@@ -432,7 +376,17 @@ func (a *analyzer) measureTiers() {
 				a.minEffect[m][id] = math.Max(th, noiseK*s)
 			}
 		}
-		t := measureTier(def, contains(o.Gate, m) || contains(o.Primary, m), th, spreads, o.Bar)
+		forced := contains(o.Gate, m) || contains(o.Primary, m)
+		t := measureTier(def, forced, th, spreads, o.Bar)
+		if n := a.primaryIn(m); n > 0 && !t.Gated && !forced {
+			// A primary always gates where it is one (latency_p99_ms
+			// is declared report-only): judged there as a forced
+			// metric is, reported in the other configurations.
+			why := t.Why
+			t = measureTier(def, true, th, spreads, o.Bar)
+			t.Why = fmt.Sprintf("gated as the primary of %d configuration(s), reported in the others (%s); %s", n, why, t.Why)
+			a.primaryOnly[m] = true
+		}
 		if t.Tier == results.TierExact {
 			// A counter's bar is its threshold: a varying baseline is
 			// weighed by its range (measureRange) in the commit's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -81,7 +82,7 @@ func TestGateIncomplete(t *testing.T) {
 // One failed transaction where the baseline had none is not a change
 // either, although a 5× rate of failures is.
 func TestGateRateAndFailures(t *testing.T) {
-	in := loadFixture(t)
+	in := openLoop(loadFixture(t), 500)
 	edit(in, func(r *results.Record) {
 		if r.Commit == "patch" && r.Workload == "select1" && r.Repeat == 2 {
 			r.Saturated = true
@@ -99,7 +100,7 @@ func TestGateRateAndFailures(t *testing.T) {
 	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "saturated in 1 of") }) {
 		t.Errorf("the stalled cell is not said: %q", r.Warnings)
 	}
-	in = loadFixture(t)
+	in = openLoop(loadFixture(t), 500)
 	edit(in, func(r *results.Record) {
 		r.Metrics.Set("failed_tx", 0)
 		if r.Commit == "patch" && r.Workload == "select1" {
@@ -163,6 +164,83 @@ func TestGateRateAndFailures(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("a 5× failure rate: failed_tx regressions %d: %+v", failed, r.Regressions)
+	}
+}
+
+// openLoop makes the fixture's run an open-loop one at rate: every
+// configuration, cell and record offered it (-R rate).
+func openLoop(in *Input, rate float64) *Input {
+	p := *in.Plan
+	p.Options.Rates = []float64{rate}
+	p.Configs = slices.Clone(p.Configs)
+	for i := range p.Configs {
+		p.Configs[i].Rate = rate
+	}
+	p.Cells = slices.Clone(p.Cells)
+	for i := range p.Cells {
+		p.Cells[i].Config.Rate = rate
+	}
+	in.Plan = &p
+	edit(in, func(r *results.Record) { r.Rate = rate })
+	return in
+}
+
+// TestClosedLoopSaturatedInvalid (issue 40 item 11): a closed-loop cell
+// marked saturated is an invalid cell: its configuration could not
+// answer (exit 3, incomplete, saying why), never a rate regression
+// (exit 1 "rate n/a"), for every candidate cell of a configuration as
+// for one, and for the baseline's.
+func TestClosedLoopSaturatedInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sat  func(r *results.Record) bool
+	}{
+		{"every candidate cell", func(r *results.Record) bool { return r.Commit == "patch" && r.Workload == "select1" }},
+		{"one candidate cell", func(r *results.Record) bool {
+			return r.Commit == "patch" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 2
+		}},
+		{"a baseline cell", func(r *results.Record) bool {
+			return r.Commit == "base" && r.Workload == "select1" && r.Clients == 8 && r.Repeat == 2
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadFixture(t)
+			in.Plan.Options.Rates = []float64{0, 500} // a plan mixing loops: its closed loop still cannot saturate
+			edit(in, func(r *results.Record) { r.Saturated = tc.sat(r) })
+			r, err := Analyze(in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Regressions {
+				if c.Metric == "rate" {
+					t.Errorf("a saturated closed-loop cell called a rate change: %+v", c)
+				}
+			}
+			gate := r.Gate()
+			if !errors.Is(gate, ErrIncomplete) && !errors.Is(gate, ErrRegression) || !strings.Contains(fmt.Sprint(r.Incomplete), "a closed loop (no -R) has no rate to fall behind") {
+				t.Errorf("gate %v, incomplete %+v; want select1 incomplete, saying a closed loop cannot saturate", gate, r.Incomplete)
+			}
+			if !slices.ContainsFunc(r.Incomplete, func(in Incomplete) bool {
+				return in.Commit == "patch" && strings.HasPrefix(in.Config, "select1/") && in.Gated
+			}) {
+				t.Errorf("incomplete %+v; want patch on select1, gated", r.Incomplete)
+			}
+		})
+	}
+	// Without a regression elsewhere the run exits 3.
+	in := loadFixture(t)
+	edit(in, func(r *results.Record) {
+		r.Saturated = r.Commit == "patch" && r.Workload == "select1"
+		if r.Commit == "patch" && r.Workload == "churn" {
+			r.Metrics.Set("tps", r.Metrics.Value("tps")*1.054) // undo the fixture's −5 %
+		}
+	})
+	r, err := Analyze(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gate := r.Gate(); exitcode.Code(gate) != exitcode.Infra || !errors.Is(gate, ErrIncomplete) {
+		t.Errorf("every select1 cell of patch saturated in a closed loop: gate %v; want exit 3, incomplete", gate)
 	}
 }
 

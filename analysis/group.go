@@ -188,10 +188,7 @@ func (a *analyzer) groupRecords(skip map[cellKey]*dupCell) map[cellKey]*dupCell 
 	p, r := a.p, a.r
 	a.recent, a.nextRecent = [4]recentGroup{}, 0
 	r.Failed, r.Saturated = nil, nil
-	a.configs = make([]string, 0, len(p.Configs))
-	for _, c := range p.Configs {
-		a.configs = append(a.configs, c.ID())
-	}
+	a.listConfigs()
 	a.groups = map[string]map[string]*group{}
 	for i := range p.Cells {
 		a.groupOf(p.Cells[i].Config, p.Cells[i].Commit).planned++
@@ -262,6 +259,16 @@ func (a *analyzer) groupRecords(skip map[cellKey]*dupCell) map[cellKey]*dupCell 
 	}
 	a.scanned(slots)
 	return found
+}
+
+// listConfigs lists the plan's configurations by ID, in its order.
+func (a *analyzer) listConfigs() {
+	a.configs = make([]string, 0, len(a.p.Configs))
+	a.cfgs = make(map[string]results.Config, len(a.p.Configs))
+	for _, c := range a.p.Configs {
+		a.configs = append(a.configs, c.ID())
+		a.cfgs[c.ID()] = c
+	}
 }
 
 // dropDuplicates leaves the duplicated cells' records out of what the

@@ -42,13 +42,15 @@ func (a *analyzer) decideCommit(c string) {
 // judge decides one commit's cell tests: a counter within its band in
 // both arms by comparison; two arms of one constant as same; the gated
 // tests, with one pooled run-level test per primary metric, as one
-// family (hierarchy), look by look under a sequential design; the
-// report-only tests as a family of their own (Holm at α), higher or
-// lower only; mirrors are left to their metric. It returns the size of
-// the gated family, how many gated counters were compared exactly, how
+// family (hierarchy), look by look under a sequential design; the gated
+// event counts as a family of their own (Holm at α, the same looks),
+// which neither takes the primaries' α nor gives any to a secondary;
+// the report-only tests as a family of their own (Holm at α), higher or
+// lower only; mirrors are left to their metric. It returns the number
+// of gated tests, how many gated counters were compared exactly, how
 // many tests mirror, and the pooled tests.
 func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*test) {
-	var fam, loose []*test
+	var fam, loose, events []*test
 	byMetric := map[string][]*test{}
 	var order []string
 	for _, ct := range cts {
@@ -64,6 +66,10 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 		case ct.count && fewEvents(ct.t, d.alpha):
 		case !ct.gated:
 			loose = append(loose, ct.t)
+		case ct.count:
+			// A gated event count: its own family (event).
+			ct.t.count, ct.t.counter, ct.t.role = true, false, event
+			events = append(events, ct.t)
 		default:
 			ct.t.count = ct.count
 			ct.t.counter = ct.t.counter && !ct.count
@@ -90,6 +96,7 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 		fam = append(fam, pt)
 	}
 	decide(fam, d)
+	decideGraph(events, d, holmGraph(len(events)))
 	ps := make([]float64, len(loose))
 	for i, t := range loose {
 		t.measure(len(t.cand), d.alpha)
@@ -102,7 +109,7 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 	for i, t := range loose {
 		t.classify(sig[i], d.alpha/float64(len(loose)))
 	}
-	return len(fam), exact, mirrored, pools
+	return len(fam) + len(events), exact, mirrored, pools
 }
 
 // constantEqual decides, as same with Δ 0, a test whose two arms are

@@ -43,9 +43,13 @@ type Reach struct {
 	ConfigMDEPct float64 `json:"config_mde_pct"`
 }
 
-// PlanReach states the gate's reach for each primary metric of a plan
-// (Options.Primary, or tps for timed and instructions_per_tx for
-// instruction configurations).
+// PlanReach states the gate's reach for each primary metric of a plan:
+// Options.Primary's over the timed (or, for instructions_per_tx, the
+// instruction) configurations, or each configuration's own (PrimaryFor:
+// tps in a closed loop, instructions_per_tx for instruction cells, the
+// workload's declared primary or latency_p99_ms in an open loop), one
+// Reach per metric over the configurations it is the primary of, as
+// Analyze pools them.
 func PlanReach(p *results.Plan, o Options) []Reach {
 	alpha := o.Alpha
 	if alpha == 0 {
@@ -55,29 +59,35 @@ func PlanReach(p *results.Plan, o Options) []Reach {
 	if p.Options.UntilDecided {
 		n = max(n, p.Options.MaxRepeats)
 	}
-	timed, instr := 0, 0
-	for _, c := range p.Configs {
-		if c.Instructions {
-			instr++
-		} else {
-			timed++
+	primaries := o.Primary
+	configs := map[string]int{}
+	if len(primaries) == 0 {
+		for _, c := range p.Configs {
+			m := PrimaryFor(c, p)
+			if configs[m] == 0 {
+				primaries = append(primaries, m)
+			}
+			configs[m]++
+		}
+	} else {
+		timed, instr := 0, 0
+		for _, c := range p.Configs {
+			if c.Instructions {
+				instr++
+			} else {
+				timed++
+			}
+		}
+		for _, m := range primaries {
+			configs[m] = timed
+			if m == results.MetricInstructionsPerTx {
+				configs[m] = instr
+			}
 		}
 	}
 	var out []Reach
-	primaries := o.Primary
-	if len(primaries) == 0 {
-		if timed > 0 {
-			primaries = append(primaries, results.MetricTPS)
-		}
-		if instr > 0 {
-			primaries = append(primaries, results.MetricInstructionsPerTx)
-		}
-	}
 	for _, m := range primaries {
-		k := timed
-		if m == results.MetricInstructionsPerTx {
-			k = instr
-		}
+		k := configs[m]
 		def, _ := p.Metrics.Get(m)
 		r := Reach{Metric: m, Configs: k, Repeats: n, RMin: minRepeats, CVPct: AssumedCVPct}
 		share := alpha / float64(len(primaries))

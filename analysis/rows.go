@@ -89,8 +89,9 @@ func (a *analyzer) planRow(id, m string) {
 func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest) {
 	g := a.groups[in.id][c]
 	vs := a.values(g, in.m)
+	gated := a.gatedIn(in.m, in.id)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
-		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: in.tier.Gated && c != a.r.Baseline}
+		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: gated && c != a.r.Baseline}
 	if len(vs) > 0 {
 		c := a.column(g, in.m)
 		st.Median, st.Lo, st.Hi = c.center, c.lo, c.hi
@@ -147,25 +148,34 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	default:
 		ct.t = newTest(in.def, me, pb, pc, true)
 	}
-	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.tiers[in.def.SameAs].Gated == in.tier.Gated {
-		ct.mirror = in.def.SameAs
-	}
-	ct.t.cfg, ct.count = in.id, in.def.Count
 	if aroundZero {
 		ct.t.minEffect = a.threshold(in.m)
 	}
+	a.placeTest(in, ct, gated, isPrimary)
+	return st, ct
+}
+
+// placeTest gives a cell test its place: the metric it mirrors, if
+// any, and its role in the commit's families.
+func (a *analyzer) placeTest(in *rowInputs, ct *cellTest, gated, isPrimary bool) {
+	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.gatedIn(in.def.SameAs, in.id) == gated && !a.cfgs[in.id].Open() {
+		// A function of another metric in a closed loop only
+		// (latency_avg_ms is clients/tps there); with -R it is
+		// pgbench's own measurement, and tested as itself.
+		ct.mirror = in.def.SameAs
+	}
+	ct.t.cfg, ct.count = in.id, in.def.Count
 	switch {
 	case isPrimary:
 		ct.t.role, ct.answer = primary, true
-	case !in.tier.Gated:
+	case !gated:
 		ct.t.role = reportOnly
 	case in.def.Count:
 		// Events are their own question (a build that fails 5 % of its
-		// transactions is worse whatever its TPS): a primary's share
-		// of α, taken only when some cell had an event.
-		ct.t.role = primary
+		// transactions is worse whatever its TPS): a family of their
+		// own (judge), taken only when some cell had an event.
+		ct.t.role = event
 	}
-	return st, ct
 }
 
 // emptyArm says why an arm of a complete row has no value: the
@@ -190,22 +200,23 @@ func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64
 	var void bool
 	if why == "" && g != nil && len(vs) < len(g.usable) {
 		why, void = a.missingWhy(in.m, g, len(vs), "cells")
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m) && !void})
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m, in.id) && !void})
 	}
 	if why == "" && in.bg != nil && len(in.base) < len(in.bg.usable) {
 		why, void = a.missingWhy(in.m, in.bg, len(in.base), "baseline cells")
-		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m) && !void})
+		a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: len(vs), Planned: g.planned, Why: why, Gated: a.declaredGated(in.m, in.id) && !void})
 	}
 	return why
 }
 
-// declaredGated reports whether a metric gates by its declaration or
-// the options, whatever its measured tier: a metric missing from the
-// baseline has no spread to measure, and must not thereby stop gating
-// (tps absent from the baseline's cells exited 0).
-func (a *analyzer) declaredGated(m string) bool {
+// declaredGated reports whether a metric gates in configuration id by
+// its declaration, the options or as id's primary, whatever its
+// measured tier: a metric missing from the baseline has no spread to
+// measure, and must not thereby stop gating (tps absent from the
+// baseline's cells exited 0).
+func (a *analyzer) declaredGated(m, id string) bool {
 	def, _ := a.p.Metrics.Get(m)
-	return contains(a.o.Gate, m) || contains(a.o.Primary, m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
+	return contains(a.o.Gate, m) || contains(a.o.Primary, m) || contains(a.primary[id], m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
 }
 
 // methodsDiffer refuses to compare a metric that depends on how it was
@@ -224,7 +235,7 @@ func (a *analyzer) methodsDiffer(in *rowInputs, c string, g *group, n int) strin
 		return ""
 	}
 	why := fmt.Sprintf("%s measured by %s in %s and by %s in %s: different %s methods are not compared", in.m, strings.Join(bm, " and "), a.r.Baseline, strings.Join(cm, " and "), c, by)
-	a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: n, Planned: g.planned, Why: why, Gated: in.tier.Gated})
+	a.r.Incomplete = append(a.r.Incomplete, Incomplete{Commit: c, Config: in.id, Metric: in.m, Usable: n, Planned: g.planned, Why: why, Gated: a.gatedIn(in.m, in.id)})
 	return why
 }
 

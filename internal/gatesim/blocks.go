@@ -61,6 +61,12 @@ func ReadBlocks(dir string) (*Blocks, error) {
 
 // BlocksOf is ReadBlocks of a plan and its records, named name.
 func BlocksOf(name string, p *results.Plan, recs []results.Record) (*Blocks, error) {
+	return BlocksOfMetric(name, p, recs, results.MetricTPS)
+}
+
+// BlocksOfMetric is BlocksOf of another metric than TPS (latency_p99_ms,
+// say): the blocks of its values, the real change taken out likewise.
+func BlocksOfMetric(name string, p *results.Plan, recs []results.Record, metric string) (*Blocks, error) {
 	labels := p.Labels()
 	if len(labels) < 2 {
 		return nil, fmt.Errorf("gatesim: %s: %d commit(s): want a baseline and a candidate", name, len(labels))
@@ -80,7 +86,7 @@ func BlocksOf(name string, p *results.Plan, recs []results.Record) (*Blocks, err
 	cells := map[key]*[2]float64{}
 	count := map[key]int{}
 	for _, r := range recs {
-		tps, ok := r.Metrics.Get(results.MetricTPS)
+		tps, ok := r.Metrics.Get(metric)
 		arm := slices.Index([]string{base, cand}, r.Commit)
 		if r.Status != results.StatusOK || r.Saturated || !ok || !(tps > 0) || math.IsInf(tps, 0) || arm < 0 {
 			continue
@@ -130,7 +136,7 @@ func BlocksOf(name string, p *results.Plan, recs []results.Record) (*Blocks, err
 		b.chol = append(b.chol, [3]float64{l11, l21, l22})
 	}
 	if len(b.blocks) == 0 {
-		return nil, fmt.Errorf("gatesim: %s: no configuration has %d blocks of %s and %s with a TPS", name, minBlocks, base, cand)
+		return nil, fmt.Errorf("gatesim: %s: no configuration has %d blocks of %s and %s with %s", name, minBlocks, base, cand, metric)
 	}
 	return b, nil
 }
