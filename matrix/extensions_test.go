@@ -334,6 +334,7 @@ func TestSetupFollowsPreload(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = Run(ctx, deps, plan, dir)
+	t.Logf("without --preload: %v", err)
 	if msg := fmt.Sprint(err); exitcode.Code(err) != exitcode.Usage || !strings.Contains(msg, "preflight before the first cell") ||
 		!strings.Contains(msg, "can only be loaded via shared_preload_libraries") || !strings.Contains(msg, "add --preload needs_preload") || strings.Contains(msg, "\n") {
 		t.Errorf("without --preload: %v (exit %d); want exit 2 from the preflight, one line saying to add --preload needs_preload", err, exitcode.Code(err))
