@@ -143,8 +143,8 @@ func (r *run) checkPreload(ctx context.Context) error {
 }
 
 // setup runs the plan's setup SQL, with cell's values, on the cluster st
-// (cluster.Manager.RunSetup: only when it did not run there with these
-// values last).
+// (cluster.Manager.RunSetup: only when it did not run there last with
+// these values, settings, preloads and extension builds).
 func (r *run) setup(ctx context.Context, st *cluster.State, cell results.Cell) error {
 	if r.setupSQL == "" {
 		return nil
@@ -178,15 +178,31 @@ func (r *run) readSetup() error {
 	return nil
 }
 
+// installFingerprint is the build fingerprint of a prebuilt install
+// (-k X=install:DIR): that of its .abtest-build.json when abtest built
+// it, "" for another's. The measured server must match it, and the
+// extensions built into it are built against it (BuildExtension).
+func installFingerprint(install string) string {
+	if info, err := build.ReadInfo(install); err == nil {
+		return info.Fingerprint
+	}
+	return ""
+}
+
 // extensionLines are -n's lines for the plan's extensions in build c:
-// cached, or built after the build.
+// cached, or built after the build. serverFP is the build's fingerprint
+// when it is installed, else "" (the extension is built after it); an
+// install's is found as the run finds it (installFingerprint, else its
+// version): -n said "to build" for a pg_cron cached in an install abtest
+// built, whose extensions the run fingerprints with its build's
+// fingerprint, not its version.
 func extensionLines(ctx context.Context, deps *Deps, dirs []string, c *results.Commit, install, serverFP string) []string {
 	var out []string
 	if deps.Builder == nil {
 		return nil
 	}
 	if c.Install != "" {
-		serverFP, _ = deps.Builder.ExtensionServer(ctx, install, "")
+		serverFP, _ = deps.Builder.ExtensionServer(ctx, install, installFingerprint(install))
 	}
 	for _, dir := range dirs {
 		e, err := build.ReadExtension(ctx, deps.Proc, dir)

@@ -2,6 +2,8 @@ package matrix
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -246,5 +249,110 @@ func userSQLStops(t *testing.T, deps *Deps, req Request, want, detail string) {
 		if ps := cluster.Processes(filepath.Join(deps.Clusters.Root, ClusterName(b))); len(ps) > 0 {
 			t.Errorf("cluster of %s: processes %v left running", b, ps)
 		}
+	}
+}
+
+// TestSetupFollowsPreload (issue 40 item 7): setup SQL runs again on a
+// reused cluster whenever what it ran under changes, not only its text:
+// a test extension that, like pg_cron, loads only when preloaded, its
+// setup SQL calling it. Run again as is, the setup is skipped; with
+// another setting, or another build of the extension, it runs again;
+// without --preload (which used to skip it and leave the cluster's
+// earlier state in place), it runs and fails in the preflight, exit 2,
+// one line that says to add --preload needs_preload. -n, before and
+// after the extension's build, says "to build" and then "cached".
+func TestSetupFollowsPreload(t *testing.T) {
+	t.Parallel()
+	ext := extensionTree(t, filepath.Join("testdata", "needs_preload"))
+	deps, pg := extDeps(t)
+	install := testpg.CopyInstallPGXS(t, pg, "fp-preload")
+	sql := filepath.Join(t.TempDir(), "setup.sql")
+	os.WriteFile(sql, []byte("CREATE EXTENSION IF NOT EXISTS needs_preload;\nSELECT needs_preload_ping();\nCREATE TABLE IF NOT EXISTS setup_runs (n int);\nINSERT INTO setup_runs VALUES (1);\n"), 0o644)
+	base := Request{
+		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Extensions: []string{ext}, Preload: []string{"needs_preload"}, SetupSQL: sql, Rates: plumbingRates,
+	}
+	ctx := context.Background()
+	dryRun := func(req Request) string {
+		t.Helper()
+		plan, err := Prepare(ctx, deps, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dry := *deps
+		b := *deps.Builder
+		run := *deps.Proc
+		run.DryRun, run.Trace = true, io.Discard
+		b.Run, dry.Proc = &run, &run
+		dry.Builder = &b
+		var out strings.Builder
+		PrintPlan(&out, plan, t.TempDir(), EstimateBuilds(ctx, &dry, plan))
+		return out.String()
+	}
+	run := func(req Request) (string, error) {
+		t.Helper()
+		plan, err := Prepare(ctx, deps, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		deps.Out, deps.Progress = &out, nil
+		err = Run(ctx, deps, plan, filepath.Join(testenv.SharedTempDir(t), "r"))
+		return out.String(), err
+	}
+	const ran = "ran setup SQL setup.sql"
+	if out := dryRun(base); !strings.Contains(out, "# extension needs_preload into build ") || !strings.Contains(out, ": to build with PGXS") {
+		t.Errorf("-n before the build: want the extension to build:\n%s", out)
+	}
+	out, err := run(base)
+	if err != nil || !strings.Contains(out, ran) {
+		t.Fatalf("first run: %v; want the setup SQL run:\n%s", err, out)
+	}
+	info, _ := build.ReadExtensionInfo(install, "needs_preload")
+	if out := dryRun(base); info == nil || !strings.Contains(out, ": cached (fingerprint "+text.Short(info.Fingerprint)+")") {
+		t.Errorf("-n after the build (record %+v): want the extension cached:\n%s", info, out)
+	}
+	if out, err := run(base); err != nil || strings.Contains(out, ran) {
+		t.Errorf("the same run again: %v; want no setup SQL:\n%s", err, out)
+	}
+	other := base
+	other.Settings = []results.Axis{{Name: "work_mem", Values: []string{"8MB"}}}
+	if out, err := run(other); err != nil || !strings.Contains(out, ran) {
+		t.Errorf("another setting: %v; want the setup SQL run again:\n%s", err, out)
+	}
+	// Another build of the extension (its tree changed).
+	os.WriteFile(filepath.Join(ext, "README"), []byte("changed\n"), 0o644)
+	if out, err := run(other); err != nil || !strings.Contains(out, ran) || !strings.Contains(out, "needs_preload: built") {
+		t.Errorf("another build of the extension: %v; want it built and the setup SQL run again:\n%s", err, out)
+	}
+	bare := other
+	bare.Preload = nil
+	dir := filepath.Join(testenv.SharedTempDir(t), "r")
+	plan, err := Prepare(ctx, deps, bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, deps, plan, dir)
+	t.Logf("without --preload: %v", err)
+	if msg := fmt.Sprint(err); exitcode.Code(err) != exitcode.Usage || !strings.Contains(msg, "preflight before the first cell") ||
+		!strings.Contains(msg, "can only be loaded via shared_preload_libraries") || !strings.Contains(msg, "add --preload needs_preload") || strings.Contains(msg, "\n") {
+		t.Errorf("without --preload: %v (exit %d); want exit 2 from the preflight, one line saying to add --preload needs_preload", err, exitcode.Code(err))
+	}
+	if recs, _, _ := results.ReadRecords(dir); len(recs) != 0 {
+		t.Errorf("without --preload: %d cells recorded; want none", len(recs))
+	}
+	st, err := deps.Clusters.Start(ctx, ClusterName("a"), cluster.Options{Install: install, Preload: []string{"needs_preload"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, st.ConnString(cluster.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM setup_runs").Scan(&n); err != nil || n != 3 {
+		t.Errorf("setup_runs holds %d rows (%v); want 3: the first run, another setting, another build", n, err)
 	}
 }

@@ -306,9 +306,7 @@ func (r *run) build(ctx context.Context, c *results.Commit) error {
 		c.Version = version
 		// An install abtest built (install:$PG_INSTALL_DIR/NAME) has a
 		// fingerprint, which the measured server must match.
-		if info, err := build.ReadInfo(c.Install); err == nil {
-			c.Fingerprint = info.Fingerprint
-		}
+		c.Fingerprint = installFingerprint(c.Install)
 		return nil
 	}
 	if err := r.worktree(ctx, c); err != nil {

@@ -32,6 +32,9 @@ const (
 	// An open-loop (-R) point's offered rate and backlog (Saturation).
 	MetricOfferedTPS = "offered_tps"
 	MetricBacklog    = "backlog_s"
+	// Its stalls: gaps in which it committed nothing (Saturation.Stalls).
+	MetricStalls   = "stalls"
+	MetricStallMax = "stall_max_s"
 
 	// The probes that explain a window (issue 25; seed 000's point
 	// table): tuples, HOT, vacuum, sizes, buffers, the xmin horizon.
@@ -97,6 +100,8 @@ var Builtin = Metrics{
 	{Name: MetricServerCPUPerTx, Unit: "s/tx", Direction: LowerIsBetter, ThresholdPct: 2, Tier: TierBand, Doc: "server CPU seconds per transaction (/proc)"},
 	{Name: MetricOfferedTPS, Unit: "tx/s", Direction: Descriptive, ThresholdPct: 1, Tier: TierReport, Doc: "the rate an open-loop (-R) point was offered; tps is what it committed"},
 	{Name: MetricBacklog, Unit: "s", Direction: LowerIsBetter, ThresholdPct: 10, Tier: TierReport, Doc: "the most offered work an open-loop point fell behind by, in seconds of it: offered and not committed by the end, or pgbench's largest schedule lag"},
+	{Name: MetricStalls, Unit: "stalls", Direction: LowerIsBetter, ThresholdPct: 0, Tier: TierReport, Count: true, Doc: "gaps in which an open-loop point committed nothing for longer than its rate makes likely (at least 250 ms): a stall, reported, not saturation"},
+	{Name: MetricStallMax, Unit: "s", Direction: LowerIsBetter, ThresholdPct: 10, Tier: TierReport, Doc: "the longest stall of an open-loop point (0 without one)"},
 	// Rows written per transaction are fixed by the script: exact, like
 	// seed 000's gated tuple counts (the window's totals, tup_ins…,
 	// follow the throughput of a timed run).

@@ -231,6 +231,14 @@ type Saturation struct {
 	// BoundS is the backlog beyond which the point is saturated.
 	BoundS    float64 `json:"bound_s"`
 	Saturated bool    `json:"saturated"`
+	// Stalls counts the gaps in which the point committed nothing for
+	// longer than chance allows (workload.Stall); StallMaxS is the
+	// longest, StalledS their sum. A stall is not saturation: the
+	// backlog it leaves counts against the bound, and the point is
+	// judged on what it committed outside its stalls.
+	Stalls    int     `json:"stalls,omitempty"`
+	StallMaxS float64 `json:"stall_max_s,omitempty"`
+	StalledS  float64 `json:"stalled_s,omitempty"`
 	// Reason says why the point is saturated ("" when it is not).
 	Reason string `json:"reason,omitempty"`
 }

@@ -193,7 +193,7 @@ func TestSaturationOf(t *testing.T) {
 		{"poisson", 30, Summary{TPS: 26, Processed: 78}, 0, false, "", 0.4},
 		{"nothing committed", 500, Summary{}, 0, true, "committed 0 of the 500 tx/s offered (0 %", 3},
 	} {
-		sat := SaturationOf(tc.rate, tc.sum, tc.bound, 3)
+		sat := SaturationOf(tc.rate, tc.sum, tc.bound, 3, nil)
 		if sat.Saturated != tc.saturated || !strings.Contains(sat.Reason, tc.why) || (sat.Reason == "") == tc.saturated {
 			t.Errorf("%s: saturated %v (%q), want %v (%q)", tc.name, sat.Saturated, sat.Reason, tc.saturated, tc.why)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -124,13 +125,7 @@ func (r *Runner) metrics(res *Result, txlog *TxLog, s Spec) {
 		m[results.MetricOldestXminAge] = float64(*res.OldestXminAge)
 	}
 	if s.Rate > 0 {
-		m[results.MetricLagAvg] = sum.LagAvgMS
-		sat := SaturationOf(s.Rate, sum, s.BacklogBound, res.Duration)
-		res.Saturation, res.Saturated = &sat, sat.Saturated
-		m[results.MetricOfferedTPS], m[results.MetricBacklog] = sat.OfferedTPS, sat.BacklogS
-		if sat.Saturated {
-			res.Warnings = append(res.Warnings, "saturated: "+sat.Reason)
-		}
+		openLoop(res, txlog, s)
 	}
 	// The deallocations are counted from before the probe's first
 	// reading to after its second, so they cover its window.
@@ -222,7 +217,8 @@ const MinCommittedShare = 0.9
 
 // SaturationOf judges an open-loop point offered rate tx/s whose
 // pgbench summary is sum, against a backlog bound (0: the default);
-// duration is the run's -T, for a point that committed nothing.
+// duration is the run's -T, for a point that committed nothing; stalls
+// are the window's (TxLog.Stalls), nil when unknown.
 //
 // The point is saturated when its backlog passed the bound, or when it
 // committed less than MinCommittedShare of its offer by more than
@@ -232,7 +228,16 @@ const MinCommittedShare = 0.9
 // commits 72–108 without falling behind); 3√n is left to chance.
 // Nothing here depends on progress reports, which a short cell has too
 // few of to show a trend.
-func SaturationOf(rate float64, sum Summary, bound time.Duration, duration float64) Saturation {
+//
+// A stall is not saturation (issue 40: a 1 s stall of a 3 s cell, or
+// one at its end, called an easy point saturated). Its length counts
+// in the backlog, so a stall as long as the bound saturates; the share
+// is judged on the time outside the stalls, where a point that keeps
+// its rate commits its offer (after a stall in the middle it catches
+// up, and need not have by the end), while a point that falls behind
+// steadily does not, stalls or none. A point whose stalls took half
+// its window or more has shown too little to be excused.
+func SaturationOf(rate float64, sum Summary, bound time.Duration, duration float64, stalls []Stall) Saturation {
 	if bound <= 0 {
 		bound = DefaultBacklogBound
 	}
@@ -240,19 +245,26 @@ func SaturationOf(rate float64, sum Summary, bound time.Duration, duration float
 	if rate <= 0 {
 		return sat
 	}
-	elapsed := duration
-	if sum.TPS > 0 {
-		elapsed = float64(sum.Processed) / sum.TPS // pgbench's own measured time
+	elapsed := WindowSeconds(sum, duration)
+	for _, st := range stalls {
+		sat.Stalls++
+		sat.StallMaxS = math.Max(sat.StallMaxS, st.S)
+		sat.StalledS += st.S
 	}
 	offered := rate * elapsed
 	short := offered - float64(sum.Processed)
-	sat.BacklogS = math.Max(math.Max(short, 0)/rate, sum.LagMaxMS/1000)
+	sat.BacklogS = math.Max(math.Max(math.Max(short, 0)/rate, sum.LagMaxMS/1000), sat.StallMaxS)
 	var why []string
 	if sat.BacklogS > sat.BoundS {
 		why = append(why, fmt.Sprintf("backlog reached %.1f s of offered work, beyond the bound of %.3g s", sat.BacklogS, sat.BoundS))
 	}
-	if short > (1-MinCommittedShare)*offered && short > 3*math.Sqrt(offered) {
-		why = append(why, fmt.Sprintf("committed %.0f of the %.0f tx/s offered (%.0f %%, below %.0f %%)", sum.TPS, rate, 100*float64(sum.Processed)/offered, 100*MinCommittedShare))
+	owed, outside := offered, ""
+	if sat.Stalls > 0 && sat.StalledS < elapsed/2 {
+		owed = rate * (elapsed - sat.StalledS)
+		outside = fmt.Sprintf(" outside its %s (%.1f s)", text.Count(sat.Stalls, "stall"), sat.StalledS)
+	}
+	if short := owed - float64(sum.Processed); short > (1-MinCommittedShare)*owed && short > 3*math.Sqrt(owed) {
+		why = append(why, fmt.Sprintf("committed %.0f of the %.0f tx/s offered (%.0f %%%s, below %.0f %%)", sum.TPS, rate, 100*float64(sum.Processed)/owed, outside, 100*MinCommittedShare))
 	}
 	sat.Saturated, sat.Reason = len(why) > 0, strings.Join(why, "; ")
 	return sat
