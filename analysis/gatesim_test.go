@@ -540,7 +540,7 @@ var (
 // demoBlocks are the recorded demo run's blocks.
 func demoBlocks(t testing.TB) *gatesim.Blocks {
 	t.Helper()
-	b, err := gatesim.ReadBlocks(filepath.Join("..", "internal", "demo", "testdata", "run"))
+	b, err := gatesim.ReadBlocks(filepath.Join("..", "demo", "testdata", "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -894,7 +894,7 @@ func TestSeed000SweepAA(t *testing.T) {
 
 func readDemoPlan(t testing.TB) *results.Plan {
 	t.Helper()
-	p, err := results.ReadPlan(filepath.Join("..", "internal", "demo", "testdata", "run"))
+	p, err := results.ReadPlan(filepath.Join("..", "demo", "testdata", "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -903,7 +903,7 @@ func readDemoPlan(t testing.TB) *results.Plan {
 
 func readDemoRecords(t testing.TB) []results.Record {
 	t.Helper()
-	recs, _, err := results.ReadRecords(filepath.Join("..", "internal", "demo", "testdata", "run"))
+	recs, _, err := results.ReadRecords(filepath.Join("..", "demo", "testdata", "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
