@@ -144,7 +144,7 @@ func (r *Report) writeSummary(w io.Writer) {
 		if sm.Unreachable > 0 {
 			fmt.Fprintf(w, "  - %d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict\n", sm.Unreachable)
 		}
-		fmt.Fprintf(w, "  - tests: %d gated tests in one family at α = %v (family-wise: the primary first, the other gated metrics behind it), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
+		fmt.Fprintf(w, "  - tests: %d gated tests at α = %v (the primaries first and the other gated metrics behind them in one family, event counts in their own), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
 		if line := r.blocksLine(sm); line != "" {
 			fmt.Fprintf(w, "  - %s\n", line)
 		}
@@ -674,6 +674,7 @@ func (r *Report) method() string {
 		"an open loop at a fixed offered rate the primary its workload declares, else latency_p99_ms; instruction cells instructions per transaction; "+
 		"--primary overrides), tested in each configuration and, pooled over the configurations that share it, at once (the run-level answer); "+
 		"the other gated metrics only behind their configuration's primary; "+
+		"gated event counts (failed transactions, pgss_deallocs) in a family of their own at α, taking none of the primary's; "+
 		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar (%s); "+
 		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha, r.barRule())
 }
