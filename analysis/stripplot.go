@@ -26,12 +26,16 @@ func (w *plotWriter) stripPlots() error {
 	for _, t := range w.r.Tiers {
 		gated[t.Metric] = t.Gated
 	}
+	primaryOf := map[string]string{}
+	for _, c := range w.r.Plan.Configs {
+		primaryOf[c.ID()] = PrimaryFor(c, w.r.Plan)
+	}
 	var rows []Row
 	for _, primary := range []bool{true, false} {
 		for _, row := range w.r.Rows {
 			def, _ := w.r.Plan.Metrics.Get(row.Metric)
-			isPrimary := slices.Contains(DefaultPrimary, row.Metric)
-			if !gated[row.Metric] || def.SameAs != "" || isPrimary != primary || w.commitsWithValues(row) < 2 {
+			isPrimary := row.Metric == primaryOf[row.Config]
+			if !gated[row.Metric] && !isPrimary || def.SameAs != "" || isPrimary != primary || w.commitsWithValues(row) < 2 {
 				continue
 			}
 			if isPrimary || slices.ContainsFunc(row.Stats, func(s Stat) bool { return s.Verdict != results.Same && s.Verdict != results.VerdictBaseline }) {
