@@ -31,10 +31,10 @@ func (w *plotWriter) latencyVsRate() error {
 			if lines[k] == nil {
 				order = append(order, k)
 			}
-			if _, ok := pt.Medians[results.MetricLatencyP99]; ok && pt.OfferedTPS > 0 {
+			if _, ok := pt.Medians[results.MetricLatencyP99]; ok && pt.OfferedOps > 0 {
 				lines[k] = append(lines[k], pt)
-				if !slices.Contains(rates, pt.OfferedTPS) {
-					rates = append(rates, pt.OfferedTPS)
+				if !slices.Contains(rates, pt.OfferedOps) {
+					rates = append(rates, pt.OfferedOps)
 				}
 			}
 		}
@@ -45,6 +45,9 @@ func (w *plotWriter) latencyVsRate() error {
 		p := plot.New()
 		p.Title.Text = "p99 latency by offered rate"
 		p.X.Label.Text = "offered transactions/s"
+		if s.OpsPerTx != "" {
+			p.X.Label.Text = "offered operations/s (-- abtest:ops-per-tx " + s.OpsPerTx + ")"
+		}
 		p.Y.Label.Text = "p99 latency, ms (median of cells)"
 		var sat *plotter.Scatter
 		varSets := []string{}
@@ -62,7 +65,7 @@ func (w *plotWriter) latencyVsRate() error {
 			style := slices.Index(varSets, v)
 			var xys, crosses plotter.XYs
 			for _, pt := range pts {
-				xy := plotter.XY{X: pt.OfferedTPS, Y: pt.Medians[results.MetricLatencyP99]}
+				xy := plotter.XY{X: pt.OfferedOps, Y: pt.Medians[results.MetricLatencyP99]}
 				xys = append(xys, xy)
 				if pt.Saturated > 0 {
 					crosses = append(crosses, xy)
