@@ -177,6 +177,14 @@ func (s Sweep) rateHead(what string) string {
 	return what + " ops/s"
 }
 
+// rateAxis names the offered rate on a plot's axis.
+func (s Sweep) rateAxis() string {
+	if s.OpsPerTx == "" {
+		return "offered transactions/s"
+	}
+	return "offered operations/s (-- abtest:ops-per-tx " + s.OpsPerTx + ")"
+}
+
 // offered is the point's offered rate, in operations and, where they
 // differ, in transactions.
 func (pt SweepPoint) offered() string {

@@ -44,10 +44,7 @@ func (w *plotWriter) latencyVsRate() error {
 		}
 		p := plot.New()
 		p.Title.Text = "p99 latency by offered rate"
-		p.X.Label.Text = "offered transactions/s"
-		if s.OpsPerTx != "" {
-			p.X.Label.Text = "offered operations/s (-- abtest:ops-per-tx " + s.OpsPerTx + ")"
-		}
+		p.X.Label.Text = s.rateAxis()
 		p.Y.Label.Text = "p99 latency, ms (median of cells)"
 		var sat *plotter.Scatter
 		varSets := []string{}
