@@ -110,6 +110,9 @@ func medians(cells []*results.Record, columns []metricColumn) map[string]float64
 	for _, c := range columns {
 		var vs []float64
 		for _, rec := range cells {
+			if slices.Contains(unvacuumed, c.metric) && rec.Metrics.Value(results.MetricAutovacuumRuns) > 0 {
+				continue
+			}
 			if v, ok := rec.Metrics.Get(c.metric); ok && rec.Void[c.metric] == "" {
 				vs = append(vs, v)
 			}
@@ -146,6 +149,12 @@ type metricColumn struct {
 	per          perKind
 }
 
+// unvacuumed are the metrics a table takes from the cells no autovacuum
+// ran in: the dead tuples' growth is the dead tuples a window made only
+// where nothing removed any (a heartbeat cell whose window an
+// autovacuum ran in showed −16 dead tuples a ping, the others exactly 1).
+var unvacuumed = []string{results.MetricDeadTupPerTx, results.MetricDeadTupGrowth}
+
 // factMedians are the medians of what the condition reached.
 func factMedians(cells []*results.Record) map[string]float64 {
 	by := map[string][]float64{}
@@ -167,7 +176,7 @@ func (r *Report) writeConditions(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "## Under conditions\n\n")
-	fmt.Fprintf(w, "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. *reached* is what the condition held by the end of the window; *its measure* the workload's own (its declared primary, else a metric it declares, else pgbench's p99 latency). committed/s and /op count the workload's operations where its file declares them (-- abtest:ops-per-tx), the figure per transaction in brackets where a transaction carries more than one; transactions otherwise.\n\n")
+	fmt.Fprintf(w, "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. *reached* is what the condition held by the end of the window; *its measure* the workload's own (its declared primary, else a metric it declares, else pgbench's p99 latency). committed/s and /op count the workload's operations where its file declares them (-- abtest:ops-per-tx), the figure per transaction in brackets where a transaction carries more than one; transactions otherwise. Dead tuples are the medians of the cells no autovacuum ran in.\n\n")
 	fmt.Fprintf(w, "| condition | configuration | commit | reached | %s | its measure |", conditionMetrics[0].head)
 	for _, c := range conditionMetrics[1:] {
 		fmt.Fprintf(w, " %s |", c.head)

@@ -130,7 +130,7 @@ func commitOrder(p *results.Plan, a, b string) int {
 func (r *Report) writeSweeps(w io.Writer) {
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(w, "## Sweep: %s\n\n", s.Series)
-		fmt.Fprintf(w, "One row per point and commit: medians over its cells, %s. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n", s.perOpSays())
+		fmt.Fprintf(w, "One row per point and commit: medians over its cells, %s. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged. dead/op is the median of the cells no autovacuum ran in (a vacuum in the window removes dead tuples: – where it ran in every cell).\n\n", s.perOpSays())
 		var cols []int
 		for i, col := range sweepColumns {
 			if slices.ContainsFunc(s.Points, func(pt SweepPoint) bool { _, ok := pt.Medians[col.metric]; return ok }) {
@@ -197,8 +197,8 @@ func (pt SweepPoint) offered() string {
 // twoWays is perOp, and perTx in brackets (with unit) where a
 // transaction carries other than one operation.
 func (pt SweepPoint) twoWays(perOp, perTx float64, unit string) string {
-	if pt.OpsPerTx == 1 || pt.OpsPerTx == 0 {
-		return num(perOp)
+	if pt.OpsPerTx == 1 || pt.OpsPerTx == 0 || num(perOp) == num(perTx) {
+		return num(perOp) // 0 is 0 either way
 	}
 	return fmt.Sprintf("%s (%s%s)", num(perOp), num(perTx), unit)
 }
