@@ -53,7 +53,7 @@ func benchName(c results.Config) string {
 		b.WriteString(strconv.Itoa(c.CPUs))
 	}
 	if c.Rate > 0 {
-		b.WriteString("/rate=" + results.FormatRate(c.Rate))
+		b.WriteString("/rate=" + results.FormatRate(c.Rate) + string(c.RateUnit))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Vars)) {
 		b.WriteString("/" + clean(k) + "=" + clean(c.Vars[k]))

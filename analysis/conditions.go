@@ -4,7 +4,12 @@ package analysis
 // condition beside the same configuration without one, per commit —
 // what the condition reached (the xmin age the holder's snapshot got to,
 // the WAL an idle slot retained, the checkpoints forced, the rows the
-// updater wrote) and what it did to the probes that explain it.
+// updater wrote) and what it did to the probes that explain it, and to
+// the workload's own measure: its declared primary, else the first
+// metric it declares, else pgbench's p99 latency (of ticker.sql's
+// INSERT, seed 002 showed, which says nothing of its delivery). Rates
+// and probes per operation count the workload's operations where its
+// file declares them, as the sweep's table does.
 
 import (
 	"fmt"
@@ -25,6 +30,11 @@ type UnderCondition struct {
 	Without string `json:"without,omitempty"`
 	Commit  string `json:"commit"`
 	Cells   int    `json:"cells"`
+	// Metric is the workload's own measure in the table (in Medians);
+	// OpsPerTx the operations one transaction carries (1 without a
+	// declaration): the per-transaction medians are divided by it.
+	Metric   string  `json:"metric"`
+	OpsPerTx float64 `json:"ops_per_tx"`
 	// Reached are the medians of what the condition reached
 	// (results.Record.ConditionFacts).
 	Reached map[string]float64 `json:"reached"`
@@ -34,12 +44,26 @@ type UnderCondition struct {
 	WithoutMedians map[string]float64 `json:"without_medians,omitempty"`
 }
 
-// conditionMetrics are the probes a condition shows in, beside it.
+// conditionMetrics are the probes a condition shows in, beside it; the
+// workload's own measure (UnderCondition.Metric) comes after the rate.
 var conditionMetrics = []metricColumn{
-	{"TPS", results.MetricTPS}, {"p99 ms", results.MetricLatencyP99}, {"oldest xmin age", results.MetricOldestXminAge},
-	{"dead tuples +", results.MetricDeadTupGrowth}, {"dead/op", results.MetricDeadTupPerTx}, {"HOT %", results.MetricHOTUpdatePct},
-	{"WAL B/op", results.MetricWALBytesPerTx},
+	{"committed/s", results.MetricTPS, perRate}, {"oldest xmin age", results.MetricOldestXminAge, perNone},
+	{"dead tuples +", results.MetricDeadTupGrowth, perNone}, {"dead/op", results.MetricDeadTupPerTx, perTx}, {"HOT %", results.MetricHOTUpdatePct, perNone},
+	{"WAL B/op", results.MetricWALBytesPerTx, perTx},
 }
+
+// perKind says how a column's metric goes with the workload's
+// operations.
+type perKind int
+
+const (
+	perNone perKind = iota
+	// perTx is a count per transaction: divided by the operations one
+	// transaction carries, it is per operation.
+	perTx
+	// perRate is transactions a second: multiplied by them, operations.
+	perRate
+)
 
 // underConditions summarises the ok cells of every configuration with a
 // condition, and of the same configuration without one.
@@ -66,10 +90,13 @@ func underConditions(p *results.Plan, recs []results.Record) []UnderCondition {
 		first := cells[k][0]
 		without := first.Config
 		without.Condition = ""
+		metric := workloadMetric(p, first.Workload, cells[k])
+		cols := append(slices.Clone(conditionMetrics), metricColumn{metric: metric})
 		u := UnderCondition{Condition: first.Condition, Config: k.config, Commit: k.commit, Cells: len(cells[k]),
-			Reached: factMedians(cells[k]), Medians: medians(cells[k], conditionMetrics)}
+			Metric: metric, OpsPerTx: p.Options.OpsPerTx(first.Config),
+			Reached: factMedians(cells[k]), Medians: medians(cells[k], cols)}
 		if w := cells[key{without.ID(), k.commit}]; len(w) > 0 {
-			u.Without, u.WithoutMedians = without.ID(), medians(w, conditionMetrics)
+			u.Without, u.WithoutMedians = without.ID(), medians(w, cols)
 		}
 		out = append(out, u)
 	}
@@ -83,6 +110,9 @@ func medians(cells []*results.Record, columns []metricColumn) map[string]float64
 	for _, c := range columns {
 		var vs []float64
 		for _, rec := range cells {
+			if slices.Contains(unvacuumed, c.metric) && rec.Metrics.Value(results.MetricAutovacuumRuns) > 0 {
+				continue
+			}
 			if v, ok := rec.Metrics.Get(c.metric); ok && rec.Void[c.metric] == "" {
 				vs = append(vs, v)
 			}
@@ -94,8 +124,36 @@ func medians(cells []*results.Record, columns []metricColumn) map[string]float64
 	return out
 }
 
-// metricColumn is a column of a table: its heading and the metric it shows.
-type metricColumn struct{ head, metric string }
+// workloadMetric is what a workload measures of itself: the primary
+// its file declares, else the first metric of the plan's definitions
+// not abtest's own that its cells have, else pgbench's p99 latency.
+func workloadMetric(p *results.Plan, workload string, cells []*results.Record) string {
+	if m := p.Options.Declares[workload].Primary; m != "" {
+		return m
+	}
+	for _, m := range p.Metrics {
+		if _, builtin := results.Builtin.Get(m.Name); builtin {
+			continue
+		}
+		if slices.ContainsFunc(cells, func(rec *results.Record) bool { _, ok := rec.Metrics.Get(m.Name); return ok }) {
+			return m.Name
+		}
+	}
+	return results.MetricLatencyP99
+}
+
+// metricColumn is a column of a table: its heading, the metric it shows
+// and how that goes with the workload's operations.
+type metricColumn struct {
+	head, metric string
+	per          perKind
+}
+
+// unvacuumed are the metrics a table takes from the cells no autovacuum
+// ran in: the dead tuples' growth is the dead tuples a window made only
+// where nothing removed any (a heartbeat cell whose window an
+// autovacuum ran in showed −16 dead tuples a ping, the others exactly 1).
+var unvacuumed = []string{results.MetricDeadTupPerTx, results.MetricDeadTupGrowth}
 
 // factMedians are the medians of what the condition reached.
 func factMedians(cells []*results.Record) map[string]float64 {
@@ -118,24 +176,38 @@ func (r *Report) writeConditions(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "## Under conditions\n\n")
-	fmt.Fprintf(w, "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. *reached* is what the condition held by the end of the window.\n\n")
-	fmt.Fprintf(w, "| condition | configuration | commit | reached |")
-	for _, c := range conditionMetrics {
+	fmt.Fprintf(w, "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. *reached* is what the condition held by the end of the window; *its measure* the workload's own (its declared primary, else a metric it declares, else pgbench's p99 latency). committed/s and /op count the workload's operations where its file declares them (-- abtest:ops-per-tx), the figure per transaction in brackets where a transaction carries more than one; transactions otherwise. Dead tuples are the medians of the cells no autovacuum ran in.\n\n")
+	fmt.Fprintf(w, "| condition | configuration | commit | reached | %s | its measure |", conditionMetrics[0].head)
+	for _, c := range conditionMetrics[1:] {
 		fmt.Fprintf(w, " %s |", c.head)
 	}
-	fmt.Fprintf(w, "\n|---|---|---|---|%s\n", strings.Repeat("--:|", len(conditionMetrics)))
+	fmt.Fprintf(w, "\n|---|---|---|---|%s\n", strings.Repeat("--:|", len(conditionMetrics)+1))
 	for _, u := range r.Conditions {
-		var reached []string
-		for _, k := range slices.Sorted(maps.Keys(u.Reached)) {
-			reached = append(reached, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |", u.Condition, mdCell(r.shownConfig(u.Config)), u.Commit, strings.Join(reached, ", "))
-		for _, c := range conditionMetrics {
-			fmt.Fprintf(w, " %s |", u.pair(c.metric))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s %s |", u.Condition, mdCell(r.shownConfig(u.Config)), u.Commit, strings.Join(u.reached(), ", "),
+			u.pair(conditionMetrics[0]), measureName(u.Metric), u.pair(metricColumn{metric: u.Metric}))
+		for _, c := range conditionMetrics[1:] {
+			fmt.Fprintf(w, " %s |", u.pair(c))
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
+}
+
+// measureName names a workload's measure in a cell.
+func measureName(m string) string {
+	if m == results.MetricLatencyP99 {
+		return "p99 ms"
+	}
+	return m
+}
+
+// reached says what the condition reached, by name.
+func (u UnderCondition) reached() []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(u.Reached)) {
+		out = append(out, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))
+	}
+	return out
 }
 
 // writeConditionsText writes, in 80 columns, each configuration under
@@ -148,14 +220,10 @@ func (r *Report) writeConditionsText(w io.Writer) {
 	fmt.Fprintf(w, "Under conditions (without -> under)\n\n")
 	for _, u := range r.Conditions {
 		wrap(w, "  ", "    ", fmt.Sprintf("%s, %s, %s:", u.Condition, u.Commit, r.shownConfig(u.Config)))
-		var reached []string
-		for _, k := range slices.Sorted(maps.Keys(u.Reached)) {
-			reached = append(reached, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))
-		}
-		wrap(w, "    ", "      ", "reached: "+strings.Join(reached, ", "))
+		wrap(w, "    ", "      ", "reached: "+strings.Join(u.reached(), ", "))
 		var probes []string
-		for _, c := range conditionMetrics {
-			if v := u.pair(c.metric); v != "–" {
+		for _, c := range append([]metricColumn{conditionMetrics[0], {head: measureName(u.Metric), metric: u.Metric}}, conditionMetrics[1:]...) {
+			if v := u.pair(c); v != "–" {
 				probes = append(probes, c.head+" "+strings.ReplaceAll(v, "→", "->"))
 			}
 		}
@@ -164,14 +232,29 @@ func (r *Report) writeConditionsText(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// pair is "without → under" for metric m, or what there is of it.
-func (u UnderCondition) pair(m string) string {
-	under, ok := u.Medians[m]
+// pair is "without → under" of column c, per operation where it counts
+// per transaction (and per transaction in brackets where they differ),
+// or what there is of it.
+func (u UnderCondition) pair(c metricColumn) string {
+	under, ok := u.Medians[c.metric]
 	if !ok {
 		return "–"
 	}
-	if before, ok := u.WithoutMedians[m]; ok {
-		return num(before) + " → " + num(under)
+	ops := u.OpsPerTx
+	if ops <= 0 {
+		ops = 1 // a report of an earlier version
 	}
-	return num(under)
+	scale := map[perKind]float64{perNone: 1, perTx: 1 / ops, perRate: ops}[c.per]
+	two := func(f func(float64) string) string {
+		if before, ok := u.WithoutMedians[c.metric]; ok {
+			return f(before) + " → " + f(under)
+		}
+		return f(under)
+	}
+	out := two(func(v float64) string { return num(v * scale) })
+	if scale != 1 {
+		unit := map[perKind]string{perTx: "/tx", perRate: " tx/s"}[c.per]
+		out += " (" + two(num) + unit + ")"
+	}
+	return out
 }

@@ -24,6 +24,7 @@ type configIDs struct {
 // sameConfig is a configuration's fields, its maps by identity.
 type sameConfig struct {
 	workload, condition string
+	rateUnit            results.RateUnit
 	clients, cpus       int
 	instructions        bool
 	rate                uint64 // bits: -0 and 0 apart, as c.ID() keeps them
@@ -59,7 +60,7 @@ func (ids *configIDs) of(c results.Config) string {
 
 // sameOf is c's fields, its maps by identity.
 func sameOf(c results.Config) sameConfig {
-	return sameConfig{workload: c.Workload, condition: c.Condition, clients: c.Clients, cpus: c.CPUs, instructions: c.Instructions,
+	return sameConfig{workload: c.Workload, condition: c.Condition, rateUnit: c.RateUnit, clients: c.Clients, cpus: c.CPUs, instructions: c.Instructions,
 		rate: math.Float64bits(c.Rate), settings: mapAddr(c.Settings), vars: mapAddr(c.Vars)}
 }
 

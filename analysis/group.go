@@ -144,6 +144,7 @@ func configKey(b []byte, c results.Config) []byte {
 	b = strconv.AppendBool(b, c.Instructions)
 	b = strconv.AppendFloat(b, c.Rate, 'g', -1, 64)
 	b = append(b, ',')
+	str(string(c.RateUnit))
 	sorted(c.Settings)
 	sorted(c.Vars)
 	str(c.Condition)

@@ -5,6 +5,13 @@ package analysis
 // reported per commit in the seed's shape — offered and committed per
 // second, latency percentiles, saturation and probes per operation —
 // saturated points included, marked, never dropped.
+//
+// An operation is what the user counts: where the workload's file says
+// how many one transaction carries (-- abtest:ops-per-tx :batch), rates
+// are in operations a second and the per-transaction probes are divided
+// by the point's count (a batch of 10 updating 10 rows is 1 update per
+// operation), with the per-transaction figure beside it; elsewhere an
+// operation is a transaction.
 
 import (
 	"cmp"
@@ -19,8 +26,12 @@ import (
 // Sweep is one series of points.
 type Sweep struct {
 	// Series is the id of the configuration without rate and variables.
-	Series string       `json:"series"`
-	Points []SweepPoint `json:"points"`
+	Series string `json:"series"`
+	// OpsPerTx is what its workload declares an operation to be
+	// (-- abtest:ops-per-tx, ":batch" or a number); empty: a
+	// transaction.
+	OpsPerTx string       `json:"ops_per_tx,omitempty"`
+	Points   []SweepPoint `json:"points"`
 }
 
 // SweepPoint is one commit at one point: medians over its ok cells,
@@ -32,25 +43,32 @@ type SweepPoint struct {
 	// points of one line of a plot.
 	Vars   string `json:"vars,omitempty"`
 	Commit string `json:"commit"`
-	// OfferedTPS is the point's offered rate (0: a closed loop).
+	// OfferedTPS is the rate pgbench was offered, in transactions a
+	// second (0: a closed loop); OfferedOps the point's rate in the
+	// workload's operations a second, OpsPerTx the operations one of its
+	// transactions carries (1 where the workload declares none).
 	OfferedTPS float64 `json:"offered_tps"`
+	OfferedOps float64 `json:"offered_ops"`
+	OpsPerTx   float64 `json:"ops_per_tx"`
 	// Cells and Saturated count the commit's ok cells and the saturated
 	// ones among them.
 	Cells     int `json:"cells"`
 	Saturated int `json:"saturated"`
-	// Medians of the point's metrics (committed/s is tps).
+	// Medians of the point's metrics as recorded, per transaction
+	// (committed/s is tps): PerOp divides by OpsPerTx.
 	Medians map[string]float64 `json:"medians"`
 }
 
 // sweepColumns are a point table's columns after point, commit and
 // offered/s: a heading and its metric (committed/s is tps), in seed
-// 000's order; a column no point has is left out.
+// 000's order; a column no point has is left out. The per-transaction
+// ones (perTx) are shown per operation.
 var sweepColumns = []metricColumn{
-	{"committed/s", results.MetricTPS}, {"p50 ms", results.MetricLatencyP50}, {"p95 ms", results.MetricLatencyP95}, {"p99 ms", results.MetricLatencyP99},
-	{"backlog s", results.MetricBacklog}, {"ins/op", results.MetricTupInsPerTx}, {"upd/op", results.MetricTupUpdPerTx},
-	{"WAL rec/op", results.MetricWALRecordsPerTx}, {"WAL B/op", results.MetricWALBytesPerTx}, {"FPI/op", results.MetricWALFPIPerTx},
-	{"HOT %", results.MetricHOTUpdatePct}, {"dead/op", results.MetricDeadTupPerTx}, {"autovacuums", results.MetricAutovacuumRuns},
-	{"index +B", results.MetricIndexGrowth}, {"oldest xmin age", results.MetricOldestXminAge},
+	{"committed/s", results.MetricTPS, perRate}, {"p50 ms", results.MetricLatencyP50, perNone}, {"p95 ms", results.MetricLatencyP95, perNone}, {"p99 ms", results.MetricLatencyP99, perNone},
+	{"backlog s", results.MetricBacklog, perNone}, {"ins/op", results.MetricTupInsPerTx, perTx}, {"upd/op", results.MetricTupUpdPerTx, perTx},
+	{"WAL rec/op", results.MetricWALRecordsPerTx, perTx}, {"WAL B/op", results.MetricWALBytesPerTx, perTx}, {"FPI/op", results.MetricWALFPIPerTx, perTx},
+	{"HOT %", results.MetricHOTUpdatePct, perNone}, {"dead/op", results.MetricDeadTupPerTx, perTx}, {"autovacuums", results.MetricAutovacuumRuns, perNone},
+	{"index +B", results.MetricIndexGrowth, perNone}, {"oldest xmin age", results.MetricOldestXminAge, perNone},
 }
 
 // sweeps finds the plan's series of points and summarises each point.
@@ -70,12 +88,14 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 		}
 		id := rec.Config.Series().ID()
 		if series[id] == nil {
-			series[id] = &Sweep{Series: id}
+			series[id] = &Sweep{Series: id, OpsPerTx: p.Options.Declares[rec.Workload].OpsPerTx}
 			order = append(order, id)
 		}
 		k := key{rec.Config.ID(), rec.Commit}
 		if byPoint[k] == nil {
-			series[id].Points = append(series[id].Points, SweepPoint{Config: k.config, Point: rec.Config.Point(), Vars: rec.Config.VarsLabel(), Commit: rec.Commit, OfferedTPS: rec.Rate})
+			o := &p.Options
+			series[id].Points = append(series[id].Points, SweepPoint{Config: k.config, Point: rec.Config.Point(), Vars: rec.Config.VarsLabel(), Commit: rec.Commit,
+				OfferedTPS: o.TxRate(rec.Config), OfferedOps: o.OpsRate(rec.Config), OpsPerTx: o.OpsPerTx(rec.Config)})
 		}
 		byPoint[k] = append(byPoint[k], rec)
 	}
@@ -93,7 +113,7 @@ func sweeps(p *results.Plan, recs []results.Record) []Sweep {
 			}
 		}
 		slices.SortStableFunc(s.Points, func(a, b SweepPoint) int {
-			return cmp.Or(strings.Compare(a.Vars, b.Vars), cmp.Compare(a.OfferedTPS, b.OfferedTPS), commitOrder(p, a.Commit, b.Commit))
+			return cmp.Or(strings.Compare(a.Vars, b.Vars), cmp.Compare(a.OfferedOps, b.OfferedOps), commitOrder(p, a.Commit, b.Commit))
 		})
 		out = append(out, *s)
 	}
@@ -110,26 +130,26 @@ func commitOrder(p *results.Plan, a, b string) int {
 func (r *Report) writeSweeps(w io.Writer) {
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(w, "## Sweep: %s\n\n", mdCell(r.shownConfig(s.Series)))
-		fmt.Fprintf(w, "One row per point and commit: medians over its cells, per operation (transaction) where it says /op. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged.\n\n")
+		fmt.Fprintf(w, "One row per point and commit: medians over its cells, %s. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged. dead/op is the median of the cells no autovacuum ran in (a vacuum in the window removes dead tuples: – where it ran in every cell).\n\n", s.perOpSays())
 		var cols []int
 		for i, col := range sweepColumns {
 			if slices.ContainsFunc(s.Points, func(pt SweepPoint) bool { _, ok := pt.Medians[col.metric]; return ok }) {
 				cols = append(cols, i)
 			}
 		}
-		fmt.Fprintf(w, "| point | commit | offered/s |")
+		fmt.Fprintf(w, "| point | commit | %s |", s.rateHead("offered"))
 		for _, i := range cols {
-			fmt.Fprintf(w, " %s |", sweepColumns[i].head)
+			head := sweepColumns[i].head
+			if sweepColumns[i].per == perRate {
+				head = s.rateHead("committed")
+			}
+			fmt.Fprintf(w, " %s |", head)
 		}
 		fmt.Fprintf(w, " saturated |\n|---|---|--:|%s---|\n", strings.Repeat("--:|", len(cols)))
 		for _, pt := range s.Points {
-			offered := "closed"
-			if pt.OfferedTPS > 0 {
-				offered = results.FormatRate(pt.OfferedTPS)
-			}
-			fmt.Fprintf(w, "| %s | %s | %s |", pt.Point, pt.Commit, offered)
+			fmt.Fprintf(w, "| %s | %s | %s |", pt.Point, pt.Commit, pt.offered())
 			for _, i := range cols {
-				fmt.Fprintf(w, " %s |", pt.cell(sweepColumns[i].metric))
+				fmt.Fprintf(w, " %s |", pt.cellOf(sweepColumns[i]))
 			}
 			sat := "no"
 			if pt.Saturated > 0 {
@@ -141,31 +161,102 @@ func (r *Report) writeSweeps(w io.Writer) {
 	}
 }
 
+// perOpSays says what "/op" means in s's table.
+func (s Sweep) perOpSays() string {
+	if s.OpsPerTx == "" {
+		return "per operation (transaction) where it says /op"
+	}
+	return fmt.Sprintf("rates in operations a second and /op per operation, as the workload counts them (-- abtest:ops-per-tx %s: each transaction carries that many); where a transaction carries more than one, the rate in transactions and the figure per transaction follow in brackets", s.OpsPerTx)
+}
+
+// rateHead is the heading of s's offered or committed rate.
+func (s Sweep) rateHead(what string) string {
+	if s.OpsPerTx == "" {
+		return what + "/s"
+	}
+	return what + " ops/s"
+}
+
+// rateAxis names the offered rate on a plot's axis.
+func (s Sweep) rateAxis() string {
+	if s.OpsPerTx == "" {
+		return "offered transactions/s"
+	}
+	return "offered operations/s (-- abtest:ops-per-tx " + s.OpsPerTx + ")"
+}
+
+// offered is the point's offered rate, in operations and, where they
+// differ, in transactions.
+func (pt SweepPoint) offered() string {
+	if pt.OfferedOps <= 0 {
+		return "closed"
+	}
+	return pt.twoWays(pt.OfferedOps, pt.OfferedTPS, " tx")
+}
+
+// twoWays is perOp, and perTx in brackets (with unit) where a
+// transaction carries other than one operation.
+func (pt SweepPoint) twoWays(perOp, perTx float64, unit string) string {
+	if pt.OpsPerTx == 1 || pt.OpsPerTx == 0 || num(perOp) == num(perTx) {
+		return num(perOp) // 0 is 0 either way
+	}
+	return fmt.Sprintf("%s (%s%s)", num(perOp), num(perTx), unit)
+}
+
+// cellOf is the point's median of column c, per operation where the
+// metric counts per transaction, or a dash.
+func (pt SweepPoint) cellOf(c metricColumn) string {
+	v, ok := pt.Medians[c.metric]
+	switch {
+	case !ok:
+		return "–"
+	case c.per == perRate:
+		return pt.twoWays(v*pt.opsPerTx(), v, " tx")
+	case c.per == perTx:
+		return pt.twoWays(v/pt.opsPerTx(), v, "/tx")
+	}
+	return num(v)
+}
+
+// PerOp is the point's median of a per-transaction metric per
+// operation (the metric as recorded where a transaction is one).
+func (pt SweepPoint) PerOp(metric string) (float64, bool) {
+	v, ok := pt.Medians[metric]
+	return v / pt.opsPerTx(), ok
+}
+
+// opsPerTx is OpsPerTx, 1 in a report of an earlier version.
+func (pt SweepPoint) opsPerTx() float64 {
+	if pt.OpsPerTx > 0 {
+		return pt.OpsPerTx
+	}
+	return 1
+}
+
 // writeSweepsText writes each sweep's points in 80 columns: offered and
-// committed per second, p99 latency and saturation.
+// committed per second (operations where the workload counts them), p99
+// latency and saturation.
 func (r *Report) writeSweepsText(w io.Writer) {
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(w, "Sweep %s\n\n", r.shownConfig(s.Series))
+		if s.OpsPerTx != "" {
+			fmt.Fprintf(w, "  Rates in operations a second (-- abtest:ops-per-tx %s).\n", s.OpsPerTx)
+		}
 		fmt.Fprintf(w, "  %-22s %-10s %10s %11s %9s  %s\n", "point", "commit", "offered/s", "committed/s", "p99 ms", "saturated")
 		for _, pt := range s.Points {
 			offered, sat := "closed", "no"
-			if pt.OfferedTPS > 0 {
-				offered = results.FormatRate(pt.OfferedTPS)
+			if pt.OfferedOps > 0 {
+				offered = results.FormatRate(pt.OfferedOps)
 			}
 			if pt.Saturated > 0 {
 				sat = fmt.Sprintf("YES %d/%d", pt.Saturated, pt.Cells)
 			}
-			fmt.Fprintf(w, "  %-22.22s %-10.10s %10s %11s %9s  %s\n", pt.Point, pt.Commit, offered, pt.cell(results.MetricTPS), pt.cell(results.MetricLatencyP99), sat)
+			committed := "–"
+			if v, ok := pt.Medians[results.MetricTPS]; ok {
+				committed = num(v * pt.opsPerTx())
+			}
+			fmt.Fprintf(w, "  %-22.22s %-10.10s %10s %11s %9s  %s\n", pt.Point, pt.Commit, offered, committed, pt.cellOf(metricColumn{metric: results.MetricLatencyP99}), sat)
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-// cell is a point's median of m, or a dash.
-func (pt SweepPoint) cell(m string) string {
-	v, ok := pt.Medians[m]
-	if !ok {
-		return "–"
-	}
-	return num(v)
 }

@@ -34,10 +34,10 @@ func (w *plotWriter) latencyVsRate() error {
 			if lines[k] == nil {
 				order = append(order, k)
 			}
-			if _, ok := pt.Medians[results.MetricLatencyP99]; ok && pt.OfferedTPS > 0 {
+			if _, ok := pt.Medians[results.MetricLatencyP99]; ok && pt.OfferedOps > 0 {
 				lines[k] = append(lines[k], pt)
-				if !slices.Contains(rates, pt.OfferedTPS) {
-					rates = append(rates, pt.OfferedTPS)
+				if !slices.Contains(rates, pt.OfferedOps) {
+					rates = append(rates, pt.OfferedOps)
 				}
 			}
 		}
@@ -47,7 +47,7 @@ func (w *plotWriter) latencyVsRate() error {
 		}
 		p := plot.New()
 		p.Title.Text = "p99 latency by offered rate: " + w.r.shownConfig(s.Series)
-		p.X.Label.Text = "offered transactions/s"
+		p.X.Label.Text = s.rateAxis()
 		p.Y.Label.Text = "p99 latency, ms (median of cells)"
 		var sat *plotter.Scatter
 		varSets := []string{}
@@ -65,7 +65,7 @@ func (w *plotWriter) latencyVsRate() error {
 			style := slices.Index(varSets, v)
 			var xys, crosses plotter.XYs
 			for _, pt := range pts {
-				xy := plotter.XY{X: pt.OfferedTPS, Y: pt.Medians[results.MetricLatencyP99]}
+				xy := plotter.XY{X: pt.OfferedOps, Y: pt.Medians[results.MetricLatencyP99]}
 				xys = append(xys, xy)
 				if pt.Saturated > 0 {
 					crosses = append(crosses, xy)

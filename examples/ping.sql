@@ -7,9 +7,11 @@ CREATE INDEX IF NOT EXISTS ping_batch ON ping (batch);
 INSERT INTO ping (id, batch, payload) SELECT g, 0, md5(g::text) FROM generate_series(1, 100100) g ON CONFLICT (id) DO NOTHING;
 SELECT setval(pg_get_serial_sequence('ping', 'id'), greatest(100100, (SELECT max(id) FROM ping)));
 -- abtest:script
--- One "ping" (seed 000): insert :batch rows, then update :batch rows
--- of those already there. Run it with --var batch=1,10 (and -R for
--- offered rates): abtest matrix -w file:examples/ping.sql --var batch=1,10 -R 500,1000,4000
+-- One transaction carries :batch pings (seed 000): each inserts a row
+-- and updates one of those already there. Rates and probes count pings
+-- (ops-per-tx below): run it with --var batch=1,10 and offered pings a
+-- second, -R LISTops: abtest matrix -w file:examples/ping.sql --var batch=1,10 -R 500,1000,4000ops
+-- abtest:ops-per-tx :batch
 \set id random(1, 100000)
 BEGIN;
 INSERT INTO ping (batch, payload) SELECT :batch, md5(g::text) FROM generate_series(1, :batch) g;

@@ -4,7 +4,10 @@ TRUNCATE queue;
 -- abtest:script
 -- A producer and a consumer in one transaction (seed 002's shape): send
 -- one message, take the oldest one not taken yet. The latency from send
--- to take is the workload's own metric, read after the window.
+-- to take is the workload's own metric, read after the window, and its
+-- open loop's primary; one message a transaction.
+-- abtest:primary delivery_p99_ms
+-- abtest:ops-per-tx 1
 INSERT INTO queue (sent) VALUES (clock_timestamp());
 UPDATE queue SET got = clock_timestamp() WHERE id = (SELECT id FROM queue WHERE got IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED);
 -- abtest:metric delivery_p99_ms unit=ms direction=lower threshold=10 tier=band

@@ -31,7 +31,7 @@ type Options struct {
 	// --set GUC=V1,V2 axes (a value in double quotes keeps its commas).
 	Workloads, Clients, CPUs, PgssMax string
 	Settings                          []string
-	// Rates is -R: offered rates in transactions per second (0 a closed
+	// Rates is -R: offered rates a second (RatesUsage; 0 a closed
 	// loop); Vars are --var NAME=V1,V2 axes of pgbench variables;
 	// Conditions is --condition: background conditions (none, …).
 	Rates, Conditions string
@@ -170,7 +170,7 @@ func (o *Options) lists(r *Request) error {
 	if r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Settings); err != nil {
 		return err
 	}
-	if r.Rates, err = ParseRates(o.Rates); err != nil {
+	if r.Rates, r.RateUnit, err = ParseRateList(o.Rates); err != nil {
 		return err
 	}
 	for _, v := range o.Vars {
@@ -206,25 +206,61 @@ func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, err
 	return axes, nil
 }
 
-// ParseRates parses -R: offered rates in transactions per second, each
-// from 0 (a closed loop) to workload.MaxRate, none twice. Empty is the
-// closed loop alone.
+// RatesUsage is the help of matrix -R.
+const RatesUsage = "offered rates `LIST` a second, open loop (pgbench -R; 0 = a closed loop): a sweep, each point marked saturated or not. " +
+	"In transactions (-R 500,1000), or in the workload's operations with ops after the list (-R 500,2000ops): " +
+	"its file declares how many a transaction carries (-- abtest:ops-per-tx :batch), and pgbench is offered the rate divided by that"
+
+// ParseRates parses a -R of transactions a second (bisect's): rates in
+// operations a second go with a workload's declaration, which only the
+// matrix reads.
 func ParseRates(list string) ([]float64, error) {
+	rates, unit, err := ParseRateList(list)
+	if err == nil && unit != results.PerTx {
+		return nil, exitcode.BadInputf("-R %q: give transactions a second here, e.g. -R 1000", list)
+	}
+	return rates, err
+}
+
+// ParseRateList parses matrix -R (RatesUsage): offered rates a second,
+// each from 0 (a closed loop) to workload.MaxRate, none twice, and what
+// they count: transactions, or the workload's operations when the list
+// ends in "ops" ("500,2000ops"; "500ops,2000ops" says the same, "tx"
+// the transactions of the default). One list has one unit. Empty is the
+// closed loop alone.
+func ParseRateList(list string) ([]float64, results.RateUnit, error) {
 	if strings.TrimSpace(list) == "" {
-		return nil, nil
+		return nil, results.PerTx, nil
 	}
 	var out []float64
+	unit, given := results.PerTx, ""
 	for _, f := range strings.Split(list, ",") {
-		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		f = strings.TrimSpace(f)
+		num, u := f, ""
+		for _, suffix := range []string{string(results.PerOp), "tx"} {
+			if n, ok := strings.CutSuffix(f, suffix); ok {
+				num, u = strings.TrimSpace(n), suffix
+			}
+		}
+		if u != "" {
+			if given != "" && u != given {
+				return nil, "", exitcode.BadInputf("-R %q: one unit for the list: all in transactions a second, or all in operations (-R 500,2000ops)", list)
+			}
+			given = u
+		}
+		r, err := strconv.ParseFloat(num, 64)
 		if err != nil {
-			return nil, badRates(list)
+			return nil, "", badRates(list)
 		}
 		out = append(out, r)
 	}
-	if checkRates(out) != nil {
-		return nil, badRates(list)
+	if given == string(results.PerOp) {
+		unit = results.PerOp
 	}
-	return out, nil
+	if checkRates(out) != nil {
+		return nil, "", badRates(list)
+	}
+	return out, unit, nil
 }
 
 // checkRates refuses offered rates pgbench cannot take and a rate given
@@ -240,7 +276,7 @@ func checkRates(rates []float64) error {
 
 // badRates says what -R takes.
 func badRates(shown string) error {
-	return exitcode.BadInputf("-R %q: want offered rates in transactions per second, each once, from 0 (a closed loop) to %g, e.g. -R 500,1000,4000", shown, workload.MaxRate)
+	return exitcode.BadInputf("-R %q: want offered rates a second, each once, from 0 (a closed loop) to %g, in transactions (-R 500,1000,4000) or, with ops after the list, in the workload's operations (-R 500,2000ops)", shown, workload.MaxRate)
 }
 
 // ParseConditions parses --condition: background conditions, each once

@@ -89,8 +89,8 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
-			Rates: req.Rates, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
-			InitdbOpts: req.InitdbOpts, Pgbench: req.Pgbench,
+			Rates: req.Rates, RateUnit: req.RateUnit, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
+			InitdbOpts: req.InitdbOpts, Pgbench: req.Pgbench, Declares: planDeclares(req.Workloads),
 		},
 		Shard:   req.Shard.String(),
 		Metrics: planMetrics(req.Workloads),
@@ -152,6 +152,22 @@ func planMetrics(workloads []string) results.Metrics {
 	return ms
 }
 
+// planDeclares is what the plan's workload files declare of themselves,
+// by workload as the plan names it (nil when none declares anything).
+func planDeclares(workloads []string) map[string]results.WorkloadDeclares {
+	var out map[string]results.WorkloadDeclares
+	for _, name := range workloads {
+		w, err := workload.Resolve(name)
+		if d := w.Declares(); err == nil && d != (results.WorkloadDeclares{}) {
+			if out == nil {
+				out = map[string]results.WorkloadDeclares{}
+			}
+			out[name] = d
+		}
+	}
+	return out
+}
+
 // indexed is a configuration and its index in the canonical list, which
 // decides its shard and its blocks' orders (the same on every host).
 type indexed struct {
@@ -179,7 +195,7 @@ func canonical(o results.PlanOpts) [][]indexed {
 				for _, cl := range o.Clients {
 					for _, p := range points(o) {
 						if !o.InstructionsOnly {
-							g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s, Rate: p.Rate, Vars: p.Vars, Condition: p.Condition}, n})
+							g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s, Rate: p.Rate, RateUnit: p.RateUnit, Vars: p.Vars, Condition: p.Condition}, n})
 							n++
 						}
 					}
@@ -214,6 +230,9 @@ func points(o results.PlanOpts) []results.Config {
 		for _, v := range settingsProduct(o.Vars) {
 			for _, c := range conds {
 				p := results.Config{Rate: r, Condition: c}
+				if r > 0 {
+					p.RateUnit = o.RateUnit
+				}
 				if len(v) > 0 {
 					p.Vars = v
 				}

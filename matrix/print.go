@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,8 +108,15 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 		bd += b.Duration
 		kinds[b.Kind]++
 	}
+	printDeclares(w, p.Options)
 	PrintPreflight(w, p)
 	for _, c := range p.Cells {
+		if c.RateUnit == results.PerOp {
+			// What pgbench is offered, the rate over the cell's
+			// operations per transaction.
+			fmt.Fprintf(w, "%4d %s  (pgbench -R %s)\n", c.Seq, c.ID, results.FormatRate(p.Options.TxRate(c.Config)))
+			continue
+		}
 		fmt.Fprintf(w, "%4d %s\n", c.Seq, c.ID)
 	}
 	instr := ""
@@ -137,6 +146,21 @@ func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate)
 			fmt.Fprintf(w, ", extra blocks within %s", time.Duration(p.Options.BudgetS*float64(time.Second)))
 		}
 		fmt.Fprintln(w, ")")
+	}
+}
+
+// printDeclares prints what the workload files declare of themselves.
+func printDeclares(w io.Writer, o results.PlanOpts) {
+	for _, name := range slices.Sorted(maps.Keys(o.Declares)) {
+		d := o.Declares[name]
+		var says []string
+		if d.Primary != "" {
+			says = append(says, "primary "+d.Primary+" (open loop)")
+		}
+		if d.OpsPerTx != "" {
+			says = append(says, "operations per transaction "+d.OpsPerTx)
+		}
+		fmt.Fprintf(w, "# workload %s declares %s\n", text.OneLine(name), strings.Join(says, ", "))
 	}
 }
 

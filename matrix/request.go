@@ -77,6 +77,11 @@ type Request struct {
 	Rates      []float64
 	Vars       []results.Axis
 	Conditions []string
+	// RateUnit is what Rates count: transactions a second (the zero
+	// value) or the operations each workload file declares a
+	// transaction to carry (-- abtest:ops-per-tx), by which pgbench's
+	// rate is divided cell by cell.
+	RateUnit results.RateUnit
 	// MustNotSaturate: a saturated point fails the gate (PlanOpts).
 	MustNotSaturate bool
 	Repeats         int
@@ -221,6 +226,9 @@ func checkAxes(r *Request) error {
 	}
 	if err := checkRates(r.Rates); err != nil {
 		return err
+	}
+	if !r.RateUnit.Valid() || r.RateUnit == results.PerOp && !slices.ContainsFunc(r.Rates, func(x float64) bool { return x > 0 }) {
+		return exitcode.BadInputf("matrix: rate unit %q: want rates in transactions a second, or ops with at least one offered rate (-R 2000ops)", r.RateUnit)
 	}
 	names := map[string]bool{}
 	for _, s := range r.Settings {
@@ -417,6 +425,9 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDeclares(req, wls); err != nil {
+		return nil, err
+	}
 	p := newPlan(req, commits)
 	if err := prepareExtras(ctx, deps, req, p); err != nil {
 		return nil, err
@@ -430,6 +441,7 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		for i, r := range req.Rates {
 			shown[i] = results.FormatRate(r)
 		}
+		shown[len(shown)-1] += string(req.RateUnit)
 		deps.warnf("-R %s: rate 0 is a closed loop (as fast as the server goes) beside open-loop points: its latencies and throughput answer another question than theirs", strings.Join(shown, ","))
 	}
 	p.Created = deps.Clock().UTC()
@@ -529,5 +541,47 @@ func PlanFor(req Request, commits []results.Commit) (*results.Plan, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
+	var wls []workload.Workload
+	for _, w := range req.Workloads {
+		wl, err := workload.Resolve(w)
+		if err != nil {
+			return nil, err
+		}
+		wls = append(wls, wl)
+	}
+	if err := checkDeclares(req, wls); err != nil {
+		return nil, err
+	}
 	return newPlan(req, commits), nil
+}
+
+// checkDeclares refuses, before anything runs, what a workload declares
+// that this run cannot evaluate (-- abtest:ops-per-tx :NAME without a
+// --var NAME, or with a value that is no positive number) and rates in
+// operations for a workload that does not say what one is. wls are
+// req.Workloads resolved, in order.
+func checkDeclares(req Request, wls []workload.Workload) error {
+	for i, wl := range wls {
+		d := wl.Declares()
+		if req.RateUnit == results.PerOp && d.OpsPerTx == "" {
+			return exitcode.BadInputf("-R …ops: workload %s does not say what an operation is; declare -- abtest:ops-per-tx EXPR in its file, or give -R in transactions a second", req.Workloads[i])
+		}
+		name := d.OpsVar()
+		if name == "" {
+			if _, err := d.Ops(nil); err != nil {
+				return exitcode.BadInputf("workload %s: %v", req.Workloads[i], err)
+			}
+			continue
+		}
+		j := slices.IndexFunc(req.Vars, func(a results.Axis) bool { return a.Name == name })
+		if j < 0 {
+			return exitcode.BadInputf("workload %s: -- abtest:ops-per-tx %s: the run has no --var %s; give --var %s=V1,V2", req.Workloads[i], d.OpsPerTx, name, name)
+		}
+		for _, v := range req.Vars[j].Values {
+			if _, err := d.Ops(map[string]string{name: v}); err != nil {
+				return exitcode.BadInputf("workload %s: %v", req.Workloads[i], err)
+			}
+		}
+	}
+	return nil
 }

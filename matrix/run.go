@@ -601,7 +601,7 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		SleepMS:  r.plan.Options.SleepMS,
 		CPUs:     clientCPUs,
 		Pgbench:  r.pgbench,
-		Rate:     cell.Rate, Vars: cell.Vars, SetupDone: true,
+		Rate:     r.plan.Options.TxRate(cell.Config), Vars: cell.Vars, SetupDone: true,
 	}
 	if r.deps.SampleEvery > 0 {
 		spec.SampleEvery = r.deps.SampleEvery

@@ -56,7 +56,7 @@ func (d *lineDecoder) decode(line []byte, rec *Record) bool {
 
 // The keys of a Record (its Config's inline), as json.Marshal writes
 // them.
-var recordFields = [...]string{"cell", "seq", "commit", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition",
+var recordFields = [...]string{"cell", "seq", "commit", "workload", "clients", "cpus", "settings", "instructions", "rate", "rate_unit", "vars", "condition",
 	"repeat", "status", "started_at", "duration_s", "wall_s", "metrics", "saturated", "samples", "progress", "waits", "final", "probe",
 	"error", "log_tail", "warnings", "artifacts", "perf", "server", "pgbench", "saturation", "condition_facts", "instr", "latency_method", "void", "observer"}
 
@@ -101,7 +101,7 @@ func (d *lineDecoder) field(s *scanner, f int, r *Record) (ok bool) {
 		r.WallS, ok = s.float()
 	case "saturated":
 		r.Saturated, ok = s.bool()
-	case "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition":
+	case "workload", "clients", "cpus", "settings", "instructions", "rate", "rate_unit", "vars", "condition":
 		ok = d.configField(s, recordFields[f], &r.Config)
 	case "started_at":
 		start := s.i
@@ -131,6 +131,10 @@ func (d *lineDecoder) configField(s *scanner, k string, c *Config) (ok bool) {
 		c.CPUs, ok = s.int()
 	case "rate":
 		c.Rate, ok = s.float()
+	case "rate_unit":
+		var u string
+		u, ok = d.shared(s)
+		c.RateUnit = RateUnit(u)
 	case "instructions":
 		c.Instructions, ok = s.bool()
 	case "settings":
@@ -176,7 +180,7 @@ func (d *lineDecoder) cellsAt(s *scanner) ([]Cell, bool) {
 }
 
 // The keys of a Cell (its Config's inline).
-var cellFields = [...]string{"id", "seq", "commit", "repeat", "workload", "clients", "cpus", "settings", "instructions", "rate", "vars", "condition"}
+var cellFields = [...]string{"id", "seq", "commit", "repeat", "workload", "clients", "cpus", "settings", "instructions", "rate", "rate_unit", "vars", "condition"}
 
 func (d *lineDecoder) cell(s *scanner, c *Cell) bool {
 	var seen [len(cellFields)]bool

@@ -68,9 +68,15 @@ type Config struct {
 	// Instructions marks an instruction cell (matrix --instructions):
 	// instructions per transaction of one client, not a timed run.
 	Instructions bool `json:"instructions,omitempty"`
-	// Rate is the offered load in transactions per second (pgbench -R,
-	// an open loop); 0 is a closed loop. Instruction cells have none.
+	// Rate is the offered load (an open loop) in RateUnit a second: in
+	// transactions (pgbench -R) or in the workload's operations, which
+	// pgbench is offered divided by the cell's operations per
+	// transaction (PlanOpts.TxRate); 0 is a closed loop. Instruction
+	// cells have none.
 	Rate float64 `json:"rate,omitempty"`
+	// RateUnit is what Rate counts; empty (transactions) in a closed
+	// loop and in the records of earlier versions.
+	RateUnit RateUnit `json:"rate_unit,omitempty"`
 	// Vars are pgbench variables (-D NAME=VALUE) the workload's script
 	// reads as :NAME.
 	Vars map[string]string `json:"vars,omitempty"`
@@ -86,16 +92,26 @@ func (c Config) Open() bool { return c.Rate > 0 }
 // Series is the configuration without its point in a sweep (its rate and
 // variables): the configurations of one series differ only there.
 func (c Config) Series() Config {
-	c.Rate, c.Vars = 0, nil
+	c.Rate, c.RateUnit, c.Vars = 0, "", nil
 	return c
 }
 
+// RateLabel names the configuration's offered rate as its id does:
+// "r1000" (transactions a second), "r2000ops" (operations a second), or
+// "" in a closed loop.
+func (c Config) RateLabel() string {
+	if c.Rate <= 0 {
+		return ""
+	}
+	return "r" + FormatRate(c.Rate) + string(c.RateUnit)
+}
+
 // Point names the configuration's point in its series: "r1000 :batch=10",
-// or "closed" for a closed loop without variables.
+// "r2000ops :batch=10", or "closed" for a closed loop without variables.
 func (c Config) Point() string {
 	var parts []string
-	if c.Rate > 0 {
-		parts = append(parts, "r"+FormatRate(c.Rate))
+	if r := c.RateLabel(); r != "" {
+		parts = append(parts, r)
 	}
 	if v := c.VarsLabel(); v != "" {
 		parts = append(parts, v)
@@ -123,7 +139,9 @@ func FormatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
 // churn/instr/cpuall/pgss.max=5000 for an instruction cell; an offered
 // rate, variables and a condition come before the settings, each only
 // when there is one: churn/c64/cpuall/r1000/:batch=10/cond=xmin-holder/
-// pgss.max=5000 (a closed loop's id is what it was before rates). It is the
+// pgss.max=5000, a rate in operations r2000ops (a closed loop's id is
+// what it was before rates, a rate in transactions what it was before
+// operations). It is the
 // one name of a configuration in plan.json, cell ids and directories,
 // records, the analysis, the store and the dashboard: distinct
 // configurations have distinct ids, because the workload and the values
@@ -142,8 +160,8 @@ func (c Config) ID() string {
 	} else {
 		b.WriteString(strconv.Itoa(c.CPUs))
 	}
-	if c.Rate > 0 {
-		b.WriteString("/r" + FormatRate(c.Rate))
+	if r := c.RateLabel(); r != "" {
+		b.WriteString("/" + r)
 	}
 	for _, k := range sortedKeys(c.Vars) {
 		fmt.Fprintf(&b, "/:%s=%s", k, EscapeID(c.Vars[k]))
@@ -252,9 +270,13 @@ type PlanOpts struct {
 	// conditions (--condition): each, like the settings, an axis of the
 	// configurations. Empty means the one closed loop, no variables, no
 	// condition.
-	Rates      []float64 `json:"rates,omitempty"`
-	Vars       []Axis    `json:"vars,omitempty"`
-	Conditions []string  `json:"conditions,omitempty"`
+	Rates []float64 `json:"rates,omitempty"`
+	// RateUnit is what the rates count (matrix -R …ops): empty,
+	// transactions a second, or operations a second of each workload's
+	// "-- abtest:ops-per-tx" (Declares).
+	RateUnit   RateUnit `json:"rate_unit,omitempty"`
+	Vars       []Axis   `json:"vars,omitempty"`
+	Conditions []string `json:"conditions,omitempty"`
 	// InstrRepeats is how many times each instruction cell runs before
 	// a confirmation block (matrix --instr-repeats; -r is the timed
 	// cells'); 0, in plans before it, means every repeat has them.

@@ -528,6 +528,7 @@ func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *anal
 // a configuration's fields of a sweep and its condition.
 type configPoint struct {
 	Rate      float64           `json:"rate,omitempty"`
+	RateUnit  results.RateUnit  `json:"rate_unit,omitempty"`
 	Vars      map[string]string `json:"vars,omitempty"`
 	Condition string            `json:"condition,omitempty"`
 }
@@ -538,14 +539,14 @@ func pointText(c results.Config) string {
 	if c.Rate == 0 && len(c.Vars) == 0 && c.Condition == "" {
 		return ""
 	}
-	return jsonText(configPoint{c.Rate, c.Vars, c.Condition})
+	return jsonText(configPoint{c.Rate, c.RateUnit, c.Vars, c.Condition})
 }
 
 // sameConfig: the records (in the order they ran, a configuration's
 // cells mostly adjacent) have the same configuration.
 func sameConfig(a, b *results.Record) bool {
 	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) ||
-		a.Rate != b.Rate || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {
+		a.Rate != b.Rate || a.RateUnit != b.RateUnit || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {
 		return false
 	}
 	for k, v := range a.Settings {

@@ -132,7 +132,7 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 				rows.Close()
 				return nil, fmt.Errorf("configuration %s: %v", cfg, err)
 			}
-			c.Rate, c.Vars, c.Condition = pt.Rate, pt.Vars, pt.Condition
+			c.Rate, c.RateUnit, c.Vars, c.Condition = pt.Rate, pt.RateUnit, pt.Vars, pt.Condition
 			configs[cfg] = c
 		}
 		r, err := cellRecord(&cols, det, configs[cfg])

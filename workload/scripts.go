@@ -23,6 +23,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safefile"
+	"github.com/pgabtest/abtest/results"
 )
 
 // Workload is a pgbench script and what the sampler should know about it.
@@ -46,6 +47,17 @@ type Workload struct {
 	// Metrics are the metrics a file declares ("-- abtest:metric"), read
 	// by SQL after the window.
 	Metrics []Declared
+	// Primary is the metric a file's open-loop configurations are judged
+	// by first ("-- abtest:primary NAME"), OpsPerTx how many of the
+	// user's operations one transaction carries ("-- abtest:ops-per-tx
+	// EXPR": a number or :NAME); empty when not declared. The matrix
+	// records both in its plan (results.WorkloadDeclares).
+	Primary, OpsPerTx string
+}
+
+// Declares is what w declares of itself, as a plan records it.
+func (w Workload) Declares() results.WorkloadDeclares {
+	return results.WorkloadDeclares{Primary: w.Primary, OpsPerTx: w.OpsPerTx}
 }
 
 // Names lists the built-in workloads.
@@ -118,9 +130,12 @@ func Resolve(item string) (Workload, error) {
 		if err != nil {
 			return Workload{}, exitcode.BadInputf("workload %s: %v", item, err)
 		}
-		name := strings.TrimSuffix(pathBase(path), ".sql")
-		setup, script, metrics, err := parseFile(item, string(data))
-		return Workload{Name: name, Script: script, Setup: setup, Metrics: metrics}, err
+		w, err := parseFile(item, string(data))
+		if err != nil {
+			return Workload{}, err
+		}
+		w.Name = strings.TrimSuffix(pathBase(path), ".sql")
+		return w, nil
 	}
 	if w, ok := Builtin(item); ok {
 		return w, nil

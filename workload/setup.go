@@ -26,6 +26,15 @@ import (
 //	INSERT INTO ping (batch, sent) SELECT :batch, clock_timestamp() FROM generate_series(1, :batch);
 //	-- abtest:metric delivery_p99_ms unit=ms direction=lower threshold=5 tier=band
 //	SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM got - sent) * 1000) FROM ping;
+//	-- abtest:primary delivery_p99_ms
+//	-- abtest:ops-per-tx :batch
+//
+// and two directives, each a line of its own anywhere after the first,
+// at most once: the metric its open-loop configurations are judged by
+// first (one it declares, or one of abtest's with a direction), and how
+// many of the user's operations one transaction carries (a positive
+// number, or :NAME, a variable of the script a --var axis sets), which
+// -R …ops and the per-operation probes divide by.
 //
 // A file that does not start with a marker is all script.
 const markerPrefix = "-- abtest:"
@@ -39,17 +48,35 @@ type Declared struct {
 
 var declaredName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
-// parseFile splits a workload file into its sections; name is the
+// fileParts is what parseFile reads as it goes: the sections and where
+// each directive was.
+type fileParts struct {
+	setup, script strings.Builder
+	queries       []*strings.Builder
+	w             Workload
+	// primaryLine and opsLine are the directives' lines, for messages
+	// (0: not given).
+	primaryLine, opsLine int
+}
+
+// parseFile splits a workload file into its sections and directives
+// (Workload's Setup, Script, Metrics, Primary, OpsPerTx); name is the
 // workload's, for messages.
-func parseFile(name, text string) (setup, script string, metrics []Declared, err error) {
+func parseFile(name, text string) (Workload, error) {
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) == 0 || !strings.HasPrefix(strings.TrimSpace(lines[0]), markerPrefix) {
-		return "", text, nil, nil
+		for i, l := range lines {
+			// pgbench would take it for a comment and the
+			// declaration would silently not be.
+			if strings.HasPrefix(strings.TrimSpace(l), markerPrefix) {
+				return Workload{}, exitcode.BadInputf("workload %s line %d: %q: a file with -- abtest: lines starts with one (-- abtest:script before its script)", name, i+1, strings.TrimSpace(l))
+			}
+		}
+		return Workload{Script: text}, nil
 	}
+	var f fileParts
 	var cur *strings.Builder
-	var setupB, scriptB strings.Builder
-	var queries []*strings.Builder
-	for _, l := range lines {
+	for i, l := range lines {
 		head, ok := strings.CutPrefix(strings.TrimSpace(l), markerPrefix)
 		if !ok {
 			if cur != nil {
@@ -57,32 +84,94 @@ func parseFile(name, text string) (setup, script string, metrics []Declared, err
 			}
 			continue
 		}
-		switch kind, rest, _ := strings.Cut(head, " "); kind {
-		case "setup":
-			cur = &setupB
-		case "script":
-			cur = &scriptB
-		case "metric":
-			d, err := parseDeclared(name, rest)
-			if err != nil {
-				return "", "", nil, err
-			}
-			metrics = append(metrics, d)
-			queries = append(queries, &strings.Builder{})
-			cur = queries[len(queries)-1]
-		default:
-			return "", "", nil, exitcode.BadInputf("workload %s: %q: want -- abtest:setup, -- abtest:script or -- abtest:metric NAME …", name, strings.TrimSpace(l))
+		next, err := f.marker(name, i+1, head, cur)
+		if err != nil {
+			return Workload{}, err
+		}
+		cur = next
+	}
+	return f.finish(name)
+}
+
+// marker reads the marker line n ("-- abtest:" then head) and returns
+// the section the lines after it go to: a directive leaves cur as it is.
+func (f *fileParts) marker(name string, n int, head string, cur *strings.Builder) (*strings.Builder, error) {
+	kind, rest, _ := strings.Cut(head, " ")
+	rest = strings.TrimSpace(rest)
+	line := markerPrefix + head
+	switch kind {
+	case "setup":
+		return &f.setup, nil
+	case "script":
+		return &f.script, nil
+	case "metric":
+		d, err := parseDeclared(name, rest)
+		if err != nil {
+			return nil, err
+		}
+		f.w.Metrics = append(f.w.Metrics, d)
+		f.queries = append(f.queries, &strings.Builder{})
+		return f.queries[len(f.queries)-1], nil
+	case "primary":
+		if f.primaryLine > 0 {
+			return nil, exitcode.BadInputf("workload %s line %d: %q: a second -- abtest:primary (line %d has one); a workload has one primary", name, n, line, f.primaryLine)
+		}
+		if !declaredName.MatchString(rest) {
+			return nil, exitcode.BadInputf("workload %s line %d: %q: want -- abtest:primary NAME, one metric", name, n, line)
+		}
+		f.w.Primary, f.primaryLine = rest, n
+		return cur, nil
+	case "ops-per-tx":
+		if f.opsLine > 0 {
+			return nil, exitcode.BadInputf("workload %s line %d: %q: a second -- abtest:ops-per-tx (line %d has one)", name, n, line, f.opsLine)
+		}
+		if err := results.CheckOpsPerTx(rest); err != nil {
+			return nil, exitcode.BadInputf("workload %s line %d: -- abtest:ops-per-tx %v", name, n, err)
+		}
+		f.w.OpsPerTx, f.opsLine = rest, n
+		return cur, nil
+	}
+	return nil, exitcode.BadInputf("workload %s line %d: %q: want -- abtest:setup, -- abtest:script, -- abtest:metric NAME …, -- abtest:primary NAME or -- abtest:ops-per-tx EXPR", name, n, line)
+}
+
+// finish checks what the file declared once it is all read: a metric
+// is declared anywhere in the file, so its primary is checked at the
+// end.
+func (f *fileParts) finish(name string) (Workload, error) {
+	w := f.w
+	for i, q := range f.queries {
+		if w.Metrics[i].Query = strings.TrimSpace(q.String()); w.Metrics[i].Query == "" {
+			return Workload{}, exitcode.BadInputf("workload %s: metric %s has no query under its line", name, w.Metrics[i].Metric.Name)
 		}
 	}
-	for i, q := range queries {
-		if metrics[i].Query = strings.TrimSpace(q.String()); metrics[i].Query == "" {
-			return "", "", nil, exitcode.BadInputf("workload %s: metric %s has no query under its line", name, metrics[i].Metric.Name)
+	if strings.TrimSpace(f.script.String()) == "" {
+		return Workload{}, exitcode.BadInputf("workload %s: no -- abtest:script section: the pgbench script is what it runs", name)
+	}
+	w.Setup, w.Script = f.setup.String(), f.script.String()
+	if w.Primary != "" {
+		if err := checkPrimary(w); err != nil {
+			return Workload{}, exitcode.BadInputf("workload %s line %d: -- abtest:primary %s: %v", name, f.primaryLine, w.Primary, err)
 		}
 	}
-	if strings.TrimSpace(scriptB.String()) == "" {
-		return "", "", nil, exitcode.BadInputf("workload %s: no -- abtest:script section: the pgbench script is what it runs", name)
+	return w, nil
+}
+
+// checkPrimary: a primary is a metric w declares or one of abtest's,
+// with a direction: a descriptive metric is never better or worse.
+func checkPrimary(w Workload) error {
+	m, ok := results.Builtin.Get(w.Primary)
+	for _, d := range w.Metrics {
+		if d.Metric.Name == w.Primary {
+			m, ok = d.Metric, true
+		}
 	}
-	return setupB.String(), scriptB.String(), metrics, nil
+	switch {
+	case !ok:
+		return fmt.Errorf("no such metric: declare it with -- abtest:metric %s …, or name one of abtest's (tps, latency_p99_ms, …)", w.Primary)
+	case m.Direction == results.Descriptive:
+		return fmt.Errorf("%s is descriptive (neither better nor worse): name a metric with a direction", w.Primary)
+	}
+	return nil
 }
 
 // parseDeclared parses "NAME key=value…" of a metric line: unit,

@@ -32,8 +32,8 @@ func TestWorkloadFileSections(t *testing.T) {
 	if d := w.Metrics[1].Metric; d.Direction != results.Descriptive || d.Tier != results.TierReport {
 		t.Errorf("declared %+v", d)
 	}
-	if _, script, _, err := parseFile("x", "SELECT 1;\n"); err != nil || script != "SELECT 1;\n" {
-		t.Errorf("plain script: %q, %v", script, err)
+	if w, err := parseFile("x", "SELECT 1;\n"); err != nil || w.Script != "SELECT 1;\n" {
+		t.Errorf("plain script: %q, %v", w.Script, err)
 	}
 	for _, bad := range []string{
 		"-- abtest:metric tps\nSELECT 1\n-- abtest:script\nSELECT 1;\n",
@@ -45,7 +45,7 @@ func TestWorkloadFileSections(t *testing.T) {
 		"-- abtest:setup\nCREATE TABLE t ();\n",
 		"-- abtest:teardown\nSELECT 1;\n",
 	} {
-		if _, _, _, err := parseFile("x", bad); exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") {
+		if _, err := parseFile("x", bad); exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: %v; want one line, exit 2", bad, err)
 		}
 	}

@@ -26,7 +26,7 @@ func matrixFlags() []cli.Flag {
 		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats of every cell (at least 3 for --fail-on-regression; -n says what they can detect)"},
 		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
 		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
-		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: "offered rates `LIST` in transactions/s (pgbench -R, open loop; 0 = closed loop): a sweep, each point marked saturated or not"},
+		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: matrix.RatesUsage},
 		&cli.StringSliceFlag{Name: "initdb-opt", Usage: "initdb `OPTION` for every cluster (repeatable), e.g. --initdb-opt=--no-data-checksums to compare PG 18 with 17 on equal terms"},
 		&cli.StringFlag{Name: "pgbench", Usage: "the one pgbench `PROGRAM` for every server", DefaultText: "the newest build's"},
 		&cli.BoolFlag{Name: "must-not-saturate", Usage: "with -R: a saturated point leaves its configuration incomplete (the gate fails) instead of being reported"},
