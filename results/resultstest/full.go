@@ -21,7 +21,7 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
 		Metrics:   results.ValuesOf(map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5}),
 		Saturated: true, Pgbench: "/opt/pg/bin/pgbench",
-		Saturation:     &results.Saturation{OfferedTPS: 1000, CommittedTPS: 600, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 60 %"},
+		Saturation:     &results.Saturation{OfferedTPS: 1000, CommittedTPS: 600, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 60 %", Stalls: 1, StallMaxS: 0.75, StalledS: 0.75},
 		ConditionFacts: map[string]float64{"xmin_age": 4242},
 		Samples: []results.Sample{{T: 5, Entries: 1, Hot: 1, Cold: 1, TPS: 1, Dealloc: 1, Age: results.Dist{Min: 1}, Calls: results.Dist{Max: 1},
 			FP: "a7b9", Waits: []results.WaitTop{{Event: "CPU", N: 1}}, HasClass: true}},
