@@ -35,6 +35,10 @@ type Run struct {
 	GateDetail string             `json:"gate_detail,omitempty"`
 	// Metrics are the plan's metric definitions (units, directions).
 	Metrics results.Metrics `json:"metrics,omitempty"`
+	// Answers are each compared commit's answer, in plan order; none for
+	// a run of one commit, or one stored before schema 7 and not
+	// imported since.
+	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Name is the name the user gave the run: its results directory's base
@@ -161,6 +165,9 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 		return nil, err
 	}
 	if err := s.addCellCounts(ctx, runs, index); err != nil {
+		return nil, err
+	}
+	if err := s.addAnswers(ctx, runs, index); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
