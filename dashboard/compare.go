@@ -32,10 +32,14 @@ type runData struct {
 	geomeans []store.Geomean
 	// dirs are the shards' directories by shard.
 	dirs map[string]string
+	// site is the site's directory; served: the site is written to be
+	// served, and links the results files beneath FilesPrefix.
+	site   string
+	served bool
 }
 
-func loadRun(ctx context.Context, s *store.Store, r *store.Run) (*runData, error) {
-	d := &runData{run: r, dirs: map[string]string{}}
+func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, served bool) (*runData, error) {
+	d := &runData{run: r, dirs: map[string]string{}, site: site, served: served}
 	var err error
 	if d.verdicts, err = s.Verdicts(ctx, r.ID); err != nil {
 		return nil, err
@@ -113,15 +117,34 @@ func relLink(from, target string) string {
 	return (&url.URL{Path: filepath.ToSlash(rel)}).String()
 }
 
+// href links the file at path of a results directory from the page
+// directory from: relative to the page on disk (it resolves while the
+// site stays beside the results), beneath FilesPrefix when served; ""
+// when served and path is in none of the run's shard directories.
+func (d *runData) href(from, path string) string {
+	if !d.served {
+		return relLink(from, path)
+	}
+	if p := servedPath(d.run, path); p != "" {
+		return relLink(from, filepath.Join(d.site, filepath.FromSlash(p)))
+	}
+	return ""
+}
+
+// notServed says why a file has no link on a served site.
+const notServed = "outside the run's results directory: not served"
+
 // fileLink links the file at path from the page directory from when it
 // exists, else names it with why not.
-func fileLink(from, name, path, missing string) link {
+func (d *runData) fileLink(from, name, path, missing string) link {
 	l := link{Name: name, Path: path}
 	if _, err := os.Stat(path); err != nil {
 		l.Note = missing
 		return l
 	}
-	l.Href = relLink(from, path)
+	if l.Href = d.href(from, path); l.Href == "" {
+		l.Note = notServed
+	}
 	return l
 }
 
@@ -134,7 +157,7 @@ func (d *runData) reports(from string) []link {
 			continue
 		}
 		for _, f := range []string{"report.md", "report.json"} {
-			out = append(out, fileLink(from, f, filepath.Join(sh.Dir, f), "not written yet: abtest analyze "+sh.Dir+" writes it"))
+			out = append(out, d.fileLink(from, f, filepath.Join(sh.Dir, f), "not written yet: abtest analyze "+sh.Dir+" writes it"))
 		}
 	}
 	return out
@@ -158,12 +181,12 @@ func (d *runData) diffs(from, commit string) (perf, instr []link) {
 		}
 		for _, tw := range rep.TimeWent {
 			if tw.Commit == commit && tw.Diff != "" {
-				perf = append(perf, fileLink(from, tw.Config, filepath.Join(sh.Dir, tw.Diff), "missing"))
+				perf = append(perf, d.fileLink(from, tw.Config, filepath.Join(sh.Dir, tw.Diff), "missing"))
 			}
 		}
 		for _, iw := range rep.Instructions {
 			if iw.Commit == commit && iw.DiffProfile != "" {
-				l := fileLink(from, iw.Config, filepath.Join(sh.Dir, iw.DiffProfile), "missing")
+				l := d.fileLink(from, iw.Config, filepath.Join(sh.Dir, iw.DiffProfile), "missing")
 				l.Name += " (" + pct(iw.DiffPct) + " instructions/tx)"
 				instr = append(instr, l)
 			}

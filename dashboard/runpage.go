@@ -27,7 +27,7 @@ func (d *runData) unit(metric string) string {
 // writeRun writes a run's compare pages (one per commit against the
 // baseline) and configuration pages, and returns its first compare page.
 func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
-	d, err := loadRun(ctx, s, r)
+	d, err := loadRun(ctx, s, r, site, o.Served)
 	if err != nil {
 		return "", err
 	}
@@ -238,9 +238,9 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 	})
 }
 
-// cellFiles links a cell's artefacts from the page directory from,
-// relative to the cell's results directory (never file://): the site can
-// be copied beside the results, or served.
+// cellFiles links a cell's artefacts from the page directory from
+// (d.href, never file://): relative to the cell's results directory
+// when the site is on disk, beneath FilesPrefix when it is served.
 func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Failed: c.Status != results.StatusOK, Error: c.Error}
 	for _, n := range sortedKeys(c.Artifacts) {
@@ -248,7 +248,11 @@ func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(d.dirs[c.Shard], p)
 		}
-		cf.Files = append(cf.Files, link{Name: n, Href: relLink(from, p), Path: p})
+		l := link{Name: n, Href: d.href(from, p), Path: p}
+		if l.Href == "" {
+			l.Note = notServed
+		}
+		cf.Files = append(cf.Files, l)
 	}
 	return cf
 }
