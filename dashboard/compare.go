@@ -204,12 +204,31 @@ type vrow struct {
 }
 
 // Detect says, for an unknown verdict, the smallest change the run could
-// have detected.
+// have detected, or, when its interval excludes 0, that it moved: a
+// smallest detectable change beside a change seen reads as a
+// contradiction.
 func (r vrow) Detect() string {
-	if r.Verdict.Verdict != results.Unknown || r.DetectablePct == nil {
+	switch {
+	case r.Verdict.Verdict != results.Unknown:
+		return ""
+	case r.Excludes0():
+		return "its 95 % interval excludes 0; not called"
+	case r.DetectablePct == nil:
 		return ""
 	}
 	return fmt.Sprintf("could not detect < %s %%", human(*r.DetectablePct))
+}
+
+// Excludes0: the row's 95 % interval of Δ lies on one side of 0.
+func (r vrow) Excludes0() bool {
+	return r.DeltaLo != nil && r.DeltaHi != nil && (*r.DeltaLo > 0 || *r.DeltaHi < 0)
+}
+
+// Shown: the row is listed among the changes, never folded: a called
+// change, or an unknown one whose interval excludes 0 (a report-only
+// latency +44 % [+16, +80] is not "without a significant change").
+func (r vrow) Shown() bool {
+	return significant(r.Verdict.Verdict) || (r.Verdict.Verdict == results.Unknown && r.Excludes0())
 }
 
 // Disagree: the row's Δ (the paired estimate) points the other way than
@@ -236,9 +255,15 @@ func significant(v results.Verdict) bool {
 	return v != results.Same && v != results.Unknown
 }
 
-// bySignificance orders rows as the compare page lists them: gated
-// first, then by the size of the change.
+// bySignificance orders rows as the compare page lists them: the
+// called changes first, gated first, then by the size of the change.
 func bySignificance(a, b vrow) int {
+	if ca, cb := significant(a.Verdict.Verdict), significant(b.Verdict.Verdict); ca != cb {
+		if ca {
+			return -1
+		}
+		return 1
+	}
 	if a.Gated != b.Gated {
 		if a.Gated {
 			return -1
@@ -294,6 +319,24 @@ type answer struct {
 	Counts, ReportOnly []count
 	Behind             int
 	Roleless, None     bool
+	// Stored: the counts are the report's, as the store kept them
+	// (Line names what changed); else counted from the stored rows.
+	Stored bool
+	Line   string
+}
+
+// storedAnswer is the answer the store kept of a commit: the report's
+// summary counts.
+func storedAnswer(a store.Answer) answer {
+	head, ro := a.Counts()
+	out := answer{Behind: a.Behind, Stored: true, Line: a.Line}
+	for _, c := range head {
+		out.Counts = append(out.Counts, count{c.Verdict, c.N})
+	}
+	for _, c := range ro {
+		out.ReportOnly = append(out.ReportOnly, count{c.Verdict, c.N})
+	}
+	return out
 }
 
 func answerOf(rows []vrow) answer {
