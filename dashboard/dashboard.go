@@ -234,8 +234,9 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 		}
 		site.Runs = append(site.Runs, page)
 	}
+	groups, hidden := trendGroups(series, site.Trends)
 	err = render(site.Index, "index.html", map[string]any{
-		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": trendGroups(series, site.Trends), "Trends": len(site.Trends),
+		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": groups, "Hidden": hidden, "Trends": len(site.Trends),
 		"Generated": time.Now().UTC(), "Store": s.Where(),
 	})
 	return site, err
@@ -299,6 +300,9 @@ type chartPoint struct {
 	Page   string  `json:"page"`
 	Host   string  `json:"host"`
 	Doctor int     `json:"doctor"`
+	// Base is the baseline's value in the point's run: the other arm.
+	Base     *float64 `json:"base,omitempty"`
+	BaseName string   `json:"base_name,omitempty"`
 }
 
 // trendData is the trend page's JSON block, which its script reads.
@@ -310,10 +314,17 @@ type trendData struct {
 }
 
 func writeTrend(path string, o Options, ser *store.Series, runs map[string]*store.Run) error {
+	base := map[string]store.Point{}
+	for _, b := range ser.Baseline {
+		base[b.Run] = b
+	}
 	pts := make([]chartPoint, len(ser.Points))
 	for i, p := range ser.Points {
 		cp := chartPoint{Date: p.Time.UTC().Format("2006-01-02 15:04"), Value: p.Value, Commit: p.Commit, SHA: p.SHA, Run: p.Run,
 			Page: filepath.Join("..", RunPage(p.Run))}
+		if b, ok := base[p.Run]; ok {
+			cp.Base, cp.BaseName = &b.Value, b.Commit
+		}
 		if r := runs[p.Run]; r != nil {
 			var hosts []string
 			for _, sh := range r.Shards {

@@ -27,20 +27,23 @@ func (d *runData) primaries() []string {
 }
 
 // tableRank is where a configuration page lists a metric: the primary
-// first, then the called changes, the unknowns whose interval excludes
-// 0, the other metrics that vary, and the constants (0 vs 0) last.
+// first, then the called changes (gated ones first), the unknowns whose
+// interval excludes 0, the other metrics that vary, and the constants
+// (0 vs 0) last.
 func tableRank(t metricTable, primaries []string) (rank, primary int, size float64) {
 	primary = len(primaries)
 	if i := slices.Index(primaries, t.Metric); i >= 0 {
 		primary = i
 	}
-	rank = 3
+	rank = 4
 	for _, v := range t.Verdicts {
 		switch {
-		case significant(v.Verdict.Verdict):
+		case significant(v.Verdict.Verdict) && v.Gated:
 			rank = min(rank, 1)
-		case v.Shown():
+		case significant(v.Verdict.Verdict):
 			rank = min(rank, 2)
+		case v.Shown():
+			rank = min(rank, 3)
 		}
 		if v.DeltaPct != nil {
 			size = max(size, math.Abs(*v.DeltaPct))
@@ -50,7 +53,7 @@ func tableRank(t metricTable, primaries []string) (rank, primary int, size float
 	case primary < len(primaries):
 		rank = 0
 	case t.Constant:
-		rank = 4
+		rank = 5
 	}
 	return rank, primary, size
 }
@@ -69,7 +72,7 @@ func (d *runData) orderTables(tables []metricTable) {
 		if c := cmp.Compare(pa, pb); c != 0 {
 			return c
 		}
-		if ra == 1 || ra == 2 {
+		if ra >= 1 && ra <= 3 {
 			if c := cmp.Compare(sb, sa); c != 0 {
 				return c
 			}
