@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
@@ -241,5 +243,43 @@ func checkServed(t *testing.T, base, from string, u *url.URL) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("%s links %s: %s", from, u.Path, resp.Status)
+	}
+}
+
+// TestServedDemoInBrowser: the demo's site under serve loads its index,
+// run page and a trend of both arms in chromium without a console error
+// (a policy violation is one), and the run page's report.md link opens
+// the report as text.
+func TestServedDemoInBrowser(t *testing.T) {
+	ctx := browser(t)
+	root := t.TempDir()
+	s, run, rep, written := demoSite(t, root)
+	f, err := os.Create(filepath.Join(root, "demo-run", "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sv := serveStore(t, s)
+	page(t, ctx, sv.base+"/index.html", "served-index.png")
+	page(t, ctx, sv.base+"/"+filepath.ToSlash(dashboard.RunPage(run)), "served-run.png")
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var a = Array.from(document.querySelectorAll("#files a")).find(a => a.textContent === "report.md"); return a ? a.href : ""})()`))
+	if err != nil || !strings.HasPrefix(href, sv.base+"/files/"+run+"/") {
+		t.Fatalf("report.md links %q (%v)", href, err)
+	}
+	if resp, body := get(t, sv.base, strings.TrimPrefix(href, sv.base)); resp.StatusCode != http.StatusOK || !strings.HasPrefix(body, "# ") {
+		t.Errorf("report.md: %s", resp.Status)
+	}
+	for _, tr := range written.Trends {
+		if tr.Key.Metric == "tps" {
+			page(t, ctx, sv.base+"/"+filepath.ToSlash(tr.Page), "served-trend.png")
+			series, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.abtestChart.getOption().series.length`))
+			if err != nil || series != 2 {
+				t.Errorf("the trend chart draws %d series (%v), want the commit's and the baseline's", series, err)
+			}
+			break
+		}
 	}
 }
