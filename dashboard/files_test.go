@@ -252,6 +252,7 @@ func checkServed(t *testing.T, base, from string, u *url.URL) {
 // the report as text.
 func TestServedDemoInBrowser(t *testing.T) {
 	ctx := browser(t)
+	shots = ""
 	root := t.TempDir()
 	s, run, rep, written := demoSite(t, root)
 	f, err := os.Create(filepath.Join(root, "demo-run", "report.md"))
