@@ -1,9 +1,10 @@
 // Package dashboard writes a static web site from the results store.
 //
 // The index lists the runs first, each by the name the user gave it (its
-// results directory's base name, what -o chose), its date and gate, the
-// id secondary; then the trends, grouped by configuration with a
-// sparkline per metric. A run's compare page (one per commit against the
+// results directory's base name, what -o chose), its date, each
+// commit's answer as the store kept it and its gate, the id secondary;
+// then the trends, grouped by configuration with a sparkline per series
+// of 3 points or more that moves. A run's compare page (one per commit against the
 // baseline, with links to switch) answers first: the counts of
 // verdicts, the run-level geometric means with their intervals and
 // words, the gate and the regressions; then the changes sorted by
