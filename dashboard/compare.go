@@ -32,10 +32,14 @@ type runData struct {
 	geomeans []store.Geomean
 	// dirs are the shards' directories by shard.
 	dirs map[string]string
+	// site is the site's directory; served: the site is written to be
+	// served, and links the results files beneath FilesPrefix.
+	site   string
+	served bool
 }
 
-func loadRun(ctx context.Context, s *store.Store, r *store.Run) (*runData, error) {
-	d := &runData{run: r, dirs: map[string]string{}}
+func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, served bool) (*runData, error) {
+	d := &runData{run: r, dirs: map[string]string{}, site: site, served: served}
 	var err error
 	if d.verdicts, err = s.Verdicts(ctx, r.ID); err != nil {
 		return nil, err
@@ -113,15 +117,34 @@ func relLink(from, target string) string {
 	return (&url.URL{Path: filepath.ToSlash(rel)}).String()
 }
 
+// href links the file at path of a results directory from the page
+// directory from: relative to the page on disk (it resolves while the
+// site stays beside the results), beneath FilesPrefix when served; ""
+// when served and path is in none of the run's shard directories.
+func (d *runData) href(from, path string) string {
+	if !d.served {
+		return relLink(from, path)
+	}
+	if p := servedPath(d.run, path); p != "" {
+		return relLink(from, filepath.Join(d.site, filepath.FromSlash(p)))
+	}
+	return ""
+}
+
+// notServed says why a file has no link on a served site.
+const notServed = "outside the run's results directory: not served"
+
 // fileLink links the file at path from the page directory from when it
 // exists, else names it with why not.
-func fileLink(from, name, path, missing string) link {
+func (d *runData) fileLink(from, name, path, missing string) link {
 	l := link{Name: name, Path: path}
 	if _, err := os.Stat(path); err != nil {
 		l.Note = missing
 		return l
 	}
-	l.Href = relLink(from, path)
+	if l.Href = d.href(from, path); l.Href == "" {
+		l.Note = notServed
+	}
 	return l
 }
 
@@ -134,7 +157,7 @@ func (d *runData) reports(from string) []link {
 			continue
 		}
 		for _, f := range []string{"report.md", "report.json"} {
-			out = append(out, fileLink(from, f, filepath.Join(sh.Dir, f), "not written yet: abtest analyze "+sh.Dir+" writes it"))
+			out = append(out, d.fileLink(from, f, filepath.Join(sh.Dir, f), "not written yet: abtest analyze "+sh.Dir+" writes it"))
 		}
 	}
 	return out
@@ -158,12 +181,12 @@ func (d *runData) diffs(from, commit string) (perf, instr []link) {
 		}
 		for _, tw := range rep.TimeWent {
 			if tw.Commit == commit && tw.Diff != "" {
-				perf = append(perf, fileLink(from, tw.Config, filepath.Join(sh.Dir, tw.Diff), "missing"))
+				perf = append(perf, d.fileLink(from, tw.Config, filepath.Join(sh.Dir, tw.Diff), "missing"))
 			}
 		}
 		for _, iw := range rep.Instructions {
 			if iw.Commit == commit && iw.DiffProfile != "" {
-				l := fileLink(from, iw.Config, filepath.Join(sh.Dir, iw.DiffProfile), "missing")
+				l := d.fileLink(from, iw.Config, filepath.Join(sh.Dir, iw.DiffProfile), "missing")
 				l.Name += " (" + pct(iw.DiffPct) + " instructions/tx)"
 				instr = append(instr, l)
 			}
@@ -181,12 +204,31 @@ type vrow struct {
 }
 
 // Detect says, for an unknown verdict, the smallest change the run could
-// have detected.
+// have detected, or, when its interval excludes 0, that it moved: a
+// smallest detectable change beside a change seen reads as a
+// contradiction.
 func (r vrow) Detect() string {
-	if r.Verdict.Verdict != results.Unknown || r.DetectablePct == nil {
+	switch {
+	case r.Verdict.Verdict != results.Unknown:
+		return ""
+	case r.Excludes0():
+		return "its 95 % interval excludes 0; not called"
+	case r.DetectablePct == nil:
 		return ""
 	}
 	return fmt.Sprintf("could not detect < %s %%", human(*r.DetectablePct))
+}
+
+// Excludes0: the row's 95 % interval of Δ lies on one side of 0.
+func (r vrow) Excludes0() bool {
+	return r.DeltaLo != nil && r.DeltaHi != nil && (*r.DeltaLo > 0 || *r.DeltaHi < 0)
+}
+
+// Shown: the row is listed among the changes, never folded: a called
+// change, or an unknown one whose interval excludes 0 (a report-only
+// latency +44 % [+16, +80] is not "without a significant change").
+func (r vrow) Shown() bool {
+	return significant(r.Verdict.Verdict) || (r.Verdict.Verdict == results.Unknown && r.Excludes0())
 }
 
 // Disagree: the row's Δ (the paired estimate) points the other way than
@@ -213,9 +255,15 @@ func significant(v results.Verdict) bool {
 	return v != results.Same && v != results.Unknown
 }
 
-// bySignificance orders rows as the compare page lists them: gated
-// first, then by the size of the change.
+// bySignificance orders rows as the compare page lists them: the
+// called changes first, gated first, then by the size of the change.
 func bySignificance(a, b vrow) int {
+	if ca, cb := significant(a.Verdict.Verdict), significant(b.Verdict.Verdict); ca != cb {
+		if ca {
+			return -1
+		}
+		return 1
+	}
 	if a.Gated != b.Gated {
 		if a.Gated {
 			return -1
@@ -271,6 +319,24 @@ type answer struct {
 	Counts, ReportOnly []count
 	Behind             int
 	Roleless, None     bool
+	// Stored: the counts are the report's, as the store kept them
+	// (Line names what changed); else counted from the stored rows.
+	Stored bool
+	Line   string
+}
+
+// storedAnswer is the answer the store kept of a commit: the report's
+// summary counts.
+func storedAnswer(a store.Answer) answer {
+	head, ro := a.Counts()
+	out := answer{Behind: a.Behind, Stored: true, Line: a.Line}
+	for _, c := range head {
+		out.Counts = append(out.Counts, count{c.Verdict, c.N})
+	}
+	for _, c := range ro {
+		out.ReportOnly = append(out.ReportOnly, count{c.Verdict, c.N})
+	}
+	return out
 }
 
 func answerOf(rows []vrow) answer {

@@ -1,9 +1,10 @@
 // Package dashboard writes a static web site from the results store.
 //
 // The index lists the runs first, each by the name the user gave it (its
-// results directory's base name, what -o chose), its date and gate, the
-// id secondary; then the trends, grouped by configuration with a
-// sparkline per metric. A run's compare page (one per commit against the
+// results directory's base name, what -o chose), its date, each
+// commit's answer as the store kept it and its gate, the id secondary;
+// then the trends, grouped by configuration with a sparkline per series
+// of 3 points or more that moves. A run's compare page (one per commit against the
 // baseline, with links to switch) answers first: the counts of
 // verdicts, the run-level geometric means with their intervals and
 // words, the gate and the regressions; then the changes sorted by
@@ -18,8 +19,10 @@
 //
 // Every link is relative, so the site can be copied or served: files of
 // a results directory are linked relative to the page (they resolve
-// while the site stays beside the results), and named as text where no
-// such file exists. The chart library (Apache ECharts 5.6.0,
+// while the site stays beside the results), or, in a site written to be
+// served, beneath files/RUN/SHARD/, where serve serves each run's
+// results directories read-only; a file is named as text where no such
+// file exists. The chart library (Apache ECharts 5.6.0,
 // Apache-2.0, assets/echarts.min.js from its npm package) is embedded in
 // the binary and copied beside the pages, and nothing is fetched from a
 // network. Serve serves a written site on the loopback interface, for
@@ -116,6 +119,11 @@ type Options struct {
 	Title string
 	// ChangePoints are the E-divisive options of the trends.
 	ChangePoints analysis.ChangePointOptions
+	// Served: the site is written for Serve, which serves the runs'
+	// results directories beneath FilesPrefix, and its pages link their
+	// files there; else they link them relative to the page, for a site
+	// opened from disk beside the results.
+	Served bool
 }
 
 // Site is what Write wrote.
@@ -124,6 +132,8 @@ type Site struct {
 	Index  string
 	Runs   []string
 	Trends []Trend
+	// files are the results directories a served site links.
+	files runDirs
 }
 
 // Trend is one trend page.
@@ -212,15 +222,22 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 		}
 		site.Trends = append(site.Trends, t)
 	}
+	if o.Served {
+		site.files = runDirs{}
+	}
 	for i := range runs {
+		if o.Served {
+			site.files.addRun(&runs[i])
+		}
 		page, err := writeRun(ctx, s, abs, o, &runs[i], site.Trends)
 		if err != nil {
 			return nil, err
 		}
 		site.Runs = append(site.Runs, page)
 	}
+	groups, hidden := trendGroups(series, site.Trends)
 	err = render(site.Index, "index.html", map[string]any{
-		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": trendGroups(series, site.Trends), "Trends": len(site.Trends),
+		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": groups, "Hidden": hidden, "Trends": len(site.Trends),
 		"Generated": time.Now().UTC(), "Store": s.Where(),
 	})
 	return site, err
@@ -284,6 +301,9 @@ type chartPoint struct {
 	Page   string  `json:"page"`
 	Host   string  `json:"host"`
 	Doctor int     `json:"doctor"`
+	// Base is the baseline's value in the point's run: the other arm.
+	Base     *float64 `json:"base,omitempty"`
+	BaseName string   `json:"base_name,omitempty"`
 }
 
 // trendData is the trend page's JSON block, which its script reads.
@@ -295,10 +315,17 @@ type trendData struct {
 }
 
 func writeTrend(path string, o Options, ser *store.Series, runs map[string]*store.Run) error {
+	base := map[string]store.Point{}
+	for _, b := range ser.Baseline {
+		base[b.Run] = b
+	}
 	pts := make([]chartPoint, len(ser.Points))
 	for i, p := range ser.Points {
 		cp := chartPoint{Date: p.Time.UTC().Format("2006-01-02 15:04"), Value: p.Value, Commit: p.Commit, SHA: p.SHA, Run: p.Run,
 			Page: filepath.Join("..", RunPage(p.Run))}
+		if b, ok := base[p.Run]; ok {
+			cp.Base, cp.BaseName = &b.Value, b.Commit
+		}
 		if r := runs[p.Run]; r != nil {
 			var hosts []string
 			for _, sh := range r.Shards {
@@ -320,8 +347,14 @@ func writeTrend(path string, o Options, ser *store.Series, runs map[string]*stor
 
 // Serve serves the site in dir on addr, which must be a loopback
 // address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), until ctx ends.
-// ready, when not nil, receives the address it listens on.
+// ready, when not nil, receives the address it listens on. It serves
+// the site's files alone: WriteAndServe serves the results directories
+// too.
 func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
+	return serve(ctx, siteHandler(dir, nil), addr, ready)
+}
+
+func serve(ctx context.Context, h http.Handler, addr string, ready func(string)) error {
 	if err := CheckAddr(addr); err != nil {
 		return err
 	}
@@ -329,7 +362,7 @@ func Serve(ctx context.Context, dir, addr string, ready func(string)) error {
 	if err != nil {
 		return exitcode.Failure(fmt.Errorf("serve: %w", err))
 	}
-	srv := &http.Server{Handler: secured(http.FileServer(http.Dir(dir))), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
@@ -375,8 +408,10 @@ func CheckAddr(addr string) error {
 
 // WriteAndServe writes the site of s into dir (a temporary directory,
 // removed when serving ends, when dir is empty), closes s (serving needs
-// only the files), and serves the site on addr (Serve) until ctx ends.
-// ready, when not nil, receives the site's directory and the address.
+// only the files), and serves the site on addr (Serve) until ctx ends,
+// with the runs' results directories read-only beneath FilesPrefix,
+// where its pages link them. ready, when not nil, receives the site's
+// directory and the address.
 func WriteAndServe(ctx context.Context, s *store.Store, dir, addr string, ready func(dir, addr string)) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "abtest-dashboard-")
@@ -387,12 +422,12 @@ func WriteAndServe(ctx context.Context, s *store.Store, dir, addr string, ready 
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	site, err := Write(ctx, s, dir, Options{})
+	site, err := Write(ctx, s, dir, Options{Served: true})
 	s.Close()
 	if err != nil {
 		return err
 	}
-	return Serve(ctx, site.Dir, addr, func(a string) {
+	return serve(ctx, siteHandler(site.Dir, site.files), addr, func(a string) {
 		if ready != nil {
 			ready(site.Dir, a)
 		}

@@ -36,17 +36,40 @@ type trendGroup struct {
 	Unexpected int
 }
 
+// minSparkPoints is the fewest points a sparkline is drawn for: one or
+// two points are no line to read.
+const minSparkPoints = 3
+
+// drawn: a series worth a sparkline: enough points, and not constant.
+func drawn(ser *store.Series) bool {
+	if len(ser.Points) < minSparkPoints {
+		return false
+	}
+	for _, p := range ser.Points[1:] {
+		if p.Value != ser.Points[0].Value {
+			return true
+		}
+	}
+	return false
+}
+
 // trendGroups groups the trends (written from series, in the same
-// order) by configuration, each with a sparkline.
-func trendGroups(series []*store.Series, trends []Trend) []trendGroup {
+// order) by configuration, each with a sparkline, those of the series
+// drawn; it returns how many are not.
+func trendGroups(series []*store.Series, trends []Trend) ([]trendGroup, int) {
 	bySeries := map[store.SeriesKey]*store.Series{}
 	for _, ser := range series {
 		bySeries[store.SeriesKey{Metric: ser.Metric, Config: ser.Config}] = ser
 	}
 	var out []trendGroup
+	hidden := 0
 	for _, t := range trends {
 		ser := bySeries[t.Key]
 		if ser == nil {
+			continue
+		}
+		if !drawn(ser) {
+			hidden++
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].Config != t.Key.Config {
@@ -64,5 +87,5 @@ func trendGroups(series []*store.Series, trends []Trend) []trendGroup {
 		g.Sparks = append(g.Sparks, spark{Trend: t, Last: human(xs[len(xs)-1]), SVG: sparkline(xs, marks, 120, 28)})
 		g.Unexpected += t.Unexpected
 	}
-	return out
+	return out, hidden
 }

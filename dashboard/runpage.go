@@ -27,7 +27,7 @@ func (d *runData) unit(metric string) string {
 // writeRun writes a run's compare pages (one per commit against the
 // baseline) and configuration pages, and returns its first compare page.
 func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
-	d, err := loadRun(ctx, s, r)
+	d, err := loadRun(ctx, s, r, site, o.Served)
 	if err != nil {
 		return "", err
 	}
@@ -134,7 +134,7 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	slices.SortStableFunc(rows, bySignificance)
 	var changes, quiet, regressions []vrow
 	for _, r := range rows {
-		if significant(r.Verdict.Verdict) {
+		if r.Shown() {
 			changes = append(changes, r)
 		} else {
 			quiet = append(quiet, r)
@@ -156,9 +156,13 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	for _, c := range d.configs() {
 		configs = append(configs, pairLink{Label: cmp.Or(labels[c], c), Href: relLink(from, ConfigPage(d.run.ID, c))})
 	}
+	ans := answerOf(rows)
+	if a, ok := d.run.Answer(commit); ok {
+		ans = storedAnswer(a)
+	}
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
-		"Answer": answerOf(rows), "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
+		"Answer": ans, "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
 		"QuietCounts": counts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
 	})
 }
@@ -175,6 +179,11 @@ type metricTable struct {
 	Metric, Unit string
 	Repeats      []repeatRow
 	Verdicts     []vrow
+	// Constant: every repeat of every commit has the same value, Value
+	// (0 tuples deleted): nothing to read, listed last and without its
+	// table of repeats.
+	Constant bool
+	Value    string
 }
 
 // cellFiles is a cell's artefacts as a configuration page links them.
@@ -201,9 +210,15 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 		col[l] = i
 	}
 	byRepeat := map[string]map[int][]string{}
+	span := map[string][2]float64{}
 	var files []cellFiles
 	for _, c := range cells {
 		for m, v := range d.values[c.Cell] {
+			if lh, ok := span[m]; ok {
+				span[m] = [2]float64{min(lh[0], v), max(lh[1], v)}
+			} else {
+				span[m] = [2]float64{v, v}
+			}
 			if byRepeat[m] == nil {
 				byRepeat[m] = map[int][]string{}
 			}
@@ -229,8 +244,12 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 			t.Repeats = append(t.Repeats, repeatRow{Repeat: rep, Values: byRepeat[m][rep]})
 		}
 		t.Verdicts = rows[m]
+		if t.Constant = span[m][0] == span[m][1]; t.Constant {
+			t.Value = human(span[m][0])
+		}
 		tables = append(tables, t)
 	}
+	d.orderTables(tables)
 	back := relLink(from, RunPage(d.run.ID))
 	return render(filepath.Join(site, page), "config.html", map[string]any{
 		"Title": o.Title, "Root": "../..", "Run": d.run, "Name": d.run.Name(), "Config": cfg, "Back": back,
@@ -238,9 +257,9 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 	})
 }
 
-// cellFiles links a cell's artefacts from the page directory from,
-// relative to the cell's results directory (never file://): the site can
-// be copied beside the results, or served.
+// cellFiles links a cell's artefacts from the page directory from
+// (d.href, never file://): relative to the cell's results directory
+// when the site is on disk, beneath FilesPrefix when it is served.
 func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Failed: c.Status != results.StatusOK, Error: c.Error}
 	for _, n := range sortedKeys(c.Artifacts) {
@@ -248,7 +267,11 @@ func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(d.dirs[c.Shard], p)
 		}
-		cf.Files = append(cf.Files, link{Name: n, Href: relLink(from, p), Path: p})
+		l := link{Name: n, Href: d.href(from, p), Path: p}
+		if l.Href == "" {
+			l.Note = notServed
+		}
+		cf.Files = append(cf.Files, l)
 	}
 	return cf
 }

@@ -77,15 +77,17 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	st.Warnings = src.warnings
 	st.Cells, st.Present = n, distinct-n
 	// A run whose verdicts were stored before schema 3 has no gate
-	// status (nor geometric means), before schema 5 no roles: analysed
-	// again.
-	var have, roleless int
+	// status (nor geometric means), before schema 5 no roles, before
+	// schema 7 no answers (a run of two commits or more has one):
+	// analysed again.
+	var have, roleless, answers, ncommits int
 	var gate string
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), (SELECT count(*) FROM verdicts WHERE run_id = ? AND role = ''), gate FROM runs WHERE id = ?"),
-		st.Run, st.Run, st.Run).Scan(&have, &roleless, &gate); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), (SELECT count(*) FROM verdicts WHERE run_id = ? AND role = ''),
+		(SELECT count(*) FROM run_answers WHERE run_id = ?), ncommits, gate FROM runs WHERE id = ?`),
+		st.Run, st.Run, st.Run, st.Run).Scan(&have, &roleless, &answers, &ncommits, &gate); err != nil {
 		return st, s.fail("importing "+dir, err)
 	}
-	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" {
+	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" || (answers == 0 && ncommits > 1) {
 		if st.Cells != distinct {
 			alone = nil
 		}
@@ -497,8 +499,9 @@ func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *ana
 }
 
 // putSummary stores the run-level answer of rep: its pooled tests
-// (Geomeans) and its gate status under the store's options (those of
-// analysis.Options{}; a nightly job's own options are applied by Nights).
+// (Geomeans), each commit's answer (putAnswers) and its gate status
+// under the store's options (those of analysis.Options{}; a nightly
+// job's own options are applied by Nights).
 func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *analysis.Report) error {
 	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_geomeans WHERE run_id = ?"), run); err != nil {
 		return err
@@ -514,6 +517,9 @@ func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *anal
 			string(g.Verdict), g.Configs, analysis.Finite(g.MinEffectPct), detect); err != nil {
 			return err
 		}
+	}
+	if err := s.putAnswers(ctx, tx, run, rep); err != nil {
+		return err
 	}
 	gate := rep.Gate()
 	detail := ""

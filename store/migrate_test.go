@@ -54,7 +54,7 @@ func checkMigrateMetrics(t *testing.T, location string) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != 6 {
+	if v, err := s.Version(ctx); err != nil || v != store.SchemaVersion {
 		t.Fatalf("version %d after the migration, %v", v, err)
 	}
 	got, err := s.CellMetrics(ctx, st.Run)

@@ -35,6 +35,10 @@ type Run struct {
 	GateDetail string             `json:"gate_detail,omitempty"`
 	// Metrics are the plan's metric definitions (units, directions).
 	Metrics results.Metrics `json:"metrics,omitempty"`
+	// Answers are each compared commit's answer, in plan order; none for
+	// a run of one commit, or one stored before schema 7 and not
+	// imported since.
+	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Name is the name the user gave the run: its results directory's base
@@ -161,6 +165,9 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 		return nil, err
 	}
 	if err := s.addCellCounts(ctx, runs, index); err != nil {
+		return nil, err
+	}
+	if err := s.addAnswers(ctx, runs, index); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
@@ -540,9 +547,14 @@ type ChangePoint struct {
 // Series is a trend with its change points and the annotations of its
 // commits.
 type Series struct {
-	Metric       string        `json:"metric"`
-	Config       string        `json:"config"`
-	Points       []Point       `json:"points"`
+	Metric string  `json:"metric"`
+	Config string  `json:"config"`
+	Points []Point `json:"points"`
+	// Baseline is the other arm: the baseline's value in each run of
+	// two commits or more that has a point, for a chart to draw beside
+	// Points (a run's answer is the distance between the two, which a
+	// series of one arm never shows). Change points are of Points only.
+	Baseline     []Point       `json:"baseline,omitempty"`
 	ChangePoints []ChangePoint `json:"change_points"`
 	Annotations  []Annotation  `json:"annotations"`
 }
@@ -612,7 +624,8 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 	if err != nil {
 		return nil, err
 	}
-	ser := &Series{Metric: q.Metric, Config: cfg, Points: ri.points(values, q.Since), ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
+	points, baseline := ri.points(values, q.Since)
+	ser := &Series{Metric: q.Metric, Config: cfg, Points: points, Baseline: baseline, ChangePoints: []ChangePoint{}, Annotations: []Annotation{}}
 	anns, err := s.Annotations(ctx)
 	if err != nil {
 		return nil, err
@@ -671,9 +684,10 @@ func (s *Store) historyValues(ctx context.Context, metric, cfg string) (map[[2]s
 // points makes the series' points from the values by run and commit:
 // runs in order of creation from since on, in each run the commits in
 // plan order but the baseline when there are others, a point the median
-// of a commit's values.
-func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) []Point {
-	points := []Point{}
+// of a commit's values; and the baseline's points of the runs that have
+// a point.
+func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) (points, baseline []Point) {
+	points = []Point{}
 	runs := make([]string, 0, len(ri.created))
 	for id := range ri.created {
 		runs = append(runs, id)
@@ -690,18 +704,25 @@ func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) []Po
 			continue
 		}
 		cs := ri.commits[run]
+		var base *Point
+		had := len(points)
 		for _, c := range cs {
-			if len(cs) > 1 && c.Label == ri.baseline[run] {
-				continue
-			}
 			vs := values[[2]string{run, c.Label}]
 			if len(vs) == 0 {
 				continue
 			}
-			points = append(points, Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: analysis.Median(vs), N: len(vs)})
+			p := Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: analysis.Median(vs), N: len(vs)}
+			if len(cs) > 1 && c.Label == ri.baseline[run] {
+				base = &p
+				continue
+			}
+			points = append(points, p)
+		}
+		if base != nil && len(points) > had {
+			baseline = append(baseline, *base)
 		}
 	}
-	return points
+	return points, baseline
 }
 
 // AllHistory returns the series of every key, reading the runs once.

@@ -213,6 +213,29 @@ var migrations = []migration{
 		`CREATE VIEW metrics AS
 			SELECT c.id AS cell_id, j.key AS metric, CAST(j.value AS DOUBLE PRECISION) AS value FROM cells c, {{JSON_EACH}}(c.metrics) j`,
 	}},
+	// Version 7: each commit's answer as its report's summary counts it
+	// (analysis.Summary), and a line naming what changed: the dashboard
+	// counted the stored rows itself and disagreed with the report where
+	// a row's role was lost, and had no words for a run on the index. A
+	// run stored before has no answers and is analysed again on its next
+	// import.
+	{7, "runs keep each commit's answer: the report's summary counts and a line naming what changed", []string{
+		`CREATE TABLE run_answers (
+			run_id TEXT NOT NULL REFERENCES runs(id),
+			commit_label TEXT NOT NULL,
+			better INTEGER NOT NULL,
+			worse INTEGER NOT NULL,
+			same INTEGER NOT NULL,
+			unknown INTEGER NOT NULL,
+			incomplete INTEGER NOT NULL,
+			higher INTEGER NOT NULL,
+			lower INTEGER NOT NULL,
+			behind INTEGER NOT NULL,
+			no_change_pct DOUBLE PRECISION,
+			detectable_pct DOUBLE PRECISION,
+			line TEXT NOT NULL,
+			PRIMARY KEY (run_id, commit_label))`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

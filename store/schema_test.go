@@ -54,7 +54,7 @@ func TestMigrateVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 6 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 7 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	var got []string

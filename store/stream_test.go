@@ -203,6 +203,7 @@ func dump(t *testing.T, s *store.Store) map[string][]string {
 		"configurations": `SELECT * FROM configurations ORDER BY id`,
 		"verdicts":       `SELECT * FROM verdicts ORDER BY run_id, commit_label, config, metric`,
 		"run_geomeans":   `SELECT * FROM run_geomeans ORDER BY run_id, commit_label, metric`,
+		"run_answers":    `SELECT * FROM run_answers ORDER BY run_id, commit_label`,
 		"runs":           `SELECT id, created, baseline, ncommits, options, metric_defs, gate, gate_detail FROM runs ORDER BY id`,
 		"commits":        `SELECT * FROM commits ORDER BY run_id, label`,
 	} {

@@ -124,10 +124,12 @@
       box.appendChild(line([p.date]));
       box.appendChild(line([p.commit + " ", node("code", p.sha.slice(0, 8))]));
       box.appendChild(line([ser.metric + " = " + p.value.toPrecision(6)]));
+      if (p.base !== undefined) box.appendChild(line(["baseline " + p.base_name + " = " + p.base.toPrecision(6)]));
       box.appendChild(line(["host " + p.host + (p.doctor ? " (" + p.doctor + " doctor findings)" : "")]));
       if (annotated[p.sha] !== undefined) box.appendChild(line(["note: " + annotated[p.sha]]));
       return box;
     }
+    var hasBase = pts.some(function (p) { return p.base !== undefined; });
     chart.setOption({
       animation: false,
       grid: {left: 70, right: 30, top: 40, bottom: 80},
@@ -140,7 +142,13 @@
         data: pts.map(function (p) { return p.value; }),
         markLine: {symbol: "none", data: marks},
         markPoint: {symbol: "pin", symbolSize: 36, data: notes, tooltip: {trigger: "item", formatter: tip}},
-      }],
+      }].concat(hasBase ? [{
+        // The other arm: the baseline's value in each point's run.
+        name: "baseline", type: "line", showAllSymbol: true, symbolSize: 6, connectNulls: true,
+        itemStyle: {color: "#888"}, lineStyle: {type: "dashed", color: "#888"},
+        data: pts.map(function (p) { return p.base === undefined ? null : p.base; }),
+      }] : []),
+      legend: hasBase ? {top: 0, data: [ser.metric, "baseline"]} : undefined,
     });
     chart.on("click", function (e) {
       if (e.componentType === "series" && pts[e.dataIndex]) window.location.href = pts[e.dataIndex].page;
