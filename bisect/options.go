@@ -3,6 +3,7 @@ package bisect
 import (
 	"strconv"
 
+	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
@@ -44,6 +45,11 @@ type Options struct {
 func (o Options) Request() (*Request, error) {
 	if err := build.CheckReusePrefixes(o.Reuse); err != nil {
 		return nil, err
+	}
+	// The bar of analyze --threshold, by its rule: a bar the size of
+	// the measurement would call any step's change the same.
+	if _, err := analysis.ParseThresholds([]string{o.Metric + "=" + strconv.FormatFloat(o.Threshold, 'g', -1, 64)}); err != nil {
+		return nil, exitcode.BadInputf("--threshold %v: want a percentage from 0 to 50, e.g. 5", o.Threshold)
 	}
 	r := &Request{Good: o.Good, Bad: o.Bad, Metric: o.Metric, Threshold: o.Threshold, Repeats: o.Repeats, MaxRepeats: o.MaxRepeats, Reuse: o.Reuse}
 	if def, ok := results.Builtin.Get(r.Metric); ok && def.Tier == results.TierExact && !o.RepeatsGiven {

@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +45,16 @@ func TestOptionsRequest(t *testing.T) {
 		t.Errorf("exact metric, -r 8 given: %d repeats", r.Repeats)
 	}
 	for want, bad := range map[string]Options{
-		"unknown workload": {Workloads: "nosuch", Build: "release", PgssMax: 1000},
-		"-d -1":            {Workloads: "select1", Seconds: -1, Build: "release", PgssMax: 1000},
-		"build type":       {Workloads: "select1", Build: "x", PgssMax: 1000},
-		"-m 5":             {Workloads: "select1", Build: "release", PgssMax: 5},
-		`-R "fast"`:        {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "fast"},
-		"one offered rate": {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "500,1000"},
-		`reuse ""`:         {Workloads: "select1", Build: "release", PgssMax: 1000, Reuse: []string{""}},
+		"unknown workload":  {Workloads: "nosuch", Build: "release", PgssMax: 1000},
+		"-d -1":             {Workloads: "select1", Seconds: -1, Build: "release", PgssMax: 1000},
+		"build type":        {Workloads: "select1", Build: "x", PgssMax: 1000},
+		"-m 5":              {Workloads: "select1", Build: "release", PgssMax: 5},
+		`-R "fast"`:         {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "fast"},
+		"one offered rate":  {Workloads: "select1", Build: "release", PgssMax: 1000, Rate: "500,1000"},
+		`reuse ""`:          {Workloads: "select1", Build: "release", PgssMax: 1000, Reuse: []string{""}},
+		"--threshold 1e+09": {Workloads: "select1", Build: "release", PgssMax: 1000, Threshold: 1e9},
+		"--threshold -1":    {Workloads: "select1", Build: "release", PgssMax: 1000, Threshold: -1},
+		"--threshold NaN":   {Workloads: "select1", Build: "release", PgssMax: 1000, Threshold: math.NaN()},
 	} {
 		if _, err := bad.Request(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
