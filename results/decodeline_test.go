@@ -178,9 +178,10 @@ func TestDecodeConfigs(t *testing.T) {
 {"cell":"a/r1/patch","commit":"patch","workload":"w","settings":{"work_mem":"4MB"},"status":"ok","metrics":{"tps":2}}
 {"cell":"b/r1/base","commit":"base","workload":"w","settings":{"work_mem":"8MB"},"status":"ok","metrics":{"tps":null}}
 {"cell":"c/r1/base","commit":"base","workload":"w","settings":{},"status":"ok"}
+{"cell":"d/r1/base","commit":"base","workload":"w","status":"ok"}
 `
 	recs, warnings, err := results.DecodeRecords(strings.NewReader(lines), "cells.jsonl")
-	if err != nil || len(warnings) != 0 || len(recs) != 4 {
+	if err != nil || len(warnings) != 0 || len(recs) != 5 || recs[4].Settings != nil {
 		t.Fatalf("%d records, %v, %v", len(recs), warnings, err)
 	}
 	if recs[0].Settings["work_mem"] != "4MB" || recs[1].Settings["work_mem"] != "4MB" || recs[2].Settings["work_mem"] != "8MB" || recs[3].Settings == nil || len(recs[3].Settings) != 0 {

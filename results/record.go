@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,11 +223,23 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 	return p, nil
 }
 
-// decodePlan decodes a plan with json.Unmarshal.
+// decodePlan decodes a plan with json.Unmarshal. Its cells' maps are
+// shared: read them, never write them.
 func decodePlan(data []byte) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, err
+	}
+	// The cells of one configuration come together: one settings map
+	// for them all, not one per cell (100 000 cells).
+	for i := 1; i < len(p.Cells); i++ {
+		c, prev := &p.Cells[i].Config, &p.Cells[i-1].Config
+		if sameMap(c.Settings, prev.Settings) {
+			c.Settings = prev.Settings
+		}
+		if sameMap(c.Vars, prev.Vars) {
+			c.Vars = prev.Vars
+		}
 	}
 	return &p, nil
 }
@@ -294,12 +309,16 @@ func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []
 		return nil, nil, err
 	}
 	defer f.Close()
-	return decodeRecords(f, filepath.Join(dir, CellsFile), each, noProgress)
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return decodeRecords(f, filepath.Join(dir, CellsFile), size, each, noProgress)
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
-	return decodeRecords(r, name, nil, false)
+	return decodeRecords(r, name, 0, nil, false)
 }
 
 // maxLine is the longest line of cells.jsonl read: far beyond any
@@ -307,54 +326,163 @@ func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 // stops the reading with an error.
 const maxLine = 1 << 30
 
-// decodeRecords decodes r's lines with json.Unmarshal, one by one; each
-// (when not nil) is given the records of about every megabyte of lines,
-// as ReadRecordsEach says; without their progress reports when
-// noProgress. A line that does not decode is skipped with a warning.
-func decodeRecords(r io.Reader, name string, each func([]Record), noProgress bool) ([]Record, []string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+// decodeRecords decodes r's lines with json.Unmarshal, blocks of about a
+// megabyte of lines by one goroutine per CPU, gathered in order: one
+// core decoded 100 000 cells (85 MB) in 2.2 CPU-s, most of analysing
+// them. each (when not nil) is given each block's records as
+// ReadRecordsEach says; noProgress leaves their progress reports out.
+// size is r's, when known (else 0). A line that does not decode is
+// skipped with a warning.
+func decodeRecords(r io.Reader, name string, size int64, each func([]Record), noProgress bool) ([]Record, []string, error) {
+	order := make(chan *block, 2*runtime.GOMAXPROCS(0))
+	work := make(chan *block)
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for b := range work {
+				b.decode(name, noProgress)
+				close(b.done)
+			}
+		}()
+	}
+	// readErr is set before order closes, which the loop below waits
+	// for.
+	var readErr error
+	go func() {
+		defer close(order)
+		defer close(work)
+		readErr = readBlocks(r, func(b *block) {
+			order <- b
+			work <- b
+		})
+	}()
 	var out []Record
 	var warnings []string
-	n, handed, size := 0, 0, 0
+	for b := range order {
+		<-b.done
+		warnings = append(warnings, b.warnings...)
+		if out == nil && size > 0 && b.bytes > 0 {
+			// As many as the first block's bytes a record predict, 5 %
+			// more: grown by doublings from there, the copies were 100
+			// MB more at the peak at 10⁵ cells (a Record is 488 bytes).
+			out = make([]Record, 0, int(size*int64(len(b.recs))/int64(b.bytes)*21/20)+1)
+		}
+		out = append(out, b.recs...)
+		if each != nil && len(b.recs) > 0 {
+			each(b.recs)
+		}
+		b.recs = nil
+	}
+	if len(out) == 0 {
+		return nil, warnings, readErr
+	}
+	return out, warnings, readErr
+}
+
+// block is consecutive lines of cells.jsonl, and their records once
+// decoded (done closed).
+type block struct {
+	first    int    // the number of data's first line
+	data     []byte // the lines, each ended by a newline
+	bytes    int    // len(data)
+	recs     []Record
+	warnings []string
+	done     chan struct{}
+}
+
+// readBlocks reads r's lines into blocks of about a megabyte and hands
+// each to send.
+func readBlocks(r io.Reader, send func(*block)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	n := 0
+	b := &block{first: 1, done: make(chan struct{})}
 	for sc.Scan() {
 		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var rec Record
-		if err := decodeLine(line, &rec); err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
-			continue
-		}
-		if noProgress {
-			rec.Progress = nil
-		}
-		out = append(out, rec)
-		if size += len(line); each != nil && size >= 1<<20 {
-			each(out[handed:len(out):len(out)])
-			handed, size = len(out), 0
+		b.data = append(append(b.data, sc.Bytes()...), '\n')
+		if len(b.data) >= 1<<20 {
+			b.bytes = len(b.data)
+			send(b)
+			b = &block{first: n + 1, done: make(chan struct{})}
 		}
 	}
-	if each != nil && handed < len(out) {
-		each(out[handed:len(out):len(out)])
+	b.bytes = len(b.data)
+	send(b)
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", n+1, err)
 	}
-	err := sc.Err()
-	if err != nil {
-		err = fmt.Errorf("%s line %d: %w", name, n+1, err)
+	return nil
+}
+
+// decode decodes the block's lines; name is for warnings.
+func (b *block) decode(name string, noProgress bool) {
+	n := b.first
+	for line := range bytes.Lines(b.data) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			var rec Record
+			if err := decodeLine(line, &rec); err != nil {
+				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
+			} else {
+				if noProgress {
+					rec.Progress = nil
+				}
+				if len(b.recs) > 0 {
+					rec.share(&b.recs[len(b.recs)-1])
+				}
+				b.recs = append(b.recs, rec)
+			}
+		}
+		n++
 	}
-	return out, warnings, err
+	b.data = nil
+}
+
+// share makes r's metric names and settings prev's where they are
+// equal (a run's records come a configuration at a time): each record's
+// own were a third of what 100 000 records kept alive, and of the
+// collector's work. They are read, never written (Values.Set copies).
+func (r *Record) share(prev *Record) {
+	if names := prev.Metrics.names; slices.Equal(r.Metrics.names, names) {
+		r.Metrics.names = names
+	}
+	if sameMap(r.Settings, prev.Settings) {
+		r.Settings = prev.Settings
+	}
+	if sameMap(r.Vars, prev.Vars) {
+		r.Vars = prev.Vars
+	}
+}
+
+// sameMap: a and b are equal, nil or empty alike (JSON tells them
+// apart).
+func sameMap(a, b map[string]string) bool {
+	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }
 
 // decodeLine decodes one line of cells.jsonl into rec; a record must
-// name its cell.
+// name its cell. The metrics decode into a map in the one pass over the
+// line: Values.UnmarshalJSON, given them apart, checked and read them
+// again, 0.86 of the 2.2 CPU-s that 100 000 lines took.
 func decodeLine(line []byte, rec *Record) error {
-	if err := json.Unmarshal(line, rec); err != nil {
+	w := struct {
+		*Record
+		Metrics map[string]float64 `json:"metrics"`
+	}{Record: rec}
+	if err := json.Unmarshal(line, &w); err != nil {
 		return err
 	}
 	if rec.Cell == "" {
 		return errors.New("no cell id")
+	}
+	rec.Metrics = ValuesOf(w.Metrics)
+	// A null metric is not a measurement: NaN, where the map holds 0.
+	if bytes.Contains(line, []byte("null")) {
+		var nulls struct {
+			Metrics Values `json:"metrics"`
+		}
+		if err := json.Unmarshal(line, &nulls); err != nil {
+			return err
+		}
+		rec.Metrics = nulls.Metrics
 	}
 	return nil
 }
