@@ -137,10 +137,6 @@ type analyzer struct {
 	voidable map[string]results.Metric
 	voidList []results.Metric // voidable's, in the plan's order, once each
 	void     map[string]map[string]int
-	// recent are the groups groupOf found last, nextRecent where the
-	// next goes.
-	recent     [4]recentGroup
-	nextRecent int
 	// primary: the primary metric(s) of each configuration;
 	// primaryOnly: metrics that gate only where they are the primary
 	// (declared report-only, gated as an open loop's primary).

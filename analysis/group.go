@@ -72,34 +72,9 @@ func (a *analyzer) group(cfg, commit string) *group {
 	return g
 }
 
-// groupOf is a.group(a.configID(c), commit), the last few remembered
-// by c's fields and maps (configIDs' sameConfig) and commit: a run's
-// cells come a configuration at a time, its commits in turn, and the
-// lookups of its ID and group were a third of grouping 10⁵ cells. The
-// records and cells grouped keep the maps, so their addresses are no
-// other's meanwhile.
+// groupOf is a commit's group in configuration c.
 func (a *analyzer) groupOf(c results.Config, commit string) *group {
-	k := recentKey{sameOf(c), commit}
-	for _, e := range a.recent {
-		if e.g != nil && e.k == k {
-			return e.g
-		}
-	}
-	g := a.group(a.configID(c), commit)
-	a.recent[a.nextRecent%len(a.recent)] = recentGroup{k, g}
-	a.nextRecent++
-	return g
-}
-
-// recentGroup is a group groupOf remembers, and its key.
-type recentGroup struct {
-	k recentKey
-	g *group
-}
-
-type recentKey struct {
-	c      sameConfig
-	commit string
+	return a.group(a.configID(c), commit)
 }
 
 // configID is c.ID(), remembered (configIDs).
@@ -187,7 +162,6 @@ type dupCell struct {
 // (only when skip is nil).
 func (a *analyzer) groupRecords(skip map[cellKey]*dupCell) map[cellKey]*dupCell {
 	p, r := a.p, a.r
-	a.recent, a.nextRecent = [4]recentGroup{}, 0
 	r.Failed, r.Saturated = nil, nil
 	a.listConfigs()
 	a.groups = map[string]map[string]*group{}

@@ -57,6 +57,20 @@
 # (a program touching 100 MB a page at a time, one or two threads):
 # 0.1–0.14 CPU-s, most of the system time. Measured and not kept:
 # GOMEMLIMIT=170MiB (188–199 MB, no CPU-s saved).
+# Issue 41: cells.jsonl and plan.json decoded by encoding/json (v1: the
+# toolchain's v2 needs GOEXPERIMENT), the hand-written decoder deleted.
+# Alternated old (12e0d13) and new binaries, load average 9.8–11.5 (the
+# machine shared with others' builds; wall is the load's, CPU says more):
+#   100k md:   old 1.33–1.45 user + 0.41 sys CPU-s, 173–177 MB peak RSS
+#              new 4.31–4.65 user + 0.60–0.97 sys,  233–237 MB
+#   (at load 4.6 before: old 1.05–1.11 s wall, 1.16–1.18 + 0.61–0.68 CPU-s)
+#   analyzeprof -count 2, load step: old 0.61–0.64 CPU-s, new 3.07–3.23;
+#   analyse and output unchanged (0.32–0.35, 0.49–0.58 CPU-s).
+#   5 200 cells (gen100k -repeats 13), md: old 0.24–0.41 s wall, new
+#   0.25 s (load 7.5); json 0.15 s old, 0.22 s new.
+# encoding/json checks a line, then decodes it: 2.1 CPU-s for 85 MB,
+# so 100 000 cells take about 3× the CPU they did (one goroutine per
+# CPU decodes blocks of lines, so wall on idle cores is about half).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)

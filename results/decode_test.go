@@ -7,11 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
-	"unsafe"
 
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/results/resultstest"
@@ -105,53 +103,8 @@ func TestDecodeRecordsManyBlocks(t *testing.T) {
 	}
 }
 
-// TestDecodeRecordsAllocates: reading cells.jsonl allocates about the
-// records it keeps, not the file again and the records twice more (at
-// 10⁵ cells 125 MB of garbage, a third of what the analysis
-// allocated, and the GC's work).
-func TestDecodeRecordsAllocates(t *testing.T) {
-	var b strings.Builder
-	n := 40000
-	for i := range n {
-		r := results.Record{Cell: fmt.Sprintf("select1/c%d/r%d/base", i%10, i), Seq: i, Commit: "base", Status: results.StatusOK,
-			Config:    results.Config{Workload: "select1", Clients: i % 10, Settings: map[string]string{"pg_stat_statements.max": "100"}},
-			DurationS: 20, Metrics: results.ValuesOf(map[string]float64{"tps": float64(i) * 1.1, "latency_avg_ms": 0.123456789 * float64(i)}),
-		}
-		for j := range 3 {
-			r.Progress = append(r.Progress, results.Progress{T: float64(5 * j), TPS: 975.324836448041})
-		}
-		data, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(data, '\n'))
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	recs, _, err := results.ReadRecords(dir)
-	runtime.ReadMemStats(&after)
-	if err != nil || len(recs) != n {
-		t.Fatalf("%d records, %v", len(recs), err)
-	}
-	// What is kept: the records (in a slice of the size the first
-	// block predicts, 5 % more), each one's cell id, metric values and
-	// progress reports; and the blocks in flight before the first
-	// comes back (at most the whole file, on many CPUs).
-	kept := uint64(n) * (uint64(unsafe.Sizeof(results.Record{}))*21/20 + 48 + 16 + 176)
-	blocks := min(uint64(b.Len()), uint64(3*runtime.GOMAXPROCS(0)+3)<<20)
-	if got := after.TotalAlloc - before.TotalAlloc; got > kept+blocks+uint64(b.Len())/8 {
-		t.Errorf("reading %d records (%d MB) allocated %d MB; what they keep is %d MB, the blocks in flight %d MB", n, b.Len()>>20, got>>20, kept>>20, blocks>>20)
-	}
-}
-
-// TestReadRecordsInPlace: records read from a file (decoded where they
-// are kept) are those decoded from its bytes streamed (apart, then
-// gathered), where lines are no record (blank, torn: the records after
+// TestReadRecordsInPlace: records read from a file block by block are
+// those decoded from its bytes streamed, where lines are no record (blank, torn: the records after
 // move back over them) and where the first lines are short (later
 // chunks fall past the slice the first predicts); the blocks handed to
 // each are, once all is read, still the records handed.
@@ -226,8 +179,7 @@ func TestReadRecordsInPlace(t *testing.T) {
 }
 
 // TestReadRecordsNoProgress: records read without their progress are
-// those read with it, Progress nil, the fast path's and json.Unmarshal's
-// (an escaped string) alike; a line whose progress does not decode is
+// those read with it, Progress nil; a line whose progress does not decode is
 // skipped with the same warning.
 func TestReadRecordsNoProgress(t *testing.T) {
 	var b strings.Builder
@@ -292,9 +244,8 @@ func TestDecodeRecordsReadError(t *testing.T) {
 	}
 }
 
-// TestDecodedSlicesApart: records' progress reports and metric values
-// share their decoder's slabs, each capped at its length: growing one
-// record's never writes the next one's.
+// TestDecodedSlicesApart: growing one record's progress reports or
+// metric values never writes the next one's.
 func TestDecodedSlicesApart(t *testing.T) {
 	var b strings.Builder
 	for i := range 2 {

@@ -1,15 +1,18 @@
 package results
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,113 +223,25 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 	return p, nil
 }
 
-// decodePlan decodes a plan as json.Unmarshal does. A big plan's cells
-// share their configurations' settings (read them, never write them):
-// 10⁵ cells took 53 MB, most of it maps. They are decoded by
-// lineDecoder, where it can: by json.Unmarshal, they were most of
-// reading such a plan.
+// decodePlan decodes a plan with json.Unmarshal. Its cells' maps are
+// shared: read them, never write them.
 func decodePlan(data []byte) (*Plan, error) {
-	// The outer Cells hides the plan's own from json.Unmarshal, and
-	// decodes them where they are (a json.RawMessage was a copy of them,
-	// 18 MB at 10⁵ cells, while cells.jsonl decodes).
-	in := newInterner()
-	d := newLineDecoder(in)
-	type plan struct {
-		Plan
-		Cells planCells `json:"cells"`
-	}
 	var p Plan
-	ok := false
-	// First the plan without its cells, which lineDecoder reads: given
-	// them, json.Unmarshal scanned them twice before (to check the
-	// whole, then to find their end), 0.2 CPU-s at 10⁵ cells. The
-	// cells' key must be the only one json.Unmarshal gives them
-	// (planCells counts), or the plan is read as below.
-	if rest, cells, found := cutCells(data, d); found {
-		v := plan{Cells: planCells{d: d, ok: true}}
-		if json.Unmarshal(rest, &v) == nil && v.Cells.ok && v.Cells.keys == 1 {
-			p, ok = v.Plan, true
-			p.Cells = cells
-		}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, err
 	}
-	if !ok {
-		v := plan{Cells: planCells{d: d, ok: true}}
-		ok = json.Unmarshal(data, &v) == nil && v.Cells.ok
-		p = v.Plan
-		p.Cells = v.Cells.cells
-	}
-	if !ok {
-		// The plan as a whole, as before (and for json.Unmarshal's
-		// error, which names the field by its path), its cells shared
-		// as lineDecoder shares them.
-		p = Plan{}
-		if err := json.Unmarshal(data, &p); err != nil {
-			return nil, err
+	// The cells of one configuration come together: one settings map
+	// for them all, not one per cell (100 000 cells).
+	for i := 1; i < len(p.Cells); i++ {
+		c, prev := &p.Cells[i].Config, &p.Cells[i-1].Config
+		if sameMap(c.Settings, prev.Settings) {
+			c.Settings = prev.Settings
 		}
-		for i := range p.Cells {
-			c := &p.Cells[i]
-			c.Commit = in.str(c.Commit)
-			in.config(&c.Config)
+		if sameMap(c.Vars, prev.Vars) {
+			c.Vars = prev.Vars
 		}
 	}
 	return &p, nil
-}
-
-// cutCells decodes the cells of a plan's top-level "cells" key (the
-// first), and returns the plan with null in their place; found is false
-// where it gives up (no such key, an escaped key, a value it does not
-// read). Where the rest then decodes, the whole is valid JSON, and
-// json.Unmarshal would have given the cells to that key.
-func cutCells(data []byte, d *lineDecoder) (rest []byte, cells []Cell, found bool) {
-	s := scanner{b: data}
-	if !s.next('{') || s.next('}') {
-		return nil, nil, false
-	}
-	for {
-		k, ok := s.str()
-		if !ok || !s.next(':') {
-			return nil, nil, false
-		}
-		if string(k) == "cells" {
-			s.space()
-			start := s.i
-			if cells, ok = d.cellsAt(&s); !ok {
-				return nil, nil, false
-			}
-			rest = make([]byte, 0, len(data)-(s.i-start)+len("null"))
-			rest = append(append(append(rest, data[:start]...), "null"...), data[s.i:]...)
-			return rest, cells, true
-		}
-		if _, ok := s.skip(); !ok {
-			return nil, nil, false
-		}
-		if !s.next(',') {
-			return nil, nil, false
-		}
-	}
-}
-
-// planCells decodes a plan's cells with a lineDecoder; ok is false
-// where it gave up (and json.Unmarshal decodes the plan whole).
-type planCells struct {
-	d     *lineDecoder
-	cells []Cell
-	ok    bool
-	keys  int // how many keys json.Unmarshal gave the cells
-}
-
-func (c *planCells) UnmarshalJSON(b []byte) error {
-	c.keys++
-	// A second "cells" (json.Unmarshal keeps the last) after one it
-	// gave up on still sends the plan to json.Unmarshal, for its error.
-	if string(b) == "null" {
-		c.cells = nil
-		return nil
-	}
-	var ok bool
-	c.cells, ok = c.d.cells(b)
-	c.ok = c.ok && ok
-	return nil
 }
 
 // WritePlan writes dir/plan.json atomically.
@@ -370,19 +285,17 @@ func ReadRecords(dir string) ([]Record, []string, error) {
 // ReadRecordsEach is ReadRecords handing the records to each as they
 // are decoded, block by block (about a megabyte of lines) in the file's
 // order, the lines that do not decode left out: a reader such as the
-// store's import starts on the first records while the rest decode
-// (the whole of 100 000 cells takes a core-second). each runs on the
-// goroutine that gathers the blocks and decoding waits for it: it must
-// hand the records on, not work on them. The records it is given equal
-// those ReadRecordsEach returns, sharing their strings, maps and slices:
-// read them, never write them.
+// store's import starts on the first records while the rest decode.
+// each runs on the decoding goroutine, which waits for it: it must hand
+// the records on, not work on them. The records it is given equal those
+// ReadRecordsEach returns: read them, never write them.
 func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error) {
 	return readRecords(dir, each, false)
 }
 
 // ReadRecordsNoProgress is ReadRecords without the records' progress
-// reports (Progress nil), which only the plots read: 19 MB at 10⁵
-// cells. A line whose reports do not decode does not either.
+// reports (Progress nil), which only the plots read. A line whose
+// reports do not decode does not either.
 func ReadRecordsNoProgress(dir string) ([]Record, []string, error) {
 	return readRecords(dir, nil, true)
 }
@@ -404,308 +317,174 @@ func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
-// Blocks of lines are decoded by one worker per CPU, in order: decoding
-// is most of reading a big run (85 MB, 100 000 cells). Records of one
-// configuration share its Settings and Vars maps (and equal strings):
-// read them, never write them.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 	return decodeRecords(r, name, 0, nil, false)
 }
 
-// decodeRecords is DecodeRecords of size bytes (0: not known), each
-// (when not nil) given each block's records as ReadRecordsEach says,
-// without their progress reports when noProgress.
+// maxLine is the longest line of cells.jsonl read: far beyond any
+// record abtest writes (a log tail is a few kilobytes); a longer one
+// stops the reading with an error.
+const maxLine = 1 << 30
+
+// decodeRecords decodes r's lines with json.Unmarshal, blocks of about a
+// megabyte of lines by one goroutine per CPU, gathered in order: one
+// core decoded 100 000 cells (85 MB) in 2.2 CPU-s, most of analysing
+// them. each (when not nil) is given each block's records as
+// ReadRecordsEach says; noProgress leaves their progress reports out.
+// size is r's, when known (else 0). A line that does not decode is
+// skipped with a warning.
 func decodeRecords(r io.Reader, name string, size int64, each func([]Record), noProgress bool) ([]Record, []string, error) {
-	work := make(chan *chunk)
-	order := make(chan *chunk, 2*runtime.GOMAXPROCS(0))
-	spare := newSpares()
+	order := make(chan *block, 2*runtime.GOMAXPROCS(0))
+	work := make(chan *block)
 	for range runtime.GOMAXPROCS(0) {
-		go decodeChunks(work, spare, noProgress)
+		go func() {
+			for b := range work {
+				b.decode(name, noProgress)
+				close(b.done)
+			}
+		}()
 	}
-	// readErr is set before order closes: set after (sendChunks
-	// closing it), it raced with the read below and a read error
-	// could be lost.
+	// readErr is set before order closes, which the loop below waits
+	// for.
 	var readErr error
 	go func() {
 		defer close(order)
 		defer close(work)
-		readErr = sendChunks(r, size, spare, order, work)
+		readErr = readBlocks(r, func(b *block) {
+			order <- b
+			work <- b
+		})
 	}()
 	var out []Record
-	var chunks [][]Record // of an unknown size
 	var warnings []string
-	n, end := 0, 0 // records gathered; the end of those decoded in place
-	for c := range order {
-		<-c.done
-		m := len(c.recs)
-		switch {
-		case c.dst != nil:
-			// In place, after the lines of those before that were
-			// no record: moved back over them. Those before (handed
-			// to each) stay; those after are decoded past this
-			// chunk's lines.
-			out = c.all[:n+m]
-			if c.at != n {
-				copy(out[n:], c.all[c.at:c.at+m])
-			}
-			end = c.at + m
-		case out != nil:
-			// Past the slice's end (the file grew, or its first
-			// lines were longer): no chunk after is decoded into it;
-			// it grows, the blocks handed before staying in the
-			// array they were in, unchanged.
-			out = append(out, c.recs...)
-			spare.putRecs(c.recs)
-		default:
-			chunks = append(chunks, c.recs)
+	for b := range order {
+		<-b.done
+		warnings = append(warnings, b.warnings...)
+		if out == nil && size > 0 && b.bytes > 0 {
+			// As many as the first block's bytes a record predict, 5 %
+			// more: grown by doublings from there, the copies were 100
+			// MB more at the peak at 10⁵ cells (a Record is 488 bytes).
+			out = make([]Record, 0, int(size*int64(len(b.recs))/int64(b.bytes)*21/20)+1)
 		}
-		n += m
-		if each != nil && m > 0 {
-			if out != nil {
-				each(out[n-m : n : n])
-			} else {
-				each(c.recs[:m:m])
-			}
+		out = append(out, b.recs...)
+		if each != nil && len(b.recs) > 0 {
+			each(b.recs)
 		}
-		for _, b := range c.bad {
-			warnings = append(warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, b.n, b.err))
-		}
+		b.recs = nil
 	}
-	if n == 0 {
+	if len(out) == 0 {
 		return nil, warnings, readErr
-	}
-	if out == nil {
-		out = make([]Record, 0, n)
-		for _, recs := range chunks {
-			out = append(out, recs...)
-		}
-	} else if end > n {
-		// Moved back, the last records left copies of theirs (unless
-		// out grew out of their array since).
-		clear(out[n:min(end, cap(out))])
 	}
 	return out, warnings, readErr
 }
 
-// sendChunks reads r's chunks (readChunks) and sends each to order and
-// work.
-func sendChunks(r io.Reader, size int64, spare *spares, order, work chan<- *chunk) error {
-	// Of a known size, the records are decoded where they are kept: in
-	// a slice of the size the first block's bytes per line predict,
-	// each chunk from where its first line is (as if every line before
-	// it were a record) to its last. Decoded apart and copied in (43
-	// MB at 10⁵ cells), the copy was most of what the goroutine
-	// gathering them did, 0.08 CPU-s, the decoders waiting.
-	var all []Record
-	return readChunks(r, spare, func(c *chunk) {
-		if size > 0 && all == nil && c.lines > 0 {
-			all = make([]Record, 0, int(size*int64(c.lines)/int64(c.bytes)*21/20)+1)
-		}
-		if all != nil && c.at+c.lines <= cap(all) {
-			c.all, c.dst = all, all[c.at:c.at:c.at+c.lines]
-		}
-		order <- c
-		work <- c
-	})
-}
-
-// spares are the blocks and record slices of decoded chunks, for the
-// next ones: made new for every chunk, they were 125 MB of garbage at
-// 10⁵ cells (the file's size, and every record once more). Nothing
-// decoded points into a block: lineDecoder copies what it keeps.
-type spares struct {
-	blocks chan []byte
-	recs   chan []Record
-}
-
-func newSpares() *spares {
-	// As many as can be in flight: decodeRecords' order channel, a
-	// chunk per worker and one being read.
-	n := 3*runtime.GOMAXPROCS(0) + 2
-	return &spares{blocks: make(chan []byte, n), recs: make(chan []Record, n)}
-}
-
-// block returns an empty block of at least size bytes' capacity.
-func (s *spares) block(size int) []byte { return spare(s.blocks, size) }
-
-func (s *spares) putBlock(b []byte) { keepSpare(s.blocks, b) }
-
-// records returns an empty slice of records of at least n capacity.
-func (s *spares) records(n int) []Record { return spare(s.recs, n) }
-
-// spare returns an empty slice of at least n capacity: one kept in ch
-// if it is big enough, else a new one.
-func spare[T any](ch chan []T, n int) []T {
-	select {
-	case v := <-ch:
-		if cap(v) >= n {
-			return v[:0]
-		}
-	default:
-	}
-	return make([]T, 0, n)
-}
-
-// keepSpare keeps v in ch for spare, unless ch is full.
-func keepSpare[T any](ch chan []T, v []T) {
-	select {
-	case ch <- v:
-	default:
-	}
-}
-
-// putRecs takes back a slice whose records were copied: cleared, so
-// that it holds nothing of theirs alive.
-func (s *spares) putRecs(r []Record) {
-	clear(r)
-	keepSpare(s.recs, r)
-}
-
-// readChunks reads r in blocks of whole lines (a line longer than a
-// block makes the block grow) and hands each to send. The lines are
-// never copied one by one: at 10⁵ cells, their copies were 160 MB of
-// garbage.
-func readChunks(r io.Reader, spare *spares, send func(*chunk)) error {
-	const size = 1 << 20
-	line := 1
-	var rest []byte
-	for {
-		buf := spare.block(max(size, 2*len(rest)))
-		buf = append(buf, rest...)
-		n, err := io.ReadFull(r, buf[len(rest):cap(buf)])
-		buf = buf[:len(rest)+n]
-		end := bytes.LastIndexByte(buf, '\n') + 1
-		last := err != nil
-		if last {
-			end = len(buf)
-		} else if end == 0 {
-			rest = buf
-			continue
-		}
-		c := &chunk{first: line, at: line - 1, data: buf[:end], bytes: end, done: make(chan struct{})}
-		c.lines = bytes.Count(c.data, []byte{'\n'})
-		line += c.lines
-		if end > 0 && buf[end-1] != '\n' {
-			c.lines++ // the last, unended
-		}
-		// The rest is copied into the next block at once: this one
-		// goes back to the spares when its chunk is decoded.
-		rest = append(rest[:0:0], buf[end:]...)
-		send(c)
-		if last {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// chunk is consecutive lines of cells.jsonl, decoded by one worker.
-type chunk struct {
-	first int    // line number of data's first line
-	data  []byte // whole lines
-	bytes int    // len(data)
-	at    int    // lines before data's
-	lines int    // lines in data
-	// all is the records' slice where dst, its lines' place, is (not
-	// nil): the chunk is decoded into dst.
-	all, dst []Record
+// block is consecutive lines of cells.jsonl, and their records once
+// decoded (done closed).
+type block struct {
+	first    int    // the number of data's first line
+	data     []byte // the lines, each ended by a newline
+	bytes    int    // len(data)
 	recs     []Record
-	bad      []badLine // lines that did not decode
+	warnings []string
 	done     chan struct{}
 }
 
-// decodeChunks decodes the chunks of work, closing each one's done.
-func decodeChunks(work <-chan *chunk, spare *spares, noProgress bool) {
-	d := newLineDecoder(newInterner())
-	d.noProgress = noProgress
-	for c := range work {
-		if c.dst != nil {
-			c.recs = c.dst
-		} else {
-			c.recs = spare.records(c.lines)
+// readBlocks reads r's lines into blocks of about a megabyte and hands
+// each to send.
+func readBlocks(r io.Reader, send func(*block)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	n := 0
+	b := &block{first: 1, done: make(chan struct{})}
+	for sc.Scan() {
+		n++
+		b.data = append(append(b.data, sc.Bytes()...), '\n')
+		if len(b.data) >= 1<<20 {
+			b.bytes = len(b.data)
+			send(b)
+			b = &block{first: n + 1, done: make(chan struct{})}
 		}
-		n := c.first
-		for data := c.data; len(data) > 0; n++ {
-			line := data
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				line, data = data[:i], data[i+1:]
+	}
+	b.bytes = len(b.data)
+	send(b)
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("line %d: %w", n+1, err)
+	}
+	return nil
+}
+
+// decode decodes the block's lines; name is for warnings.
+func (b *block) decode(name string, noProgress bool) {
+	n := b.first
+	for line := range bytes.Lines(b.data) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			var rec Record
+			if err := decodeLine(line, &rec); err != nil {
+				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
 			} else {
-				data = nil
-			}
-			if line = bytes.TrimSpace(line); len(line) == 0 {
-				continue
-			}
-			// Decoded where it is kept: a Record of its own per line
-			// escaped (json.Unmarshal takes its address), 48 MB at
-			// 10⁵ cells.
-			c.recs = append(c.recs, Record{})
-			if err := d.line(line, &c.recs[len(c.recs)-1]); err != nil {
-				c.recs = c.recs[:len(c.recs)-1]
-				c.bad = append(c.bad, badLine{n, err})
+				if noProgress {
+					rec.Progress = nil
+				}
+				if len(b.recs) > 0 {
+					rec.share(&b.recs[len(b.recs)-1])
+				}
+				b.recs = append(b.recs, rec)
 			}
 		}
-		spare.putBlock(c.data[:0])
-		c.data = nil
-		close(c.done)
+		n++
+	}
+	b.data = nil
+}
+
+// share makes r's metric names and settings prev's where they are
+// equal (a run's records come a configuration at a time): each record's
+// own were a third of what 100 000 records kept alive, and of the
+// collector's work. They are read, never written (Values.Set copies).
+func (r *Record) share(prev *Record) {
+	if names := prev.Metrics.names; slices.Equal(r.Metrics.names, names) {
+		r.Metrics.names = names
+	}
+	if sameMap(r.Settings, prev.Settings) {
+		r.Settings = prev.Settings
+	}
+	if sameMap(r.Vars, prev.Vars) {
+		r.Vars = prev.Vars
 	}
 }
 
-// line decodes one line into the zero rec: by the fast path where it
-// can, else by json.Unmarshal. rec is zero again after an error.
-func (d *lineDecoder) line(line []byte, rec *Record) error {
-	if d.decode(line, rec) && rec.Cell != "" {
-		return nil
-	}
-	*rec = Record{}
-	if err := d.unmarshal(line, rec); err != nil {
-		*rec = Record{}
-		return err
-	}
-	return nil
+// sameMap: a and b are equal, nil or empty alike (JSON tells them
+// apart).
+func sameMap(a, b map[string]string) bool {
+	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }
 
-// unmarshal decodes a line with json.Unmarshal, as lineDecoder's
-// results must be.
-func (d *lineDecoder) unmarshal(line []byte, rec *Record) error {
-	err := json.Unmarshal(line, rec)
-	if err == nil && rec.Cell == "" {
-		err = errors.New("no cell id")
-	}
-	if err != nil {
+// decodeLine decodes one line of cells.jsonl into rec; a record must
+// name its cell. The metrics decode into a map in the one pass over the
+// line: Values.UnmarshalJSON, given them apart, checked and read them
+// again, 0.86 of the 2.2 CPU-s that 100 000 lines took.
+func decodeLine(line []byte, rec *Record) error {
+	w := struct {
+		*Record
+		Metrics map[string]float64 `json:"metrics"`
+	}{Record: rec}
+	if err := json.Unmarshal(line, &w); err != nil {
 		return err
 	}
+	if rec.Cell == "" {
+		return errors.New("no cell id")
+	}
+	rec.Metrics = ValuesOf(w.Metrics)
+	// A null metric is not a measurement: NaN, where the map holds 0.
 	if bytes.Contains(line, []byte("null")) {
-		nullMetrics(line, rec)
-	}
-	if d.noProgress {
-		rec.Progress = nil
-	}
-	d.in.record(rec)
-	return nil
-}
-
-// badLine is a line of cells.jsonl that did not decode, and why.
-type badLine struct {
-	n   int
-	err error
-}
-
-// nullMetrics marks a metric written as null as NaN, not a measurement:
-// decoded into the map it would be 0, and a tps of 0 taken for a value.
-func nullMetrics(line []byte, rec *Record) {
-	var v struct {
-		Metrics map[string]*float64 `json:"metrics"`
-	}
-	if json.Unmarshal(line, &v) != nil {
-		return
-	}
-	for m, x := range v.Metrics {
-		if x == nil {
-			rec.Metrics.Set(m, math.NaN())
+		var nulls struct {
+			Metrics Values `json:"metrics"`
 		}
+		if err := json.Unmarshal(line, &nulls); err != nil {
+			return err
+		}
+		rec.Metrics = nulls.Metrics
 	}
+	return nil
 }
 
 // AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a

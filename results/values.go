@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"iter"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,17 +146,30 @@ func (v Values) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads an object as json.Unmarshal reads it into a map
-// (a null value is 0, as there; the last of a repeated name counts).
+// (the last of a repeated name counts), a null value as NaN: not a
+// measurement, where 0 would be taken for a tps of 0.
 func (v *Values) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		*v = Values{}
 		return nil
 	}
-	var m map[string]float64
+	var m map[string]*float64
 	if err := json.Unmarshal(data, &m); err != nil {
 		return err
 	}
-	*v = ValuesOf(m)
+	if len(m) == 0 {
+		*v = Values{}
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(m))
+	vals := make([]float64, len(names))
+	for i, n := range names {
+		vals[i] = math.NaN()
+		if x := m[n]; x != nil {
+			vals[i] = *x
+		}
+	}
+	*v = Values{names: names, vals: vals}
 	return nil
 }
 

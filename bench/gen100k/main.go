@@ -1,11 +1,13 @@
 // Command gen100k writes a synthetic results directory of 100 000 cells
 // (2 commits × 4 workloads × 10 client counts × 5 pg_stat_statements.max
-// values × 250 repeats), for bench/analyze.sh.
+// values × 250 repeats), for bench/analyze.sh; -repeats 13 writes a
+// run of 5 200 cells, a realistic big one.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -19,17 +21,19 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gen100k DIR")
+	repeats := flag.Int("repeats", 250, "repeats of each of the 400 configurations and 2 commits")
+	flag.Parse()
+	if flag.NArg() != 1 || *repeats < 1 {
+		fmt.Fprintln(os.Stderr, "usage: gen100k [-repeats N] DIR")
 		os.Exit(2)
 	}
-	dir := os.Args[1]
+	dir := flag.Arg(0)
 	commits := []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}}
 	o := matrix.Request{
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
 		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
 		Settings:  []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
-		Repeats:   250, Duration: 20 * time.Second, Order: matrix.ABBA,
+		Repeats:   *repeats, Duration: 20 * time.Second, Order: matrix.ABBA,
 	}
 	p, err := matrix.PlanFor(o, commits)
 	if err != nil {
