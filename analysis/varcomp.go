@@ -245,3 +245,60 @@ func (c Components) SecondsFor(seconds float64) float64 {
 	}
 	return math.Sqrt(2 * (c.CellPct*c.CellPct + c.Within.Pct*c.Within.Pct/seconds))
 }
+
+// RunDesign is a run's cell length and repeats, and how long its cells
+// take.
+type RunDesign struct {
+	Seconds float64
+	Repeats int
+	// Minutes is the cells' time: repeats × configurations × commits ×
+	// (seconds + the overhead of a cell).
+	Minutes float64
+}
+
+// cellSeconds are the cell lengths DesignFor weighs.
+var cellSeconds = []float64{1, 2, 3, 5, 10, 20, 30, 60, 120, 300}
+
+// DesignFor is the design that answers the run-level question at the
+// bar (±barPct) soonest from a host's measured components: for each
+// cell length, each configuration's block spread at that length
+// (SecondsFor; its measured paired spread where the model has no
+// within-cell part), the repeats at which the pooled test's decision
+// interval (1−2α) fits the bar at no change, and the time those cells
+// take at overheadS seconds a cell beyond its window. Where the noise
+// is between cells a short cell wins; where it is within them, a long
+// one. false when no configuration has a paired spread.
+func DesignFor(comps []Components, barPct, alpha, overheadS float64, commits int) (RunDesign, bool) {
+	bar := math.Log1p(barPct / 100)
+	best := RunDesign{Minutes: math.Inf(1)}
+	for _, secs := range cellSeconds {
+		var v float64
+		k := 0
+		for _, c := range comps {
+			sd := c.SecondsFor(secs)
+			if !isFinite(sd) {
+				sd = c.Paired.Pct
+			}
+			if !isFinite(sd) {
+				continue
+			}
+			v += (sd / 100) * (sd / 100)
+			k++
+		}
+		if k == 0 {
+			return RunDesign{}, false
+		}
+		n := 2
+		for ; n < 100000; n++ {
+			se := math.Sqrt(v/float64(n)) / float64(k)
+			if tq(1-alpha, float64(k*(n-1)))*se <= bar {
+				break
+			}
+		}
+		minutes := float64(n*k*commits) * (secs + overheadS) / 60
+		if minutes < best.Minutes {
+			best = RunDesign{Seconds: secs, Repeats: n, Minutes: minutes}
+		}
+	}
+	return best, true
+}

@@ -134,3 +134,30 @@ func TestGeomeanMatchesDelta(t *testing.T) {
 		t.Fatal("no tps row checked")
 	}
 }
+
+// TestDesignFor: noise between cells asks for short cells and more of
+// them; noise within cells for long ones; the design's interval fits
+// the bar, one repeat fewer does not.
+func TestDesignFor(t *testing.T) {
+	between := Components{Within: Component{Pct: 0.4}, Paired: Component{Pct: 6}, Seconds: 3, CellPct: 4.2}
+	within := Components{Within: Component{Pct: 20}, Paired: Component{Pct: 6}, Seconds: 3, CellPct: 0.1}
+	b, ok := DesignFor([]Components{between, between}, 2, 0.01, 1.1, 2)
+	w, ok2 := DesignFor([]Components{within, within}, 2, 0.01, 1.1, 2)
+	if !ok || !ok2 {
+		t.Fatal("no design")
+	}
+	t.Logf("between cells: %+v; within: %+v", b, w)
+	if b.Seconds > 3 || w.Seconds < 10 {
+		t.Errorf("between-cell noise: %+v, within-cell: %+v; want short cells for the first, long for the second", b, w)
+	}
+	fits := func(c Components, d RunDesign, n int) bool {
+		sd := c.SecondsFor(d.Seconds) / 100
+		return tq(0.99, float64(2*(n-1)))*math.Sqrt(2*sd*sd/float64(n))/2 <= math.Log1p(0.02)
+	}
+	if !fits(between, b, b.Repeats) || fits(between, b, b.Repeats-1) {
+		t.Errorf("design %+v: not the least repeats whose interval fits ±2 %%", b)
+	}
+	if _, ok := DesignFor([]Components{{Paired: Component{Pct: math.NaN()}, CellPct: math.NaN()}}, 2, 0.01, 1, 2); ok {
+		t.Error("a design from no spread at all")
+	}
+}
