@@ -106,4 +106,3 @@ func med(xs []float64) float64 {
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
