@@ -111,6 +111,7 @@ func (a *analyzer) run() {
 	for _, c := range a.r.Commits {
 		a.decideCommit(c)
 	}
+	a.noise()
 	a.finish()
 	a.r.boundDeltas()
 }

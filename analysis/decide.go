@@ -80,6 +80,9 @@ type test struct {
 	cfg  string // the configuration, for the family's graph
 	// parts are a pooled test's configurations: their primary tests.
 	parts []*test
+	// prior, for a configuration's primary, is the variance prior its
+	// metric's configurations share (moderate).
+	prior *prior
 
 	n           int
 	alpha       float64 // the family's α its decision interval (1−2α) is at
@@ -188,6 +191,9 @@ func (t *test) measure(n int, alpha float64) {
 	d := t.diffs(n)
 	mean, se := meanSE(d)
 	t.sd, t.se, t.df = sdOf(d), se, float64(n-1)
+	if s2, df := t.prior.variance(t, n, t.sd*t.sd, t.df); df != t.df {
+		t.se, t.df = math.Sqrt(s2/float64(n)), df
+	}
 	t.interval(mean, alpha)
 }
 

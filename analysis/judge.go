@@ -84,6 +84,7 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 	}
 	for _, m := range order {
 		parts := byMetric[m]
+		moderate(parts)
 		if len(parts) < 2 {
 			continue
 		}

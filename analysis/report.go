@@ -36,6 +36,14 @@ type Stat struct {
 	// it (the two one-sided tests of equivalence at α each).
 	DecideLo float64 `json:"-"`
 	DecideHi float64 `json:"-"`
+	// Geomean is the geometric mean of the values DeltaPct rests on (the
+	// pairs, when paired) and BaseGeomean the baseline's over the same
+	// blocks: for a paired log test Geomean/BaseGeomean − 1 is DeltaPct
+	// exactly (issue 43: medians +2.05 % beside Δ +3.98 %). On the
+	// baseline's Stat, Geomean is over its values and BaseGeomean NaN.
+	// NaN (null) where a value is ≤ 0 or there are none.
+	Geomean     float64 `json:"-"`
+	BaseGeomean float64 `json:"-"`
 	// MediansDisagree: DeltaPct points the other way than the medians
 	// (Median against the baseline's): the report marks the Δ and says
 	// why (boundDeltas).
@@ -123,9 +131,11 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 		P             *float64          `json:"p,omitempty"`
 		MinEffectPct  *float64          `json:"min_effect_pct,omitempty"`
 		DetectablePct *float64          `json:"detectable_pct,omitempty"`
+		Geomean       *float64          `json:"geomean,omitempty"`
+		BaseGeomean   *float64          `json:"base_geomean,omitempty"`
 		Undefined     map[string]string `json:"undefined,omitempty"`
 	}{plain: plain(s), Median: f("median", s.Median, "no values"), Lo: f("ci_lo", s.Lo, ciWhy), Hi: f("ci_hi", s.Hi, ciWhy),
-		MinEffectPct: minEffect, DetectablePct: mde}
+		MinEffectPct: minEffect, DetectablePct: mde, Geomean: Finite(s.Geomean), BaseGeomean: Finite(s.BaseGeomean)}
 	if !base && s.N > 0 {
 		out.DeltaPct = f("delta_pct", s.DeltaPct, deltaWhy)
 		out.DeltaLo = f("delta_lo_pct", s.DeltaLo, dciWhy)
@@ -357,8 +367,15 @@ type Report struct {
 	// WaitShifts are the wait events whose share moved (waitShifts).
 	WaitShifts []WaitShift `json:"wait_shifts,omitempty"`
 	Tiers      []Tier      `json:"tiers"`
-	Changes    []Change    `json:"changes"`
-	Geomeans   []Geomean   `json:"geomeans"`
+	// Noise are the configurations' variance components of their
+	// primary (within a cell, between cells, between a block's two
+	// cells): where the noise is, and what run would answer sooner.
+	// Not in the JSON yet: LoadFor leaves the cells' per-second
+	// progress out for formats that draw no plot, so the within-cell
+	// component would depend on the format asked for.
+	Noise    []Components `json:"-"`
+	Changes  []Change     `json:"changes"`
+	Geomeans []Geomean    `json:"geomeans"`
 	// Regressions are the gated changes for the worse (and, for a
 	// descriptive metric gated with Options.Gate, any called change).
 	Regressions []Change   `json:"regressions"`

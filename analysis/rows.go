@@ -92,6 +92,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	gated := a.gatedIn(in.m, in.id)
 	st := Stat{Commit: c, N: len(vs), Values: vs, Median: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
 		DeltaPct: math.NaN(), DeltaLo: math.NaN(), DeltaHi: math.NaN(), DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Gated: gated && c != a.r.Baseline}
+	st.Geomean, st.BaseGeomean = geoMean(vs), math.NaN()
 	if len(vs) > 0 {
 		c := a.column(g, in.m)
 		st.Median, st.Lo, st.Hi = c.center, c.lo, c.hi
@@ -118,6 +119,9 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	}
 	if len(vs) > 0 && len(in.base) > 0 {
 		st.DeltaPct = deltaPct(in.bmed, st.Median)
+	}
+	if c != a.r.Baseline {
+		st.BaseGeomean = geoMean(in.base)
 	}
 	if why != "" {
 		a.judgeIncomplete(&st, in, vs, why)
@@ -147,6 +151,9 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		ct.t = newTestMedian(in.def, me, pb, pc, true, in.bmed)
 	default:
 		ct.t = newTest(in.def, me, pb, pc, true)
+	}
+	if paired {
+		st.Geomean, st.BaseGeomean = geoMean(pc), geoMean(pb)
 	}
 	if aroundZero {
 		ct.t.minEffect = a.threshold(in.m)
@@ -290,4 +297,20 @@ func (a *analyzer) judgeIncomplete(st *Stat, in *rowInputs, vs []float64, why st
 	if mp := minUP(len(in.base), len(vs)); mp >= a.o.Alpha {
 		st.Note += fmt.Sprintf("; %d + %d repeats can never reach p < %v (smallest U-test p %.2g)", len(in.base), len(vs), a.o.Alpha, mp)
 	}
+}
+
+// geoMean is the geometric mean of xs, NaN without values or with one
+// that is not above 0.
+func geoMean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var sum float64
+	for _, x := range xs {
+		if !(x > 0) {
+			return math.NaN()
+		}
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
 }

@@ -86,6 +86,10 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 		st.Note = fmt.Sprintf("from a baseline of 0: %+.4g %s on average (absolute)", t.abs, a.unit(row.Metric))
 	}
 	st.Verdict, st.MinEffectPct = t.verdict, t.minEffect
+	if t.paired && t.n >= 1 && t.n < len(t.cand) {
+		// Decided at an earlier look: Δ rests on its first n blocks.
+		st.Geomean, st.BaseGeomean = geoMean(t.cand[:t.n]), geoMean(t.base[:t.n])
+	}
 	st.Method = "paired"
 	switch {
 	case ct.exact:

@@ -1,0 +1,304 @@
+package analysis
+
+// Variance components (issue 43): where a configuration's noise is.
+// In the demo, TPS per second within a cell varied 0.4 % while cell
+// values varied 4–5 % and a block's two cells 5–6 % apart: the noise is
+// drawn anew per cell, so more, shorter cells answer sooner than longer
+// ones. Each configuration's primary is split into the within-cell
+// component (pgbench's per-second progress) and the between-cell ones
+// (cell values within a commit; a block's log ratio against the
+// baseline), each with its 95 % interval; doctor and the plan's -n read
+// them from a run of this host (NoiseOf), the report carries them
+// (Report.Noise).
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/aclements/go-moremath/mathx"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// Components are one configuration's variance components of its
+// primary metric, each a standard deviation of logarithms in percent
+// (about the CV), with its 95 % interval (χ² on its degrees of
+// freedom; NaN, null in JSON, where there is no estimate).
+type Components struct {
+	Config string `json:"config"`
+	Metric string `json:"metric"`
+	// Seconds is the median number of per-second samples of a cell: its
+	// measured window. 0 without per-second samples.
+	Seconds float64 `json:"seconds"`
+	// Within is one second's spread inside a cell (TPS from pgbench's
+	// progress, every cell's seconds around its own mean, pooled).
+	Within Component `json:"within"`
+	// Between is the spread of the cells' values within a commit,
+	// pooled over the commits.
+	Between Component `json:"between"`
+	// Paired is the spread of a block's log ratio (candidate over
+	// baseline), pooled over the candidates: what the paired test sees.
+	Paired Component `json:"paired"`
+	// CellPct is the part of a cell's spread the seconds inside it do
+	// not explain, √(Paired²/2 − Within²/Seconds) (0 when they explain
+	// it all; NaN without both): it does not shrink with a longer cell.
+	CellPct float64 `json:"-"`
+}
+
+// Component is one variance component: its estimate, the 95 % interval
+// and the degrees of freedom it rests on.
+type Component struct {
+	Pct float64 `json:"-"`
+	Lo  float64 `json:"-"`
+	Hi  float64 `json:"-"`
+	DF  int     `json:"df"`
+}
+
+// MarshalJSON writes the numbers that are not finite as null.
+func (c Component) MarshalJSON() ([]byte, error) {
+	type plain Component
+	return json.Marshal(struct {
+		plain
+		Pct *float64 `json:"pct"`
+		Lo  *float64 `json:"lo_pct"`
+		Hi  *float64 `json:"hi_pct"`
+	}{plain(c), Finite(c.Pct), Finite(c.Lo), Finite(c.Hi)})
+}
+
+// MarshalJSON writes CellPct as null when it is not finite.
+func (c Components) MarshalJSON() ([]byte, error) {
+	type plain Components
+	return json.Marshal(struct {
+		plain
+		CellPct *float64 `json:"cell_pct"`
+	}{plain(c), Finite(c.CellPct)})
+}
+
+// NoiseOf is the variance components of every configuration of a run
+// from its plan and records: the ok cells, the first record of each
+// cell, the primary PrimaryFor names. doctor and the plan read a run of
+// this host with it; Analyze uses its own usable cells (Report.Noise).
+func NoiseOf(p *results.Plan, recs []results.Record) []Components {
+	byCfg := map[string]map[string][]*results.Record{}
+	seen := map[string]bool{}
+	cfgs := map[string]results.Config{}
+	var order []string
+	for i := range recs {
+		r := &recs[i]
+		if r.Status != results.StatusOK || seen[r.Cell] {
+			continue
+		}
+		seen[r.Cell] = true
+		id := r.Config.ID()
+		if byCfg[id] == nil {
+			byCfg[id] = map[string][]*results.Record{}
+			cfgs[id] = r.Config
+			order = append(order, id)
+		}
+		byCfg[id][r.Commit] = append(byCfg[id][r.Commit], r)
+	}
+	var out []Components
+	for _, id := range order {
+		for _, rs := range byCfg[id] {
+			sort.SliceStable(rs, func(i, j int) bool { return rs[i].Repeat < rs[j].Repeat })
+		}
+		out = append(out, components(id, PrimaryFor(cfgs[id], p), p.Baseline, byCfg[id]))
+	}
+	return out
+}
+
+// noise sets the report's variance components from the usable cells.
+func (a *analyzer) noise() {
+	for _, id := range a.configs {
+		if len(a.primary[id]) == 0 {
+			continue
+		}
+		byCommit := map[string][]*results.Record{}
+		for c, g := range a.groups[id] {
+			byCommit[c] = g.recs
+		}
+		a.r.Noise = append(a.r.Noise, components(id, a.primary[id][0], a.r.Baseline, byCommit))
+	}
+}
+
+// components computes one configuration's components of metric m from
+// its usable records by commit, each in repeat order.
+func components(id, m, baseline string, byCommit map[string][]*results.Record) Components {
+	c := Components{Config: id, Metric: m, CellPct: math.NaN()}
+	var within, between, paired spread
+	var seconds []float64
+	commits := make([]string, 0, len(byCommit))
+	for k := range byCommit {
+		commits = append(commits, k)
+	}
+	slices.Sort(commits)
+	for _, k := range commits {
+		var logs []float64
+		for _, r := range byCommit[k] {
+			if v, ok := r.Metrics.Get(m); ok && v > 0 {
+				logs = append(logs, math.Log(v))
+			}
+			if m != results.MetricTPS {
+				continue
+			}
+			var secs []float64
+			for _, p := range r.Progress {
+				if p.TPS > 0 {
+					secs = append(secs, math.Log(p.TPS))
+				}
+			}
+			within.add(secs)
+			if len(secs) > 0 {
+				seconds = append(seconds, float64(len(secs)))
+			}
+		}
+		between.add(logs)
+		if k != baseline {
+			paired.add(blockRatios(byCommit[baseline], byCommit[k], m))
+		}
+	}
+	c.Within, c.Between, c.Paired = within.component(), between.component(), paired.component()
+	if len(seconds) > 0 {
+		slices.Sort(seconds)
+		c.Seconds = median(seconds)
+	}
+	if c.Seconds > 0 && isFinite(c.Within.Pct) && isFinite(c.Paired.Pct) {
+		c.CellPct = math.Sqrt(math.Max(0, c.Paired.Pct*c.Paired.Pct/2-c.Within.Pct*c.Within.Pct/c.Seconds))
+	}
+	return c
+}
+
+// blockRatios are the log ratios of metric m of the blocks (repeats)
+// both arms have.
+func blockRatios(base, cand []*results.Record, m string) []float64 {
+	byRep := map[int]float64{}
+	for _, r := range base {
+		if v, ok := r.Metrics.Get(m); ok && v > 0 {
+			byRep[r.Repeat] = v
+		}
+	}
+	var d []float64
+	for _, r := range cand {
+		b, ok := byRep[r.Repeat]
+		if v, okc := r.Metrics.Get(m); ok && okc && v > 0 {
+			d = append(d, math.Log(v/b))
+		}
+	}
+	return d
+}
+
+// spread pools sums of squares around each group's own mean.
+type spread struct {
+	ss float64
+	df int
+}
+
+func (s *spread) add(x []float64) {
+	if len(x) < 2 {
+		return
+	}
+	var mean float64
+	for _, v := range x {
+		mean += v / float64(len(x))
+	}
+	for _, v := range x {
+		s.ss += (v - mean) * (v - mean)
+	}
+	s.df += len(x) - 1
+}
+
+// component is the pooled standard deviation in percent and its 95 %
+// interval: df·s²/σ² is χ² on df degrees of freedom.
+func (s spread) component() Component {
+	if s.df == 0 {
+		return Component{Pct: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	}
+	sd := math.Sqrt(s.ss / float64(s.df))
+	df := float64(s.df)
+	return Component{Pct: 100 * sd, DF: s.df,
+		Lo: 100 * sd * math.Sqrt(df/chi2q(0.975, df)), Hi: 100 * sd * math.Sqrt(df/chi2q(0.025, df))}
+}
+
+// chi2q is the χ² quantile p on df degrees of freedom, by bisection on
+// its distribution function.
+func chi2q(p, df float64) float64 {
+	lo, hi := 0.0, df+10*math.Sqrt(2*df)+10
+	for range 100 {
+		mid := (lo + hi) / 2
+		if mathx.GammaInc(df/2, mid/2) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// SecondsFor is the components' model of a block's log-ratio spread,
+// in percent, at a cell of the given seconds: the between-cell part
+// stays, the within-cell part falls as 1/√seconds. NaN without both.
+func (c Components) SecondsFor(seconds float64) float64 {
+	if !isFinite(c.CellPct) || seconds <= 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(2 * (c.CellPct*c.CellPct + c.Within.Pct*c.Within.Pct/seconds))
+}
+
+// RunDesign is a run's cell length and repeats, and how long its cells
+// take.
+type RunDesign struct {
+	Seconds float64
+	Repeats int
+	// Minutes is the cells' time: repeats × configurations × commits ×
+	// (seconds + the overhead of a cell).
+	Minutes float64
+}
+
+// cellSeconds are the cell lengths DesignFor weighs.
+var cellSeconds = []float64{1, 2, 3, 5, 10, 20, 30, 60, 120, 300}
+
+// DesignFor is the design that answers the run-level question at the
+// bar (±barPct) soonest from a host's measured components: for each
+// cell length, each configuration's block spread at that length
+// (SecondsFor; its measured paired spread where the model has no
+// within-cell part), the repeats at which the pooled test's decision
+// interval (1−2α) fits the bar at no change, and the time those cells
+// take at overheadS seconds a cell beyond its window. Where the noise
+// is between cells a short cell wins; where it is within them, a long
+// one. false when no configuration has a paired spread.
+func DesignFor(comps []Components, barPct, alpha, overheadS float64, commits int) (RunDesign, bool) {
+	bar := math.Log1p(barPct / 100)
+	best := RunDesign{Minutes: math.Inf(1)}
+	for _, secs := range cellSeconds {
+		var v float64
+		k := 0
+		for _, c := range comps {
+			sd := c.SecondsFor(secs)
+			if !isFinite(sd) {
+				sd = c.Paired.Pct
+			}
+			if !isFinite(sd) {
+				continue
+			}
+			v += (sd / 100) * (sd / 100)
+			k++
+		}
+		if k == 0 {
+			return RunDesign{}, false
+		}
+		n := 2
+		for ; n < 100000; n++ {
+			se := math.Sqrt(v/float64(n)) / float64(k)
+			if tq(1-alpha, float64(k*(n-1)))*se <= bar {
+				break
+			}
+		}
+		minutes := float64(n*k*commits) * (secs + overheadS) / 60
+		if minutes < best.Minutes {
+			best = RunDesign{Seconds: secs, Repeats: n, Minutes: minutes}
+		}
+	}
+	return best, true
+}
