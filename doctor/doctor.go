@@ -41,11 +41,14 @@ type Host struct {
 	RunAs    string
 	// Euid is the effective uid (os.Geteuid on a live system).
 	Euid int
+	// Results is the results root (BENCH_RESULTS_DIR) whose newest run
+	// tells the measured noise (Noise); "" skips that check.
+	Results string
 }
 
-// Live is the host abtest runs on.
-func Live(runAs string) Host {
-	return Host{Facts: host.Read("/"), LookPath: exec.LookPath, RunAs: runAs, Euid: os.Geteuid()}
+// Live is the host abtest runs on, its runs under results ("": none).
+func Live(runAs, results string) Host {
+	return Host{Facts: host.Read("/"), LookPath: exec.LookPath, RunAs: runAs, Euid: os.Geteuid(), Results: results}
 }
 
 // Check runs every check.
@@ -55,6 +58,9 @@ func Check(h Host) []Finding {
 	out = append(out, memory(f)...)
 	out = append(out, load(f))
 	out = append(out, perfCheck(h), instructions(h), buildTools(h), runAs(h))
+	if f, ok := measuredNoise(h.Results); ok {
+		out = append(out, f)
+	}
 	return out
 }
 

@@ -46,6 +46,20 @@ func NewestRun(root string) (string, error) {
 	return newest, nil
 }
 
+// measuredNoise is Noise of the newest run under root, when there is
+// one that reads.
+func measuredNoise(root string) (Finding, bool) {
+	if root == "" {
+		return Finding{}, false
+	}
+	dir, err := NewestRun(root)
+	if err != nil || dir == "" {
+		return Finding{}, false
+	}
+	f, err := Noise(dir)
+	return f, err == nil
+}
+
 // Noise reads the run in dir and says where its noise was: "cells
 // differ X %, seconds within a cell Y %" (the medians over its
 // configurations of analysis.Components' Between and Within), and, when

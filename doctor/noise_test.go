@@ -66,6 +66,15 @@ func TestNoiseDemo(t *testing.T) {
 	if got, _ := NewestRun(root); got != old {
 		t.Errorf("NewestRun with a linked cells.jsonl = %q; want %s", got, old)
 	}
+	// doctor's own check reads the newest run of the results root.
+	if f, ok := measuredNoise(root); !ok || f.Check != "measured noise" || !strings.Contains(f.Value, "(old)") && !strings.Contains(f.Value, "in old") {
+		t.Errorf("measuredNoise(root) = %+v, %v; want the old run's noise", f, ok)
+	}
+	for _, none := range []string{"", t.TempDir(), filepath.Join(root, "nosuch")} {
+		if f, ok := measuredNoise(none); ok {
+			t.Errorf("measuredNoise(%q) = %+v; want no finding", none, f)
+		}
+	}
 }
 
 // TestNoiseFinding: cells that differ more than their seconds explain

@@ -128,6 +128,9 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 		for _, r := range reach {
 			fmt.Fprintf(o.Out, "# %s\n", r)
 		}
+		if d := designLine(plan, dir, o.Analysis); d != "" {
+			fmt.Fprintf(o.Out, "# %s\n", d)
+		}
 		return nil
 	}
 	if o.Record != nil {
@@ -151,6 +154,11 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 			text.Count(len(plan.Commits), "commit"), text.Count(len(plan.Configs), "configuration"), text.Count(repeats, "repeat"), dir)
 		for _, r := range reach {
 			fmt.Fprintln(o.Out, r)
+		}
+		if o.Fail && !plan.Options.UntilDecided {
+			if d := designLine(plan, dir, o.Analysis); d != "" {
+				fmt.Fprintln(o.Out, d)
+			}
 		}
 	}
 	if err := matrix.RunLocked(ctx, deps, plan, held); err != nil {

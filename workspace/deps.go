@@ -33,7 +33,7 @@ func (w *Workspace) MatrixDeps(now func() time.Time, version string) (*matrix.De
 		Out:          w.Out,
 		Now:          now,
 		Host: func() (host.Host, []results.Finding) {
-			return host.Read("/"), doctor.Check(doctor.Live(runAs))
+			return host.Read("/"), doctor.Check(doctor.Live(runAs, ""))
 		},
 		Version: version,
 	}, nil

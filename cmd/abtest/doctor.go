@@ -28,7 +28,7 @@ func doctorCommand(env *Env) *cli.Command {
 					return err
 				}
 			}
-			fs := doctor.Check(doctor.Live(cfg.RunAs))
+			fs := doctor.Check(doctor.Live(cfg.RunAs, cfg.ResultsDir))
 			return printResult(env, cmd, fs, func(w io.Writer) { doctor.WriteText(w, fs) })
 		},
 	}
