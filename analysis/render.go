@@ -30,9 +30,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	return nil
 }
 
-// WriteTextSummary writes the text report's Summary section (what the
-// console shows at the end of a run).
+// WriteTextSummary writes what the console shows at the end of a run: a
+// line per commit naming what changed (AnswerLines), then the text
+// report's Summary section.
 func (r *Report) WriteTextSummary(w io.Writer) {
+	for _, l := range r.AnswerLines() {
+		wrap(w, "", "    ", l)
+	}
+	fmt.Fprintln(w)
 	writeText(w, r.summaryBlocks(true))
 }
 
@@ -50,6 +55,12 @@ func (r *Report) blocks(brief bool) []Block {
 	} else {
 		s.heading(1, "abtest report")
 	}
+	var answers []Item
+	for _, l := range r.AnswerLines() {
+		answers = append(answers, Item{Text: plain(l)})
+	}
+	s.add(&List{answers})
+	s.add(r.overviewBlocks(brief)...)
 	s.add(r.summaryBlocks(brief)...)
 	s.add(r.changeBlocks(brief)...)
 	s.add(r.waitShiftBlocks()...)
@@ -233,16 +244,57 @@ func (r *Report) shownWorkload(wl string) string {
 	return base
 }
 
-// workloadBlocks show a workload's main metrics as tables by
-// configuration, then its cells' details.
+// workloadBlocks show a workload's metrics in one table (a row per
+// configuration and metric), then its cells' details.
 func (r *Report) workloadBlocks(wl string) []Block {
 	var s sect
 	s.heading(2, "Workload "+wl)
 	id := results.EscapeID(wl)
-	for _, m := range r.tableMetrics() {
-		if rows := r.rowsFor(id, m); len(rows) > 0 {
-			s.add(r.metricTable(id, m, rows)...)
+	t := &Table{Head: []string{"configuration", "metric"}}
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			t.Head = append(t.Head, c)
+		} else {
+			t.Head = append(t.Head, c, "Δ", "p", "verdict")
 		}
+	}
+	var all []Row
+	for _, m := range r.tableMetrics() {
+		all = append(all, r.rowsFor(id, m)...)
+	}
+	var notes []string
+	for _, row := range all {
+		def, _ := r.Plan.Metrics.Get(row.Metric)
+		line := []Cell{txt(strings.TrimPrefix(row.Config, id+"/")), txt(row.Metric + " (" + def.Unit + ")")}
+		var base *Stat
+		for i, st := range row.Stats {
+			line = append(line, medianCell(st))
+			if st.Commit == r.Baseline {
+				base = &row.Stats[i]
+				continue
+			}
+			if base != nil {
+				if why := noSignal(*base, st); why != "" {
+					if !slices.Contains(notes, why) {
+						notes = append(notes, why)
+					}
+					mark := strings.Repeat("‡", slices.Index(notes, why)+1)
+					line = append(line, txt("—"+mark), txt("—"), txt("—"))
+					continue
+				}
+			}
+			line = append(line, deltaCell(st, deltaCI(st, 2)), txt(pval(st)), verdictCell(st, verdictText(st)))
+		}
+		t.Rows = append(t.Rows, line)
+	}
+	if len(t.Rows) > 0 {
+		s.add(t)
+	}
+	for i, n := range notes {
+		s.add(&Footnote{strings.Repeat("‡", i+1) + " no signal: " + n + "."})
+	}
+	if anyDisagree(all) {
+		s.add(&Footnote{DisagreeNote})
 	}
 	s.add(r.cellDetailBlocks(wl)...)
 	return s
@@ -256,36 +308,6 @@ func (r *Report) tableMetrics() []string {
 		if _, builtin := results.Builtin.Get(m.Name); !builtin {
 			out = append(out, m.Name)
 		}
-	}
-	return out
-}
-
-// metricTable is a metric's table in a workload (wl its id, as
-// configuration ids begin): a line per configuration, each commit's
-// median and, against the baseline, its change and verdict.
-func (r *Report) metricTable(wl, m string, rows []Row) []Block {
-	def, _ := r.Plan.Metrics.Get(m)
-	t := &Table{Head: []string{"configuration"}}
-	for _, c := range r.Commits {
-		if c == r.Baseline {
-			t.Head = append(t.Head, c)
-		} else {
-			t.Head = append(t.Head, c, "Δ", "p", "verdict")
-		}
-	}
-	for _, row := range rows {
-		line := []Cell{txt(strings.TrimPrefix(row.Config, wl+"/"))}
-		for _, st := range row.Stats {
-			line = append(line, medianCell(st))
-			if st.Commit != r.Baseline {
-				line = append(line, deltaCell(st, deltaCI(st, 2)), txt(pval(st)), verdictCell(st, verdictText(st)))
-			}
-		}
-		t.Rows = append(t.Rows, line)
-	}
-	out := []Block{&Heading{3, fmt.Sprintf("%s (%s)", m, def.Unit)}, t}
-	if anyDisagree(rows) {
-		out = append(out, &Footnote{DisagreeNote})
 	}
 	return out
 }
@@ -592,6 +614,8 @@ func verdictText(st Stat) string {
 	case results.Unknown:
 		if st.Behind {
 			v += " (not tested: the primary was not called a change)"
+		} else if excludesZero(st) {
+			v = "moved: its interval excludes 0"
 		} else if isFinite(st.DetectablePct) {
 			v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
 		}

@@ -38,7 +38,12 @@ func (r *Report) configBlocks() []Block {
 					if base == nil || cand == nil {
 						continue
 					}
-					t.Rows = append(t.Rows, []Cell{txt(row.Metric), medianCell(*base), medianCell(*cand), deltaCell(*cand, textDelta(*cand)), verdictCell(*cand, shortVerdict(*cand))})
+					d, v := deltaCell(*cand, textDelta(*cand)), verdictCell(*cand, shortVerdict(*cand))
+					if why := noSignal(*base, *cand); why != "" {
+						d, v = txt("—"), txt("— no signal")
+						d.Why = why
+					}
+					t.Rows = append(t.Rows, []Cell{txt(row.Metric), medianCell(*base), medianCell(*cand), d, v})
 					t.Rows[len(t.Rows)-1][1].Text = plain(textMedian(*base))
 					t.Rows[len(t.Rows)-1][2].Text = plain(textMedian(*cand))
 				}
@@ -94,6 +99,8 @@ func shortVerdict(st Stat) string {
 	case results.Unknown:
 		if st.Behind {
 			v = "untested"
+		} else if excludesZero(st) {
+			v = "moved"
 		} else if isFinite(st.DetectablePct) {
 			v += " <" + pctAbs(st.DetectablePct)
 		}
