@@ -13,7 +13,6 @@ package analysis
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -170,27 +169,42 @@ func factMedians(cells []*results.Record) map[string]float64 {
 	return out
 }
 
-// writeConditions writes the conditions' table (markdown).
-func (r *Report) writeConditions(w io.Writer) {
+// conditionBlocks are the conditions' table; brief: each configuration
+// under its condition in 80 columns, what the condition reached and the
+// probes beside the same configuration without it.
+func (r *Report) conditionBlocks(brief bool) []Block {
 	if len(r.Conditions) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "## Under conditions\n\n")
-	fmt.Fprintf(w, "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. *reached* is what the condition held by the end of the window; *its measure* the workload's own (its declared primary, else a metric it declares, else pgbench's p99 latency). committed/s and /op count the workload's operations where its file declares them (-- abtest:ops-per-tx), the figure per transaction in brackets where a transaction carries more than one; transactions otherwise. Dead tuples are the medians of the cells no autovacuum ran in.\n\n")
-	fmt.Fprintf(w, "| condition | configuration | commit | reached | %s | its measure |", conditionMetrics[0].head)
-	for _, c := range conditionMetrics[1:] {
-		fmt.Fprintf(w, " %s |", c.head)
-	}
-	fmt.Fprintf(w, "\n|---|---|---|---|%s\n", strings.Repeat("--:|", len(conditionMetrics)+1))
-	for _, u := range r.Conditions {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s %s |", u.Condition, mdCell(r.shownConfig(u.Config)), u.Commit, strings.Join(u.reached(), ", "),
-			u.pair(conditionMetrics[0]), measureName(u.Metric), u.pair(metricColumn{metric: u.Metric}))
-		for _, c := range conditionMetrics[1:] {
-			fmt.Fprintf(w, " %s |", u.pair(c))
+	if brief {
+		var items []Item
+		for _, u := range r.Conditions {
+			var probes []string
+			for _, c := range append([]metricColumn{conditionMetrics[0], {head: measureName(u.Metric), metric: u.Metric}}, conditionMetrics[1:]...) {
+				if v := u.pair(c); v != "–" {
+					probes = append(probes, c.head+" "+strings.ReplaceAll(v, "→", "->"))
+				}
+			}
+			items = append(items, Item{Text: plain(fmt.Sprintf("%s, %s, %s:", u.Condition, u.Commit, r.shownConfig(u.Config))),
+				Sub: []Item{{Text: plain("reached: " + strings.Join(u.reached(), ", "))}, {Text: plain(strings.Join(probes, "; "))}}})
 		}
-		fmt.Fprintln(w)
+		return []Block{&Heading{2, "Under conditions (without -> under)"}, &List{items}}
 	}
-	fmt.Fprintln(w)
+	intro := Inline{{Text: "Each configuration under its condition, beside the same configuration without one (without → under), medians over the commit's cells. "},
+		{Text: "reached", Em: true}, {Text: " is what the condition held by the end of the window; "}, {Text: "its measure", Em: true},
+		{Text: " the workload's own (its declared primary, else a metric it declares, else pgbench's p99 latency). committed/s and /op count the workload's operations where its file declares them (-- abtest:ops-per-tx), the figure per transaction in brackets where a transaction carries more than one; transactions otherwise. Dead tuples are the medians of the cells no autovacuum ran in."}}
+	t := &Table{Head: []string{"condition", "configuration", "commit", "reached", conditionMetrics[0].head, "its measure"}, Right: []bool{false, false, false, false, true, true}}
+	for _, c := range conditionMetrics[1:] {
+		t.Head, t.Right = append(t.Head, c.head), append(t.Right, true)
+	}
+	for _, u := range r.Conditions {
+		line := cells(u.Condition, r.shownConfig(u.Config), u.Commit, strings.Join(u.reached(), ", "), u.pair(conditionMetrics[0]), measureName(u.Metric)+" "+u.pair(metricColumn{metric: u.Metric}))
+		for _, c := range conditionMetrics[1:] {
+			line = append(line, txt(u.pair(c)))
+		}
+		t.Rows = append(t.Rows, line)
+	}
+	return []Block{&Heading{2, "Under conditions"}, &Paragraph{intro}, t}
 }
 
 // measureName names a workload's measure in a cell.
@@ -208,28 +222,6 @@ func (u UnderCondition) reached() []string {
 		out = append(out, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), num(u.Reached[k])))
 	}
 	return out
-}
-
-// writeConditionsText writes, in 80 columns, each configuration under
-// its condition: what the condition reached and the probes beside the
-// same configuration without it.
-func (r *Report) writeConditionsText(w io.Writer) {
-	if len(r.Conditions) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "Under conditions (without -> under)\n\n")
-	for _, u := range r.Conditions {
-		wrap(w, "  ", "    ", fmt.Sprintf("%s, %s, %s:", u.Condition, u.Commit, r.shownConfig(u.Config)))
-		wrap(w, "    ", "      ", "reached: "+strings.Join(u.reached(), ", "))
-		var probes []string
-		for _, c := range append([]metricColumn{conditionMetrics[0], {head: measureName(u.Metric), metric: u.Metric}}, conditionMetrics[1:]...) {
-			if v := u.pair(c); v != "–" {
-				probes = append(probes, c.head+" "+strings.ReplaceAll(v, "→", "->"))
-			}
-		}
-		wrap(w, "    ", "      ", strings.Join(probes, "; "))
-	}
-	fmt.Fprintln(w)
 }
 
 // pair is "without → under" of column c, per operation where it counts

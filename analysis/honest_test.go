@@ -74,6 +74,9 @@ func checkMarkdownSigns(t *testing.T, name, md string) int {
 	n := 0
 	for _, line := range strings.Split(md, "\n") {
 		cells := strings.Split(line, "|")
+		if len(cells) == 9 { // a workload's table: configuration, metric, …
+			cells = append(cells[:2], cells[3:]...)
+		}
 		if len(cells) != 8 || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") {
 			continue
 		}

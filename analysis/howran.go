@@ -10,7 +10,6 @@ package analysis
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,13 +153,13 @@ func (r *Report) pgbenches(installs map[string]string) []PgbenchRan {
 	return out
 }
 
-// writeHowRan is the How this ran section (markdown).
-func (r *Report) writeHowRan(w io.Writer) {
-	fmt.Fprintf(w, "## How this ran\n\n")
+// howRanBlocks are the How this ran section.
+func (r *Report) howRanBlocks() []Block {
+	var items []Item
 	for _, l := range r.howRan().lines() {
-		fmt.Fprintf(w, "- %s\n", mdCell(l))
+		items = append(items, Item{Text: plain(l)})
 	}
-	fmt.Fprintln(w)
+	return []Block{&Heading{2, "How this ran"}, &List{items}}
 }
 
 // lines are the section's lines, as plain text.

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"slices"
@@ -216,72 +215,84 @@ func (r *Report) writeInstrDiffs(dir, relTo string) error {
 	return nil
 }
 
-// writeInstructions is the report's instruction section (markdown).
-func (r *Report) writeInstructions(w io.Writer) {
+// instructionBlocks are the instruction section: a row per
+// configuration and commit, then where the instructions went; brief: a
+// line each.
+func (r *Report) instructionBlocks(brief bool) []Block {
+	if brief {
+		return r.instrBrief()
+	}
 	if !r.Plan.Options.Instructions {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\n## Instructions per transaction\n\n")
+	s := sect{&Heading{2, "Instructions per transaction"}}
 	if len(r.Instructions) == 0 {
-		fmt.Fprintf(w, "No instruction cells to compare (the host could not count instructions, or the baseline has none).\n")
-		return
+		s.text("No instruction cells to compare (the host could not count instructions, or the baseline has none).")
+		return s
 	}
-	fmt.Fprintf(w, "One client, a fixed number of transactions with a fixed seed; connection start-up and shutdown taken out by the difference of two run lengths. Counts repeat to a few parts per million, so any change beyond the bar is real.\n\n")
-	fmt.Fprintf(w, "| configuration | commit | method | %s (instr/tx) | commit (instr/tx) | Δ instructions/tx | Δ | verdict |\n|---|---|---|---|---|---|---|---|\n", r.Baseline)
+	s.text("One client, a fixed number of transactions with a fixed seed; connection start-up and shutdown taken out by the difference of two run lengths. Counts repeat to a few parts per million, so any change beyond the bar is real.")
+	t := &Table{Head: []string{"configuration", "commit", "method", r.Baseline + " (instr/tx)", "commit (instr/tx)", "Δ instructions/tx", "Δ", "verdict"}}
 	for _, iw := range r.Instructions {
 		if iw.Note != "" {
-			fmt.Fprintf(w, "| %s | %s | %s | - | - | - | - | %s |\n", iw.Config, iw.Commit, iw.Method, iw.Note)
+			t.Rows = append(t.Rows, cells(iw.Config, iw.Commit, iw.Method, "-", "-", "-", "-", iw.Note))
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", iw.Config, iw.Commit, iw.Method, groupDigits(iw.Base, false), groupDigits(iw.New, false), groupDigits(iw.Diff, true), pct(iw.DiffPct), text.OrDash(string(iw.Verdict)))
+		d := txt(pct(iw.DiffPct))
+		d.Value, d.Verdict, d.Unit = iw.DiffPct, iw.Verdict, "%"
+		t.Rows = append(t.Rows, []Cell{txt(iw.Config), txt(iw.Commit), txt(iw.Method), txt(groupDigits(iw.Base, false)), txt(groupDigits(iw.New, false)), txt(groupDigits(iw.Diff, true)), d, txt(text.OrDash(string(iw.Verdict)))})
 	}
+	s.add(t)
 	for _, iw := range r.Instructions {
-		r.writeInstrWent(w, iw)
+		s.add(r.instrWentBlocks(iw)...)
 	}
+	return s
 }
 
-// writeInstrWent is one "where the instructions went" table: the
+// instrWentBlocks are one "where the instructions went" table: the
 // functions whose instructions per transaction changed most, against
 // the profiles' totals.
-func (r *Report) writeInstrWent(w io.Writer, iw InstrWent) {
+func (r *Report) instrWentBlocks(iw InstrWent) []Block {
 	if iw.diff == nil && iw.DiffProfile == "" && len(iw.Deltas) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\n### Where the instructions went: %s, %s\n\n", iw.Config, iw.Commit)
+	s := sect{&Heading{3, fmt.Sprintf("Where the instructions went: %s, %s", iw.Config, iw.Commit)}}
 	if iw.DiffProfile != "" {
-		fmt.Fprintf(w, "diff profile: [%s](%s)\n\n", iw.DiffProfile, iw.DiffProfile)
+		s.para(Inline{{Text: "diff profile: "}, {Text: iw.DiffProfile, Link: iw.DiffProfile}})
 	}
 	if len(iw.Deltas) == 0 {
-		fmt.Fprintf(w, "No function's instructions per transaction changed by 0.05 or more.\n")
+		s.text("No function's instructions per transaction changed by 0.05 or more.")
 	} else {
-		fmt.Fprintf(w, "| function | %s (instr/tx) | %s | Δ instructions/tx |\n|---|---|---|---|\n", r.Baseline, iw.Commit)
+		t := &Table{Head: []string{"function", r.Baseline + " (instr/tx)", iw.Commit, "Δ instructions/tx"}}
 		for _, d := range iw.Deltas {
-			fmt.Fprintf(w, "| `%s` | %.1f | %.1f | %+.1f |\n", d.Name, d.Base, d.New, d.Diff)
+			t.Rows = append(t.Rows, []Cell{codeCell(d.Name), txt(fmt.Sprintf("%.1f", d.Base)), txt(fmt.Sprintf("%.1f", d.New)), txt(fmt.Sprintf("%+.1f", d.Diff))})
 		}
 		if iw.ProfileBase > 0 || iw.ProfileNew > 0 {
-			fmt.Fprintf(w, "| all functions | %.1f | %.1f | %+.1f |\n", iw.ProfileBase, iw.ProfileNew, iw.ProfileNew-iw.ProfileBase)
+			t.Rows = append(t.Rows, cells("all functions", fmt.Sprintf("%.1f", iw.ProfileBase), fmt.Sprintf("%.1f", iw.ProfileNew), fmt.Sprintf("%+.1f", iw.ProfileNew-iw.ProfileBase)))
 		}
+		s.add(t)
 	}
-	writeUnresolvedHint(w, iw.Unresolved, "instructions")
+	s.add(unresolvedBlocks(iw.Unresolved, "instructions")...)
+	return s
 }
 
-// writeInstrText is the instruction summary of the text report.
-func (r *Report) writeInstrText(w io.Writer) {
+// instrBrief is the instruction summary of the text report.
+func (r *Report) instrBrief() []Block {
 	if len(r.Instructions) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\nInstructions per transaction\n\n")
+	var items []Item
 	for _, iw := range r.Instructions {
 		if iw.Note != "" {
-			wrap(w, "  ", "    ", fmt.Sprintf("%s %s: %s", iw.Config, iw.Commit, iw.Note))
+			items = append(items, Item{Text: plain(fmt.Sprintf("%s %s: %s", iw.Config, iw.Commit, iw.Note))})
 			continue
 		}
 		line := fmt.Sprintf("%s %s: %s instructions per transaction, %s (%s): %s", iw.Config, iw.Commit, groupDigits(iw.Diff, true), pct(iw.DiffPct), iw.Method, text.OrDash(string(iw.Verdict)))
 		if len(iw.Deltas) > 0 {
 			line += fmt.Sprintf("; most in %s (%+.0f)", iw.Deltas[0].Name, iw.Deltas[0].Diff)
 		}
-		wrap(w, "  ", "    ", line)
+		items = append(items, Item{Text: plain(line)})
 	}
+	return []Block{&Heading{2, "Instructions per transaction"}, &List{items}}
 }
 
 // groupDigits writes x rounded to an integer with thin groups of three

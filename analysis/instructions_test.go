@@ -167,7 +167,7 @@ func TestInstrWentRows(t *testing.T) {
 	}
 	r.Instructions = []InstrWent{iw}
 	var md bytes.Buffer
-	r.writeInstructions(&md)
+	writeMarkdownBlocks(&md, r.instructionBlocks(false))
 	for _, want := range []string{
 		"| `[unresolved addresses]` | 1300.0 | 1360.0 | +60.0 |",
 		"| all functions | 10000.0 | 10359.2 | +359.2 |",

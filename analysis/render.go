@@ -14,42 +14,181 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// WriteMarkdown writes the report for humans: provenance, summary,
-// per-workload tables, tiers, cells that failed, warnings, plots.
+// WriteMarkdown writes the report for humans (Doc's blocks as
+// markdown): the answer, then why, then the tables, then how it was
+// made.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	fmt.Fprintf(w, "# abtest report\n\n")
-	// The answer, then why, then the tables, then how it was made.
-	r.writeSummary(w)
-	r.writeSummaryNotes(w)
-	r.writeChanges(w)
-	r.writeWaitShifts(w)
-	r.writeTimeWent(w)
-	r.writeInstructions(w)
-	r.writeSweeps(w)
-	r.writeConditions(w)
-	for _, wl := range r.Plan.Options.Workloads {
-		r.writeWorkload(w, wl)
-	}
-	fmt.Fprintln(w)
-	r.writeHowRan(w)
-	r.writeProvenance(w)
-	r.writeServers(w, r.servers)
-	r.writeTiers(w)
-	r.writeLeftOut(w)
-	r.writeWarnings(w)
-	r.writePlotList(w)
-	if r.Trend != nil {
-		r.Trend.writeMarkdown(w)
-	}
+	writeMarkdown(w, r.blocks(false))
 	return nil
 }
 
-// writeProvenance says what ran where, how, and how it was judged.
-func (r *Report) writeProvenance(w io.Writer) {
+// WriteText writes the report as aligned plain text to paste into a
+// mail (pgsql-hackers) or show on a terminal: the same sections as the
+// markdown, briefer, lines within 80 columns where the names allow.
+func (r *Report) WriteText(w io.Writer) error {
+	writeText(w, r.blocks(true))
+	return nil
+}
+
+// WriteTextSummary writes what the console shows at the end of a run: a
+// line per commit naming what changed (AnswerLines), then the text
+// report's Summary section.
+func (r *Report) WriteTextSummary(w io.Writer) {
+	for _, l := range r.AnswerLines() {
+		wrap(w, "", "    ", l)
+	}
+	fmt.Fprintln(w)
+	writeText(w, r.summaryBlocks(true))
+}
+
+// Doc is the report as blocks, as report.md has them: what the
+// dashboard's run page reads.
+func (r *Report) Doc() Doc { return Doc{r.blocks(false)} }
+
+// blocks are the report's sections in order; brief is the text
+// report's selection (a mail's length: per-configuration tables, no
+// plots or tiers).
+func (r *Report) blocks(brief bool) []Block {
+	var s sect
+	if brief {
+		s.heading(1, "abtest: "+strings.Join(r.others(), ", ")+" vs "+r.Baseline)
+	} else {
+		s.heading(1, "abtest report")
+	}
+	var answers []Item
+	for _, l := range r.AnswerLines() {
+		answers = append(answers, Item{Text: plain(l)})
+	}
+	s.add(&List{answers})
+	s.add(r.overviewBlocks(brief)...)
+	s.add(r.summaryBlocks(brief)...)
+	s.add(r.changeBlocks(brief)...)
+	s.add(r.waitShiftBlocks()...)
+	s.add(r.timeWentBlocks(brief)...)
+	s.add(r.instructionBlocks(brief)...)
+	s.add(r.sweepBlocks(brief)...)
+	s.add(r.conditionBlocks(brief)...)
+	if brief {
+		s.add(r.configBlocks()...)
+		s.add(r.legendBlocks()...)
+	} else {
+		for _, wl := range r.Plan.Options.Workloads {
+			s.add(r.workloadBlocks(wl)...)
+		}
+	}
+	s.add(r.howRanBlocks()...)
+	s.add(r.provenanceBlocks(brief)...)
+	if !brief {
+		s.add(r.serverBlocks(r.servers)...)
+		s.add(r.tierBlocks()...)
+	}
+	s.add(r.leftOutBlocks(brief)...)
+	s.add(r.warningBlocks()...)
+	if !brief {
+		s.add(r.plotBlocks()...)
+		if r.Trend != nil {
+			s.add(r.Trend.blocks()...)
+		}
+	}
+	return s
+}
+
+// others are the commits compared with the baseline.
+func (r *Report) others() []string {
+	var out []string
+	for _, c := range r.Commits {
+		if c != r.Baseline {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// provenanceBlocks say what ran where, how, and how it was judged.
+func (r *Report) provenanceBlocks(brief bool) []Block {
 	p := r.Plan
 	o := p.Options
-	fmt.Fprintf(w, "## Provenance\n\n")
-	fmt.Fprintf(w, "| commit | ref | sha | patches | build | fingerprint | PostgreSQL |\n|---|---|---|---|---|---|---|\n")
+	var s sect
+	if brief {
+		s.heading(2, "Setup")
+	} else {
+		s.heading(2, "Provenance")
+		s.add(r.provenanceTable())
+	}
+	var items []Item
+	item := func(f string, a ...any) { items = append(items, Item{Text: plain(fmt.Sprintf(f, a...))}) }
+	if brief {
+		for _, c := range p.Commits {
+			what := c.Ref + " " + text.Short(c.SHA)
+			if c.Install != "" {
+				what = "install " + c.Install
+			}
+			for _, pa := range c.Patches {
+				what += " + " + filepath.Base(pa.File)
+			}
+			if c.Version != "" {
+				what += ", " + shortVersion(c.Version)
+			}
+			item("%s: %s (%s build)", c.Label, what, text.OrDash(c.BuildType))
+		}
+	}
+	h := p.Host
+	host := fmt.Sprintf("host: %s, %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.Hostname), text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel))
+	var knobs []string
+	for _, kv := range [][2]string{{"governor", h.Governor}, {"turbo", h.Turbo}, {"THP", h.THP}, {"huge pages", h.HugePages}} {
+		if kv[1] != "" {
+			knobs = append(knobs, kv[0]+" "+kv[1])
+		}
+	}
+	if brief {
+		host = fmt.Sprintf("host: %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel))
+	} else if len(knobs) > 0 {
+		host += fmt.Sprintf(" (%s)", strings.Join(knobs, ", "))
+	}
+	item("%s", host)
+	if r.Observer != nil {
+		item("%s", r.Observer.Line())
+	}
+	var settings []string
+	for _, st := range o.Settings {
+		settings = append(settings, st.Name+"="+strings.Join(st.Values, ","))
+	}
+	if brief {
+		item("pgbench: workloads %s, clients %s, server CPUs %s, settings %s; %d repeats of %.0f s after %.0f s warm-up, %s protocol, %s order; %d of %d cells recorded",
+			strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol, o.Order, len(r.records), r.PlannedCells)
+		item("statistics: %s", r.method())
+	} else {
+		m := fmt.Sprintf("matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
+		if o.SleepMS > 0 {
+			m += fmt.Sprintf(", think time %d ms", o.SleepMS)
+		}
+		item("%s", m)
+		item("order: %s (seed %d), shard %s; %d of %d cells recorded", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
+		st := "statistics: " + r.method()
+		if sq := r.Sequential; sq != nil {
+			st += fmt.Sprintf(", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
+		}
+		item("%s", st)
+		item("abtest %s; results: %s", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
+	}
+	for _, f := range p.Doctor {
+		if f.Status == results.FindingOK {
+			continue
+		}
+		if brief {
+			item("doctor: %s %s: %s (%s)", f.Status, f.Check, f.Value, f.Why)
+		} else {
+			items = append(items, Item{Text: Inline{{Text: "doctor: "}, strong(string(f.Status)), {Text: fmt.Sprintf(" %s: %s (%s; fix: %s)", f.Check, f.Value, f.Why, f.Fix)}}})
+		}
+	}
+	s.add(&List{items})
+	return s
+}
+
+// provenanceTable is a row per commit: what was built from what.
+func (r *Report) provenanceTable() *Table {
+	p := r.Plan
+	t := &Table{Head: []string{"commit", "ref", "sha", "patches", "build", "fingerprint", "PostgreSQL"}}
 	for _, c := range p.Commits {
 		ref, sha := c.Ref, text.Short(c.SHA)
 		if c.Install != "" {
@@ -63,137 +202,18 @@ func (r *Report) writeProvenance(w io.Writer) {
 		if c.Label == r.Baseline {
 			mark = " (baseline)"
 		}
-		fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s %s | %s | %s |\n", c.Label, mark, ref, sha, text.OrDash(strings.Join(patches, ", ")), c.BuildType, c.Build, text.OrDash(text.Short(c.Fingerprint)), text.OrDash(c.Version))
+		t.Rows = append(t.Rows, cells(c.Label+mark, ref, sha, text.OrDash(strings.Join(patches, ", ")), c.BuildType+" "+c.Build, text.OrDash(text.Short(c.Fingerprint)), text.OrDash(c.Version)))
 	}
-	h := p.Host
-	fmt.Fprintf(w, "\n- host: %s, %s, %d CPUs, %d MB, kernel %s", text.OrDash(h.Hostname), text.OrDash(h.CPU), h.NProc, h.MemoryMB, text.OrDash(h.Kernel))
-	var knobs []string
-	for _, kv := range [][2]string{{"governor", h.Governor}, {"turbo", h.Turbo}, {"THP", h.THP}, {"huge pages", h.HugePages}} {
-		if kv[1] != "" {
-			knobs = append(knobs, kv[0]+" "+kv[1])
-		}
-	}
-	if len(knobs) > 0 {
-		fmt.Fprintf(w, " (%s)", strings.Join(knobs, ", "))
-	}
-	fmt.Fprintln(w)
-	if r.Observer != nil {
-		fmt.Fprintf(w, "- %s\n", r.Observer.Line())
-	}
-	var settings []string
-	for _, s := range o.Settings {
-		settings = append(settings, s.Name+"="+strings.Join(s.Values, ","))
-	}
-	fmt.Fprintf(w, "- matrix: workloads %s; clients %s; server CPUs %s; settings %s; %d repeats of %.0f s after %.0f s warm-up; protocol %s", strings.Join(o.Workloads, ","), ints(o.Clients), orAll(ints(o.CPUs)), text.OrDash(strings.Join(settings, " ")), o.Repeats, o.DurationS, o.WarmupS, o.Protocol)
-	if o.SleepMS > 0 {
-		fmt.Fprintf(w, ", think time %d ms", o.SleepMS)
-	}
-	fmt.Fprintf(w, "\n- order: %s (seed %d), shard %s; %d of %d cells recorded\n", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
-	fmt.Fprintf(w, "- statistics: %s", r.method())
-	if sq := r.Sequential; sq != nil {
-		fmt.Fprintf(w, ", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "- abtest %s; results: %s\n", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))
-	for _, f := range p.Doctor {
-		if f.Status != results.FindingOK {
-			fmt.Fprintf(w, "- doctor: **%s** %s: %s (%s; fix: %s)\n", f.Status, f.Check, f.Value, f.Why, f.Fix)
-		}
-	}
-	fmt.Fprintln(w)
+	return t
 }
 
-// writeSummary lists where the run could not answer, then each commit's
-// answer.
-func (r *Report) writeSummary(w io.Writer) {
-	fmt.Fprintf(w, "## Summary\n\n")
-	if n := len(r.Incomplete); n > 0 {
-		fmt.Fprintf(w, "- **incomplete: %d** (the run could not answer there; this gates)\n", n)
-		for i, in := range r.Incomplete {
-			if i == 20 {
-				fmt.Fprintf(w, "  - … %d more\n", n-20)
-				break
-			}
-			what := mdCell(r.shownConfig(in.Config))
-			if in.Metric != "" {
-				what += " " + in.Metric
-			}
-			gated := ""
-			if !in.Gated {
-				gated = " (not gated)"
-			}
-			fmt.Fprintf(w, "  - %s %s: %s%s\n", in.Commit, what, in.Why, gated)
-		}
+// cells are text cells.
+func cells(ts ...string) []Cell {
+	out := make([]Cell, len(ts))
+	for i, t := range ts {
+		out[i] = txt(t)
 	}
-	for _, sm := range r.Summaries {
-		line := fmt.Sprintf("- **%s** vs %s: ", sm.Commit, r.Baseline)
-		if sm.NoChangePct > 0 {
-			line += fmt.Sprintf("**no change ≥ %.3g%%** in any gated metric; ", sm.NoChangePct)
-		}
-		line += fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
-		if sm.Behind > 0 {
-			line += fmt.Sprintf(" (and %d secondary tests not run: their configuration's primary was not called better or worse)", sm.Behind)
-		}
-		if sm.Higher+sm.Lower > 0 {
-			line += fmt.Sprintf("; report-only: %d higher, %d lower", sm.Higher, sm.Lower)
-		}
-		fmt.Fprintln(w, line)
-		if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
-			fmt.Fprintf(w, "  - unknown: this run could not have detected changes smaller than %s in the gated metrics (at each test's level, 80%% power)\n", pctAbs(sm.DetectablePct))
-		}
-		if sm.Unreachable > 0 {
-			fmt.Fprintf(w, "  - %d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict\n", sm.Unreachable)
-		}
-		fmt.Fprintf(w, "  - tests: %d gated tests at α = %v (the primaries first and the other gated metrics behind them in one family, event counts in their own), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of\n", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
-		if line := r.blocksLine(sm); line != "" {
-			fmt.Fprintf(w, "  - %s\n", line)
-		}
-		for _, g := range r.Geomeans {
-			if g.Commit != sm.Commit {
-				continue
-			}
-			fmt.Fprintf(w, "  - %s\n", g.Line(r.Alpha))
-		}
-	}
-	if line := r.autoBarLine(); line != "" {
-		fmt.Fprintf(w, "- %s\n", line)
-	}
-}
-
-// blocksLine says, under a sequential design, how many blocks a commit's
-// gated verdicts took: what --until-decided spent to decide.
-func (r *Report) blocksLine(sm Summary) string {
-	if r.Sequential == nil || sm.Blocks == 0 {
-		return ""
-	}
-	return fmt.Sprintf("until-decided: the gated verdicts took up to %d blocks per configuration (%d planned, at most %d)", sm.Blocks, r.Plan.Options.Repeats, r.Sequential.MaxRepeats)
-}
-
-// writeSummaryNotes ends the summary: the metrics not gated, the A/A
-// note and the regressions.
-func (r *Report) writeSummaryNotes(w io.Writer) {
-	var ungated []string
-	for _, t := range r.Tiers {
-		if !t.Gated {
-			ungated = append(ungated, fmt.Sprintf("%s (%s)", t.Metric, t.Why))
-		}
-	}
-	if len(ungated) > 0 {
-		fmt.Fprintf(w, "- not gated: %s\n", strings.Join(ungated, "; "))
-	}
-	if r.AA != nil {
-		fmt.Fprintf(w, "- A/A: %s\n", r.AA.Note)
-	}
-	if len(r.Regressions) > 0 {
-		fmt.Fprintf(w, "- **regressions in gated metrics: %d**\n", len(r.Regressions))
-		for _, c := range r.Regressions {
-			note := ""
-			if c.Note != "" {
-				note = ": " + c.Note
-			}
-			fmt.Fprintf(w, "  - %s %s on %s: %s (%s)%s\n", c.Commit, c.Metric, mdCell(r.shownConfig(c.Config)), pct(c.DeltaPct), pIs(c.P), note)
-		}
-	}
+	return out
 }
 
 // shownConfig is a configuration (or cell) id as the report shows it: its
@@ -224,33 +244,60 @@ func (r *Report) shownWorkload(wl string) string {
 	return base
 }
 
-// writeChanges is the table of the biggest called changes.
-func (r *Report) writeChanges(w io.Writer) {
-	if len(r.Changes) > 0 {
-		fmt.Fprintf(w, "\nBiggest changes:\n\n| commit | configuration | metric | Δ | p | verdict | gated |\n|---|---|---|---|---|---|---|\n")
-		for i, c := range r.Changes {
-			if i == 15 {
-				fmt.Fprintf(w, "| … | %d more | | | | | |\n", len(r.Changes)-15)
-				break
-			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.Commit), mdCell(r.shownConfig(c.Config)), c.Metric, pct(c.DeltaPct), pnum(c.P), c.Verdict, yes(c.Gated))
-		}
-	} else {
-		fmt.Fprintf(w, "\nNo change was called.\n")
-	}
-}
-
-// writeWorkload shows a workload's main metrics as tables by
-// configuration, then its cells' details.
-func (r *Report) writeWorkload(w io.Writer, wl string) {
-	fmt.Fprintf(w, "\n## Workload %s\n\n", mdCell(wl))
+// workloadBlocks show a workload's metrics in one table (a row per
+// configuration and metric), then its cells' details.
+func (r *Report) workloadBlocks(wl string) []Block {
+	var s sect
+	s.heading(2, "Workload "+wl)
 	id := results.EscapeID(wl)
-	for _, m := range r.tableMetrics() {
-		if rows := r.rowsFor(id, m); len(rows) > 0 {
-			r.writeMetricTable(w, id, m, rows)
+	t := &Table{Head: []string{"configuration", "metric"}}
+	for _, c := range r.Commits {
+		if c == r.Baseline {
+			t.Head = append(t.Head, c)
+		} else {
+			t.Head = append(t.Head, c, "Δ", "p", "verdict")
 		}
 	}
-	r.writeCellDetails(w, wl)
+	var all []Row
+	for _, m := range r.tableMetrics() {
+		all = append(all, r.rowsFor(id, m)...)
+	}
+	var notes []string
+	for _, row := range all {
+		def, _ := r.Plan.Metrics.Get(row.Metric)
+		line := []Cell{txt(strings.TrimPrefix(row.Config, id+"/")), txt(row.Metric + " (" + def.Unit + ")")}
+		var base *Stat
+		for i, st := range row.Stats {
+			line = append(line, medianCell(st))
+			if st.Commit == r.Baseline {
+				base = &row.Stats[i]
+				continue
+			}
+			if base != nil {
+				if why := noSignal(*base, st); why != "" {
+					if !slices.Contains(notes, why) {
+						notes = append(notes, why)
+					}
+					mark := strings.Repeat("‡", slices.Index(notes, why)+1)
+					line = append(line, txt("—"+mark), txt("—"), txt("—"))
+					continue
+				}
+			}
+			line = append(line, deltaCell(st, deltaCI(st, 2)), txt(pval(st)), verdictCell(st, verdictText(st)))
+		}
+		t.Rows = append(t.Rows, line)
+	}
+	if len(t.Rows) > 0 {
+		s.add(t)
+	}
+	for i, n := range notes {
+		s.add(&Footnote{strings.Repeat("‡", i+1) + " no signal: " + n + "."})
+	}
+	if anyDisagree(all) {
+		s.add(&Footnote{DisagreeNote})
+	}
+	s.add(r.cellDetailBlocks(wl)...)
+	return s
 }
 
 // tableMetrics are the metrics of the per-workload tables: the built-in
@@ -265,118 +312,144 @@ func (r *Report) tableMetrics() []string {
 	return out
 }
 
-// writeMetricTable is a metric's table in a workload (wl its id, as
-// configuration ids begin): a line per configuration, each commit's
-// median and, against the baseline, its change and verdict.
-func (r *Report) writeMetricTable(w io.Writer, wl, m string, rows []Row) {
-	def, _ := r.Plan.Metrics.Get(m)
-	fmt.Fprintf(w, "### %s (%s)\n\n", m, def.Unit)
-	fmt.Fprintf(w, "| configuration |")
-	for _, c := range r.Commits {
-		if c == r.Baseline {
-			fmt.Fprintf(w, " %s |", c)
-		} else {
-			fmt.Fprintf(w, " %s | Δ | p | verdict |", c)
-		}
+// medianCell is a commit's median with its interval.
+func medianCell(st Stat) Cell {
+	c := txt(medianCI(st))
+	c.Value, c.Lo, c.Hi = st.Median, st.Lo, st.Hi
+	if st.N == 0 {
+		c.Value = math.NaN()
 	}
-	fmt.Fprintf(w, "\n|---|")
-	for _, c := range r.Commits {
-		if c == r.Baseline {
-			fmt.Fprintf(w, "---|")
-		} else {
-			fmt.Fprintf(w, "---|---|---|---|")
-		}
-	}
-	fmt.Fprintln(w)
-	for _, row := range rows {
-		fmt.Fprintf(w, "| %s |", strings.TrimPrefix(row.Config, wl+"/"))
-		for _, st := range row.Stats {
-			fmt.Fprintf(w, " %s |", medianCI(st))
-			if st.Commit != r.Baseline {
-				fmt.Fprintf(w, " %s | %s | %s |", deltaCI(st, 2), pval(st), verdictText(st))
-			}
-		}
-		fmt.Fprintln(w)
-	}
-	if anyDisagree(rows) {
-		fmt.Fprintf(w, "\n%s\n", DisagreeNote)
-	}
-	fmt.Fprintln(w)
+	return c
 }
 
-// writeTiers explains each metric's tier.
-func (r *Report) writeTiers(w io.Writer) {
+// deltaCell is a change as shown, with its number and interval.
+func deltaCell(st Stat, shown string) Cell {
+	c := txt(shown)
+	c.Value, c.Lo, c.Hi, c.Verdict, c.Unit = st.DeltaPct, st.DeltaLo, st.DeltaHi, st.Verdict, "%"
+	return c
+}
+
+// verdictCell is a verdict as shown.
+func verdictCell(st Stat, shown string) Cell {
+	c := txt(shown)
+	c.Verdict = st.Verdict
+	return c
+}
+
+// tierBlocks explain each metric's tier.
+func (r *Report) tierBlocks() []Block {
+	var s sect
 	bar := "a metric's bar is its threshold, whatever the noise: where a configuration's interval is too wide for it, the verdict is unknown, with the repeats that would fit it"
 	if r.Bar == BarAuto {
 		bar = fmt.Sprintf("under --bar auto, measured noise raises a metric's bar in each configuration to max(threshold, %.2g × the baseline's robust CV there)", noiseK)
 	}
-	fmt.Fprintf(w, "\n## Metric tiers\n\nPooled over the configurations from %s's own repeats: deterministic counters are gated exactly; %s; only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.\n\n| metric | tier | gated | median spread | threshold | why |\n|---|---|---|---|---|---|\n", r.Baseline, bar)
-	for _, t := range r.Tiers {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.3g%% | %s |\n", t.Metric, t.Tier, yes(t.Gated), pctAbs(t.SpreadPct), t.ThresholdPct, t.Why)
+	s.heading(2, "Metric tiers")
+	s.text(fmt.Sprintf("Pooled over the configurations from %s's own repeats: deterministic counters are gated exactly; %s; only a metric too noisy for any verdict at this number of pairs, or a descriptive one, is reported and not gated.", r.Baseline, bar))
+	t := &Table{Head: []string{"metric", "tier", "gated", "median spread", "threshold", "why"}}
+	for _, x := range r.Tiers {
+		t.Rows = append(t.Rows, cells(x.Metric, string(x.Tier), yes(x.Gated), pctAbs(x.SpreadPct), fmt.Sprintf("%.3g%%", x.ThresholdPct), x.Why))
 	}
+	s.add(t)
+	return s
 }
 
-// writeLeftOut lists the saturated and failed cells, with the failures'
-// log tails.
-func (r *Report) writeLeftOut(w io.Writer) {
-	if len(r.Failed)+len(r.Saturated) > 0 {
-		fmt.Fprintf(w, "\n## Cells not in the statistics\n\n")
-		for _, c := range r.Saturated {
-			fmt.Fprintf(w, "- %s: saturated (%s)\n", mdCell(r.shownConfig(c.Cell)), c.Error)
-		}
-		for _, c := range r.Failed {
-			fmt.Fprintf(w, "- %s: %s: %s\n", mdCell(r.shownConfig(c.Cell)), c.Status, c.Error)
-			if len(c.Tail) > 0 {
-				fmt.Fprintf(w, "\n  ```\n")
-				for _, l := range c.Tail {
-					fmt.Fprintf(w, "  %s\n", l)
-				}
-				fmt.Fprintf(w, "  ```\n")
-			}
-		}
+// leftOutBlocks list the saturated and failed cells, with the failures'
+// log tails (not in brief).
+func (r *Report) leftOutBlocks(brief bool) []Block {
+	if len(r.Failed)+len(r.Saturated) == 0 {
+		return nil
 	}
+	var items []Item
+	for _, c := range r.Saturated {
+		items = append(items, Item{Text: plain(r.shownConfig(c.Cell) + ": saturated (" + c.Error + ")")})
+	}
+	for _, c := range r.Failed {
+		it := Item{Text: plain(fmt.Sprintf("%s: %s: %s", r.shownConfig(c.Cell), c.Status, c.Error))}
+		if !brief {
+			it.Code = c.Tail
+		}
+		items = append(items, it)
+	}
+	return []Block{&Heading{2, "Cells not in the statistics"}, &List{items}}
 }
 
-// writeWarnings lists the warnings of the input and of the analysis.
-func (r *Report) writeWarnings(w io.Writer) {
-	if len(r.Warnings) > 0 {
-		fmt.Fprintf(w, "\n## Warnings\n\n")
-		for _, s := range r.Warnings {
-			fmt.Fprintf(w, "- %s\n", s)
-		}
+// warningBlocks list the warnings of the input and of the analysis.
+func (r *Report) warningBlocks() []Block {
+	if len(r.Warnings) == 0 {
+		return nil
 	}
+	var items []Item
+	for _, w := range r.Warnings {
+		items = append(items, Item{Text: plain(w)})
+	}
+	return []Block{&Heading{2, "Warnings"}, &List{items}}
 }
 
-// writePlotList shows the plots, and says which were not drawn and why.
-func (r *Report) writePlotList(w io.Writer) {
-	if len(r.Plots)+len(r.PlotNotes) > 0 {
-		fmt.Fprintf(w, "\n## Plots\n\n")
-		for _, pl := range r.Plots {
-			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(pl), ".svg"), pl)
-		}
-		for _, n := range r.PlotNotes {
-			fmt.Fprintf(w, "- %s\n", n)
-		}
+// plotBlocks show the plots, and say which were not drawn and why.
+func (r *Report) plotBlocks() []Block {
+	if len(r.Plots)+len(r.PlotNotes) == 0 {
+		return nil
 	}
+	s := sect{&Heading{2, "Plots"}}
+	for _, pl := range r.Plots {
+		s.add(&Plot{strings.TrimSuffix(filepath.Base(pl), ".svg"), pl})
+	}
+	var items []Item
+	for _, n := range r.PlotNotes {
+		items = append(items, Item{Text: plain(n)})
+	}
+	if len(items) > 0 {
+		s.add(&List{items})
+	}
+	return s
 }
 
-// writeCellDetails shows pg_stat_statements, wait events and probe
+// cellDetailBlocks show pg_stat_statements, wait events and probe
 // counters per commit for the workload: medians over the ok cells.
-func (r *Report) writeCellDetails(w io.Writer, wl string) {
-	type agg struct {
-		entries, hot, cold, dealloc []float64
-		waits                       map[string]int
-		active, total               int
-		ins, upd, del, walRec, tx   float64
+func (r *Report) cellDetailBlocks(wl string) []Block {
+	by := r.cellAggs(wl)
+	if len(by) == 0 {
+		return nil
 	}
-	by := map[string]*agg{}
+	t := &Table{Head: []string{"commit", "entries", "hot", "cold", "deallocs", "db time", "top waits", "rows ins/upd/del per tx", "WAL records per tx"}}
+	for _, c := range r.Commits {
+		a := by[c]
+		if a == nil {
+			continue
+		}
+		dbt := "-"
+		if a.total > 0 {
+			dbt = fmt.Sprintf("%.1f%%", 100*float64(a.active)/float64(a.total))
+		}
+		per := func(x float64) string {
+			if a.tx == 0 {
+				return "-"
+			}
+			return num(x / a.tx)
+		}
+		t.Rows = append(t.Rows, cells(c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(topWaits(a.waits, a.active)), per(a.ins)+"/"+per(a.upd)+"/"+per(a.del), per(a.walRec)))
+	}
+	return []Block{&Heading{3, fmt.Sprintf("pg_stat_statements, wait events and probes (all cells of %s)", wl)}, t}
+}
+
+// cellAgg sums a commit's ok cells of a workload.
+type cellAgg struct {
+	entries, hot, cold, dealloc []float64
+	waits                       map[string]int
+	active, total               int
+	ins, upd, del, walRec, tx   float64
+}
+
+// cellAggs are the workload's cells summed per commit.
+func (r *Report) cellAggs(wl string) map[string]*cellAgg {
+	by := map[string]*cellAgg{}
 	for _, rec := range r.records {
 		if rec.Workload != wl || rec.Status != results.StatusOK {
 			continue
 		}
 		a := by[rec.Commit]
 		if a == nil {
-			a = &agg{waits: map[string]int{}}
+			a = &cellAgg{waits: map[string]int{}}
 			by[rec.Commit] = a
 		}
 		if rec.Final != nil {
@@ -393,8 +466,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			a.total += rec.Waits.Active + rec.Waits.Idle
 		}
 		if rec.Probe != nil {
-			tx := rec.Metrics.Value(results.MetricTPS) * rec.DurationS
-			a.tx += tx
+			a.tx += rec.Metrics.Value(results.MetricTPS) * rec.DurationS
 			a.ins += float64(rec.Probe.Tables.Ins)
 			a.upd += float64(rec.Probe.Tables.Upd)
 			a.del += float64(rec.Probe.Tables.Del)
@@ -403,29 +475,7 @@ func (r *Report) writeCellDetails(w io.Writer, wl string) {
 			}
 		}
 	}
-	if len(by) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "### pg_stat_statements, wait events and probes (all cells of %s)\n\n| commit | entries | hot | cold | deallocs | db time | top waits | rows ins/upd/del per tx | WAL records per tx |\n|---|---|---|---|---|---|---|---|---|\n", wl)
-	for _, c := range r.Commits {
-		a := by[c]
-		if a == nil {
-			continue
-		}
-		dbt := "-"
-		if a.total > 0 {
-			dbt = fmt.Sprintf("%.1f%%", 100*float64(a.active)/float64(a.total))
-		}
-		top := topWaits(a.waits, a.active)
-		per := func(x float64) string {
-			if a.tx == 0 {
-				return "-"
-			}
-			return num(x / a.tx)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s/%s/%s | %s |\n", c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(top), per(a.ins), per(a.upd), per(a.del), per(a.walRec))
-	}
-	fmt.Fprintln(w)
+	return by
 }
 
 // topWaits is the three largest wait events' shares of the active
@@ -564,6 +614,8 @@ func verdictText(st Stat) string {
 	case results.Unknown:
 		if st.Behind {
 			v += " (not tested: the primary was not called a change)"
+		} else if excludesZero(st) {
+			v = "moved: its interval excludes 0"
 		} else if isFinite(st.DetectablePct) {
 			v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
 		}

@@ -8,12 +8,10 @@ package analysis
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -106,14 +104,14 @@ func orNone(v string) string {
 // what a reader of a comparison across versions asks first.
 var headSettings = []string{"data_checksums"}
 
-// writeServers writes the Servers section (markdown): each server's
-// version and data checksums, and the performance settings that differ,
-// in the table; the other settings that differ in a collapsed block (a
-// comparison of PG 15 and 18 differs in some 60 settings, most of them
-// new in 18); every setting is in servers.json.
-func (r *Report) writeServers(w io.Writer, servers results.Servers) {
+// serverBlocks are the Servers section: each server's version and data
+// checksums, and the performance settings that differ, in the table;
+// the other settings that differ in a collapsed block (a comparison of
+// PG 15 and 18 differs in some 60 settings, most of them new in 18);
+// every setting is in servers.json.
+func (r *Report) serverBlocks(servers results.Servers) []Block {
 	if len(servers) == 0 {
-		return
+		return nil
 	}
 	var commits []string
 	for _, c := range r.Commits {
@@ -121,75 +119,40 @@ func (r *Report) writeServers(w io.Writer, servers results.Servers) {
 			commits = append(commits, c)
 		}
 	}
-	head := func() {
-		fmt.Fprintf(w, "| setting |")
+	table := func() *Table { return &Table{Head: append([]string{"setting"}, commits...)} }
+	row := func(t *Table, name string, value func(results.ServerSetup) string) {
+		line := []Cell{txt(name)}
 		for _, c := range commits {
-			fmt.Fprintf(w, " %s |", mdCell(c))
+			line = append(line, txt(orNone(value(servers[c]))))
 		}
-		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(commits)))
+		t.Rows = append(t.Rows, line)
 	}
-	row := func(name string, value func(results.ServerSetup) string) {
-		fmt.Fprintf(w, "| %s |", mdCell(name))
-		for _, c := range commits {
-			fmt.Fprintf(w, " %s |", mdCell(orNone(value(servers[c]))))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "## Servers\n\npg_settings after each server's first start (paths and ports aside); ⚠ changes performance.\n\n")
-	head()
-	row("version", func(s results.ServerSetup) string { return s.Version })
+	main := table()
+	row(main, "version", func(s results.ServerSetup) string { return s.Version })
 	for _, k := range headSettings {
 		mark := ""
 		if slices.Contains(performanceSettings, k) {
 			mark = " ⚠"
 		}
-		row(k+mark, func(s results.ServerSetup) string { return s.Settings[k] })
+		row(main, k+mark, func(s results.ServerSetup) string { return s.Settings[k] })
 	}
-	var rest []ServerDiff
+	rest := table()
 	for _, d := range r.ServerDiffs {
 		switch {
 		case slices.Contains(headSettings, d.Setting):
 		case d.Performance:
-			row(d.Setting+" ⚠", func(s results.ServerSetup) string { return s.Settings[d.Setting] })
+			row(main, d.Setting+" ⚠", func(s results.ServerSetup) string { return s.Settings[d.Setting] })
 		default:
-			rest = append(rest, d)
+			row(rest, d.Setting, func(s results.ServerSetup) string { return s.Settings[d.Setting] })
 		}
 	}
-	fmt.Fprintln(w)
-	if len(rest) == 0 {
-		fmt.Fprintf(w, "Every setting is the same on every server but those above.")
+	s := sect{&Heading{2, "Servers"}, &Paragraph{plain("pg_settings after each server's first start (paths and ports aside); ⚠ changes performance.")}, main}
+	end := " Every setting of every server: " + results.ServersFile + " in the results directory."
+	if len(rest.Rows) == 0 {
+		s.text("Every setting is the same on every server but those above." + end)
 	} else {
-		fmt.Fprintf(w, "<details><summary>Other settings that differ: %d</summary>\n\n", len(rest))
-		head()
-		for _, d := range rest {
-			row(d.Setting, func(s results.ServerSetup) string { return s.Settings[d.Setting] })
-		}
-		fmt.Fprintf(w, "\n</details>\n\n")
-		fmt.Fprintf(w, "Other settings are the same on every server.")
+		s.add(&Details{fmt.Sprintf("Other settings that differ: %d", len(rest.Rows)), []Block{rest}})
+		s.text("Other settings are the same on every server." + end)
 	}
-	fmt.Fprintf(w, " Every setting of every server: %s in the results directory.\n\n", results.ServersFile)
-}
-
-// mdCell is s as the text of a markdown table cell or list item: on one
-// line, its HTML escaped (a label or a setting's value is the user's:
-// "<script>" must stay text) and the characters markdown would read as
-// table columns, code or emphasis escaped.
-func mdCell(s string) string {
-	var b strings.Builder
-	for _, c := range text.OneLine(s) {
-		switch c {
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		case '&':
-			b.WriteString("&amp;")
-		case '|', '\\', '`', '*', '[', ']':
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
+	return s
 }

@@ -16,7 +16,6 @@ package analysis
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -126,39 +125,71 @@ func commitOrder(p *results.Plan, a, b string) int {
 	return cmp.Compare(ia, ib)
 }
 
-// writeSweeps writes a point table per series (markdown).
-func (r *Report) writeSweeps(w io.Writer) {
-	for _, s := range r.Sweeps {
-		fmt.Fprintf(w, "## Sweep: %s\n\n", mdCell(r.shownConfig(s.Series)))
-		fmt.Fprintf(w, "One row per point and commit: medians over its cells, %s. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged. dead/op is the median of the cells no autovacuum ran in (a vacuum in the window removes dead tuples: – where it ran in every cell).\n\n", s.perOpSays())
+// sweepBlocks are a point table per series; brief: offered and
+// committed per second, p99 latency and saturation within 80 columns.
+func (r *Report) sweepBlocks(brief bool) []Block {
+	var s sect
+	for _, sw := range r.Sweeps {
+		if brief {
+			s.add(sw.briefBlocks(r.shownConfig(sw.Series))...)
+			continue
+		}
+		s.heading(2, "Sweep: "+r.shownConfig(sw.Series))
+		s.text(fmt.Sprintf("One row per point and commit: medians over its cells, %s. A saturated point could not keep its offered rate (its backlog passed the bound, or it committed clearly less than offered); it is reported, not judged. dead/op is the median of the cells no autovacuum ran in (a vacuum in the window removes dead tuples: – where it ran in every cell).", sw.perOpSays()))
 		var cols []int
 		for i, col := range sweepColumns {
-			if slices.ContainsFunc(s.Points, func(pt SweepPoint) bool { _, ok := pt.Medians[col.metric]; return ok }) {
+			if slices.ContainsFunc(sw.Points, func(pt SweepPoint) bool { _, ok := pt.Medians[col.metric]; return ok }) {
 				cols = append(cols, i)
 			}
 		}
-		fmt.Fprintf(w, "| point | commit | %s |", s.rateHead("offered"))
+		t := &Table{Head: []string{"point", "commit", sw.rateHead("offered")}, Right: []bool{false, false, true}}
 		for _, i := range cols {
 			head := sweepColumns[i].head
 			if sweepColumns[i].per == perRate {
-				head = s.rateHead("committed")
+				head = sw.rateHead("committed")
 			}
-			fmt.Fprintf(w, " %s |", head)
+			t.Head, t.Right = append(t.Head, head), append(t.Right, true)
 		}
-		fmt.Fprintf(w, " saturated |\n|---|---|--:|%s---|\n", strings.Repeat("--:|", len(cols)))
-		for _, pt := range s.Points {
-			fmt.Fprintf(w, "| %s | %s | %s |", pt.Point, pt.Commit, pt.offered())
+		t.Head = append(t.Head, "saturated")
+		for _, pt := range sw.Points {
+			line := cells(pt.Point, pt.Commit, pt.offered())
 			for _, i := range cols {
-				fmt.Fprintf(w, " %s |", pt.cellOf(sweepColumns[i]))
+				line = append(line, txt(pt.cellOf(sweepColumns[i])))
 			}
-			sat := "no"
+			sat := txt("no")
 			if pt.Saturated > 0 {
-				sat = fmt.Sprintf("**yes** (%d of %d)", pt.Saturated, pt.Cells)
+				sat.Text = Inline{strong("yes"), {Text: fmt.Sprintf(" (%d of %d)", pt.Saturated, pt.Cells)}}
 			}
-			fmt.Fprintf(w, " %s |\n", sat)
+			t.Rows = append(t.Rows, append(line, sat))
 		}
-		fmt.Fprintln(w)
+		s.add(t)
 	}
+	return s
+}
+
+// briefBlocks are the sweep's points in 80 columns.
+func (s Sweep) briefBlocks(name string) []Block {
+	out := sect{&Heading{2, "Sweep " + name}}
+	if s.OpsPerTx != "" {
+		out.text(fmt.Sprintf("Rates in operations a second (-- abtest:ops-per-tx %s).", s.OpsPerTx))
+	}
+	t := &Table{Head: []string{"point", "commit", "offered/s", "committed/s", "p99 ms", "saturated"}, Right: []bool{false, false, true, true, true}}
+	for _, pt := range s.Points {
+		offered, sat := "closed", "no"
+		if pt.OfferedOps > 0 {
+			offered = results.FormatRate(pt.OfferedOps)
+		}
+		if pt.Saturated > 0 {
+			sat = fmt.Sprintf("YES %d/%d", pt.Saturated, pt.Cells)
+		}
+		committed := "–"
+		if v, ok := pt.Medians[results.MetricTPS]; ok {
+			committed = num(v * pt.opsPerTx())
+		}
+		t.Rows = append(t.Rows, cells(pt.Point, pt.Commit, offered, committed, pt.cellOf(metricColumn{metric: results.MetricLatencyP99}), sat))
+	}
+	out.add(t)
+	return out
 }
 
 // perOpSays says what "/op" means in s's table.
@@ -231,32 +262,4 @@ func (pt SweepPoint) opsPerTx() float64 {
 		return pt.OpsPerTx
 	}
 	return 1
-}
-
-// writeSweepsText writes each sweep's points in 80 columns: offered and
-// committed per second (operations where the workload counts them), p99
-// latency and saturation.
-func (r *Report) writeSweepsText(w io.Writer) {
-	for _, s := range r.Sweeps {
-		fmt.Fprintf(w, "Sweep %s\n\n", r.shownConfig(s.Series))
-		if s.OpsPerTx != "" {
-			fmt.Fprintf(w, "  Rates in operations a second (-- abtest:ops-per-tx %s).\n", s.OpsPerTx)
-		}
-		fmt.Fprintf(w, "  %-22s %-10s %10s %11s %9s  %s\n", "point", "commit", "offered/s", "committed/s", "p99 ms", "saturated")
-		for _, pt := range s.Points {
-			offered, sat := "closed", "no"
-			if pt.OfferedOps > 0 {
-				offered = results.FormatRate(pt.OfferedOps)
-			}
-			if pt.Saturated > 0 {
-				sat = fmt.Sprintf("YES %d/%d", pt.Saturated, pt.Cells)
-			}
-			committed := "–"
-			if v, ok := pt.Medians[results.MetricTPS]; ok {
-				committed = num(v * pt.opsPerTx())
-			}
-			fmt.Fprintf(w, "  %-22.22s %-10.10s %10s %11s %9s  %s\n", pt.Point, pt.Commit, offered, committed, pt.cellOf(metricColumn{metric: results.MetricLatencyP99}), sat)
-		}
-		fmt.Fprintln(w)
-	}
 }

@@ -3,7 +3,6 @@ package analysis
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -352,59 +351,73 @@ func (r *Report) writeDiffs(dir, relTo string) error {
 	return nil
 }
 
-func (r *Report) writeTimeWent(w io.Writer) {
+// timeWentBlocks are the perf diff: per configuration and commit the
+// samples, the functions whose share moved beyond noise and the
+// baseline's top; brief: a few lines each.
+func (r *Report) timeWentBlocks(brief bool) []Block {
+	if brief {
+		return r.timeWentBrief()
+	}
 	if !r.Plan.Options.Perf {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\n## Where the time went\n\n")
+	s := sect{&Heading{2, "Where the time went"}}
 	if len(r.TimeWent) == 0 {
-		fmt.Fprintf(w, "No profiles to compare (perf was unavailable, or no cell of the baseline has one).\n")
-		return
+		s.text("No profiles to compare (perf was unavailable, or no cell of the baseline has one).")
+		return s
 	}
-	fmt.Fprintf(w, "Each function's share of the CPU samples (flat: the function on top of the stack) in profiles of the middle of each cell, against %s. A change is listed only beyond this run's noise: its sample counts differ by Fisher's exact test (Holm over the functions compared, α = %g), its share moved by at least %.1f percentage points, and by more than it varies between %s's own profiles. Open a diff profile with `abtest perf view FILE` (flame graph).\n", r.Baseline, perfAlpha, perfMinShift, r.Baseline)
+	s.para(Inline{{Text: fmt.Sprintf("Each function's share of the CPU samples (flat: the function on top of the stack) in profiles of the middle of each cell, against %s. A change is listed only beyond this run's noise: its sample counts differ by Fisher's exact test (Holm over the functions compared, α = %g), its share moved by at least %.1f percentage points, and by more than it varies between %s's own profiles. Open a diff profile with ", r.Baseline, perfAlpha, perfMinShift, r.Baseline)},
+		{Text: "abtest perf view FILE", Code: true}, {Text: " (flame graph)."}})
 	for _, tw := range r.TimeWent {
-		r.writeTimeWentOne(w, tw)
+		s.add(r.timeWentOne(tw)...)
 	}
+	return s
 }
 
-// writeTimeWentOne is one configuration and commit of the perf diff.
-func (r *Report) writeTimeWentOne(w io.Writer, tw TimeWent) {
+// timeWentOne is one configuration and commit of the perf diff.
+func (r *Report) timeWentOne(tw TimeWent) []Block {
 	graphs := "call graphs"
 	if !tw.CallGraphs {
 		graphs = "flat profiles only: the binaries have no frame pointers (build with --profiling for call graphs)"
 	}
-	fmt.Fprintf(w, "\n### %s: %s (%s)\n\n", tw.Config, tw.Commit, graphs)
-	fmt.Fprintf(w, "Samples: %s %d in %s, %s %d in %s.", r.Baseline, tw.BaseSamples, text.Count(tw.BaseProfiles, "profile"), tw.Commit, tw.Samples, text.Count(tw.Profiles, "profile"))
+	s := sect{&Heading{3, fmt.Sprintf("%s: %s (%s)", tw.Config, tw.Commit, graphs)}}
+	samples := Inline{{Text: fmt.Sprintf("Samples: %s %d in %s, %s %d in %s.", r.Baseline, tw.BaseSamples, text.Count(tw.BaseProfiles, "profile"), tw.Commit, tw.Samples, text.Count(tw.Profiles, "profile"))}}
 	if len(tw.Top) > 0 {
-		fmt.Fprintf(w, " Top of %s:", r.Baseline)
-		sep := ""
+		samples = append(samples, Span{Text: fmt.Sprintf(" Top of %s:", r.Baseline)})
+		sep := " "
 		for _, t := range tw.Top {
-			fmt.Fprintf(w, "%s `%s` %.1f %% (%d)", sep, t.Name, t.Base, t.BaseSamples)
-			sep = ","
+			samples = append(samples, Span{Text: sep}, Span{Text: t.Name, Code: true}, Span{Text: fmt.Sprintf(" %.1f %% (%d)", t.Base, t.BaseSamples)})
+			sep = ", "
 		}
-		fmt.Fprint(w, ".")
+		samples = append(samples, Span{Text: "."})
 	}
-	fmt.Fprintln(w)
+	s.para(samples)
 	if tw.Diff != "" {
-		fmt.Fprintf(w, "\ndiff profile: [%s](%s)\n", tw.Diff, tw.Diff)
+		s.para(Inline{{Text: "diff profile: "}, {Text: tw.Diff, Link: tw.Diff}})
 	}
-	writeUnresolvedHint(w, tw.Unresolved, "samples")
+	s.add(unresolvedBlocks(tw.Unresolved, "samples")...)
 	if len(tw.Deltas) == 0 {
-		fmt.Fprintf(w, "\nNo difference beyond noise (%d and %d samples, %d functions compared).\n", tw.BaseSamples, tw.Samples, tw.Tested)
-		return
+		s.text(fmt.Sprintf("No difference beyond noise (%d and %d samples, %d functions compared).", tw.BaseSamples, tw.Samples, tw.Tested))
+		return s
 	}
-	fmt.Fprintf(w, "\n| function | %s samples | share | %s samples | share | Δ share (points) | p |\n|---|---|---|---|---|---|---|\n", r.Baseline, tw.Commit)
+	t := &Table{Head: []string{"function", r.Baseline + " samples", "share", tw.Commit + " samples", "share", "Δ share (points)", "p"}}
 	for _, d := range tw.Deltas {
-		fmt.Fprintf(w, "| `%s` | %d | %.1f %% | %d | %.1f %% | %+.1f | %.2g |\n", d.Name, d.BaseSamples, d.Base, d.NewSamples, d.New, d.Diff, d.P)
+		t.Rows = append(t.Rows, []Cell{codeCell(d.Name), txt(fmt.Sprint(d.BaseSamples)), txt(fmt.Sprintf("%.1f %%", d.Base)), txt(fmt.Sprint(d.NewSamples)), txt(fmt.Sprintf("%.1f %%", d.New)), txt(fmt.Sprintf("%+.1f", d.Diff)), txt(fmt.Sprintf("%.2g", d.P))})
 	}
+	s.add(t)
+	return s
 }
 
-// writeUnresolvedHint says how to get symbols for the binaries whose
+// unresolvedBlocks say how to get symbols for the binaries whose
 // samples (or instructions: what) the profiler could not name.
-func writeUnresolvedHint(w io.Writer, us []Unresolved, what string) {
+func unresolvedBlocks(us []Unresolved, what string) []Block {
+	var out []Block
 	for _, u := range unresolvedSides(us) {
-		fmt.Fprintf(w, "\n> Missing symbols: %.0f %% of %s's %s are unresolved%s. The profiler needs the binaries' symbols: rebuild with `--profiling` (keeps symbols and frame pointers at the same optimisation; `-b debug` would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build.\n", u.Pct, u.Commit, what, u.Binary)
+		out = append(out, &Quote{Inline{{Text: fmt.Sprintf("Missing symbols: %.0f %% of %s's %s are unresolved%s. The profiler needs the binaries' symbols: rebuild with ", u.Pct, u.Commit, what, u.Binary)},
+			{Text: "--profiling", Code: true}, {Text: " (keeps symbols and frame pointers at the same optimisation; "}, {Text: "-b debug", Code: true},
+			{Text: " would change what is measured), or install the -dbgsym (-debuginfo) package of a binary abtest did not build."}}})
 	}
+	return out
 }
 
 // unresolvedSides sums us per commit: Pct the commit's unresolved
@@ -438,32 +451,35 @@ func unresolvedSides(us []Unresolved) []Unresolved {
 	return out
 }
 
-// writeTimeWentText is the perf diff of the text report: per commit its
+// timeWentBrief is the perf diff of the text report: per commit its
 // samples, the changes beyond noise (or that there are none) and the
-// baseline's top functions, wrapped to a mail's width.
-func (r *Report) writeTimeWentText(w io.Writer) {
+// baseline's top functions.
+func (r *Report) timeWentBrief() []Block {
 	if len(r.TimeWent) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\nWhere the time went (share of CPU samples, changes beyond noise)\n\n")
+	var items []Item
 	for _, tw := range r.TimeWent {
 		head := fmt.Sprintf("%s %s: %d samples (%s %d)", tw.Config, tw.Commit, tw.Samples, r.Baseline, tw.BaseSamples)
 		if len(tw.Deltas) == 0 {
 			head += ": no difference beyond noise"
 		}
-		wrap(w, "  ", "    ", head)
+		it := Item{Text: plain(head)}
+		sub := func(f string, a ...any) { it.Sub = append(it.Sub, Item{Text: plain(fmt.Sprintf(f, a...))}) }
 		for _, d := range tw.Deltas {
-			wrap(w, "    ", "      ", fmt.Sprintf("%s %.1f %% → %.1f %% (%+.1f points; %d → %d samples, p %.2g)", d.Name, d.Base, d.New, d.Diff, d.BaseSamples, d.NewSamples, d.P))
+			sub("%s %.1f %% → %.1f %% (%+.1f points; %d → %d samples, p %.2g)", d.Name, d.Base, d.New, d.Diff, d.BaseSamples, d.NewSamples, d.P)
 		}
 		var top []string
 		for _, t := range tw.Top {
 			top = append(top, fmt.Sprintf("%s %.0f %%", t.Name, t.Base))
 		}
 		if len(top) > 0 {
-			wrap(w, "    ", "      ", fmt.Sprintf("top of %s: %s", r.Baseline, strings.Join(top, ", ")))
+			sub("top of %s: %s", r.Baseline, strings.Join(top, ", "))
 		}
 		for _, u := range unresolvedSides(tw.Unresolved) {
-			wrap(w, "    ", "      ", fmt.Sprintf("missing symbols: %.0f %% of %s's samples unresolved%s: rebuild with --profiling, or install the -dbgsym package of a binary abtest did not build", u.Pct, u.Commit, u.Binary))
+			sub("missing symbols: %.0f %% of %s's samples unresolved%s: rebuild with --profiling, or install the -dbgsym package of a binary abtest did not build", u.Pct, u.Commit, u.Binary)
 		}
+		items = append(items, it)
 	}
+	return []Block{&Heading{2, "Where the time went (share of CPU samples, changes beyond noise)"}, &List{items}}
 }

@@ -105,7 +105,7 @@ func perfPairMem(seed uint64, base, cur []share, n, repeats int) TimeWent {
 func timeWentMarkdown(tw TimeWent) string {
 	r := &Report{Baseline: "base", Plan: &results.Plan{Options: results.PlanOpts{Perf: true}}, TimeWent: []TimeWent{tw}}
 	var b bytes.Buffer
-	r.writeTimeWent(&b)
+	writeMarkdownBlocks(&b, r.timeWentBlocks(false))
 	return b.String()
 }
 
@@ -229,7 +229,7 @@ func TestTimeWentText(t *testing.T) {
 		perfPairMem(3, unknown, unknown, 1000, 1),
 	}}
 	var b bytes.Buffer
-	r.writeTimeWentText(&b)
+	writeTextBlocks(&b, r.timeWentBlocks(true))
 	out := b.String()
 	for _, want := range []string{
 		"select1/c2/cpuall patch: 38 samples (base 38): no difference beyond noise",

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -46,7 +45,7 @@ type TrendSection struct {
 	Trends []Trend
 	Nights int
 	// plots link each trend's plot (WritePlots), relative to the report.
-	plots []string
+	plots []Plot
 }
 
 // WritePlots draws each trend's SVG plot in plotsDir, linked from the
@@ -70,40 +69,42 @@ func (s *TrendSection) WritePlots(plotsDir, relTo string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(relTo, path)
-		s.plots = append(s.plots, fmt.Sprintf("![trend %s %s](%s)", t.Config, t.Metric, rel))
+		s.plots = append(s.plots, Plot{fmt.Sprintf("trend %s %s", t.Config, t.Metric), rel})
 	}
 	return nil
 }
 
-// writeMarkdown writes the section: a table row per trend with its
-// change points, then the plots WritePlots drew.
-func (s *TrendSection) writeMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "\n## Trend (last %d nights)\n\n", s.Nights)
+// blocks are the section: a table row per trend with its change
+// points, then the plots WritePlots drew.
+func (s *TrendSection) blocks() []Block {
+	out := sect{&Heading{2, fmt.Sprintf("Trend (last %d nights)", s.Nights)}}
 	if s.Nights < 2 {
-		fmt.Fprintf(w, "Not enough history yet: the trend starts with the second night.\n")
-		return
+		out.text("Not enough history yet: the trend starts with the second night.")
+		return out
 	}
-	fmt.Fprintf(w, "Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly median; one whose commit is annotated (abtest annotate) is expected, not a regression.\n\n")
-	fmt.Fprintf(w, "| configuration | metric | nights | first | last | change points |\n|---|---|---|---|---|---|\n")
-	for _, t := range s.Trends {
+	out.text("Change points: E-divisive means (Matteson & James 2014), segments ≥ 3 nights, permutation test α = 0.01 with 499 permutations, on each configuration's nightly median; one whose commit is annotated (abtest annotate) is expected, not a regression.")
+	t := &Table{Head: []string{"configuration", "metric", "nights", "first", "last", "change points"}}
+	for _, tr := range s.Trends {
 		desc := "none"
-		for i, cp := range t.ChangePoints {
+		for i, cp := range tr.ChangePoints {
 			if i == 0 {
 				desc = ""
 			} else {
 				desc += "; "
 			}
 			if cp.Expected {
-				desc += fmt.Sprintf("%s (%+.1f%%) expected, annotated: %s", t.Labels[cp.Index], cp.DeltaPct, strings.ReplaceAll(cp.Note, "|", `\|`))
+				desc += fmt.Sprintf("%s (%+.1f%%) expected, annotated: %s", tr.Labels[cp.Index], cp.DeltaPct, cp.Note)
 			} else {
-				desc += fmt.Sprintf("%s (%+.1f%%, p=%.3f) UNEXPECTED", t.Labels[cp.Index], cp.DeltaPct, cp.P)
+				desc += fmt.Sprintf("%s (%+.1f%%, p=%.3f) UNEXPECTED", tr.Labels[cp.Index], cp.DeltaPct, cp.P)
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %.6g | %.6g | %s |\n", t.Config, t.Metric, len(t.Values), t.Values[0], t.Values[len(t.Values)-1], desc)
+		t.Rows = append(t.Rows, cells(tr.Config, tr.Metric, fmt.Sprint(len(tr.Values)), fmt.Sprintf("%.6g", tr.Values[0]), fmt.Sprintf("%.6g", tr.Values[len(tr.Values)-1]), desc))
 	}
-	for _, l := range s.plots {
-		fmt.Fprintf(w, "\n%s\n", l)
+	out.add(t)
+	for i := range s.plots {
+		out.add(&s.plots[i])
 	}
+	return out
 }
 
 // WriteTrends writes the trend section of the last nights nights, its
@@ -114,7 +115,7 @@ func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string
 	if err := s.WritePlots(plotsDir, relTo); err != nil {
 		return err
 	}
-	s.writeMarkdown(w)
+	writeMarkdown(w, s.blocks())
 	return nil
 }
 

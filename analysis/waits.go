@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"sort"
 
@@ -111,24 +110,16 @@ func (s WaitShift) Line(baseline string) string {
 		s.Workload, s.Event, s.BasePct, baseline, s.CommitPct, s.Commit, s.CommitPct-s.BasePct, s.BaseSamples, s.CommitSamples)
 }
 
-// writeWaitShifts is the wait-event part of why, in markdown.
-func (r *Report) writeWaitShifts(w io.Writer) {
+// waitShiftBlocks are the wait-event part of why.
+func (r *Report) waitShiftBlocks() []Block {
 	if len(r.WaitShifts) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintf(w, "\n## Why: wait events\n\nShares of the active backend samples that moved by ≥ %d points (and beyond %d standard errors):\n\n", minShiftPoints, shiftZ)
+	var items []Item
 	for _, s := range r.WaitShifts {
-		fmt.Fprintf(w, "- %s\n", s.Line(r.Baseline))
+		items = append(items, Item{Text: plain(s.Line(r.Baseline))})
 	}
-}
-
-// writeWaitShiftsText is the same for the text report.
-func (r *Report) writeWaitShiftsText(w io.Writer) {
-	if len(r.WaitShifts) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nWhy: wait events\n\n")
-	for _, s := range r.WaitShifts {
-		wrap(w, "  ", "    ", s.Line(r.Baseline))
-	}
+	return []Block{&Heading{2, "Why: wait events"},
+		&Paragraph{plain(fmt.Sprintf("Shares of the active backend samples that moved by ≥ %d points (and beyond %d standard errors):", minShiftPoints, shiftZ))},
+		&List{items}}
 }

@@ -41,7 +41,7 @@ func TestFileWorkloadTables(t *testing.T) {
 	var md, text strings.Builder
 	r.WriteMarkdown(&md)
 	r.WriteText(&text)
-	for _, want := range []string{"### tps (tx/s)", "### delivery_p99_ms (ms)\n\n| configuration | pg15 | pg18 | Δ | p | verdict |\n|---|---|---|---|---|---|\n| c1/cpuall | 103 (n=4) | 205 (n=4) | +100.00% "} {
+	for _, want := range []string{"| c1/cpuall | tps (tx/s) |", "| configuration | metric | pg15 | pg18 | Δ | p | verdict |", "| c1/cpuall | delivery_p99_ms (ms) | 103 (n=4) | 205 (n=4) | +100.00% "} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -49,8 +49,9 @@ func Write(dir string, rep *analysis.Report) error {
 }
 
 // Summary prints the summary of rep as plain text (what the console
-// shows at the end of a run, fit to paste into a mail: the text
-// report's Summary section) and where dir's report.md is.
+// shows at the end of a run, fit to paste into a mail): first a line per
+// commit naming what changed (Report.AnswerLines), then the text
+// report's Summary section and where dir's report.md is.
 func Summary(w io.Writer, dir string, rep *analysis.Report) {
 	rep.WriteTextSummary(w)
 	fmt.Fprintln(w)

@@ -213,7 +213,9 @@ func TestFinishOrder(t *testing.T) {
 	}
 	s := out.String()
 	i, j, k, l := strings.Index(s, "Summary\n"), strings.Index(s, "report: "+filepath.Join(dir, "report.md")), strings.Index(s, "store: stored"), strings.Index(s, "last line")
-	if i != 0 || j < i || k < j || l < k || errOut.Len() != 0 {
+	// The answer comes first (a line per commit naming what changed),
+	// then the Summary, the report's path, the store, the last line.
+	if first := strings.SplitN(s, "\n", 2)[0]; !strings.Contains(first, " vs ") || i <= 0 || j < i || k < j || l < k || errOut.Len() != 0 {
 		t.Errorf("console out of order:\n%s\nstderr %q", s, errOut.String())
 	}
 }

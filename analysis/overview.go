@@ -1,0 +1,230 @@
+package analysis
+
+// Answer first (issue 42): a line per commit naming what changed, then
+// one overview table — configurations × the metrics that matter, Δ with
+// its interval and verdict, most significant first — before any detail.
+// A metric with no signal (0 against 0, a constant) is "—" with its
+// reason in a footnote, never a verdict.
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// noSignal says why a row has nothing to judge ("" when it has): both
+// commits' values all zero, or one constant shared by both.
+func noSignal(base, cand Stat) string {
+	if base.N == 0 || cand.N == 0 {
+		return ""
+	}
+	b0, c0 := constant(base.Values), constant(cand.Values)
+	switch {
+	case b0 && c0 && base.Values[0] == 0 && cand.Values[0] == 0:
+		return "0 against 0 in every cell: nothing to compare"
+	case b0 && c0 && base.Values[0] == cand.Values[0]:
+		return "the same constant in every cell of both commits"
+	case base.Median == 0 && cand.Median == 0 && !isFinite(cand.DeltaPct):
+		return "both medians 0 (a few cells above 0): a change from 0 has no size"
+	}
+	return ""
+}
+
+func constant(xs []float64) bool {
+	for _, x := range xs {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return len(xs) > 0
+}
+
+// excludesZero: a report-only change whose 95 % interval lies on one
+// side of 0 (it moved, though nothing gates it).
+func excludesZero(st Stat) bool {
+	return !st.Gated && isFinite(st.DeltaLo) && isFinite(st.DeltaHi) && (st.DeltaLo > 0 || st.DeltaHi < 0)
+}
+
+// overviewRow is a commit's change in one configuration and metric.
+type overviewRow struct {
+	config, metric string
+	base, cand     Stat
+	why            string // no signal
+}
+
+// mattersMetric is a metric the overview always shows: the primary,
+// latency and CPU per transaction.
+func mattersMetric(m string) bool {
+	return m == results.MetricTPS || m == results.MetricLatencyAvg || m == results.MetricServerCPUPerTx || m == results.MetricInstructionsPerTx
+}
+
+// overviewRows are commit c's rows that matter, most significant first:
+// called changes, report-only moves, then the rest of what matters.
+func (r *Report) overviewRows(c string) []overviewRow {
+	var out []overviewRow
+	for _, row := range r.Rows {
+		base, cand := r.pair(row, c)
+		if base == nil || cand == nil || cand.N == 0 {
+			continue
+		}
+		called := cand.Verdict == results.Better || cand.Verdict == results.Worse || cand.Verdict == results.Higher || cand.Verdict == results.Lower
+		if !mattersMetric(row.Metric) && !called && !excludesZero(*cand) {
+			continue
+		}
+		out = append(out, overviewRow{row.Config, row.Metric, *base, *cand, noSignal(*base, *cand)})
+	}
+	rank := func(o overviewRow) int {
+		switch {
+		case o.why != "":
+			return 4
+		case o.cand.Verdict == results.Worse || o.cand.Verdict == results.Better:
+			return 0
+		case o.cand.Verdict == results.Higher || o.cand.Verdict == results.Lower || excludesZero(o.cand):
+			return 1
+		case o.cand.Verdict == results.Incomplete:
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(out, func(a, b overviewRow) int {
+		if x := cmp.Compare(rank(a), rank(b)); x != 0 {
+			return x
+		}
+		return cmp.Compare(pOr1(a.cand.P), pOr1(b.cand.P))
+	})
+	return out
+}
+
+func pOr1(p float64) float64 {
+	if isFinite(p) {
+		return p
+	}
+	return 0 // exact: as significant as can be
+}
+
+// overviewBlocks are, per commit, its answer line and the overview
+// table.
+func (r *Report) overviewBlocks(brief bool) []Block {
+	var s sect
+	for _, c := range r.others() {
+		rows := r.overviewRows(c)
+		t := &Table{Head: []string{"configuration", "metric", r.Baseline, c, "Δ [95% CI]", "verdict"}}
+		var notes []string
+		for _, o := range rows {
+			d, v := deltaCell(o.cand, deltaCI(o.cand, 1)), verdictCell(o.cand, shortVerdict(o.cand))
+			if o.why != "" {
+				d, v = txt("—"), txt("—")
+				d.Why = o.why
+				if i := slices.Index(notes, o.why); i < 0 {
+					notes = append(notes, o.why)
+				}
+				mark := strings.Repeat("‡", slices.Index(notes, o.why)+1)
+				d.Text = plain("—" + mark)
+			}
+			b, n := medianCell(o.base), medianCell(o.cand)
+			b.Text, n.Text = plain(textMedian(o.base)), plain(textMedian(o.cand))
+			t.Rows = append(t.Rows, []Cell{txt(r.shownConfig(o.config)), txt(o.metric), b, n, d, v})
+		}
+		if len(t.Rows) == 0 {
+			continue
+		}
+		s.heading(3, fmt.Sprintf("Overview: %s vs %s", c, r.Baseline))
+		if brief {
+			s.add(byConfiguration(t)...)
+		} else {
+			s.add(t)
+		}
+		for i, n := range notes {
+			s.add(&Footnote{strings.Repeat("‡", i+1) + " no signal: " + n + "."})
+		}
+		s.add(&Footnote{"* reported only, not gated; unknown < X: changes smaller than X could not have been detected; same ±X: within ±X."})
+		if slices.ContainsFunc(rows, func(o overviewRow) bool { return o.cand.MediansDisagree }) {
+			s.add(&Footnote{DisagreeNote})
+		}
+	}
+	return s
+}
+
+// AnswerLines are one line per commit naming what changed: the called
+// changes by metric and workload, then the run-level primary's answer.
+func (r *Report) AnswerLines() []string {
+	var out []string
+	for _, c := range r.others() {
+		var parts []string
+		seen := map[string]bool{}
+		for _, ch := range r.Changes {
+			if ch.Commit != c || !(ch.Verdict == results.Better || ch.Verdict == results.Worse) {
+				continue
+			}
+			wl := strings.SplitN(r.shownConfig(ch.Config), "/", 2)[0]
+			key := ch.Metric + " " + wl
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			parts = append(parts, fmt.Sprintf("%s %s %s on %s", ch.Metric, pctShort(ch.DeltaPct), ch.Verdict, wl))
+		}
+		for _, g := range r.Geomeans {
+			if g.Commit == c {
+				parts = append(parts, g.metric())
+			}
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no change called")
+		}
+		out = append(out, fmt.Sprintf("%s vs %s: %s", c, r.Baseline, strings.Join(parts, "; ")))
+	}
+	return out
+}
+
+// metric is the run-level answer in a few words: "tps −2.8 % worse",
+// "tps: no change ≥ 4.9 % detectable (needs r ≥ 74 for ±2 %)".
+func (g Geomean) metric() string {
+	d := 100 * (g.Ratio - 1)
+	switch g.Verdict {
+	case results.Better, results.Worse:
+		return fmt.Sprintf("%s %s %s (run level)", g.Metric, pctShort(d), g.Verdict)
+	case results.Same:
+		return fmt.Sprintf("%s: same within %s", g.Metric, barText(g.MinEffectPct, g.Bar))
+	}
+	s := fmt.Sprintf("%s: unknown, %s", g.Metric, pctShort(d))
+	if isFinite(g.DetectablePct) && g.DetectablePct > 0 {
+		s = fmt.Sprintf("%s: unknown, could not detect < %s", g.Metric, pctAbs(g.DetectablePct))
+	}
+	if g.NeedRepeats > 0 {
+		s += fmt.Sprintf(" (needs r ≥ %d for %s)", g.NeedRepeats, barText(g.MinEffectPct, g.Bar))
+	}
+	return s
+}
+
+// pctShort is a change with one decimal: "−64.0%" reads as "-64.0%".
+func pctShort(d float64) string {
+	if !isFinite(d) {
+		return pct(d)
+	}
+	return fmt.Sprintf("%+.1f%%", math.Round(d*10)/10)
+}
+
+// byConfiguration splits an overview table for 80 columns: a table per
+// configuration, in the order the rows first name it.
+func byConfiguration(t *Table) []Block {
+	var order []string
+	by := map[string]*Table{}
+	for _, row := range t.Rows {
+		id := row[0].Text.String()
+		if by[id] == nil {
+			order = append(order, id)
+			by[id] = &Table{Head: []string{"", t.Head[4], t.Head[5]}}
+		}
+		by[id].Rows = append(by[id].Rows, []Cell{row[1], row[4], row[5]})
+	}
+	var out []Block
+	for _, id := range order {
+		out = append(out, &Paragraph{plain(id + ":")}, by[id])
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package analysis
+
+// The report's answer: the summary of each commit and the changes
+// called, as blocks.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// summaryBlocks are where the run could not answer, each commit's
+// answer, the metrics not gated, the A/A note and the regressions.
+func (r *Report) summaryBlocks(brief bool) []Block {
+	var s sect
+	s.heading(2, "Summary")
+	var items []Item
+	if n := len(r.Incomplete); n > 0 && !brief {
+		it := Item{Text: Inline{strong(fmt.Sprintf("incomplete: %d", n)), {Text: " (the run could not answer there; this gates)"}}}
+		it.Sub = r.incompleteItems(20, true)
+		items = append(items, it)
+	}
+	for _, sm := range r.Summaries {
+		items = append(items, r.commitItem(sm, brief))
+	}
+	if line := r.autoBarLine(); line != "" {
+		items = append(items, Item{Text: plain(line)})
+	}
+	if brief {
+		s.add(&List{items})
+		items = nil
+	}
+	items = append(items, r.summaryNotes(brief, &s)...)
+	if len(items) > 0 {
+		s.add(&List{items})
+	}
+	return s
+}
+
+// incompleteItems list the first max incomplete answers.
+func (r *Report) incompleteItems(most int, gatedMark bool) []Item {
+	var out []Item
+	for i, in := range r.Incomplete {
+		if i == most {
+			out = append(out, Item{Text: plain(fmt.Sprintf("… %d more", len(r.Incomplete)-most))})
+			break
+		}
+		what := r.shownConfig(in.Config)
+		if in.Metric != "" {
+			what += " " + in.Metric
+		}
+		gated := ""
+		if !in.Gated && gatedMark {
+			gated = " (not gated)"
+		}
+		out = append(out, Item{Text: plain(fmt.Sprintf("%s %s: %s%s", in.Commit, what, in.Why, gated))})
+	}
+	return out
+}
+
+// commitItem is a commit's answer and what qualifies it.
+func (r *Report) commitItem(sm Summary, brief bool) Item {
+	var it Item
+	head := fmt.Sprintf(" vs %s: ", r.Baseline)
+	if brief {
+		head = sm.Commit + head
+	}
+	it.Text = Inline{{Text: head}}
+	if !brief {
+		it.Text = Inline{strong(sm.Commit), {Text: head}}
+	}
+	if sm.NoChangePct > 0 {
+		if brief {
+			it.Text = append(it.Text, Span{Text: fmt.Sprintf("no change of %.3g%% or more in any gated metric; ", sm.NoChangePct)})
+		} else {
+			it.Text = append(it.Text, strong(fmt.Sprintf("no change ≥ %.3g%%", sm.NoChangePct)), Span{Text: " in any gated metric; "})
+		}
+	}
+	line := fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
+	if sm.Behind > 0 {
+		line += fmt.Sprintf(" (and %d secondary tests not run: their configuration's primary was not called better or worse)", sm.Behind)
+	}
+	if sm.Higher+sm.Lower > 0 {
+		line += fmt.Sprintf("; report-only: %d higher, %d lower", sm.Higher, sm.Lower)
+	}
+	it.Text = append(it.Text, Span{Text: line})
+	sub := func(f string, a ...any) { it.Sub = append(it.Sub, Item{Text: plain(fmt.Sprintf(f, a...))}) }
+	geomeans := func() {
+		for _, g := range r.Geomeans {
+			if g.Commit == sm.Commit {
+				sub("%s", g.Line(r.Alpha))
+			}
+		}
+	}
+	if brief {
+		geomeans()
+	}
+	if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
+		if brief {
+			sub("unknown: changes smaller than %s in the gated metrics could not have been detected", pctAbs(sm.DetectablePct))
+		} else {
+			sub("unknown: this run could not have detected changes smaller than %s in the gated metrics (at each test's level, 80%% power)", pctAbs(sm.DetectablePct))
+		}
+	}
+	if sm.Unreachable > 0 {
+		if brief {
+			sub("%d gated tests have too few pairs to reach their level: more repeats are needed", sm.Unreachable)
+		} else {
+			sub("%d gated tests have too few pairs to ever reach their level: more repeats (or --until-decided) are needed for a verdict", sm.Unreachable)
+		}
+	}
+	if !brief {
+		sub("tests: %d gated tests at α = %v (the primaries first and the other gated metrics behind them in one family, event counts in their own), %d deterministic counters compared exactly, %d metrics judged as the one they are a function of", sm.Tests, r.Alpha, sm.Exact, sm.Mirrored)
+	}
+	if line := r.blocksLine(sm); line != "" {
+		sub("%s", line)
+	}
+	if !brief {
+		geomeans()
+	}
+	return it
+}
+
+// blocksLine says, under a sequential design, how many blocks a commit's
+// gated verdicts took: what --until-decided spent to decide.
+func (r *Report) blocksLine(sm Summary) string {
+	if r.Sequential == nil || sm.Blocks == 0 {
+		return ""
+	}
+	return fmt.Sprintf("until-decided: the gated verdicts took up to %d blocks per configuration (%d planned, at most %d)", sm.Blocks, r.Plan.Options.Repeats, r.Sequential.MaxRepeats)
+}
+
+// summaryNotes end the summary: the metrics not gated, the A/A note and
+// the regressions (as items of the summary's list; brief: as their own
+// lists, with where the run could not answer, added to s).
+func (r *Report) summaryNotes(brief bool, s *sect) []Item {
+	var items []Item
+	var ungated []string
+	for _, t := range r.Tiers {
+		if t.Gated {
+			continue
+		}
+		if brief {
+			ungated = append(ungated, t.Metric)
+		} else {
+			ungated = append(ungated, fmt.Sprintf("%s (%s)", t.Metric, t.Why))
+		}
+	}
+	var regs []Item
+	for _, c := range r.Regressions {
+		note := ""
+		if c.Note != "" {
+			note = ": " + c.Note
+		}
+		regs = append(regs, Item{Text: plain(fmt.Sprintf("%s %s on %s: %s (%s)%s", c.Commit, c.Metric, r.shownConfig(c.Config), pct(c.DeltaPct), pIs(c.P), note))})
+	}
+	if brief {
+		if len(regs) > 0 {
+			s.add(&List{[]Item{{Text: plain(fmt.Sprintf("Regressions in gated metrics: %d", len(regs))), Sub: regs}}})
+		}
+		if n := len(r.Incomplete); n > 0 {
+			s.add(&List{[]Item{{Text: plain(fmt.Sprintf("Incomplete: %d (the run could not answer there)", n)), Sub: r.incompleteItems(10, false)}}})
+		}
+		if r.AA != nil {
+			s.text("A/A: " + r.AA.Note)
+		}
+		if len(ungated) > 0 {
+			s.add(&List{[]Item{{Text: plain("Not gated (reported only): " + strings.Join(ungated, ", "))}}})
+		}
+		return nil
+	}
+	if len(ungated) > 0 {
+		items = append(items, Item{Text: plain("not gated: " + strings.Join(ungated, "; "))})
+	}
+	if r.AA != nil {
+		items = append(items, Item{Text: plain("A/A: " + r.AA.Note)})
+	}
+	if len(regs) > 0 {
+		items = append(items, Item{Text: Inline{strong(fmt.Sprintf("regressions in gated metrics: %d", len(regs)))}, Sub: regs})
+	}
+	return items
+}
+
+// changeBlocks are the biggest called changes: a table, or (brief) a
+// list, gated first, most significant first.
+func (r *Report) changeBlocks(brief bool) []Block {
+	var s sect
+	if len(r.Changes) == 0 {
+		if !brief {
+			s.text("No change was called.")
+		}
+		return s
+	}
+	if brief {
+		s.heading(2, "Biggest changes")
+		var items []Item
+		for i, c := range r.Changes {
+			if i == 15 {
+				items = append(items, Item{Text: plain(fmt.Sprintf("... %d more", len(r.Changes)-15))})
+				break
+			}
+			gated := ""
+			if !c.Gated {
+				gated = ", not gated"
+			}
+			items = append(items, Item{Text: plain(fmt.Sprintf("%s %s on %s: %s (%s) %s%s", c.Commit, c.Metric, r.shownConfig(c.Config), pct(c.DeltaPct), pIs(c.P), c.Verdict, gated))})
+		}
+		s.add(&List{items})
+		return s
+	}
+	s.text("Biggest changes:")
+	t := &Table{Head: []string{"commit", "configuration", "metric", "Δ", "p", "verdict", "gated"}}
+	for i, c := range r.Changes {
+		if i == 15 {
+			t.Rows = append(t.Rows, cells("…", fmt.Sprintf("%d more", len(r.Changes)-15), "", "", "", "", ""))
+			break
+		}
+		d := txt(pct(c.DeltaPct))
+		d.Value, d.Verdict, d.Unit = c.DeltaPct, c.Verdict, "%"
+		t.Rows = append(t.Rows, []Cell{txt(c.Commit), txt(r.shownConfig(c.Config)), txt(c.Metric), d, txt(pnum(c.P)), txt(string(c.Verdict)), txt(yes(c.Gated))})
+	}
+	s.add(t)
+	return s
+}
