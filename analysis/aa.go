@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/pgabtest/abtest/results"
@@ -106,6 +107,17 @@ func (r *Report) aa() {
 // instruction-only A/A once read "the largest TPS difference was
 // 0.00 %" of a run with no timed cell.
 func (r *Report) aaMetric() string {
+	// One primary for every configuration (an open-loop sweep's
+	// latency_p99_ms, where TPS is the offered rate): judged on it.
+	primaries := map[string]bool{}
+	for _, c := range r.Plan.Configs {
+		primaries[PrimaryFor(c, r.Plan)] = true
+	}
+	for m := range primaries {
+		if len(primaries) == 1 && slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Metric == m }) {
+			return m
+		}
+	}
 	for _, row := range r.Rows {
 		if row.Metric == results.MetricTPS {
 			return results.MetricTPS

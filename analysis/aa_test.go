@@ -64,3 +64,18 @@ func TestAANoUsableCells(t *testing.T) {
 		}
 	}
 }
+
+// TestAAMetricOfOpenLoop: an A/A of open-loop configurations is judged
+// on their primary (latency_p99_ms), not on TPS, which is the offered
+// rate there; a closed loop, or a mix of primaries, stays on TPS.
+func TestAAMetricOfOpenLoop(t *testing.T) {
+	rows := []Row{{Metric: results.MetricTPS}, {Metric: results.MetricLatencyP99}}
+	open := &results.Plan{Configs: []results.Config{{Workload: "select1", Clients: 2, Rate: 300}, {Workload: "select1", Clients: 2, Rate: 3000}}}
+	if got := (&Report{Plan: open, Rows: rows}).aaMetric(); got != results.MetricLatencyP99 {
+		t.Errorf("open loop: %s, want %s", got, results.MetricLatencyP99)
+	}
+	mixed := &results.Plan{Configs: []results.Config{{Workload: "select1", Clients: 2, Rate: 300}, {Workload: "select1", Clients: 2}}}
+	if got := (&Report{Plan: mixed, Rows: rows}).aaMetric(); got != results.MetricTPS {
+		t.Errorf("mixed loops: %s, want tps", got)
+	}
+}

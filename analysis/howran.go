@@ -25,7 +25,7 @@ type HowRan struct {
 	// Preload are the libraries every cluster preloaded beside
 	// pg_stat_statements (--preload).
 	Preload []string `json:"preload,omitempty"`
-	// SetupSQL is the file run in every new cluster (--setup-sql) and
+	// SetupSQL is the file run before a cluster's cells whenever its settings, preloads or extensions changed (--setup-sql) and
 	// its sha256 when the plan was made.
 	SetupSQL       string `json:"setup_sql,omitempty"`
 	SetupSQLSHA256 string `json:"setup_sql_sha256,omitempty"`
@@ -204,7 +204,7 @@ func (h HowRan) lines() []string {
 		out = append(out, "preloaded: "+strings.Join(h.Preload, ", ")+" (beside pg_stat_statements)")
 	}
 	if h.SetupSQL != "" {
-		out = append(out, fmt.Sprintf("setup SQL: %s (sha256 %s), run in every new cluster", h.SetupSQL, text.OrDash(text.Short(h.SetupSQLSHA256))))
+		out = append(out, fmt.Sprintf("setup SQL: %s (sha256 %s), run before the cells of a cluster whenever its settings, preloads or extensions changed", h.SetupSQL, text.OrDash(text.Short(h.SetupSQLSHA256))))
 	}
 	for _, pb := range h.Pgbench {
 		v := "version not recorded: not one of the run's installs"

@@ -74,7 +74,7 @@ func TestHowThisRan(t *testing.T) {
 		"- patch: PostgreSQL 18.3, build patch, release (/pg/install/pg18); data checksums off; initdb given --no-data-checksums\n",
 		"- extension pg_cron: source /src/pg_cron at commit 0123abcd, tree sha256 feedbeef; fingerprint of its build for base f00dbase, patch f00dpatc\n",
 		"- preloaded: pg_cron (beside pg_stat_statements)\n",
-		"- setup SQL: /work/examples/cron_ticker.sql (sha256 5e7a1c0f), run in every new cluster\n",
+		"- setup SQL: /work/examples/cron_ticker.sql (sha256 5e7a1c0f), run before the cells of a cluster whenever its settings, preloads or extensions changed\n",
 		"- pgbench: /pg/install/pg18/bin/pgbench (PostgreSQL 18.3), 80 cells\n",
 	} {
 		if !strings.Contains(sec, want) {

@@ -193,7 +193,7 @@ func (g Geomean) metric() string {
 	}
 	s := fmt.Sprintf("%s: unknown, %s", g.Metric, pctShort(d))
 	if isFinite(g.DetectablePct) && g.DetectablePct > 0 {
-		s = fmt.Sprintf("%s: unknown, could not detect < %s", g.Metric, pctAbs(g.DetectablePct))
+		s = fmt.Sprintf("%s: unknown, %s", g.Metric, cannotDetect(g.DetectablePct))
 	}
 	if g.NeedRepeats > 0 {
 		s += fmt.Sprintf(" (needs r ≥ %d for %s)", g.NeedRepeats, barText(g.MinEffectPct, g.Bar))

@@ -617,7 +617,7 @@ func verdictText(st Stat) string {
 		} else if excludesZero(st) {
 			v = "moved: its interval excludes 0"
 		} else if isFinite(st.DetectablePct) {
-			v += " (could not detect < " + pctAbs(st.DetectablePct) + ")"
+			v += " (" + cannotDetect(st.DetectablePct) + ")"
 		}
 	case results.Same:
 		v += " (±" + pctAbs(st.MinEffectPct) + ")"
@@ -715,6 +715,17 @@ func pctAbs(x float64) string {
 		return fmt.Sprintf("%.0f%%", x)
 	}
 	return fmt.Sprintf("%.3g%%", x)
+}
+
+// cannotDetect says what a test's smallest detectable change mde lets
+// it claim: "could not detect < 12.2%", or, when it has no size (beyond
+// maxShownPct, or none), that it could detect no change of any size
+// ("could not detect < any size" read as nonsense).
+func cannotDetect(mde float64) string {
+	if !isFinite(mde) || mde >= maxShownPct {
+		return "could detect no change of any size"
+	}
+	return "could not detect < " + pctAbs(mde)
 }
 
 // method says how the verdicts were reached, for the report's setup.

@@ -434,7 +434,7 @@ func (g Geomean) Line(alpha float64) string {
 	case results.Unknown:
 		s += " ("
 		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
-			s += "could not detect < " + pctAbs(g.DetectablePct) + "; "
+			s += cannotDetect(g.DetectablePct) + "; "
 		}
 		s += "neither a change nor within " + bar
 		if lo, hi := g.DecideLo, g.DecideHi; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && !math.IsNaN(lo) && !math.IsNaN(hi) {

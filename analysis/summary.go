@@ -95,7 +95,10 @@ func (r *Report) commitItem(sm Summary, brief bool) Item {
 	if brief {
 		geomeans()
 	}
-	if sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) {
+	switch {
+	case sm.GatedUnknown > 0 && isFinite(sm.DetectablePct) && sm.DetectablePct >= maxShownPct:
+		sub("unknown: this run could have detected no change of any size in the gated metrics")
+	case sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0):
 		if brief {
 			sub("unknown: changes smaller than %s in the gated metrics could not have been detected", pctAbs(sm.DetectablePct))
 		} else {

@@ -52,10 +52,11 @@ func TestFileWorkloadTables(t *testing.T) {
 }
 
 // TestHugeDetectableChange: a detectable change beyond 1000 % (two
-// repeats of a spread metric) is said as any size, not in 150 digits.
+// repeats of a spread metric) is said as no change of any size, not in
+// 150 digits (nor as "could not detect < any size").
 func TestHugeDetectableChange(t *testing.T) {
 	st := Stat{Commit: "pg18", Verdict: results.Unknown, DetectablePct: 7.03e150, N: 2, Gated: true}
-	if got := verdictText(st); got != "unknown (could not detect < any size)" {
+	if got := verdictText(st); got != "unknown (could detect no change of any size)" {
 		t.Errorf("got %q", got)
 	}
 	if got := pctAbs(250); got != "250%" {
