@@ -216,33 +216,13 @@ func cells(ts ...string) []Cell {
 	return out
 }
 
-// shownConfig is a configuration (or cell) id as the report shows it: its
-// workload named as a reader knows it (shownWorkload), the rest as is.
-func (r *Report) shownConfig(id string) string {
-	for _, wl := range r.Plan.Options.Workloads {
-		if e := results.EscapeID(wl); id == e || strings.HasPrefix(id, e+"/") {
-			return r.shownWorkload(wl) + id[len(e):]
-		}
-	}
-	return id
-}
+// shownConfig is a configuration (or cell) id as the report shows it
+// (results.Plan.ShownID).
+func (r *Report) shownConfig(id string) string { return r.Plan.ShownID(id) }
 
-// shownWorkload is a workload's name decoded: a workload file's base
-// name (file:/work/x/ticker.sql is ticker.sql), or its path when
-// another workload file of the run has the same base name.
-func (r *Report) shownWorkload(wl string) string {
-	path, ok := strings.CutPrefix(wl, "file:")
-	if !ok {
-		return wl
-	}
-	base := filepath.Base(path)
-	for _, o := range r.Plan.Options.Workloads {
-		if op, ok := strings.CutPrefix(o, "file:"); ok && o != wl && filepath.Base(op) == base {
-			return path
-		}
-	}
-	return base
-}
+// shownWorkload is a workload's name as the report shows it
+// (results.Plan.ShownWorkload).
+func (r *Report) shownWorkload(wl string) string { return r.Plan.ShownWorkload(wl) }
 
 // workloadBlocks show a workload's metrics in one table (a row per
 // configuration and metric), then its cells' details.

@@ -470,14 +470,14 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 		if cell.Instructions {
 			per = InstrCellTime(r.plan)
 		}
-		sink.Emit(progress.Event{Kind: progress.CellStart, Task: cell.ID, Done: first + i + 1, Total: total, Estimate: per})
+		sink.Emit(progress.Event{Kind: progress.CellStart, Task: r.plan.ShownID(cell.ID), Done: first + i + 1, Total: total, Estimate: per})
 		t0 := r.deps.Clock()
 		rec := r.cell(ctx, cell)
 		if ctx.Err() != nil {
 			return exitcode.Failure(fmt.Errorf("%w after %d of %d cells; finished cells are in %s", ErrInterrupted, first+i, total, filepath.Join(r.dir, results.CellsFile)))
 		}
 		if rec == nil { // an instruction cell this host cannot measure
-			sink.Emit(progress.Event{Kind: progress.CellDone, Task: cell.ID, Detail: "skipped: " + r.instr.skip})
+			sink.Emit(progress.Event{Kind: progress.CellDone, Task: r.plan.ShownID(cell.ID), Detail: "skipped: " + r.instr.skip})
 			continue
 		}
 		rec.WallS = r.deps.Clock().Sub(t0).Seconds()
@@ -485,7 +485,7 @@ func (r *run) cells(ctx context.Context, todo []results.Cell) error {
 			return exitcode.Failure(err)
 		}
 		detail, failed := result(rec)
-		sink.Emit(progress.Event{Kind: progress.CellDone, Task: cell.ID, Detail: detail, Failed: failed})
+		sink.Emit(progress.Event{Kind: progress.CellDone, Task: r.plan.ShownID(cell.ID), Detail: detail, Failed: failed})
 		if r.userSQL != nil {
 			return exitcode.Failure(fmt.Errorf("%w: the run stopped after %d of %d cells (SQL the server refused fails the next cells alike); fix it and start a new run", r.userSQL, first+i+1, total))
 		}

@@ -89,3 +89,23 @@ func TestOpsPerTxRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestShownID: a workload file's id reads as its base name, or as its
+// path when another workload file of the run has the same base name;
+// built-in workloads and foreign ids are left as they are.
+func TestShownID(t *testing.T) {
+	p := &Plan{Options: PlanOpts{Workloads: []string{"file:/work/a/ping.sql", "select1"}}}
+	for id, want := range map[string]string{
+		EscapeID("file:/work/a/ping.sql") + "/c2/cpuall/r300ops/r1/a": "ping.sql/c2/cpuall/r300ops/r1/a",
+		"select1/c8/cpuall": "select1/c8/cpuall",
+		"other/c1":          "other/c1",
+	} {
+		if got := p.ShownID(id); got != want {
+			t.Errorf("ShownID(%s) = %s, want %s", id, got, want)
+		}
+	}
+	p.Options.Workloads = append(p.Options.Workloads, "file:/work/b/ping.sql")
+	if got := p.ShownID(EscapeID("file:/work/b/ping.sql") + "/c2"); got != "/work/b/ping.sql/c2" {
+		t.Errorf("two ping.sql: %s, want the path", got)
+	}
+}

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -354,6 +355,35 @@ type WorkloadDeclares struct {
 	// ("-- abtest:ops-per-tx EXPR": a positive number or a :variable of
 	// the script, set by --var); empty: 1.
 	OpsPerTx string `json:"ops_per_tx,omitempty"`
+}
+
+// ShownID is a configuration (or cell) id as a person reads it: its
+// workload named as they know it (ShownWorkload), the rest as is
+// (file:%2Fwork%2Fx%2Fticker.sql/c1/… is ticker.sql/c1/…).
+func (p *Plan) ShownID(id string) string {
+	for _, wl := range p.Options.Workloads {
+		if e := EscapeID(wl); id == e || strings.HasPrefix(id, e+"/") {
+			return p.ShownWorkload(wl) + id[len(e):]
+		}
+	}
+	return id
+}
+
+// ShownWorkload is a workload's name decoded: a workload file's base
+// name (file:/work/x/ticker.sql is ticker.sql), or its path when
+// another workload file of the run has the same base name.
+func (p *Plan) ShownWorkload(wl string) string {
+	path, ok := strings.CutPrefix(wl, "file:")
+	if !ok {
+		return wl
+	}
+	base := filepath.Base(path)
+	for _, o := range p.Options.Workloads {
+		if op, ok := strings.CutPrefix(o, "file:"); ok && o != wl && filepath.Base(op) == base {
+			return path
+		}
+	}
+	return base
 }
 
 // Commit returns the plan's commit labelled label.
