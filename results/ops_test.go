@@ -94,9 +94,9 @@ func TestOpsPerTxRefused(t *testing.T) {
 // path when another workload file of the run has the same base name;
 // built-in workloads and foreign ids are left as they are.
 func TestShownID(t *testing.T) {
-	p := &Plan{Options: PlanOpts{Workloads: []string{"file:/work/a/ping.sql", "select1"}}}
+	p := &results.Plan{Options: results.PlanOpts{Workloads: []string{"file:/work/a/ping.sql", "select1"}}}
 	for id, want := range map[string]string{
-		EscapeID("file:/work/a/ping.sql") + "/c2/cpuall/r300ops/r1/a": "ping.sql/c2/cpuall/r300ops/r1/a",
+		results.EscapeID("file:/work/a/ping.sql") + "/c2/cpuall/r300ops/r1/a": "ping.sql/c2/cpuall/r300ops/r1/a",
 		"select1/c8/cpuall": "select1/c8/cpuall",
 		"other/c1":          "other/c1",
 	} {
@@ -105,7 +105,7 @@ func TestShownID(t *testing.T) {
 		}
 	}
 	p.Options.Workloads = append(p.Options.Workloads, "file:/work/b/ping.sql")
-	if got := p.ShownID(EscapeID("file:/work/b/ping.sql") + "/c2"); got != "/work/b/ping.sql/c2" {
+	if got := p.ShownID(results.EscapeID("file:/work/b/ping.sql") + "/c2"); got != "/work/b/ping.sql/c2" {
 		t.Errorf("two ping.sql: %s, want the path", got)
 	}
 }
