@@ -61,7 +61,7 @@ func TestSwitchWorktreeAndStatus(t *testing.T) {
 	if err := st.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lru       " + base[:8], "fix.diff", "no clusters; start one with: abtest switch -w NAME", "worktrees: " + ws.Config.WorktreesDir} {
+	for _, want := range []string{"lru       " + base[:8], "fix.diff", "no clusters; start one with: abtest switch NAME", "worktrees: " + ws.Config.WorktreesDir} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
