@@ -31,6 +31,9 @@ func annotateCommand(env *Env) *cli.Command {
 				return err
 			}
 			defer s.Close()
+			if err := s.CheckNames(ctx, cmd.String("metric"), cmd.String("configuration")); err != nil {
+				return err
+			}
 			a, err := s.AnnotateRef(ctx, cmd.String("commit"), cmd.String("metric"), cmd.String("configuration"), cmd.String("note"))
 			if err != nil {
 				return err

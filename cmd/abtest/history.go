@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 
 	"github.com/urfave/cli/v3"
 
@@ -35,6 +37,9 @@ func historyCommand(env *Env) *cli.Command {
 			}
 			defer s.Close()
 			ser, err := s.History(ctx, store.HistoryQuery{Metric: cmd.String("metric"), Config: cmd.String("configuration"), Since: since})
+			if errors.Is(err, store.ErrUnknown) || (err == nil && len(ser.Points) == 0) {
+				err = cmp.Or(s.CheckNames(ctx, cmd.String("metric"), cmd.String("configuration")), err)
+			}
 			if err != nil {
 				return err
 			}

@@ -68,7 +68,11 @@ func TestAnnotateAndStoreBadInput(t *testing.T) {
 	}{
 		{[]string{"annotate", "--commit", "nosuch", "--metric", "tps", "--note", "x"}, 2, "nosuch"},
 		{[]string{"annotate", "--commit", "head", "--metric", "tps"}, 2, "--note"},
-		{[]string{"history", "--metric", "tps", "--configuration", "churn/c1"}, 2, "churn/c1"},
+		{[]string{"history", "--metric", "tps", "--configuration", "churn/c1"}, 2, "churn/c1: store: not found: no stored configuration is or starts with it; stored: select1/c16"},
+		{[]string{"history", "--metric", "p99", "--configuration", "select1/c16"}, 2, "(did you mean latency_p99_ms?); stored metrics: latency_p99_ms, tps"},
+		{[]string{"history", "--metric", "tsp", "--configuration", "select1"}, 2, "--metric tsp: store: not found: no stored cell has it (did you mean tps?)"},
+		{[]string{"annotate", "--commit", "head", "--metric", "deallocs", "--note", "x"}, 2, "--metric deallocs"},
+		{[]string{"annotate", "--commit", "head", "--metric", "tps", "--configuration", "x<script>", "--note", "x"}, 2, "--configuration x<script>"},
 		{[]string{"history", "--metric", "tps", "--configuration", "select1/c16", "--since", "soon"}, 2, "--since"},
 		{[]string{"store", "import", filepath.Join(root, "nope")}, 2, "nope"},
 		{[]string{"history", "--metric", "tps", "--configuration", "select1/c16", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
