@@ -149,6 +149,9 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 			return err
 		}
 	}
+	if err := w.matrixLabel(r); err != nil {
+		return err
+	}
 	if r.Remove || r.Stop {
 		return w.removeOrStop(ctx, wt, r)
 	}

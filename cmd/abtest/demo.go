@@ -60,6 +60,6 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	err = runAndReport(ctx, env, cfg, deps, plan, dir, pipeline.RunOptions{})
-	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config))
+	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config, root))
 	return err
 }
