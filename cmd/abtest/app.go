@@ -85,7 +85,7 @@ abtest help [COMMAND]`,
 		HideHelpCommand: true,
 		Action:          groupAction,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "config `FILE`", DefaultText: "bench_config.toml in the working directory, if any"},
+			&cli.StringFlag{Name: "config", Usage: "TOML config `FILE`", DefaultText: "bench_config.toml in the working directory, if any"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the commands and files that would run or change, and do nothing"},
 		},
 		Commands: []*cli.Command{

@@ -33,7 +33,7 @@ func runAsFlag() cli.Flag {
 func envCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "env",
-		Usage: "print a cluster's env.sh, for eval \"$(abtest env -w NAME)\"",
+		Usage: "print a cluster's env.sh, for eval \"$(abtest env NAME)\"",
 		Flags: []cli.Flag{
 			worktreeFlag("cluster `NAME`, or the first argument"),
 		},

@@ -28,7 +28,7 @@ func configure(cmd *cli.Command, path string) {
 		cmd.Action = groupAction
 	}
 	if d, ok := usage.Describe(path); ok {
-		cmd.Description = d
+		cmd.Description, cmd.Category = d, usage.CommandCategory(path)
 	}
 	for _, f := range cmd.Flags {
 		if c := reflect.ValueOf(f).Elem().FieldByName("Category"); c.IsValid() {

@@ -120,6 +120,23 @@ func Category(flag string) string {
 	return ""
 }
 
+// CommandCategory groups abtest's commands in its help.
+func CommandCategory(path string) string {
+	for cat, names := range commandCategories {
+		if isOneOf(path, strings.Fields(names)) {
+			return cat
+		}
+	}
+	return ""
+}
+
+var commandCategories = map[string]string{
+	"1. Compare commits":   "matrix analyze demo bisect",
+	"2. By hand":           "switch status env bench perf",
+	"3. History over runs": "nightly store history annotate dashboard serve",
+	"4. The host":          "doctor",
+}
+
 // categories are listed by urfave/cli in the order of their names.
 var categories = map[string]string{
 	"Commits":                 "commits commit patch worktree good bad reuse baseline install remove prune run",
