@@ -119,6 +119,11 @@ func LoadNightly(path, home string) (*Nightly, error) {
 	if n.DataDir == "" {
 		n.DataDir = filepath.Join(n.Root, "data")
 	}
+	for _, k := range [][3]string{{"remote", n.Remote, "origin"}, {"branch", n.Branch, "master"}, {"baseline", n.Baseline, "last"}} {
+		if strings.TrimSpace(k[1]) == "" {
+			return nil, fmt.Errorf("nightly config %s: %s is empty: set %s = %q (the night tracks remote/branch)", path, k[0], k[0], k[2])
+		}
+	}
 	if n.Keep < 1 {
 		return nil, fmt.Errorf("nightly config %s: keep = %d: keep at least 1 result directory", path, n.Keep)
 	}

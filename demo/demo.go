@@ -97,17 +97,21 @@ func WritePatch(root string, dryRun bool) (path string, cleanup func(), err erro
 }
 
 // Reuse is what the demo prints at its end: the environment that points
-// abtest at the demo's source and directories, so that `abtest status`,
-// `abtest switch -w demo-base` or a matrix of one's own reuse its
-// worktrees and builds.
-func Reuse(c *config.Config) string {
+// abtest at the demo's source and directories, and the matrix command
+// that measures the same two builds again (their labels, demo-base and
+// demo-patch, are its build names, so nothing is rebuilt; the patch is
+// the one the demo wrote under root). `abtest status` with it lists the
+// demo's worktrees; its clusters are m-demo-base and m-demo-patch.
+func Reuse(c *config.Config, root string) string {
 	var b strings.Builder
-	b.WriteString("To reuse the demo's worktrees and builds (abtest status, abtest switch -w demo-base, abtest matrix -k …):\n")
+	b.WriteString("To reuse the demo's builds (abtest status lists them; abtest env m-demo-base is its cluster), run:\n")
 	for _, kv := range [][2]string{
 		{"PG_SOURCE_DIR", c.SourceDir}, {"PG_WORKTREES_DIR", c.WorktreesDir}, {"PG_INSTALL_DIR", c.InstallDir},
 		{"PG_DATA_DIR", c.DataDir}, {"BENCH_RESULTS_DIR", c.ResultsDir},
 	} {
 		fmt.Fprintf(&b, "  export %s=%s\n", kv[0], proc.Quote(kv[1]))
 	}
+	fmt.Fprintf(&b, "  abtest matrix -k %s -w select1,churn -c 8 -m 1000 -r %d\n",
+		proc.Quote("demo-base=HEAD,demo-patch=HEAD+"+filepath.Join(root, PatchName)), Repeats)
 	return b.String()
 }

@@ -87,7 +87,7 @@ func TestWritePatchAndSource(t *testing.T) {
 func TestReuse(t *testing.T) {
 	d := Defaults("/h", "/var/tmp/abtest demo")
 	d.SourceDir = "/src/pg"
-	out := Reuse(&d)
+	out := Reuse(&d, "/var/tmp/abtest demo")
 	env := map[string]string{}
 	for _, l := range strings.Split(out, "\n") {
 		if kv, ok := strings.CutPrefix(l, "  export "); ok {
@@ -95,7 +95,8 @@ func TestReuse(t *testing.T) {
 			env[k] = strings.Trim(v, "'")
 		}
 	}
-	if len(env) != 5 || !strings.Contains(out, "'/var/tmp/abtest demo/worktrees'") {
+	if len(env) != 5 || !strings.Contains(out, "'/var/tmp/abtest demo/worktrees'") ||
+		!strings.Contains(out, "\n  abtest matrix -k 'demo-base=HEAD,demo-patch=HEAD+/var/tmp/abtest demo/"+PatchName+"' -w select1,churn -c 8 -m 1000 -r 12\n") {
 		t.Fatalf("exports %v in\n%s", env, out)
 	}
 	l, err := config.Load(config.Options{Dir: t.TempDir(), Home: "/elsewhere", Getenv: func(k string) string { return env[k] }})

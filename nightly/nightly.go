@@ -135,6 +135,9 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 	}
 	head, err := fetch(ctx, deps, nc, o)
 	if err != nil {
+		if o.DryRun && exitcode.Code(err) == exitcode.Usage {
+			printDesign(deps.Out, nc)
+		}
 		return err
 	}
 	loc := deps.Store

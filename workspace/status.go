@@ -83,7 +83,7 @@ func builds(root string) []*build.Info {
 func (s *Status) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "source:    %s\nworktrees: %s\ndata:      %s\n\n", s.Source, s.worktreesDir, s.dataDir)
 	if len(s.Worktrees) == 0 {
-		fmt.Fprintln(w, "no worktrees; create one with: abtest switch -c COMMIT -w NAME")
+		fmt.Fprintln(w, "no worktrees; create one with: abtest switch NAME -k COMMIT")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORKTREE\tCOMMIT\tREF\tPATCHES\tDIRTY\tSUBJECT")
@@ -101,7 +101,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		s.writeBuilds(w)
 	}
 	if len(s.Clusters) == 0 {
-		fmt.Fprintln(w, "no clusters; start one with: abtest switch -w NAME")
+		fmt.Fprintln(w, "no clusters; start one with: abtest switch NAME")
 	} else {
 		s.writeClusters(w)
 	}

@@ -130,7 +130,7 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 		return exitcode.BadInput(err)
 	}
 	if (r.Remove || r.Stop) && (r.Commit != "" || len(r.Patches) > 0 || r.Build != nil || r.Cluster != nil || r.Remove && r.Stop) {
-		return exitcode.BadInputf("switch: --remove and --stop take only -w NAME")
+		return exitcode.BadInputf("switch: --remove and --stop take only NAME")
 	}
 	var bopts build.Options
 	var copts cluster.Options
@@ -148,6 +148,9 @@ func (w *Workspace) Switch(ctx context.Context, r Request) error {
 		if copts, err = r.Cluster.Options(w.InstallFor(r.Name, r.Cluster.Install)); err != nil {
 			return err
 		}
+	}
+	if err := w.matrixLabel(r); err != nil {
+		return err
 	}
 	if r.Remove || r.Stop {
 		return w.removeOrStop(ctx, wt, r)
@@ -245,7 +248,7 @@ func (w *Workspace) removeOrStop(ctx context.Context, wt *worktree.Manager, r Re
 // which; a dry run prints the commands instead.
 func (w *Workspace) prune(r Request) error {
 	if r.Name != "" || r.Commit != "" || len(r.Patches) > 0 || r.Build != nil || r.Cluster != nil || r.Remove || r.Stop {
-		return exitcode.BadInputf("switch: --prune takes no other action (no -w NAME)")
+		return exitcode.BadInputf("switch: --prune takes no other action (no NAME)")
 	}
 	cm, err := w.Clusters()
 	if err != nil {

@@ -213,7 +213,7 @@ func (w *Workspace) ServerProcesses(ctx context.Context, name string, port int, 
 		return cm.ProcessesOf(name)
 	}
 	if port <= 0 {
-		return nil, exitcode.BadInputf("perf record: name the cluster: -w NAME or -p PORT")
+		return nil, exitcode.BadInputf("perf record: name the cluster: NAME (--worktree NAME) or -p PORT")
 	}
 	dir, err := cluster.DataDirAt(ctx, port, host, user)
 	if err != nil {

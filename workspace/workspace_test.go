@@ -61,7 +61,7 @@ func TestSwitchWorktreeAndStatus(t *testing.T) {
 	if err := st.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lru       " + base[:8], "fix.diff", "no clusters; start one with: abtest switch -w NAME", "worktrees: " + ws.Config.WorktreesDir} {
+	for _, want := range []string{"lru       " + base[:8], "fix.diff", "no clusters; start one with: abtest switch NAME", "worktrees: " + ws.Config.WorktreesDir} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, text.String())
 		}
@@ -194,5 +194,32 @@ func TestSwitchPlantedInstall(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws.Config.DataDir, "pi")); err == nil {
 		t.Errorf("a data directory was made for pi")
+	}
+}
+
+// TestSwitchMatrixLabel: switch NAME where the matrix left a cluster of
+// build NAME (m-NAME) and NAME has none names m-NAME in one refusal and
+// creates nothing; with --recreate-cluster, or once NAME has a cluster,
+// it is not refused on that account.
+func TestSwitchMatrixLabel(t *testing.T) {
+	ws, _ := newWorkspace(t, &bytes.Buffer{})
+	own := filepath.Join(ws.Config.DataDir, "m-demo-base")
+	os.MkdirAll(own, 0o700)
+	os.WriteFile(filepath.Join(own, "PG_VERSION"), []byte("15\n"), 0o600)
+	spec := ClusterSpec{PgssMax: 5000, MaxClients: 64}
+	err := ws.Switch(context.Background(), Request{Name: "demo-base", Cluster: &spec})
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cluster m-demo-base (abtest env m-demo-base") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("switch demo-base: %v, want exit 2 naming m-demo-base", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Config.DataDir, "demo-base")); err == nil {
+		t.Error("the refusal created demo-base's data directory")
+	}
+	recreate := spec
+	recreate.Recreate = true
+	if err := ws.matrixLabel(Request{Name: "demo-base", Cluster: &recreate}); err != nil {
+		t.Errorf("--recreate-cluster: %v", err)
+	}
+	if err := ws.matrixLabel(Request{Name: "other", Cluster: &spec}); err != nil {
+		t.Errorf("a name without a matrix cluster: %v", err)
 	}
 }

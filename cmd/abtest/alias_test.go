@@ -10,13 +10,17 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/internal/usage"
 )
 
-// parsed runs abtest with args up to the command's action, which is
-// replaced by one that records every flag's value (and, for matrix, the
+// parsed runs abtest with args (old spellings rewritten, as Main does)
+// up to the command's action, which is replaced by one that records
+// every flag's value and the arguments (and, for matrix, the
 // matrix.Request the flags make): what the arguments mean, nothing run.
 func parsed(t *testing.T, args ...string) map[string]any {
 	t.Helper()
+	args, _ = usage.Rewrite(args)
 	env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" },
 		Getwd: func() (string, error) { return t.TempDir(), nil }, Now: func() time.Time { return time.Unix(1e9, 0) }}
 	app := newApp(env)
@@ -31,6 +35,7 @@ func parsed(t *testing.T, args ...string) map[string]any {
 		for _, f := range c.Flags {
 			got[f.Names()[0]] = c.Value(f.Names()[0])
 		}
+		got["args"] = c.Args().Slice()
 		if c.Name == "matrix" {
 			req, err := matrixRequest(c, env)
 			got["request"], got["request error"] = req, fmt.Sprint(err)

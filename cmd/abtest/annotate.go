@@ -14,11 +14,11 @@ func annotateCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "annotate",
 		Usage:     "note a commit's expected effect on a metric: its change point is then shown as expected, not as a regression",
-		UsageText: `abtest annotate --commit REF --metric M [--config C] --note "expected: …" [--store URL]`,
+		UsageText: `abtest annotate --commit REF --metric M [--configuration C] --note "expected: …" [--store URL]`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "commit", Usage: "`REF`: a stored sha (or a prefix of one), or a commit label or ref of a stored run"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC`, e.g. tps"},
-			&cli.StringFlag{Name: "config", Usage: "only this `CONFIG`uration", DefaultText: "every one"},
+			&cli.StringFlag{Name: "configuration", Usage: "only this `CONFIG`uration", DefaultText: "every one"},
 			&cli.StringFlag{Name: "note", Usage: fmt.Sprintf("the `NOTE`: plain text of at most %d characters (tabs and newlines kept)", store.MaxNote)},
 			storeFlag(),
 		},
@@ -31,7 +31,10 @@ func annotateCommand(env *Env) *cli.Command {
 				return err
 			}
 			defer s.Close()
-			a, err := s.AnnotateRef(ctx, cmd.String("commit"), cmd.String("metric"), cmd.String("config"), cmd.String("note"))
+			if err := s.CheckNames(ctx, cmd.String("metric"), cmd.String("configuration")); err != nil {
+				return err
+			}
+			a, err := s.AnnotateRef(ctx, cmd.String("commit"), cmd.String("metric"), cmd.String("configuration"), cmd.String("note"))
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/internal/usage"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/workspace"
 )
@@ -43,6 +44,13 @@ type Env struct {
 // exit code. Errors are printed as one line on Stderr.
 func Main(ctx context.Context, args []string, env *Env) int {
 	app := newApp(env)
+	if len(args) > 0 {
+		rest, notes := usage.Rewrite(args[1:])
+		args = append(args[:1:1], rest...)
+		for _, n := range notes {
+			fmt.Fprintln(env.Stderr, n)
+		}
+	}
 	// No path or value holds a NUL byte (the kernel would cut it there);
 	// Main is also called with strings, by tests and fuzzers.
 	err := exitcode.BadInputf("an argument holds a NUL byte: no path or value can hold one")
@@ -77,7 +85,7 @@ abtest help [COMMAND]`,
 		HideHelpCommand: true,
 		Action:          groupAction,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "config `FILE`", DefaultText: "bench_config.toml in the working directory, if any"},
+			&cli.StringFlag{Name: "config", Usage: "TOML config `FILE`", DefaultText: "bench_config.toml in the working directory, if any"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the commands and files that would run or change, and do nothing"},
 		},
 		Commands: []*cli.Command{
@@ -155,11 +163,21 @@ func newDeps(env *Env, cfg *config.Loaded, run *proc.Runner) (*matrix.Deps, erro
 	return ws.MatrixDeps(env.Now, buildVersion(version))
 }
 
-// requireName returns -w, or a usage error.
-func requireName(cmd *cli.Command) (string, error) {
-	name := cmd.String("worktree")
-	if name == "" {
-		return "", exitcode.BadInputf("%s: -w NAME is required", cmd.Name)
+// worktreeFlag is --worktree NAME; NAME may also be the first argument.
+func worktreeFlag(use string) cli.Flag { return &cli.StringFlag{Name: "worktree", Usage: use} }
+
+// worktreeName is --worktree NAME or the one argument NAME; required
+// says whether a command needs it.
+func worktreeName(cmd *cli.Command, required bool) (string, error) {
+	name, args := cmd.String("worktree"), cmd.Args().Slice()
+	switch {
+	case len(args) > 1 || (len(args) == 1 && name != "" && args[0] != name):
+		return "", exitcode.BadInputf("%s: give one NAME (%q): --worktree NAME or NAME, not both", cmd.Name, args)
+	case len(args) == 1:
+		name = args[0]
+	}
+	if name == "" && required {
+		return "", exitcode.BadInputf("%s: NAME is required: abtest %s NAME (or --worktree NAME)", cmd.Name, cmd.Name)
 	}
 	return name, nil
 }

@@ -108,7 +108,7 @@ func TestMissingInstallCreatesNothing(t *testing.T) {
 func TestSwitchBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	env, repo := setup(t)
-	args := []string{"switch", "-c", "HEAD", "-w", "x", "--patch", "/nonexistent.patch"}
+	args := []string{"switch", "-k", "HEAD", "--worktree", "x", "--patch", "/nonexistent.patch"}
 	code, _, stderr := abtest(t, env, args...)
 	exit2OneLine(t, args, code, stderr, "/nonexistent.patch")
 	if _, err := os.Stat(env["PG_WORKTREES_DIR"]); err == nil {
@@ -117,7 +117,7 @@ func TestSwitchBadInputChangesNothing(t *testing.T) {
 	if got := testenv.Git(t, repo, "worktree", "list"); strings.Count(got, "\n") != 0 {
 		t.Errorf("worktrees registered: %s", got)
 	}
-	for _, args := range [][]string{{"switch", "--remove", "-w", "nosuch"}, {"-n", "switch", "--remove", "-w", "nosuch"}} {
+	for _, args := range [][]string{{"switch", "--remove", "--worktree", "nosuch"}, {"-n", "switch", "--remove", "--worktree", "nosuch"}} {
 		code, stdout, stderr := abtest(t, env, args...)
 		exit2OneLine(t, args, code, stderr, "nothing named nosuch")
 		if stdout != "" {

@@ -43,7 +43,7 @@ func batteryRoots(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { abtest(t, env, "switch", "-w", "h", "--stop") })
+	t.Cleanup(func() { abtest(t, env, "switch", "--worktree", "h", "--stop") })
 	return env
 }
 
@@ -67,7 +67,7 @@ func batteryRun(t *testing.T, env map[string]string, install string, withSwitch 
 	runs := [][]string{{"matrix", "-k", "a=install:" + install + ",b=install:" + install, "-w", "select1", "-R", "500", "-d", "1", "-r", "1", "-c", "1",
 		"-o", filepath.Join(env["BENCH_RESULTS_DIR"], "run")}}
 	if withSwitch {
-		runs = append([][]string{{"switch", "-w", "h", "--install", install}, {"switch", "-w", "h", "--stop"}}, runs...)
+		runs = append([][]string{{"switch", "--worktree", "h", "--install", install}, {"switch", "--worktree", "h", "--stop"}}, runs...)
 	}
 	var codes []int
 	for _, args := range runs {
@@ -241,7 +241,7 @@ func batteryCode(t *testing.T, install string, check func(string, error)) {
 		{"setup SQL of nobody's", matrix("-w", "select1", "--setup-sql", setup)},
 		{"a condition script of nobody's, mode 0777", matrix("-w", "select1", "--condition", "file:"+cond)},
 		{"an install of nobody's", []string{"matrix", "-k", "a=install:" + foreign + ",b=install:" + install, "-w", "select1", "-R", "500", "-d", "1", "-r", "1", "-c", "1"}},
-		{"binaries nobody planted in the install root", []string{"switch", "-w", "pi"}},
+		{"binaries nobody planted in the install root", []string{"switch", "--worktree", "pi"}},
 		{"/dev/zero as a workload", matrix("-w", "file:/dev/zero")},
 	} {
 		code, _, stderr := abtest(t, env, c.args...)
@@ -256,7 +256,7 @@ func batteryCode(t *testing.T, install string, check func(string, error)) {
 	}
 	// TCP: a cluster listening on 127.0.0.1 refuses nobody without the
 	// password.
-	code, _, stderr := abtest(t, env, "switch", "-w", "h", "--install", install, "--listen", "127.0.0.1", "-p", "auto")
+	code, _, stderr := abtest(t, env, "switch", "--worktree", "h", "--install", install, "--listen", "127.0.0.1", "-p", "auto")
 	if code != 0 {
 		t.Fatalf("switch --listen: exit %d: %s", code, stderr)
 	}

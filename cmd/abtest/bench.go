@@ -16,12 +16,8 @@ func benchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "run workloads against any running server and measure them",
-		UsageText: `abtest bench [-d SECONDS] [-c CLIENTS] [-j THREADS] [-w LIST] [-M simple|extended|prepared]
-             [-S SLEEP_MS] [-R RATE] [-C CPUS] [-p PORT] [-h HOST] [-U USER] [--db NAME] [-o DIR] [--json] [-n]
-abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] [--json] [-n]
-
-Connection settings not given as flags come from PGHOST, PGPORT, PGUSER and
-PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
+		UsageText: `abtest bench [-d SECONDS] [-c CLIENTS] [-w LIST] [-p PORT] [--host HOST] [options]
+abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] [--json] [-n]`,
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},
@@ -31,9 +27,9 @@ PGDATABASE, as with psql: source a cluster's env.sh and run abtest bench.`,
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "query `PROTOCOL`: simple, extended or prepared"},
 			&cli.IntFlag{Name: "sleep", Aliases: []string{"S"}, Usage: "think time `MS` after each transaction"},
 			&cli.FloatFlag{Name: "rate", Aliases: []string{"R"}, Usage: "open loop: `TPS` scheduled by pgbench (-R)"},
-			&cli.StringFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "pin pgbench to `CPUS` (a count or a list such as 2-3)"},
+			&cli.StringFlag{Name: "pgbench-cpus", Usage: "pin pgbench to `CPUS` (a count or a list such as 2-3)"},
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "server `PORT`", DefaultText: "PGPORT, else 5432"},
-			&cli.StringFlag{Name: "host", Aliases: []string{"h"}, Usage: "server `HOST` or socket directory (PGHOST)"},
+			&cli.StringFlag{Name: "host", Usage: "server `HOST` or socket directory (PGHOST)"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"U"}, Usage: "`USER` (PGUSER)"},
 			&cli.StringFlag{Name: "db", Usage: "`DATABASE` (PGDATABASE, else benchmark; created when missing)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "keep pgbench's output, scripts, samples and the server log in `DIR`"},
@@ -65,7 +61,7 @@ func benchRequest(cmd *cli.Command, env *Env) (workload.Bench, error) {
 		return b, err
 	}
 	var err error
-	if spec := cmd.String("cpus"); spec != "" && !cmd.Bool("instructions") {
+	if spec := cmd.String("pgbench-cpus"); spec != "" && !cmd.Bool("instructions") {
 		b.CPUs, err = cluster.PickCPUs(spec)
 	}
 	return b, err

@@ -13,13 +13,7 @@ func bisectCommand(env *Env) *cli.Command {
 		Name:  "bisect",
 		Usage: "find the first commit that changed a metric, by binary search over first-parent history",
 		UsageText: `abtest bisect --good REF --bad REF [-w WORKLOAD] [-c CLIENTS] [-C CPUS] [--set GUC=V]… [--metric tps]
-              [--threshold PCT] [-r REPEATS] [--max-repeats N] [-m N] [-d S] [-M PROTO] [-b TYPE] [-o DIR] [-n]
-
-Every step runs the step's commit interleaved with good and bad (one
-configuration, -r repeats) and calls it like-good or like-bad with the
-analysis' statistics; an inconclusive step is repeated with twice the
-repeats up to --max-repeats, then the bisect stops and reports the range.
-State is kept in DIR/bisect.json: run the same command again to resume.`,
+              [--threshold PCT] [-r REPEATS] [--max-repeats N] [-m N] [-d S] [-M PROTO] [-b TYPE] [-o DIR] [-n]`,
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.StringFlag{Name: "good", Usage: "a `REF` without the change"},
@@ -30,7 +24,7 @@ State is kept in DIR/bisect.json: run the same command again to resume.`,
 			&cli.StringSliceFlag{Name: "set", Usage: "server setting `GUC=VALUE` (repeatable)"},
 			&cli.StringFlag{Name: "metric", Value: bisect.DefaultMetric, Usage: "the `METRIC` that changed"},
 			&cli.FloatFlag{Name: "threshold", Usage: "minimum change in `PCT`", DefaultText: "the metric's own"},
-			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats per step (8 is the least for p < 0.01; 1 for an exact metric such as instructions_per_tx)"},
+			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats per step (see Repeats above)"},
 			&cli.IntFlag{Name: "max-repeats", Value: 20, Usage: "give up an inconclusive step after `N` repeats"},
 			instrTransactionsFlag(),
 			&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: 5000, Usage: "pg_stat_statements.max `N`"},

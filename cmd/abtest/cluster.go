@@ -33,12 +33,12 @@ func runAsFlag() cli.Flag {
 func envCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "env",
-		Usage: "print a cluster's env.sh, for eval \"$(abtest env -w NAME)\"",
+		Usage: "print a cluster's env.sh, for eval \"$(abtest env NAME)\"",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "cluster `NAME`"},
+			worktreeFlag("cluster `NAME`, or the first argument"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			name, err := requireName(cmd)
+			name, err := worktreeName(cmd, true)
 			if err != nil {
 				return err
 			}

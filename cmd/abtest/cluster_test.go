@@ -32,14 +32,14 @@ func clusterEnv(t *testing.T) (map[string]string, string) {
 		"PG_WORKTREES_DIR": filepath.Join(base, "wt"),
 		"PG_SOURCE_DIR":    filepath.Join(base, "src"),
 	}
-	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg", "--stop") })
+	t.Cleanup(func() { abtest(t, env, "switch", "--worktree", "pg", "--stop") })
 	return env, install
 }
 
 func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 	t.Parallel()
 	env, install := clusterEnv(t)
-	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-m", "700", "-p", "auto", "--set", "work_mem=3MB")
+	code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install, "-m", "700", "-p", "auto", "--set", "work_mem=3MB")
 	if code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
@@ -48,7 +48,7 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 		t.Errorf("switch should end with the source line on stderr; got:\n%s", stderr)
 	}
 	checkExports(t, out, envFile)
-	code, printed, _ := abtest(t, env, "env", "-w", "pg")
+	code, printed, _ := abtest(t, env, "env", "--worktree", "pg")
 	file, _ := os.ReadFile(envFile)
 	if code != 0 || printed != string(file) || !strings.Contains(printed, "export PGDATABASE=benchmark") {
 		t.Errorf("env -w pg: %d\n%s", code, printed)
@@ -61,7 +61,7 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 	if err != nil || st.Settings["work_mem"] != "3MB" || st.Settings["pg_stat_statements.max"] != "700" {
 		t.Errorf("state = %+v, %v", st, err)
 	}
-	code, _, stderr = abtest(t, env, "switch", "-w", "pg", "--stop")
+	code, _, stderr = abtest(t, env, "switch", "--worktree", "pg", "--stop")
 	if code != 0 || !strings.Contains(stderr, "stopped") {
 		t.Errorf("--stop: %d %q", code, stderr)
 	}
@@ -69,7 +69,7 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 		t.Error("still running after --stop")
 	}
 	// Started again without --install: the state's install is used.
-	code, out, stderr = abtest(t, env, "switch", "-w", "pg")
+	code, out, stderr = abtest(t, env, "switch", "--worktree", "pg")
 	if again, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg"); code != 0 || err != nil || again.Install != install {
 		t.Errorf("switch -w pg without --install: exit %d, state %+v (%v)\n%s%s", code, again, err, out, stderr)
 	}
@@ -80,7 +80,7 @@ func TestSwitchStartsPrebuiltCluster(t *testing.T) {
 func TestSwitchStopBusyAndForce(t *testing.T) {
 	t.Parallel()
 	env, install := clusterEnv(t)
-	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+	if code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install); code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
 	// Another process holds the cluster's lock, as a matrix measuring on
@@ -95,11 +95,11 @@ func TestSwitchStopBusyAndForce(t *testing.T) {
 	}
 	defer func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() }()
 	time.Sleep(300 * time.Millisecond)
-	code, _, stderr := abtest(t, env, "switch", "-w", "pg", "--stop")
+	code, _, stderr := abtest(t, env, "switch", "--worktree", "pg", "--stop")
 	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--force") {
 		t.Errorf("--stop of a held cluster: exit %d %q; want 2 naming --force", code, stderr)
 	}
-	code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--stop", "--force")
+	code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--stop", "--force")
 	if code != 0 || !strings.Contains(stderr, "stopped") {
 		t.Errorf("--stop --force: exit %d\n%s%s", code, out, stderr)
 	}
@@ -116,7 +116,7 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 		{"-p", "nope"},
 		{"--install", "/nonexistent"},
 	} {
-		full := append([]string{"switch", "-w", "pg", "--install", install}, args...)
+		full := append([]string{"switch", "--worktree", "pg", "--install", install}, args...)
 		code, _, stderr := abtest(t, env, full...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr)
@@ -128,11 +128,11 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 			t.Errorf("%v left a data directory", args)
 		}
 	}
-	code, _, stderr := abtest(t, env, "switch", "-w", "a/b", "--install", install)
+	code, _, stderr := abtest(t, env, "switch", "--worktree", "a/b", "--install", install)
 	if code != 2 || !strings.Contains(stderr, "a/b") {
 		t.Errorf("name with /: %d %q", code, stderr)
 	}
-	code, _, stderr = abtest(t, env, "env", "-w", "never")
+	code, _, stderr = abtest(t, env, "env", "--worktree", "never")
 	if code != 2 || !strings.Contains(stderr, "abtest switch -w never") {
 		t.Errorf("env of a missing cluster: %d %q", code, stderr)
 	}
@@ -155,8 +155,8 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 		"PG_INSTALL_DIR":   filepath.Join(cache, "install"),
 		"PG_DATA_DIR":      filepath.Join(base, "data"),
 	}
-	t.Cleanup(func() { abtest(t, env, "switch", "-w", "pg15-rebuild", "--stop") })
-	code, out, stderr := abtest(t, env, "switch", "-w", "pg15-rebuild", "-p", "auto")
+	t.Cleanup(func() { abtest(t, env, "switch", "--worktree", "pg15-rebuild", "--stop") })
+	code, out, stderr := abtest(t, env, "switch", "--worktree", "pg15-rebuild", "-p", "auto")
 	if code != 0 {
 		t.Fatalf("start: %d\n%s\n%s", code, out, stderr)
 	}
@@ -174,7 +174,7 @@ func TestRebuildStopsAndRestartsCluster(t *testing.T) {
 	conn.Close(ctx)
 	pid1, _ := cluster.PID(st.DataDir)
 
-	code, out, stderr = abtest(t, env, "switch", "-w", "pg15-rebuild", "-b", "release", "--force")
+	code, out, stderr = abtest(t, env, "switch", "--worktree", "pg15-rebuild", "-b", "release", "--force")
 	if code != 0 {
 		t.Fatalf("rebuild: %d\n%s\n%s", code, out, stderr)
 	}
@@ -232,7 +232,7 @@ func sockDir(t *testing.T, prefix string, uid int, dataDir string) string {
 func TestSwitchPruneAndStatus(t *testing.T) {
 	t.Parallel()
 	env, install := clusterEnv(t)
-	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+	if code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install); code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
 	live, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg")
@@ -284,7 +284,7 @@ func TestSwitchPruneAndStatus(t *testing.T) {
 	if _, err := os.Lstat(orphan); err != nil {
 		t.Fatalf("-n switch --prune removed %s", orphan)
 	}
-	if code, _, stderr := abtest(t, env, "switch", "--prune", "-w", "pg"); code != 2 || strings.Count(stderr, "\n") != 1 {
+	if code, _, stderr := abtest(t, env, "switch", "--prune", "--worktree", "pg"); code != 2 || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("switch --prune -w pg: exit %d %q, want 2", code, stderr)
 	}
 	code, out, stderr := abtest(t, env, "switch", "--prune")
@@ -314,7 +314,7 @@ func TestSwitchStopCleanupLeavesNoSocketDir(t *testing.T) {
 	var sock, base string
 	t.Run("cluster", func(t *testing.T) {
 		env, install := clusterEnv(t)
-		if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install); code != 0 {
+		if code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install); code != 0 {
 			t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 		}
 		st, err := (&cluster.Manager{Root: env["PG_DATA_DIR"]}).ReadState("pg")

@@ -15,21 +15,13 @@ import (
 
 func demoCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:  "demo",
-		Usage: "the built-in A/B run: a PostgreSQL tree against itself with pg_stat_statements' USAGE_DEALLOC_PERCENT raised from 5 to 20",
-		UsageText: `abtest demo [--source DIR]
-
-Builds the source's HEAD twice (as is, and with the patch shipped inside
-abtest), runs select1 and churn (pg_stat_statements.max = 1000, 8 clients,
-12 repeats of 3 s), prints the report's summary and the environment that
-reuses its worktrees. Its directories are under $ABTEST_DEMO_DIR (default
-/var/tmp/abtest-demo as root, else ~/.cache/abtest-demo).`,
+		Name:      "demo",
+		Usage:     "the built-in A/B run: a PostgreSQL tree against itself with pg_stat_statements' USAGE_DEALLOC_PERCENT raised from 5 to 20",
+		UsageText: "abtest demo [--source DIR] [-d SECONDS] [-r N]",
 		Flags: []cli.Flag{
 			storeFlag(),
 			sourceFlag(),
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: int(demo.Duration / time.Second), Usage: "measured `SECONDS` per cell"},
-			// Five: with fewer, the U-test cannot reach p < 0.01 and every
-			// cell would read "too few samples".
 			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: demo.Repeats, Usage: "`N` repeats"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error { return runDemo(ctx, cmd, env) },
@@ -68,6 +60,6 @@ func runDemo(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	err = runAndReport(ctx, env, cfg, deps, plan, dir, pipeline.RunOptions{})
-	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config))
+	fmt.Fprint(env.Stdout, demo.Reuse(&cfg.Config, root))
 	return err
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/pgabtest/abtest/internal/usage"
 )
 
 // commands is every built-in command by its full name, without the
@@ -27,27 +30,49 @@ func commands(t *testing.T) map[string]*cli.Command {
 	return out
 }
 
-// TestHelpEveryCommandHasExample: `abtest CMD --help` exits 0 and shows a
-// runnable example of CMD for every built-in command, and no example is
-// kept for a command that no longer exists.
+// TestHelpEveryCommandHasExample: `abtest CMD --help` exits 0 and shows
+// a DESCRIPTION with two runnable examples of CMD for every built-in
+// command, no line wider than usage.Width, and every flag of a command
+// with more than eight in a category; no help is kept for a command
+// that no longer exists.
 func TestHelpEveryCommandHasExample(t *testing.T) {
 	t.Parallel()
 	cmds := commands(t)
-	for path := range cmds {
+	for path, c := range cmds {
 		code, out, stderr := abtest(t, nil, append(strings.Fields(path), "--help")...)
 		if code != 0 || stderr != "" {
 			t.Errorf("abtest %s --help: exit %d, stderr %q", path, code, stderr)
 		}
-		i := strings.Index(out, "Example")
-		if i < 0 || !strings.Contains(out[i:], "abtest "+path) {
-			t.Errorf("abtest %s --help has no example of abtest %s:\n%s", path, path, out)
+		_, ex, ok := strings.Cut(out, "\n   Examples:\n")
+		if lines := strings.SplitN(ex, "\n", 3); !ok || !strings.Contains(out, "DESCRIPTION:") || len(lines) < 3 ||
+			!isExample(lines[0], path) || !isExample(lines[1], path) {
+			t.Errorf("abtest %s --help has no DESCRIPTION with two examples of abtest %s:\n%s", path, path, out)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > usage.Width {
+				t.Errorf("abtest %s --help: a line of %d columns: %q", path, n, l)
+			}
+		}
+		if len(c.Flags) > 8 {
+			for _, f := range c.VisibleFlags() {
+				if cf, ok := f.(cli.CategorizableFlag); ok && cf.GetCategory() == "" && f.Names()[0] != "help" {
+					t.Errorf("abtest %s --%s: no category", path, f.Names()[0])
+				}
+			}
 		}
 	}
-	for path := range examples {
+	for path := range usage.Commands {
 		if cmds[path] == nil {
-			t.Errorf("example for %q, which is not a command", path)
+			t.Errorf("help for %q, which is not a command", path)
 		}
 	}
+}
+
+// isExample says whether line runs abtest's command path (abtest's own
+// flags such as -n may come between).
+func isExample(line, path string) bool {
+	_, rest, ok := strings.Cut(line, "abtest ")
+	return ok && strings.Contains(" "+rest+" ", " "+path+" ")
 }
 
 // TestHelpFlagUsage: no hand-written "(default: …)" beside the one the
@@ -87,7 +112,8 @@ func TestHelpExitCodes(t *testing.T) {
 		{[]string{"help", "matrix"}, 0, "Example"},
 		{[]string{"matrix", "--help"}, 0, "Example"},
 		{[]string{"perf"}, 0, "record"},
-		{[]string{"bench", "--help"}, 0, "-h HOST"},
+		{[]string{"bench", "--help"}, 0, "--host HOST"},
+		{[]string{"bench", "-h"}, 0, "--host HOST"},
 		{[]string{"mtrix"}, 2, "did you mean matrix?"},
 		{[]string{"help", "mtrix"}, 2, "did you mean matrix?"},
 		{[]string{"perf", "recrod"}, 2, "did you mean record?"},

@@ -55,7 +55,7 @@ func TestUnknownRefExits2AndCreatesNothing(t *testing.T) {
 	t.Parallel()
 	env, repo := setup(t)
 	exclude, _ := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
-	code, stdout, stderr := abtest(t, env, "switch", "-c", "nosuchref", "-w", "x")
+	code, stdout, stderr := abtest(t, env, "switch", "-k", "nosuchref", "--worktree", "x")
 	if code != 2 {
 		t.Errorf("exit = %d, want 2", code)
 	}
@@ -94,7 +94,7 @@ func TestSourceErrorsSayWhichSetting(t *testing.T) {
 		for k, v := range tc.env {
 			env[k] = v
 		}
-		args := append([]string{"switch", "-c", "HEAD", "-w", "x"}, tc.args...)
+		args := append([]string{"switch", "-k", "HEAD", "--worktree", "x"}, tc.args...)
 		code, _, stderr := abtest(t, env, args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v %v: exit %d, stderr %q; want 2 and one line naming %q", tc.env, tc.args, code, stderr, tc.want)
@@ -106,13 +106,13 @@ func TestSwitchPatchStatusRemove(t *testing.T) {
 	t.Parallel()
 	env, repo := setup(t)
 	// switch says what it did on stderr (its stdout is for eval).
-	code, out, stderr := abtest(t, env, "switch", "-c", "HEAD~1", "-w", "lru")
+	code, out, stderr := abtest(t, env, "switch", "-k", "HEAD~1", "--worktree", "lru")
 	if code != 0 || !strings.Contains(stderr, "worktree lru: created at") || out != "" {
 		t.Fatalf("create: %d %q %q", code, out, stderr)
 	}
 	patch := filepath.Join(t.TempDir(), "fix.diff")
 	os.WriteFile(patch, []byte("--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 9;\n"), 0o644)
-	code, out, stderr = abtest(t, env, "switch", "-w", "lru", "--patch", patch)
+	code, out, stderr = abtest(t, env, "switch", "--worktree", "lru", "--patch", patch)
 	if code != 0 || !strings.Contains(stderr, "applied "+patch) {
 		t.Fatalf("patch: %d %q %q", code, out, stderr)
 	}
@@ -131,14 +131,14 @@ func TestSwitchPatchStatusRemove(t *testing.T) {
 		t.Errorf("status table:\n%s", out)
 	}
 
-	code, out, _ = abtest(t, env, "-n", "switch", "--remove", "-w", "lru")
+	code, out, _ = abtest(t, env, "-n", "switch", "--remove", "--worktree", "lru")
 	if code != 0 || !strings.Contains(out, "worktree remove --force --force") {
 		t.Errorf("dry-run remove: %d\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(env["PG_WORKTREES_DIR"], "lru")); err != nil {
 		t.Fatal("dry-run removed the worktree")
 	}
-	code, _, stderr = abtest(t, env, "switch", "--remove", "-w", "lru")
+	code, _, stderr = abtest(t, env, "switch", "--remove", "--worktree", "lru")
 	if code != 0 || !strings.Contains(stderr, "removed") {
 		t.Errorf("remove: %d %q", code, stderr)
 	}
@@ -151,13 +151,13 @@ func TestBadUsageExits2(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t)
 	for _, args := range [][]string{
-		{"switch", "-c", "HEAD", "-w", "../x"},
-		{"switch", "-c", "HEAD", "-w", "a/b"},
-		{"switch", "-c", "HEAD"},
-		{"switch", "-w", "x"},
-		{"switch", "-w", "x", "--remove", "-c", "HEAD"},
+		{"switch", "-k", "HEAD", "--worktree", "../x"},
+		{"switch", "-k", "HEAD", "--worktree", "a/b"},
+		{"switch", "-k", "HEAD"},
+		{"switch", "--worktree", "x"},
+		{"switch", "--worktree", "x", "--remove", "-k", "HEAD"},
 		{"switch", "--no-such-flag"},
-		{"switch", "-w", "nothere", "--patch", "/dev/null"},
+		{"switch", "--worktree", "nothere", "--patch", "/dev/null"},
 	} {
 		code, _, stderr := abtest(t, env, args...)
 		if code != 2 || !strings.HasPrefix(stderr, "abtest: ") || strings.Count(stderr, "\n") != 1 {
@@ -181,15 +181,15 @@ func TestBuildBadInput(t *testing.T) {
 	t.Parallel()
 	env, _ := setup(t)
 	env["PG_INSTALL_DIR"] = filepath.Join(t.TempDir(), "install")
-	code, _, stderr := abtest(t, env, "switch", "-w", "x", "-b", "fast")
+	code, _, stderr := abtest(t, env, "switch", "--worktree", "x", "-b", "fast")
 	if code != 2 || !strings.Contains(stderr, "release, debug, debug_noassert") {
 		t.Errorf("unknown build type: %d %q", code, stderr)
 	}
-	code, _, stderr = abtest(t, env, "switch", "-w", "nothere", "-b", "release")
+	code, _, stderr = abtest(t, env, "switch", "--worktree", "nothere", "-b", "release")
 	if code != 2 || !strings.Contains(stderr, "abtest switch -c COMMIT -w nothere") {
 		t.Errorf("missing worktree: %d %q", code, stderr)
 	}
-	code, _, stderr = abtest(t, env, "switch", "-w", "x", "--force")
+	code, _, stderr = abtest(t, env, "switch", "--worktree", "x", "--force")
 	if code != 2 || !strings.Contains(stderr, "-b TYPE") {
 		t.Errorf("--force without -b: %d %q", code, stderr)
 	}

@@ -23,7 +23,7 @@ func matrixFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "server CPU counts `LIST` (pgbench gets the other CPUs); default: not pinned"},
 		&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn", Usage: "workloads `LIST`: select1, churn, slow_churn, within_max, file:PATH; all", Action: allWorkloads},
 		&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: 30, Usage: "measured `SECONDS` per cell"},
-		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats of every cell (at least 3 for --fail-on-regression; -n says what they can detect)"},
+		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats of every cell (see Repeats above)"},
 		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
 		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
 		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: matrix.RatesUsage},
@@ -68,11 +68,8 @@ func matrixCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "matrix",
 		Usage: "A/B benchmark: commits × workloads × clients × CPUs × settings, interleaved and resumable",
-		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [--set GUC=V1,V2]… [-R LIST] [--var N=V1,V2]… [--condition LIST]
-              [-b TYPE] [--profiling] [--meson-opt O]… [--configure-opt O]… [--force] [-M PROTO] [-S MS] [--warmup S] [--order abba|random] [--seed N] [-o DIR]
-              [--resume DIR] [--shard I/N] [--preset full] [--until-decided [--max-repeats N] [--budget D]] [-n]
-
-Example: abtest matrix -k base=master,patch=master+fix.patch -c 16,64 -w select1,churn -r 3`,
+		UsageText: `abtest matrix -k SPEC[,SPEC…] [-c LIST] [-C LIST] [-w LIST] [-d S] [-r N] [-m LIST] [options]
+abtest matrix --resume DIR`,
 		Flags: append(append(matrixFlags(), gateFlagSet()...), storeFlag()),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runMatrix(ctx, cmd, env)

@@ -11,14 +11,9 @@ import (
 
 func nightlyCommand(env *Env) *cli.Command {
 	return &cli.Command{
-		Name:  "nightly",
-		Usage: "the unattended regression job: fetch, build the branch head, compare with the baseline, keep history",
-		UsageText: `abtest nightly --config nightly.toml [--no-fetch] [--force] [-n]
-
-Exit: 0 ok (or nothing new), 1 a regression in a gated metric, 3 an
-infrastructure failure or a night that could not answer (its primary
-unknown: 0 under allow_unknown = true). The last line is a one-line
-summary for mail or chat. See nightly.example.toml and docs/nightly/.`,
+		Name:      "nightly",
+		Usage:     "the unattended regression job: fetch, build the branch head, compare with the baseline, keep history",
+		UsageText: "abtest [-n] nightly --config nightly.toml [--no-fetch] [--force]",
 		Flags: []cli.Flag{
 			storeFlag(),
 			&cli.BoolFlag{Name: "no-fetch", Usage: "use the remote-tracking branch as it is"},

@@ -113,3 +113,32 @@ allow_unknown = true
 		t.Errorf("concurrent nightly: %d %q", code, stderr)
 	}
 }
+
+// TestNightlyExampleDryRun: -n nightly with nightly.example.toml on a
+// host without its clone prints the night's plan and gate line before
+// the one-line refusal naming source_dir; an empty remote or branch is
+// refused in one line that says what to set.
+func TestNightlyExampleDryRun(t *testing.T) {
+	t.Parallel()
+	example, _ := filepath.Abs(filepath.Join("..", "..", "nightly.example.toml"))
+	code, out, stderr := abtest(t, nil, "-n", "nightly", "--config", example)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "source_dir /nonexistent-home/pg/source") ||
+		!strings.Contains(out, "# plan: ") || !strings.Contains(out, "/r1/head\n") || !strings.Contains(out, "\n# gate: tps in ") {
+		t.Errorf("-n nightly example: exit %d, stderr %q; want 2 after the plan\n%s", code, stderr, out)
+	}
+	data, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, line := range map[string]string{"remote": `remote = "origin"`, "branch": `branch = "master"`} {
+		if !strings.Contains(string(data), "\n"+line+"\n") {
+			t.Fatalf("nightly.example.toml has no line %s", line)
+		}
+		cfg := filepath.Join(t.TempDir(), "nightly.toml")
+		os.WriteFile(cfg, []byte(strings.Replace(string(data), "\n"+line+"\n", "\n"+key+` = ""`+"\n", 1)), 0o644)
+		code, out, stderr := abtest(t, nil, "-n", "nightly", "--config", cfg)
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, key+" is empty: set "+key+" = ") {
+			t.Errorf("%s = \"\": exit %d, %q%q; want 2 and one line saying what to set", key, code, out, stderr)
+		}
+	}
+}

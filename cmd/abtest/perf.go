@@ -19,9 +19,9 @@ func perfCommand(env *Env) *cli.Command {
 			{
 				Name:      "record",
 				Usage:     "perf record -g on a cluster's processes, written as a pprof profile",
-				UsageText: "abtest perf record [-w NAME | -p PORT] [-d SECONDS] [-F HZ] [-o FILE] [--keep-raw]",
+				UsageText: "abtest perf record [NAME | -p PORT] [-d SECONDS] [-F HZ] [-o FILE] [--keep-raw]",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "cluster `NAME` started by abtest"},
+					worktreeFlag("cluster `NAME` started by abtest, or the first argument"),
 					&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "or a local server's `PORT` (PGHOST/PGUSER from the environment)"},
 					&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 10, Usage: "`SECONDS` to record"},
 					&cli.IntFlag{Name: "freq", Aliases: []string{"F"}, Value: perf.DefaultHz, Usage: "sampling frequency `HZ`"},
@@ -75,7 +75,11 @@ func runPerfRecord(ctx context.Context, cmd *cli.Command, env *Env) error {
 	if err != nil {
 		return err
 	}
-	pids, err := ws.ServerProcesses(ctx, cmd.String("worktree"), int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
+	name, err := worktreeName(cmd, false)
+	if err != nil {
+		return err
+	}
+	pids, err := ws.ServerProcesses(ctx, name, int(cmd.Int("port")), env.Getenv("PGHOST"), env.Getenv("PGUSER"))
 	if err != nil {
 		return err
 	}

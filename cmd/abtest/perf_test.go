@@ -62,18 +62,18 @@ func viewForTest(t *testing.T, file, base string, check func(http.Handler)) erro
 func TestPerfRecordNamedCluster(t *testing.T) {
 	testenv.RequireTools(t, "perf")
 	env, install := clusterEnv(t)
-	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-p", "auto"); code != 0 {
+	if code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install, "-p", "auto"); code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
 	out := filepath.Join(t.TempDir(), "p.pb.gz")
-	code, stdout, stderr := abtest(t, env, "perf", "record", "-w", "pg", "-d", "1", "-o", out)
+	code, stdout, stderr := abtest(t, env, "perf", "record", "--worktree", "pg", "-d", "1", "-o", out)
 	if code != 0 {
 		t.Fatalf("perf record -w pg: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Size() == 0 {
 		t.Errorf("no profile at %s: %v", out, err)
 	}
-	if code, _, stderr := abtest(t, env, "perf", "record", "-w", "nosuch", "-d", "1", "-o", out+"2"); code == 0 || strings.Contains(stderr, "\n\n") {
+	if code, _, stderr := abtest(t, env, "perf", "record", "--worktree", "nosuch", "-d", "1", "-o", out+"2"); code == 0 || strings.Contains(stderr, "\n\n") {
 		t.Errorf("perf record -w nosuch: exit %d, %q", code, stderr)
 	}
 }

@@ -26,7 +26,7 @@ func TestEnvRefusesPlantedEnvSh(t *testing.T) {
 	if err := os.Chown(evil, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := abtest(t, env, "env", "-w", "evil2")
+	code, out, stderr := abtest(t, env, "env", "--worktree", "evil2")
 	if code != 2 || strings.Contains(out, "pwned") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, evil) {
 		t.Errorf("env of a planted env.sh: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}

@@ -20,7 +20,7 @@ import (
 func TestMatrixTakesSwitchBuildOptions(t *testing.T) {
 	opts := []string{"--profiling", "--meson-opt", "-Dfoo=bar", "--configure-opt", "--enable-cassert", "--force", "--no-ccache"}
 	m := parsed(t, append([]string{"matrix", "-k", "a,b"}, opts...)...)
-	s := parsed(t, append([]string{"switch", "-w", "x", "-b", "release"}, opts...)...)
+	s := parsed(t, append([]string{"switch", "--worktree", "x", "-b", "release"}, opts...)...)
 	for _, f := range []string{"profiling", "meson-opt", "configure-opt", "force", "no-ccache"} {
 		if m[f] == nil || !jsonEqual(m[f], s[f]) {
 			t.Errorf("--%s: matrix %v, switch %v", f, m[f], s[f])

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/usage"
 )
 
 // readmeBlock is the first fenced sh block after heading in README.md.
@@ -71,5 +72,53 @@ func TestReadmeRecipe(t *testing.T) {
 	}
 	if _, err := os.Stat(env["BENCH_RESULTS_DIR"]); err == nil {
 		t.Error("the dry run created the results directory")
+	}
+}
+
+// TestReadmeOneScreen: the README stays a page (at most 10 KB), its
+// command table has one line per row, each row's command is one abtest
+// knows (its --help exits 0) and uses today's spellings, and every
+// docs/ page it links exists.
+func TestReadmeOneScreen(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	if len(s) > 10*1024 {
+		t.Errorf("README is %d bytes, want at most 10 KB: move the detail to docs/", len(s))
+	}
+	rows := regexp.MustCompile("(?m)^\\| `abtest ([^`]*)`").FindAllStringSubmatch(s, -1)
+	if len(rows) < 12 {
+		t.Fatalf("command table has %d rows", len(rows))
+	}
+	for _, r := range rows {
+		var path []string
+		for _, w := range strings.Fields(r[1]) {
+			if _, ok := commands(t)[strings.Join(append(path, w), " ")]; !ok {
+				break
+			}
+			path = append(path, w)
+		}
+		if len(path) == 0 && !strings.HasPrefix(r[1], "-n ") {
+			t.Errorf("row %q names no command", r[1])
+			continue
+		}
+		if code, _, stderr := abtest(t, nil, append(path, "--help")...); code != 0 {
+			t.Errorf("abtest %s --help: exit %d %s", strings.Join(path, " "), code, stderr)
+		}
+		if _, notes := usage.Rewrite(strings.Fields(r[1])); len(notes) > 0 {
+			t.Errorf("row %q uses an old spelling: %q", r[1], notes)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\]\((docs/[^)]+)\)`).FindAllStringSubmatch(s, -1) {
+		if _, err := os.Stat(filepath.Join("..", "..", m[1])); err != nil {
+			t.Errorf("README links %s: %v", m[1], err)
+		}
+	}
+	for _, anecdote := range []string{"2-core", "VM", " m 25 s"} {
+		if strings.Contains(s, anecdote) {
+			t.Errorf("README tells of a machine (%q): that belongs in docs/estimates.md", anecdote)
+		}
 	}
 }

@@ -81,7 +81,7 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["PG_SOURCE_DIR"] = fakeSource(t, pg)
-	if code, stdout, stderr := abtest(t, env, "switch", "-c", "HEAD", "-w", "f1", "-b", "release", "--set", "work_mem=7MB"); code != 0 {
+	if code, stdout, stderr := abtest(t, env, "switch", "-k", "HEAD", "--worktree", "f1", "-b", "release", "--set", "work_mem=7MB"); code != 0 {
 		t.Fatalf("switch: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	cm := testpg.ManagerAt(t, env["PG_DATA_DIR"])
@@ -100,7 +100,7 @@ func TestKilledRunRestoresUserCluster(t *testing.T) {
 		{"install", "install", func(string) bool { return exists(filepath.Join(built, "installing")) },
 			func(out string) []string { return []string{"matrix", "--resume", out} }},
 		{"initdb", "", func(string) bool { return exists(cluster.InitdbStaging(env["PG_DATA_DIR"], matrix.ClusterName("f1"))) },
-			func(string) []string { return []string{"env", "-w", "f1"} }},
+			func(string) []string { return []string{"env", "--worktree", "f1"} }},
 		{"warm-up", "", func(out string) bool { return hasDir(cellsDir(out), "warm-up") },
 			func(out string) []string { return []string{"matrix", "--resume", out, "--sample-every", "1s"} }},
 		{"measurement", "", func(out string) bool {

@@ -21,9 +21,9 @@ func TestStoreLocationsCreateNothing(t *testing.T) {
 	env := map[string]string{"BENCH_RESULTS_DIR": filepath.Join(root, "results")}
 	missing := filepath.Join(root, "nonexistent", "x.db")
 	for _, args := range [][]string{
-		{"history", "--metric", "tps", "--config", "select1/c16", "--store", "ftp://example/x"},
+		{"history", "--metric", "tps", "--configuration", "select1/c16", "--store", "ftp://example/x"},
 		{"store", "import", "--store", "ftp://example/x", root},
-		{"history", "--metric", "tps", "--config", "select1/c16", "--store", missing},
+		{"history", "--metric", "tps", "--configuration", "select1/c16", "--store", missing},
 		{"dashboard", "-o", filepath.Join(root, "site"), "--store", missing},
 	} {
 		code, _, stderr := abtest(t, env, args...)

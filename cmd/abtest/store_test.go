@@ -32,20 +32,20 @@ func TestHistoryAnnotateCLI(t *testing.T) {
 	if code != 0 || strings.Count(out, "0 cells stored, 10 already there") != 60 {
 		t.Errorf("import again: %d\n%s", code, out)
 	}
-	code, out, stderr = abtest(t, env, "annotate", "--commit", storetest.NightSHA(30)[:8], "--metric", "tps", "--config", "select1/c16", "--note", "expected: new default")
+	code, out, stderr = abtest(t, env, "annotate", "--commit", storetest.NightSHA(30)[:8], "--metric", "tps", "--configuration", "select1/c16", "--note", "expected: new default")
 	if code != 0 || !strings.Contains(out, storetest.NightSHA(30)) {
 		t.Fatalf("annotate: %d %s%s", code, out, stderr)
 	}
-	code, out, stderr = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16")
+	code, out, stderr = abtest(t, env, "history", "--metric", "tps", "--configuration", "select1/c16")
 	if code != 0 || !strings.HasPrefix(out, "# tps select1/c16/cpuall: 60 points, 3 change points (2 unexpected)") || strings.Count(out, "<- CHANGE") != 2 || !strings.Contains(out, "(expected: expected: new default)") {
 		t.Errorf("history: exit %d\n%s%s", code, out, stderr)
 	}
-	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--json")
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--configuration", "select1/c16", "--json")
 	var ser store.Series
 	if code != 0 || json.Unmarshal([]byte(out), &ser) != nil || len(ser.Points) != 60 || len(ser.Unexpected()) != 2 {
 		t.Errorf("history --json: %d %d points %+v", code, len(ser.Points), ser.ChangePoints)
 	}
-	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--since", "2025-02-10", "--json")
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--configuration", "select1/c16", "--since", "2025-02-10", "--json")
 	if json.Unmarshal([]byte(out), &ser); code != 0 || len(ser.Points) != 60-40 {
 		t.Errorf("--since 2025-02-10: %d, %d points", code, len(ser.Points))
 	}
@@ -68,10 +68,14 @@ func TestAnnotateAndStoreBadInput(t *testing.T) {
 	}{
 		{[]string{"annotate", "--commit", "nosuch", "--metric", "tps", "--note", "x"}, 2, "nosuch"},
 		{[]string{"annotate", "--commit", "head", "--metric", "tps"}, 2, "--note"},
-		{[]string{"history", "--metric", "tps", "--config", "churn/c1"}, 2, "churn/c1"},
-		{[]string{"history", "--metric", "tps", "--config", "select1/c16", "--since", "soon"}, 2, "--since"},
+		{[]string{"history", "--metric", "tps", "--configuration", "churn/c1"}, 2, "churn/c1: store: not found: no stored configuration is or starts with it; stored: select1/c16"},
+		{[]string{"history", "--metric", "p99", "--configuration", "select1/c16"}, 2, "(did you mean latency_p99_ms?); stored metrics: latency_p99_ms, tps"},
+		{[]string{"history", "--metric", "tsp", "--configuration", "select1"}, 2, "--metric tsp: store: not found: no stored cell has it (did you mean tps?)"},
+		{[]string{"annotate", "--commit", "head", "--metric", "deallocs", "--note", "x"}, 2, "--metric deallocs"},
+		{[]string{"annotate", "--commit", "head", "--metric", "tps", "--configuration", "x<script>", "--note", "x"}, 2, "--configuration x<script>"},
+		{[]string{"history", "--metric", "tps", "--configuration", "select1/c16", "--since", "soon"}, 2, "--since"},
 		{[]string{"store", "import", filepath.Join(root, "nope")}, 2, "nope"},
-		{[]string{"history", "--metric", "tps", "--config", "select1/c16", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
+		{[]string{"history", "--metric", "tps", "--configuration", "select1/c16", "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
 		{[]string{"dashboard", "-o", filepath.Join(root, "s"), "--store", "postgres://abtest@127.0.0.1:1/x?connect_timeout=2"}, 3, "unreachable"},
 		{[]string{"analyze", "--run", "ffffffff"}, 2, "ffffffff"},
 		{[]string{"analyze", "--run", "seed:99"}, 2, "--seed 99"},
@@ -111,7 +115,7 @@ func TestImportAndAnnotateRefuseUnshowableText(t *testing.T) {
 	if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "commits[1].label") || !strings.Contains(stderr, plan) || strings.Contains(stderr, "\x1b") {
 		t.Errorf("store import with a control character in a label: exit %d, stdout %q, stderr %q; want 2, nothing imported and one line naming the label and %s", code, out, stderr, plan)
 	}
-	if code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16"); code != 2 {
+	if code, out, _ = abtest(t, env, "history", "--metric", "tps", "--configuration", "select1/c16"); code != 2 {
 		t.Errorf("history after a refused import: exit %d, want 2 (nothing stored)\n%s", code, out)
 	}
 	if code, out, stderr = abtest(t, env, "store", "import", dirs[0]); code != 0 {
@@ -131,7 +135,7 @@ func TestImportAndAnnotateRefuseUnshowableText(t *testing.T) {
 			t.Errorf("annotate --note %.40q: exit %d, stderr %q; want %d", tc.note, code, stderr, tc.code)
 		}
 	}
-	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--config", "select1/c16", "--json")
+	code, out, _ = abtest(t, env, "history", "--metric", "tps", "--configuration", "select1/c16", "--json")
 	var ser store.Series
 	if code != 0 || json.Unmarshal([]byte(out), &ser) != nil || len(ser.Annotations) != 2 {
 		t.Errorf("history --json: exit %d, annotations %+v; want the two notes taken", code, ser.Annotations)

@@ -14,18 +14,16 @@ func switchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "switch",
 		Usage: "manage one named worktree, its build and its cluster (status on stderr; stdout is the started cluster's export lines, for eval)",
-		UsageText: `abtest switch -c COMMIT -w NAME        create or move a worktree (detached)
-abtest switch -w NAME --patch FILE...   apply patches (git diff, or git format-patch/mbox)
-abtest switch -w NAME -b TYPE           build and install (TYPE release|debug|debug_noassert)
-abtest switch -w NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--install DIR]
-                                        start NAME's cluster (initdb first when needed)
-abtest switch -w NAME --recreate-cluster
-abtest switch -w NAME --stop
-abtest switch --remove -w NAME          stop the cluster, remove worktree, install and data
-abtest switch --prune                   remove socket directories whose cluster is gone`,
+		UsageText: `abtest switch NAME -k COMMIT         create or move a worktree (detached)
+abtest switch NAME --patch FILE...   apply patches (git diff, or git format-patch/mbox)
+abtest switch NAME -b TYPE           build and install (TYPE release|debug|debug_noassert)
+abtest switch NAME [-m N] [-p PORT|auto] [--set GUC=VAL]... [-C CPUS] [--install DIR]
+                                     start NAME's cluster (initdb first when needed)
+abtest switch NAME --recreate-cluster | --stop | --remove
+abtest switch --prune                remove socket directories whose cluster is gone`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "worktree", Aliases: []string{"w"}, Usage: "worktree `NAME` ([A-Za-z0-9._-], up to 64)"},
-			&cli.StringFlag{Name: "commit", Aliases: []string{"c"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
+			worktreeFlag("worktree `NAME` ([A-Za-z0-9._-], up to 64), or the first argument"),
+			&cli.StringFlag{Name: "commit", Aliases: []string{"k"}, Usage: "`REF` to check out: branch, tag, sha, HEAD~3, …"},
 			&cli.StringSliceFlag{Name: "patch", Usage: "apply patch `FILE` (repeatable, applied in order)"},
 			&cli.BoolFlag{Name: "remove", Usage: "stop the cluster and remove worktree, install and data"},
 			&cli.BoolFlag{Name: "prune", Usage: "remove the socket directories (/tmp/abtest-*) whose cluster is gone"},
@@ -39,7 +37,7 @@ abtest switch --prune                   remove socket directories whose cluster 
 
 // switchRequest turns switch's flags into a workspace.Request.
 func switchRequest(cmd *cli.Command, env *Env) (workspace.Request, error) {
-	name, err := requireName(cmd)
+	name, err := worktreeName(cmd, true)
 	r := workspace.Request{
 		Name: name, Commit: cmd.String("commit"), Patches: env.Getwd.Paths(cmd.StringSlice("patch")),
 		Remove: cmd.Bool("remove"), Stop: cmd.Bool("stop"), Force: cmd.Bool("force"), Prune: cmd.Bool("prune"),

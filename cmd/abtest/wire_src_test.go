@@ -97,9 +97,9 @@ func TestMatrixMeasuresThePlannedBinary(t *testing.T) {
 	}
 	testpg.ManagerAt(t, env["PG_DATA_DIR"]) // stops the clusters left running
 	for _, args := range [][]string{
-		{"switch", "-c", "base", "-w", "wire-x"},
-		{"switch", "-w", "wire-x", "-b", "release"},
-		{"switch", "-w", "wire-x", "-p", "auto"},
+		{"switch", "-k", "base", "--worktree", "wire-x"},
+		{"switch", "--worktree", "wire-x", "-b", "release"},
+		{"switch", "--worktree", "wire-x", "-p", "auto"},
 	} {
 		if code, out, stderr := abtest(t, env, args...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, stderr)

@@ -27,7 +27,7 @@ type userCluster struct {
 // `abtest switch -w NAME --install DIR -p auto` does.
 func startUserCluster(t *testing.T, env map[string]string, install, name string) *userCluster {
 	t.Helper()
-	if code, out, stderr := abtest(t, env, "switch", "-w", name, "--install", install, "-p", "auto"); code != 0 {
+	if code, out, stderr := abtest(t, env, "switch", "--worktree", name, "--install", install, "-p", "auto"); code != 0 {
 		t.Fatalf("switch: %d\n%s\n%s", code, out, stderr)
 	}
 	u := &userCluster{cm: &cluster.Manager{Root: env["PG_DATA_DIR"]}, name: name}

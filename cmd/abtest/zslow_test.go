@@ -112,7 +112,7 @@ func TestBenchInstructions(t *testing.T) {
 	t.Parallel()
 	testenv.RequireTools(t, "valgrind")
 	env, install := clusterEnv(t)
-	if code, out, stderr := abtest(t, env, "switch", "-w", "pg", "--install", install, "-p", "auto"); code != 0 {
+	if code, out, stderr := abtest(t, env, "switch", "--worktree", "pg", "--install", install, "-p", "auto"); code != 0 {
 		t.Fatalf("switch: exit %d\n%s%s", code, out, stderr)
 	}
 	out := filepath.Join(testenv.SharedTempDir(t), "instr")
