@@ -39,7 +39,7 @@ func (b *Builder) stopServers(ctx context.Context, install string) ([]string, er
 		}
 	}
 	if users := InstallUsers(install); len(users) > 0 {
-		return stopped, exitcode.Failure(fmt.Errorf("%w: pid %d runs %s; stop that server before installing over it (abtest switch -w NAME --stop)", ErrInUse, users[0].PID, users[0].Exe))
+		return stopped, exitcode.Failure(fmt.Errorf("%w: pid %d runs %s; stop that server before installing over it (abtest switch NAME --stop)", ErrInUse, users[0].PID, users[0].Exe))
 	}
 	return stopped, nil
 }

@@ -275,7 +275,7 @@ func CheckTrusted(install string) error {
 }
 
 // trustHint says what to do about an install CheckTrusted refuses.
-const trustHint = "as root abtest runs only installs of root (or of the user who ran sudo) that nobody else can write: give another, or chown -R root: and chmod -R go-w it (abtest switch -w NAME -b TYPE seals one it built)"
+const trustHint = "as root abtest runs only installs of root (or of the user who ran sudo) that nobody else can write: give another, or chown -R root: and chmod -R go-w it (abtest switch NAME -b TYPE seals one it built)"
 
 // untrusted says why install is not trusted (CheckTrusted), or nil.
 func untrusted(install string) error {

@@ -152,7 +152,7 @@ func (m *Manager) checkHostAuth(name, dir, listen string) error {
 	if n == 0 {
 		return nil
 	}
-	return exitcode.BadInputf("%w: cluster %s: %s line %d (%s) lets any local user connect as superuser once it listens on %s; recreate the cluster (abtest switch -w %s --recreate-cluster: its data is lost) or start it without --listen",
+	return exitcode.BadInputf("%w: cluster %s: %s line %d (%s) lets any local user connect as superuser once it listens on %s; recreate the cluster (abtest switch %s --recreate-cluster: its data is lost) or start it without --listen",
 		ErrHostTrust, name, path, n, line, listen, name)
 }
 

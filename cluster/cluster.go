@@ -719,7 +719,7 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 	}
 	postgres := filepath.Join(install, "bin", "postgres")
 	if _, err := os.Stat(postgres); err != nil {
-		return exitcode.BadInputf("%w: %s has no bin/postgres; build it (abtest switch -w NAME -b release) or pass --install DIR", ErrNoInstall, install)
+		return exitcode.BadInputf("%w: %s has no bin/postgres; build it (abtest switch NAME -b release) or pass --install DIR", ErrNoInstall, install)
 	}
 	// Before anything of it runs: as root, an install another account
 	// owns or can write (a local user's, or one an older abtest left the

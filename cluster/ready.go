@@ -135,7 +135,7 @@ func (m *Manager) failedStart(ctx context.Context, st *State, err error, undo fu
 	stopCtx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, m.startTimeout()))
 	defer cancel()
 	if serr := m.stopHalfStarted(stopCtx, st, mode); serr != nil {
-		m.logf("cluster %s: %v; it stays recorded: abtest switch -w %s --stop", st.Name, serr, st.Name)
+		m.logf("cluster %s: %v; it stays recorded: abtest switch %s --stop", st.Name, serr, st.Name)
 	} else {
 		undo()
 	}

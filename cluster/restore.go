@@ -102,7 +102,7 @@ func (r Restored) String() string {
 	by := fmt.Sprintf("stopped by abtest pid %d (gone) at %s for %s", r.By.PID, r.By.At.Local().Format("15:04:05"), r.By.Why)
 	switch {
 	case r.Err != nil:
-		return fmt.Sprintf("cluster %s, %s, is still stopped: %v (abtest switch -w %s starts it)", r.Name, by, r.Err, r.Name)
+		return fmt.Sprintf("cluster %s, %s, is still stopped: %v (abtest switch %s starts it)", r.Name, by, r.Err, r.Name)
 	case r.Running:
 		return fmt.Sprintf("cluster %s, %s, runs again (record cleared)", r.Name, by)
 	}

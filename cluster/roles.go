@@ -13,7 +13,7 @@ import (
 	"github.com/pgabtest/abtest/internal/safefile"
 )
 
-// Roles. A cluster is the user's (NAME, which `abtest switch -w NAME`
+// Roles. A cluster is the user's (NAME, which `abtest switch NAME`
 // manages and a user may have started with their own settings) or a
 // matrix's own (ForBuild: m-BUILD), which a matrix configures cell by
 // cell and stops at the end of its run. A matrix never starts, stops or

@@ -57,7 +57,7 @@ func (m *Manager) ReadEnv(name string) ([]byte, error) {
 	}
 	data, err := m.readTrusted(m.EnvFile(name))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch -w %s", name, m.EnvFile(name), name)
+		return nil, exitcode.BadInputf("cluster %s has no env.sh (%s); start it with: abtest switch %s", name, m.EnvFile(name), name)
 	}
 	if err != nil && !errors.Is(err, ErrUntrusted) {
 		err = exitcode.Failure(err)
@@ -74,7 +74,7 @@ func (m *Manager) ReadEnv(name string) ([]byte, error) {
 		// only when it is exactly what abtest writes for this state.
 		env := Env{Name: name, Path: st.EnvFile, InstallDir: st.Install, DataDir: st.DataDir, SocketDir: st.SocketDir, Port: st.Port}
 		if env.Render() != string(data) {
-			return nil, untrusted(m.EnvFile(name), "is not the env.sh abtest writes for this cluster, and its state (from an older abtest) has no checksum; abtest switch -w "+name+" writes both again")
+			return nil, untrusted(m.EnvFile(name), "is not the env.sh abtest writes for this cluster, and its state (from an older abtest) has no checksum; abtest switch "+name+" writes both again")
 		}
 		return data, nil
 	}

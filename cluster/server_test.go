@@ -49,7 +49,7 @@ func TestReadEnvAndPickCPUs(t *testing.T) {
 	if _, err := m.ReadEnv("../x"); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("bad name: %v", err)
 	}
-	if _, err := m.ReadEnv("none"); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch -w none") {
+	if _, err := m.ReadEnv("none"); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch none") {
 		t.Errorf("no env.sh: %v", err)
 	}
 	if _, err := m.ProcessesOf("none"); err == nil {

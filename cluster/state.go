@@ -90,7 +90,7 @@ func (m *Manager) ReadState(name string) (*State, error) {
 	}
 	data, err := m.readTrusted(filepath.Join(dir, stateFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch -w %s", ErrNotFound, name, m.Root, name)
+		return nil, exitcode.BadInputf("%w %q under %s; start it with: abtest switch %s", ErrNotFound, name, m.Root, name)
 	}
 	if err != nil {
 		return nil, err

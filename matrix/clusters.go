@@ -198,7 +198,7 @@ func (r *run) leaveClusters() {
 		}
 		if err != nil {
 			left = true
-			r.note("starting cluster %s again: %v (abtest switch -w %s starts it)", n, err, n)
+			r.note("starting cluster %s again: %v (abtest switch %s starts it)", n, err, n)
 			continue
 		}
 		delete(r.restore, n)

@@ -20,7 +20,7 @@ import (
 // transaction of each workload, counted on an abtest cluster's data
 // directory by servers Instructions starts itself.
 type InstrBench struct {
-	// Cluster names the abtest cluster (abtest switch -w NAME).
+	// Cluster names the abtest cluster (abtest switch NAME).
 	Cluster string
 	// Workloads is a comma-separated list (ResolveList).
 	Workloads    string
@@ -44,7 +44,7 @@ func CountInstructions(ctx context.Context, run *proc.Runner, cm *cluster.Manage
 	}
 	prev, err := cm.ReadState(b.Cluster)
 	if err != nil {
-		return nil, exitcode.BadInputf("--cluster %s: %v (abtest switch -w %s starts one)", b.Cluster, err, b.Cluster)
+		return nil, exitcode.BadInputf("--cluster %s: %v (abtest switch %s starts one)", b.Cluster, err, b.Cluster)
 	}
 	dir, err := instrOutDir(b.OutDir, run.DryRun)
 	if err != nil {
@@ -66,7 +66,7 @@ func CountInstructions(ctx context.Context, run *proc.Runner, cm *cluster.Manage
 		return nil
 	})
 	if stopped {
-		fmt.Fprintf(notice, "bench: stopped cluster %s to count instructions; it stays stopped (abtest switch -w %s starts it)\n", b.Cluster, b.Cluster)
+		fmt.Fprintf(notice, "bench: stopped cluster %s to count instructions; it stays stopped (abtest switch %s starts it)\n", b.Cluster, b.Cluster)
 	}
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func WriteInstr(w io.Writer, out []*InstrResult) {
 func (b *Bench) CheckInstructions(cluster string, given func(flag string) bool) error {
 	switch {
 	case cluster == "":
-		return exitcode.BadInputf("--instructions: name an abtest cluster with --cluster NAME (abtest switch -w NAME makes one): instructions are counted on a server abtest starts itself under valgrind")
+		return exitcode.BadInputf("--instructions: name an abtest cluster with --cluster NAME (abtest switch NAME makes one): instructions are counted on a server abtest starts itself under valgrind")
 	case given("rate"):
 		return exitcode.BadInputf("--instructions with -R: an instruction count runs a fixed number of transactions, closed loop; drop -R")
 	case b.Clients > 1 && given("clients"):

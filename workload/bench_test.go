@@ -125,7 +125,7 @@ func TestCountInstructionsDryRun(t *testing.T) {
 	if err != nil || res != nil {
 		t.Fatalf("dry run: %v, %v", res, err)
 	}
-	if want := "bench: stopped cluster c to count instructions; it stays stopped (abtest switch -w c starts it)\n"; notice.String() != want {
+	if want := "bench: stopped cluster c to count instructions; it stays stopped (abtest switch c starts it)\n"; notice.String() != want {
 		t.Errorf("notice %q, want %q", notice.String(), want)
 	}
 	if _, running := cluster.PID(st.DataDir); running {
@@ -146,7 +146,7 @@ func TestCountInstructionsDryRun(t *testing.T) {
 		}
 	}
 	b.Cluster = "nosuch"
-	if _, err := CountInstructions(ctx, run, m, b, &notice); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch -w nosuch") {
+	if _, err := CountInstructions(ctx, run, m, b, &notice); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "abtest switch nosuch") {
 		t.Errorf("unknown cluster: %v", err)
 	}
 }

@@ -40,7 +40,7 @@ type Workspace struct {
 	Notes io.Writer
 	// Exports receives the export lines of the env.sh of the cluster
 	// Switch started, and nothing else: the CLI's stdout, while Out is
-	// its stderr, so that eval "$(abtest switch -w NAME)" sets the
+	// its stderr, so that eval "$(abtest switch NAME)" sets the
 	// cluster's variables. Nil writes none.
 	Exports io.Writer
 

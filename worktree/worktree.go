@@ -398,7 +398,7 @@ func (m *Manager) Info(ctx context.Context, name string) (*Provenance, error) {
 	}
 	prov, err := ReadProvenance(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, exitcode.BadInputf("%w %q in %s; create it with: abtest switch -c COMMIT -w %s", ErrNotFound, name, m.Root, name)
+		return nil, exitcode.BadInputf("%w %q in %s; create it with: abtest switch %s -k COMMIT", ErrNotFound, name, m.Root, name)
 	}
 	if err != nil {
 		return nil, exitcode.Failure(err)

@@ -95,7 +95,7 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 func benchInstrFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "instructions", Usage: "count instructions per transaction (one client, -t transactions, default 2000) on abtest's cluster --cluster NAME, which is stopped for it and left stopped"},
-		&cli.StringFlag{Name: "cluster", Usage: "abtest cluster `NAME` (abtest switch -w NAME) for --instructions"},
+		&cli.StringFlag{Name: "cluster", Usage: "abtest cluster `NAME` (abtest switch NAME) for --instructions"},
 		runAsFlag(),
 	}
 }

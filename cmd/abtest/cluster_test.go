@@ -133,7 +133,7 @@ func TestClusterBadInputExits2AndStartsNothing(t *testing.T) {
 		t.Errorf("name with /: %d %q", code, stderr)
 	}
 	code, _, stderr = abtest(t, env, "env", "--worktree", "never")
-	if code != 2 || !strings.Contains(stderr, "abtest switch -w never") {
+	if code != 2 || !strings.Contains(stderr, "abtest switch never") {
 		t.Errorf("env of a missing cluster: %d %q", code, stderr)
 	}
 }

@@ -186,7 +186,7 @@ func TestBuildBadInput(t *testing.T) {
 		t.Errorf("unknown build type: %d %q", code, stderr)
 	}
 	code, _, stderr = abtest(t, env, "switch", "--worktree", "nothere", "-b", "release")
-	if code != 2 || !strings.Contains(stderr, "abtest switch -c COMMIT -w nothere") {
+	if code != 2 || !strings.Contains(stderr, "abtest switch nothere -k COMMIT") {
 		t.Errorf("missing worktree: %d %q", code, stderr)
 	}
 	code, _, stderr = abtest(t, env, "switch", "--worktree", "x", "--force")

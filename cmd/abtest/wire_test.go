@@ -24,7 +24,7 @@ type userCluster struct {
 }
 
 // startUserCluster starts the user's cluster name on install, as
-// `abtest switch -w NAME --install DIR -p auto` does.
+// `abtest switch NAME --install DIR -p auto` does.
 func startUserCluster(t *testing.T, env map[string]string, install, name string) *userCluster {
 	t.Helper()
 	if code, out, stderr := abtest(t, env, "switch", "--worktree", name, "--install", install, "-p", "auto"); code != 0 {
