@@ -458,7 +458,9 @@ func save(p *plot.Plot, path string) error {
 	// axis (a label once ran out of the drawing: "a line per cel").
 	p.Y.Label.Text = fitTitle(p.Y.Label.TextStyle, p.Y.Label.Text, plotH-labelRoom)
 	p.X.Label.Text = fitTitle(p.X.Label.TextStyle, p.X.Label.Text, plotW-width-labelRoom)
-	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
+	// A margin all round: a browser's glyphs rise higher than gonum's
+	// metrics say, and the title and the y label stood on the edge.
+	p.Draw(draw.Crop(dc, plotMargin, -width, plotMargin, -plotMargin))
 	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -470,6 +472,9 @@ func save(p *plot.Plot, path string) error {
 	}
 	return f.Close()
 }
+
+// plotMargin is the white left round the plot.
+const plotMargin vg.Length = 4 // points
 
 // labelRoom is the room an axis's label leaves to the title, the other
 // axis and its tick labels.
