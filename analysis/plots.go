@@ -54,12 +54,14 @@ const plotW, plotH = 7 * vg.Inch, 4 * vg.Inch
 //     rate, saturated points crossed (latencyVsRate);
 //   - <metric>-vs-<var>-<series>.svg: a declared metric by a --var
 //     axis's values, a line per commit (metricVsVars);
-//   - tps-time-<config>.svg: TPS over time from pgbench's progress
-//     reports, every cell of a configuration a line, drawn when a cell
-//     has at least two reports.
+//   - tps-time-<config>.svg: TPS over time from pgbench's per-second
+//     progress reports, every cell of a configuration a line where it
+//     ran in the run (tpsOverTime), drawn when a cell has at least two
+//     reports.
 //
-// Both y axes start at 0, so a difference looks as large as it is; the
-// legend sits beside the data, never on it.
+// The value axes come from the data (scaleY: from 0 to just above the
+// largest value, log when the values span more than 20×); the legend
+// sits beside the data, never on it.
 func (r *Report) WritePlots(dir, relTo string) error {
 	if err := plotsDir(dir); err != nil {
 		return err
@@ -321,7 +323,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 			return err
 		}
 	}
-	fromZero(p.Plot)
+	scaleY(p.Plot)
 	if err := w.save(p.Plot, path); err != nil {
 		return err
 	}
@@ -405,89 +407,6 @@ func (w *plotWriter) okRecordsByConfig() (map[string][]int, []string) {
 	return byConfig, configs
 }
 
-// tpsOverTime draws tps-time-<config>.svg from the progress reports of
-// the given records, a line per cell, or notes why not.
-func (w *plotWriter) tpsOverTime(id string, recs []int) error {
-	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
-	p := w.newLaidOut()
-	p.Title.Text = "TPS over time: " + w.r.shownConfig(id)
-	p.X.Label.Text = "seconds"
-	p.Y.Label.Text = "TPS (pgbench progress; a line per cell)"
-	legend := map[string]*plotter.Line{}
-	drawn, most := 0, 0
-	lines := &cellLines{l: p}
-	n, points := 0, 0
-	for _, i := range recs {
-		if k := len(w.r.records[i].Progress); k >= 2 {
-			n, points = n+1, points+k
-		}
-	}
-	bufs := new(lineBufs)
-	select {
-	case bufs = <-w.lineBufs:
-	default:
-	}
-	lines.xys, lines.ends, lines.style = slices.Grow(bufs.xys[:0], points), slices.Grow(bufs.ends[:0], n), slices.Grow(bufs.style[:0], n)
-	styles := map[string]int{} // by commit, in lines.styles
-	for _, i := range recs {
-		rec := &w.r.records[i]
-		most = max(most, len(rec.Progress))
-		if len(rec.Progress) < 2 {
-			continue
-		}
-		sty, ok := styles[rec.Commit]
-		if !ok {
-			s := plotter.DefaultLineStyle
-			s.Color = faded(w.colour[rec.Commit])
-			sty = len(lines.styles)
-			styles[rec.Commit] = sty
-			lines.styles = append(lines.styles, s)
-		}
-		if err := lines.add(progressTPS(rec.Progress), sty); err != nil {
-			return err
-		}
-		drawn++
-		if legend[rec.Commit] == nil {
-			// The legend reads only the line's style.
-			legend[rec.Commit] = &plotter.Line{LineStyle: lines.styles[sty]}
-		}
-	}
-	if drawn > 0 {
-		p.Add(lines)
-	}
-	for _, c := range w.r.Commits {
-		if l := legend[c]; l != nil {
-			p.Legend.Add(c, l)
-		}
-	}
-	if drawn == 0 {
-		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
-		return nil
-	}
-	fromZero(p.Plot)
-	// Once drawn, nothing holds the lines' points.
-	if err := w.saveThen(p.Plot, path, func() { w.putLineBufs(&lineBufs{lines.xys[:0], lines.ends[:0], lines.style[:0]}) }); err != nil {
-		return err
-	}
-	w.add(path)
-	return nil
-}
-
-// putLineBufs keeps b for the next plot, unless as many as there are
-// workers are kept.
-func (w *plotWriter) putLineBufs(b *lineBufs) {
-	select {
-	case w.lineBufs <- b:
-	default:
-	}
-}
-
-// progressTPS are progress reports as points (seconds, TPS).
-type progressTPS []results.Progress
-
-func (p progressTPS) Len() int                { return len(p) }
-func (p progressTPS) XY(i int) (x, y float64) { return p[i].T, p[i].TPS }
-
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
@@ -496,12 +415,6 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
-}
-
-// fromZero starts the y axis at 0 with a little room above the data.
-func fromZero(p *plot.Plot) {
-	p.Y.Min = 0
-	p.Y.Max = math.Max(p.Y.Max*1.05, 1)
 }
 
 // ringGlyph draws what draw.RingGlyph draws, in a path of its own
@@ -540,7 +453,14 @@ func save(p *plot.Plot, path string) error {
 	width := legendWidth(legend, dc)
 	p.Legend = plot.NewLegend()
 	p.Title.Text = fitTitle(p.Title.TextStyle, p.Title.Text, plotW-width-2*p.Title.Padding)
-	p.Draw(draw.Crop(dc, 0, -width, 0, 0))
+	// The axes' labels too, in what is left of the drawing's height
+	// beside the title and the x axis, and of its width beside the y
+	// axis (a label once ran out of the drawing: "a line per cel").
+	p.Y.Label.Text = fitTitle(p.Y.Label.TextStyle, p.Y.Label.Text, plotH-labelRoom)
+	p.X.Label.Text = fitTitle(p.X.Label.TextStyle, p.X.Label.Text, plotW-width-labelRoom)
+	// A margin all round: a browser's glyphs rise higher than gonum's
+	// metrics say, and the title and the y label stood on the edge.
+	p.Draw(draw.Crop(dc, plotMargin, -width, plotMargin, -plotMargin))
 	legend.Draw(draw.Crop(dc, plotW-width+vg.Points(8), 0, 0, -vg.Points(24)))
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -552,6 +472,13 @@ func save(p *plot.Plot, path string) error {
 	}
 	return f.Close()
 }
+
+// plotMargin is the white left round the plot.
+const plotMargin vg.Length = 4 // points
+
+// labelRoom is the room an axis's label leaves to the title, the other
+// axis and its tick labels.
+const labelRoom vg.Length = 96 // points
 
 // browserWidth is how much wider than gonum measures a browser draws
 // the plots' text (its sans-serif is wider than gonum's metrics): text

@@ -93,7 +93,7 @@ func (w *plotWriter) strip(row Row) error {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.4, float64(len(row.Stats))+0.6
-	fromZero(p.Plot)
+	scaleY(p.Plot)
 	if err := w.save(p.Plot, path); err != nil {
 		return err
 	}

@@ -124,30 +124,6 @@ var (
 	dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
 )
 
-// maxLinearSpan is the largest ratio of a plot's largest value to its
-// smallest that a linear axis shows: beyond it (20–50 ms beside a 5 s
-// saturated point) the small values sit on 0, and the axis is a log one.
-const maxLinearSpan = 20
-
-// logIfWide puts axis a on a log scale when vals (all positive) span
-// more than maxLinearSpan×, and says whether it did.
-func logIfWide(a *plot.Axis, vals []float64) bool {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range vals {
-		if !isFinite(v) {
-			continue
-		}
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	if !(lo > 0) || hi/lo <= maxLinearSpan {
-		return false
-	}
-	a.Scale = plot.LogScale{}
-	a.Tick.Marker = plot.LogTicks{Prec: -1}
-	a.Label.Text += " (log scale)"
-	return true
-}
-
 // varLine is a line of a metric-vs-variable plot: a commit at the
 // other coordinates of its points (rate, other variables).
 type varLine struct {

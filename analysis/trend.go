@@ -148,7 +148,9 @@ func trendPlot(t Trend, path string) error {
 			p.Add(vl)
 		}
 	}
-	return p.Save(6*vg.Inch, 3.5*vg.Inch, path)
+	// As the report's other plots: axis from the data, white under all.
+	scaleY(p)
+	return save(p, path)
 }
 
 func minOf(xs []float64) float64 {

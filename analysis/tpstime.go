@@ -1,0 +1,180 @@
+package analysis
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// tpsOverTime draws tps-time-<config>.svg from the per-second progress
+// reports of the given records, a line per cell, or notes why not.
+//
+// When the cells' starts are known, the x axis is the configuration's
+// measured seconds, each cell's line after the one before it in the
+// run (runOffsets): 24 cells of 3 s are 72 s of per-second samples, and
+// drift over the run or one slow cell is seen (a line per cell on the
+// cell's own 3 s was 3 points). Otherwise (records without a start) the
+// lines lie over each other on the cell's own seconds, each commit's
+// median per second a bold line over its cells'.
+func (w *plotWriter) tpsOverTime(id string, recs []int) error {
+	path := filepath.Join(w.dir, "tps-time-"+fileSafe.ReplaceAllString(id, "_")+".svg")
+	n, points, most := 0, 0, 0
+	for _, i := range recs {
+		k := len(w.r.records[i].Progress)
+		most = max(most, k)
+		if k >= 2 {
+			n, points = n+1, points+k
+		}
+	}
+	if n == 0 {
+		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
+		return nil
+	}
+	p := w.newLaidOut()
+	p.Title.Text = "TPS over time: " + w.r.shownConfig(id)
+	p.Y.Label.Text = "TPS per second (pgbench -P)"
+	offsets := w.runOffsets(recs)
+	if offsets != nil {
+		p.X.Label.Text = "seconds measured (a line per cell, in run order)"
+	} else {
+		p.X.Label.Text = "seconds into the cell (thin: a line per cell; bold: median per second)"
+	}
+	bufs := new(lineBufs)
+	select {
+	case bufs = <-w.lineBufs:
+	default:
+	}
+	lines := &cellLines{l: p}
+	lines.xys, lines.ends, lines.style = slices.Grow(bufs.xys[:0], points), slices.Grow(bufs.ends[:0], n), slices.Grow(bufs.style[:0], n)
+	styles := map[string]int{} // by commit, in lines.styles
+	for _, i := range recs {
+		rec := &w.r.records[i]
+		if len(rec.Progress) < 2 {
+			continue
+		}
+		sty, ok := styles[rec.Commit]
+		if !ok {
+			s := plotter.DefaultLineStyle
+			s.Color = faded(w.colour[rec.Commit])
+			if offsets != nil {
+				s.Color = w.colour[rec.Commit]
+			}
+			sty = len(lines.styles)
+			styles[rec.Commit] = sty
+			lines.styles = append(lines.styles, s)
+		}
+		if err := lines.add(progressTPS{rec.Progress, offsets[i]}, sty); err != nil {
+			return err
+		}
+	}
+	legend := map[string]draw.LineStyle{}
+	for c, sty := range styles {
+		legend[c] = lines.styles[sty]
+	}
+	if offsets == nil {
+		if err := w.medianLines(lines, recs, legend); err != nil {
+			return err
+		}
+	}
+	p.Add(lines)
+	for _, c := range w.r.Commits {
+		if sty, ok := legend[c]; ok {
+			// The legend reads only the line's style.
+			p.Legend.Add(c, &plotter.Line{LineStyle: sty})
+		}
+	}
+	scaleY(p.Plot)
+	// Once drawn, nothing holds the lines' points.
+	if err := w.saveThen(p.Plot, path, func() { w.putLineBufs(&lineBufs{lines.xys[:0], lines.ends[:0], lines.style[:0]}) }); err != nil {
+		return err
+	}
+	w.add(path)
+	return nil
+}
+
+// runOffsets are the drawn records' places on the plot's time, by index
+// in the records: the cells in the order they started, one after
+// another (the time between them, other configurations' cells and
+// restarts, left out), so that the plot is the configuration's
+// measured seconds as one run; nil when a record's start is unknown.
+func (w *plotWriter) runOffsets(recs []int) map[int]float64 {
+	var drawn []int
+	for _, i := range recs {
+		rec := &w.r.records[i]
+		if len(rec.Progress) < 2 {
+			continue
+		}
+		if rec.StartedAt.IsZero() {
+			return nil
+		}
+		drawn = append(drawn, i)
+	}
+	slices.SortStableFunc(drawn, func(a, b int) int { return w.r.records[a].StartedAt.Compare(w.r.records[b].StartedAt) })
+	offsets := make(map[int]float64, len(drawn))
+	at := 0.0
+	for _, i := range drawn {
+		offsets[i] = at
+		p := w.r.records[i].Progress
+		at += math.Max(p[len(p)-1].T, 0)
+	}
+	return offsets
+}
+
+// medianLines adds to lines, for each commit, its median TPS at each
+// second of its cells' reports (a report's T rounded: pgbench's are
+// 2.1 s as often as 2 s) as a bold line, which is the commit's legend.
+func (w *plotWriter) medianLines(lines *cellLines, recs []int, legend map[string]draw.LineStyle) error {
+	for _, c := range w.r.Commits {
+		at := map[float64][]float64{}
+		for _, i := range recs {
+			rec := &w.r.records[i]
+			if rec.Commit != c || len(rec.Progress) < 2 {
+				continue
+			}
+			for _, pr := range rec.Progress {
+				at[math.Round(pr.T)] = append(at[math.Round(pr.T)], pr.TPS)
+			}
+		}
+		if len(at) < 2 {
+			continue
+		}
+		var xys plotter.XYs
+		for _, t := range slices.Sorted(maps.Keys(at)) {
+			xys = append(xys, plotter.XY{X: t, Y: median(at[t])})
+		}
+		sty := draw.LineStyle{Color: w.colour[c], Width: vg.Points(2)}
+		lines.styles = append(lines.styles, sty)
+		if err := lines.add(xys, len(lines.styles)-1); err != nil {
+			return err
+		}
+		legend[c] = sty
+	}
+	return nil
+}
+
+// putLineBufs keeps b for the next plot, unless as many as there are
+// workers are kept.
+func (w *plotWriter) putLineBufs(b *lineBufs) {
+	select {
+	case w.lineBufs <- b:
+	default:
+	}
+}
+
+// progressTPS are progress reports as points (seconds, TPS), at dt
+// seconds into the plot's time.
+type progressTPS struct {
+	p  []results.Progress
+	dt float64
+}
+
+func (p progressTPS) Len() int                { return len(p.p) }
+func (p progressTPS) XY(i int) (x, y float64) { return p.dt + p.p[i].T, p.p[i].TPS }
