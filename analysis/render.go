@@ -220,10 +220,6 @@ func cells(ts ...string) []Cell {
 // (results.Plan.ShownID).
 func (r *Report) shownConfig(id string) string { return r.Plan.ShownID(id) }
 
-// shownWorkload is a workload's name as the report shows it
-// (results.Plan.ShownWorkload).
-func (r *Report) shownWorkload(wl string) string { return r.Plan.ShownWorkload(wl) }
-
 // workloadBlocks show a workload's metrics in one table (a row per
 // configuration and metric), then its cells' details.
 func (r *Report) workloadBlocks(wl string) []Block {
