@@ -76,6 +76,10 @@ type Stat struct {
 	Behind bool `json:"behind_primary,omitempty"`
 	// Note explains the verdict when it needs it.
 	Note string `json:"note,omitempty"`
+	// NoSignal says why the row has nothing to judge against the
+	// baseline (validity.go): every form shows "—" and this reason,
+	// never a verdict or a Δ.
+	NoSignal string `json:"no_signal,omitempty"`
 }
 
 // MarshalJSON writes every number that is not finite as null, and says

@@ -137,6 +137,10 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		st.Verdict, st.Note, st.DetectablePct = results.Unknown, emptyArm(in, c, g, len(vs) == 0), math.Inf(1)
 		return st, nil
 	}
+	if note := fewShareSamples(in.m, in.bg, g); note != "" {
+		st.Verdict, st.NoSignal, st.Note, st.DeltaPct, st.DetectablePct = results.Unknown, fewSharesWhy, note, math.NaN(), math.Inf(1)
+		return st, nil
+	}
 	// Complete: every repeat of both commits is usable, so the blocks
 	// pair.
 	pb, pc := a.pairs(in.bg, g, in.m)
