@@ -128,9 +128,16 @@ func (r *Report) AnswerLines() []string {
 			seen[key] = true
 			parts = append(parts, fmt.Sprintf("%s %s %s on %s", ch.Metric, pctShort(ch.DeltaPct), ch.Verdict, wl))
 		}
+		pooled := map[string]bool{}
 		for _, g := range r.Geomeans {
 			if g.Commit == c {
 				parts = append(parts, g.metric())
+				pooled[g.Metric] = true
+			}
+		}
+		for _, m := range r.primaryMetrics(c) {
+			if !pooled[m] && !seenMetric(seen, m) {
+				parts = append(parts, r.primaryAnswer(c, m))
 			}
 		}
 		if len(parts) == 0 {
@@ -187,4 +194,67 @@ func byConfiguration(t *Table) []Block {
 		out = append(out, &Paragraph{plain(id + ":")}, by[id])
 	}
 	return out
+}
+
+// primaryMetrics are commit c's primary metrics, in the rows' order.
+func (r *Report) primaryMetrics(c string) []string {
+	var out []string
+	for _, row := range r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == c && st.Primary && !slices.Contains(out, row.Metric) {
+				out = append(out, row.Metric)
+			}
+		}
+	}
+	return out
+}
+
+// seenMetric reports whether a change of metric m was named already
+// (seen's keys are "metric workload").
+func seenMetric(seen map[string]bool, m string) bool {
+	for k := range seen {
+		if strings.HasPrefix(k, m+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// primaryAnswer is commit c's answer for primary metric m where no
+// run-level test pooled it (one configuration, or a primary of its
+// own): "latency_p99_ms: same within ±10%", "instructions_per_tx:
+// unknown, could not detect < 0.4%", over its configurations.
+func (r *Report) primaryAnswer(c, m string) string {
+	var sts []Stat
+	for _, row := range r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == c && st.Primary && row.Metric == m {
+				sts = append(sts, st)
+			}
+		}
+	}
+	in := ""
+	if len(sts) > 1 {
+		in = fmt.Sprintf(" in %d configurations", len(sts))
+	}
+	bar, mde, incomplete, unknown := 0.0, 0.0, 0, 0
+	for _, st := range sts {
+		bar = max(bar, st.MinEffectPct)
+		switch st.Verdict {
+		case results.Incomplete:
+			incomplete++
+		case results.Unknown:
+			unknown++
+			mde = max(mde, st.DetectablePct)
+		}
+	}
+	switch {
+	case incomplete > 0:
+		return fmt.Sprintf("%s: incomplete%s (the run could not answer)", m, in)
+	case unknown == 0:
+		return fmt.Sprintf("%s: same within %s%s", m, barText(bar, r.Bar), in)
+	case isFinite(mde) && mde > 0 && mde < maxShownPct:
+		return fmt.Sprintf("%s: unknown%s, could not detect < %s", m, in, pctAbs(mde))
+	}
+	return fmt.Sprintf("%s: unknown%s, could detect no change of any size", m, in)
 }

@@ -70,6 +70,9 @@ type Stat struct {
 	Blocks  int             `json:"blocks,omitempty"`
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
+	// Primary: the metric is its configuration's primary (PrimaryFor,
+	// or --primary): the answer a run gives first.
+	Primary bool `json:"primary,omitempty"`
 	// Behind: a secondary gated metric left untested because its
 	// configuration's primary was not called better or worse (its verdict is unknown;
 	// it is counted apart, as Summary.Behind).

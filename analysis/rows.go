@@ -105,7 +105,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	aroundZero := in.tier.Tier == results.TierBand && a.aroundZero[in.m][in.id] && !isPrimary
 	if isPrimary {
 		// The primary always gates: its answer is the run's.
-		st.Gated = true
+		st.Gated, st.Primary = true, true
 	}
 	if aroundZero {
 		// The baseline varied around a median of 0 here (sporadic WAL
