@@ -4,7 +4,6 @@ package analysis
 // report says how much.
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -23,17 +22,15 @@ type AA struct {
 	MaxDeltaPct float64 `json:"max_delta_pct"`
 	// DetectablePct is the smallest change of Metric this run could have
 	// called in its least precise configuration.
-	DetectablePct float64 `json:"-"`
+	DetectablePct float64 `json:"detectable_pct"`
 	Note          string  `json:"note"`
 }
 
-// MarshalJSON writes an infinite detectable change as null.
+// MarshalJSON writes an infinite detectable change as null
+// (finiteJSON).
 func (a AA) MarshalJSON() ([]byte, error) {
 	type plain AA
-	return json.Marshal(struct {
-		plain
-		DetectablePct *float64 `json:"detectable_pct"`
-	}{plain(a), Finite(a.DetectablePct)})
+	return finiteJSON(plain(a))
 }
 
 func (r *Report) aa() {

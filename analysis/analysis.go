@@ -114,6 +114,7 @@ func (a *analyzer) run() {
 	a.noise()
 	a.finish()
 	a.r.boundDeltas()
+	a.r.markNoSignal()
 }
 
 // analyzer carries Analyze's state from one step to the next.

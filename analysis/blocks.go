@@ -83,9 +83,9 @@ type Table struct {
 // is not finite is null in the JSON (num's "n/a", "–" on screen).
 type Cell struct {
 	Text    Inline          `json:"text"`
-	Value   float64         `json:"value"`
-	Lo      float64         `json:"lo"`
-	Hi      float64         `json:"hi"`
+	Value   float64         `json:"value,omitempty"`
+	Lo      float64         `json:"lo,omitempty"`
+	Hi      float64         `json:"hi,omitempty"`
 	Verdict results.Verdict `json:"verdict,omitempty"`
 	// Unit says what Value counts ("%" for a change).
 	Unit string `json:"unit,omitempty"`
@@ -96,12 +96,7 @@ type Cell struct {
 // MarshalJSON writes a cell's numbers, null where there are none.
 func (c Cell) MarshalJSON() ([]byte, error) {
 	type plainCell Cell
-	return json.Marshal(struct {
-		plainCell
-		Value *float64 `json:"value,omitempty"`
-		Lo    *float64 `json:"lo,omitempty"`
-		Hi    *float64 `json:"hi,omitempty"`
-	}{plainCell(c), Finite(c.Value), Finite(c.Lo), Finite(c.Hi)})
+	return finiteJSON(plainCell(c))
 }
 
 // txt is a cell of text alone (no value).

@@ -35,11 +35,18 @@ type jsonChange struct {
 	Config        string          `json:"config"`
 	Configuration Configuration   `json:"configuration"`
 	Metric        string          `json:"metric"`
-	DeltaPct      *float64        `json:"delta_pct"`
-	P             *float64        `json:"p"`
+	DeltaPct      float64         `json:"delta_pct"`
+	P             float64         `json:"p"`
 	Verdict       results.Verdict `json:"verdict"`
 	Gated         bool            `json:"gated"`
 	Note          string          `json:"note,omitempty"`
+}
+
+// MarshalJSON writes an infinite change or an undefined p as null
+// (finiteJSON).
+func (c jsonChange) MarshalJSON() ([]byte, error) {
+	type plain jsonChange
+	return finiteJSON(plain(c))
 }
 
 type jsonIncomplete struct {
@@ -98,7 +105,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out.Rows = append(out.Rows, jsonRow{row.Config, configs[row.Config], row.Metric, nonNil(row.Stats)})
 	}
 	change := func(c Change) jsonChange {
-		return jsonChange{c.Commit, c.Config, configs[c.Config], c.Metric, Finite(c.DeltaPct), Finite(c.P), c.Verdict, c.Gated, c.Note}
+		return jsonChange{c.Commit, c.Config, configs[c.Config], c.Metric, c.DeltaPct, c.P, c.Verdict, c.Gated, c.Note}
 	}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, change(c))

@@ -16,39 +16,6 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// noSignal says why a row has nothing to judge ("" when it has): both
-// commits' values all zero, or one constant shared by both.
-func noSignal(base, cand Stat) string {
-	if base.N == 0 || cand.N == 0 {
-		return ""
-	}
-	b0, c0 := constant(base.Values), constant(cand.Values)
-	switch {
-	case b0 && c0 && base.Values[0] == 0 && cand.Values[0] == 0:
-		return "0 against 0 in every cell: nothing to compare"
-	case b0 && c0 && base.Values[0] == cand.Values[0]:
-		return "the same constant in every cell of both commits"
-	case base.Median == 0 && cand.Median == 0 && !isFinite(cand.DeltaPct):
-		return "both medians 0 (a few cells above 0): a change from 0 has no size"
-	}
-	return ""
-}
-
-func constant(xs []float64) bool {
-	for _, x := range xs {
-		if x != xs[0] {
-			return false
-		}
-	}
-	return len(xs) > 0
-}
-
-// excludesZero: a report-only change whose 95 % interval lies on one
-// side of 0 (it moved, though nothing gates it).
-func excludesZero(st Stat) bool {
-	return !st.Gated && isFinite(st.DeltaLo) && isFinite(st.DeltaHi) && (st.DeltaLo > 0 || st.DeltaHi < 0)
-}
-
 // overviewRow is a commit's change in one configuration and metric.
 type overviewRow struct {
 	config, metric string
@@ -113,17 +80,12 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 	for _, c := range r.others() {
 		rows := r.overviewRows(c)
 		t := &Table{Head: []string{"configuration", "metric", r.Baseline, c, "Δ [95% CI]", "verdict"}}
-		var notes []string
+		var notes noSignalMarks
 		for _, o := range rows {
 			d, v := deltaCell(o.cand, deltaCI(o.cand, 1)), verdictCell(o.cand, shortVerdict(o.cand))
 			if o.why != "" {
-				d, v = txt("—"), txt("—")
+				d, v = txt("—"+notes.mark(o.why)), txt("—")
 				d.Why = o.why
-				if i := slices.Index(notes, o.why); i < 0 {
-					notes = append(notes, o.why)
-				}
-				mark := strings.Repeat("‡", slices.Index(notes, o.why)+1)
-				d.Text = plain("—" + mark)
 			}
 			b, n := medianCell(o.base), medianCell(o.cand)
 			b.Text, n.Text = plain(textMedian(o.base)), plain(textMedian(o.cand))
@@ -138,9 +100,7 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 		} else {
 			s.add(t)
 		}
-		for i, n := range notes {
-			s.add(&Footnote{strings.Repeat("‡", i+1) + " no signal: " + n + "."})
-		}
+		s.add(notes.footnotes()...)
 		s.add(&Footnote{"* reported only, not gated; unknown < X: changes smaller than X could not have been detected; same ±X: within ±X."})
 		if slices.ContainsFunc(rows, func(o overviewRow) bool { return o.cand.MediansDisagree }) {
 			s.add(&Footnote{DisagreeNote})
@@ -168,9 +128,16 @@ func (r *Report) AnswerLines() []string {
 			seen[key] = true
 			parts = append(parts, fmt.Sprintf("%s %s %s on %s", ch.Metric, pctShort(ch.DeltaPct), ch.Verdict, wl))
 		}
+		pooled := map[string]bool{}
 		for _, g := range r.Geomeans {
 			if g.Commit == c {
 				parts = append(parts, g.metric())
+				pooled[g.Metric] = true
+			}
+		}
+		for _, m := range r.primaryMetrics(c) {
+			if !pooled[m] && !seenMetric(seen, m) {
+				parts = append(parts, r.primaryAnswer(c, m))
 			}
 		}
 		if len(parts) == 0 {
@@ -227,4 +194,67 @@ func byConfiguration(t *Table) []Block {
 		out = append(out, &Paragraph{plain(id + ":")}, by[id])
 	}
 	return out
+}
+
+// primaryMetrics are commit c's primary metrics, in the rows' order.
+func (r *Report) primaryMetrics(c string) []string {
+	var out []string
+	for _, row := range r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == c && st.Primary && !slices.Contains(out, row.Metric) {
+				out = append(out, row.Metric)
+			}
+		}
+	}
+	return out
+}
+
+// seenMetric reports whether a change of metric m was named already
+// (seen's keys are "metric workload").
+func seenMetric(seen map[string]bool, m string) bool {
+	for k := range seen {
+		if strings.HasPrefix(k, m+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// primaryAnswer is commit c's answer for primary metric m where no
+// run-level test pooled it (one configuration, or a primary of its
+// own): "latency_p99_ms: same within ±10%", "instructions_per_tx:
+// unknown, could not detect < 0.4%", over its configurations.
+func (r *Report) primaryAnswer(c, m string) string {
+	var sts []Stat
+	for _, row := range r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == c && st.Primary && row.Metric == m {
+				sts = append(sts, st)
+			}
+		}
+	}
+	in := ""
+	if len(sts) > 1 {
+		in = fmt.Sprintf(" in %d configurations", len(sts))
+	}
+	bar, mde, incomplete, unknown := 0.0, 0.0, 0, 0
+	for _, st := range sts {
+		bar = max(bar, st.MinEffectPct)
+		switch st.Verdict {
+		case results.Incomplete:
+			incomplete++
+		case results.Unknown:
+			unknown++
+			mde = max(mde, st.DetectablePct)
+		}
+	}
+	switch {
+	case incomplete > 0:
+		return fmt.Sprintf("%s: incomplete%s (the run could not answer)", m, in)
+	case unknown == 0:
+		return fmt.Sprintf("%s: same within %s%s", m, barText(bar, r.Bar), in)
+	case isFinite(mde) && mde > 0 && mde < maxShownPct:
+		return fmt.Sprintf("%s: unknown%s, could not detect < %s", m, in, pctAbs(mde))
+	}
+	return fmt.Sprintf("%s: unknown%s, could detect no change of any size", m, in)
 }

@@ -238,7 +238,7 @@ func (r *Report) workloadBlocks(wl string) []Block {
 	for _, m := range r.tableMetrics() {
 		all = append(all, r.rowsFor(id, m)...)
 	}
-	var notes []string
+	var notes noSignalMarks
 	for _, row := range all {
 		def, _ := r.Plan.Metrics.Get(row.Metric)
 		line := []Cell{txt(strings.TrimPrefix(row.Config, id+"/")), txt(row.Metric + " (" + def.Unit + ")")}
@@ -251,11 +251,9 @@ func (r *Report) workloadBlocks(wl string) []Block {
 			}
 			if base != nil {
 				if why := noSignal(*base, st); why != "" {
-					if !slices.Contains(notes, why) {
-						notes = append(notes, why)
-					}
-					mark := strings.Repeat("‡", slices.Index(notes, why)+1)
-					line = append(line, txt("—"+mark), txt("—"), txt("—"))
+					d := txt("—" + notes.mark(why))
+					d.Why = why
+					line = append(line, d, txt("—"), txt("—"))
 					continue
 				}
 			}
@@ -266,9 +264,7 @@ func (r *Report) workloadBlocks(wl string) []Block {
 	if len(t.Rows) > 0 {
 		s.add(t)
 	}
-	for i, n := range notes {
-		s.add(&Footnote{strings.Repeat("‡", i+1) + " no signal: " + n + "."})
-	}
+	s.add(notes.footnotes()...)
 	if anyDisagree(all) {
 		s.add(&Footnote{DisagreeNote})
 	}
@@ -388,14 +384,21 @@ func (r *Report) cellDetailBlocks(wl string) []Block {
 		return nil
 	}
 	t := &Table{Head: []string{"commit", "entries", "hot", "cold", "deallocs", "db time", "top waits", "rows ins/upd/del per tx", "WAL records per tx"}}
+	var notes noSignalMarks
 	for _, c := range r.Commits {
 		a := by[c]
 		if a == nil {
 			continue
 		}
-		dbt := "-"
+		dbt, waits := "-", text.OrDash(topWaits(a.waits, a.active))
 		if a.total > 0 {
 			dbt = fmt.Sprintf("%.1f%%", 100*float64(a.active)/float64(a.total))
+		}
+		if a.total > 0 && !shareShown(a.total) {
+			dbt = "—" + notes.mark(fmt.Sprintf("a share of fewer than %d samples is not known to ±10 points", minShareSamples))
+		}
+		if a.active > 0 && !shareShown(a.active) {
+			waits = fmt.Sprintf("—%s (%d active samples)", notes.mark(fmt.Sprintf("a share of fewer than %d samples is not known to ±10 points", minShareSamples)), a.active)
 		}
 		per := func(x float64) string {
 			if a.tx == 0 {
@@ -403,9 +406,9 @@ func (r *Report) cellDetailBlocks(wl string) []Block {
 			}
 			return num(x / a.tx)
 		}
-		t.Rows = append(t.Rows, cells(c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, text.OrDash(topWaits(a.waits, a.active)), per(a.ins)+"/"+per(a.upd)+"/"+per(a.del), per(a.walRec)))
+		t.Rows = append(t.Rows, cells(c, med(a.entries), med(a.hot), med(a.cold), med(a.dealloc), dbt, waits, per(a.ins)+"/"+per(a.upd)+"/"+per(a.del), per(a.walRec)))
 	}
-	return []Block{&Heading{3, fmt.Sprintf("pg_stat_statements, wait events and probes (all cells of %s)", wl)}, t}
+	return append([]Block{&Heading{3, fmt.Sprintf("pg_stat_statements, wait events and probes (all cells of %s)", wl)}, t}, notes.footnotes()...)
 }
 
 // cellAgg sums a commit's ok cells of a workload.

@@ -6,7 +6,6 @@ package analysis
 // not finite as null).
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -20,49 +19,49 @@ type Stat struct {
 	// Values are the cells' values (not in the JSON: cells.jsonl has
 	// them, and at 100 000 cells they would dominate the report).
 	Values []float64 `json:"-"`
-	Median float64   `json:"-"`
+	Median float64   `json:"median"`
 	// Lo and Hi bound the 95 % confidence interval of the median; they
 	// are ±Inf (null in JSON) when there are too few values for one.
-	Lo float64 `json:"-"`
-	Hi float64 `json:"-"`
+	Lo float64 `json:"ci_lo"`
+	Hi float64 `json:"ci_hi"`
 	// DeltaPct is the change against the baseline in percent: the
 	// geometric mean of the pairs' ratios when the blocks are complete
 	// (the t test's estimate), the ratio of medians otherwise; DeltaLo
 	// and DeltaHi bound it at 95 %.
-	DeltaPct float64 `json:"-"`
-	DeltaLo  float64 `json:"-"`
-	DeltaHi  float64 `json:"-"`
+	DeltaPct float64 `json:"delta_pct,omitempty"`
+	DeltaLo  float64 `json:"delta_lo_pct,omitempty"`
+	DeltaHi  float64 `json:"delta_hi_pct,omitempty"`
 	// DecideLo and DecideHi bound the change at 1−2α: same is decided on
 	// it (the two one-sided tests of equivalence at α each).
-	DecideLo float64 `json:"-"`
-	DecideHi float64 `json:"-"`
+	DecideLo float64 `json:"decide_lo_pct,omitempty"`
+	DecideHi float64 `json:"decide_hi_pct,omitempty"`
 	// Geomean is the geometric mean of the values DeltaPct rests on (the
 	// pairs, when paired) and BaseGeomean the baseline's over the same
 	// blocks: for a paired log test Geomean/BaseGeomean − 1 is DeltaPct
 	// exactly (issue 43: medians +2.05 % beside Δ +3.98 %). On the
 	// baseline's Stat, Geomean is over its values and BaseGeomean NaN.
 	// NaN (null) where a value is ≤ 0 or there are none.
-	Geomean     float64 `json:"-"`
-	BaseGeomean float64 `json:"-"`
+	Geomean     float64 `json:"geomean,omitempty"`
+	BaseGeomean float64 `json:"base_geomean,omitempty"`
 	// MediansDisagree: DeltaPct points the other way than the medians
 	// (Median against the baseline's): the report marks the Δ and says
 	// why (boundDeltas).
 	MediansDisagree bool `json:"medians_disagree,omitempty"`
 	// DeltaAbs is the mean difference in the metric's unit where the
 	// baseline is 0 and a change in percent has no size.
-	DeltaAbs float64 `json:"delta_abs,omitempty"`
+	DeltaAbs float64 `json:"delta_abs,omitzero"`
 	// P is the test's raw p-value (NaN for exact and baseline rows).
-	P float64 `json:"-"`
+	P float64 `json:"p,omitempty"`
 	// Method is how the verdict was reached: "paired", "unpaired",
 	// "exact", "as tps".
 	Method string `json:"method,omitempty"`
 	// MinEffectPct is the bar a change must pass and an equivalence
 	// must fit: the threshold, or under --bar auto max(threshold, noise).
-	MinEffectPct float64 `json:"-"`
+	MinEffectPct float64 `json:"min_effect_pct,omitempty"`
 	// DetectablePct is the smallest regression this number of pairs and
 	// this noise had 80 % power to call at the test's level (set for
 	// every paired test; the report shows it for unknown verdicts).
-	DetectablePct float64 `json:"-"`
+	DetectablePct float64 `json:"detectable_pct,omitempty"`
 	// Look is the look (1-based) the verdict was reached at, and Blocks,
 	// under a sequential design (--until-decided), how many interleaved
 	// blocks (pairs) it rests on: what the run needed to decide.
@@ -70,84 +69,74 @@ type Stat struct {
 	Blocks  int             `json:"blocks,omitempty"`
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
+	// Primary: the metric is its configuration's primary (PrimaryFor,
+	// or --primary): the answer a run gives first.
+	Primary bool `json:"primary,omitempty"`
 	// Behind: a secondary gated metric left untested because its
 	// configuration's primary was not called better or worse (its verdict is unknown;
 	// it is counted apart, as Summary.Behind).
 	Behind bool `json:"behind_primary,omitempty"`
 	// Note explains the verdict when it needs it.
 	Note string `json:"note,omitempty"`
+	// NoSignal says why the row has nothing to judge against the
+	// baseline (validity.go): every form shows "—" and this reason,
+	// never a verdict or a Δ.
+	NoSignal string `json:"no_signal,omitempty"`
 }
 
-// MarshalJSON writes every number that is not finite as null, and says
-// why in "undefined".
+// MarshalJSON writes every number that is not finite as null
+// (finiteJSON), and says why in "undefined". The baseline's Stat has no
+// change, interval of the change or p; a row without a signal no change
+// either (validity.go).
 func (s Stat) MarshalJSON() ([]byte, error) {
 	type plain Stat
 	und := map[string]string{}
-	f := func(name string, x float64, why string) *float64 {
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			if why != "" {
-				und[name] = why
-			}
-			return nil
+	why := func(name string, x float64, why string) {
+		if !isFinite(x) && why != "" {
+			und[name] = why
 		}
-		return &x
 	}
 	base := s.Verdict == results.VerdictBaseline
-	ciWhy := ""
 	if s.N > 0 {
-		ciWhy = fmt.Sprintf("%d values are too few for a 95%% interval", s.N)
+		ciWhy := fmt.Sprintf("%d values are too few for a 95%% interval", s.N)
+		why("ci_lo", s.Lo, ciWhy)
+		why("ci_hi", s.Hi, ciWhy)
+	} else {
+		why("median", s.Median, "no values")
 	}
-	deltaWhy, dciWhy, pWhy, mdeWhy := "", "", "", ""
-	if !base && s.N > 0 {
-		deltaWhy = "the baseline's median is 0: the change has no size"
-		dciWhy = "too few pairs for an interval at this level, or no pairs"
-		if s.Method == "exact" {
-			dciWhy, pWhy = "", ""
-		} else {
-			pWhy = "not tested"
+	nan := math.NaN()
+	switch {
+	case base || s.N == 0:
+		s.DeltaPct, s.DeltaLo, s.DeltaHi, s.DecideLo, s.DecideHi, s.P = nan, nan, nan, nan, nan, nan
+	case s.NoSignal != "":
+		why("delta_pct", s.DeltaPct, "no signal: "+s.NoSignal)
+	default:
+		why("delta_pct", s.DeltaPct, "the baseline's median is 0: the change has no size")
+		if s.Method != "exact" {
+			dciWhy := "too few pairs for an interval at this level, or no pairs"
+			why("delta_lo_pct", s.DeltaLo, dciWhy)
+			why("delta_hi_pct", s.DeltaHi, dciWhy)
+			why("p", s.P, "not tested")
 		}
-		if s.Verdict == results.Unknown {
-			mdeWhy = fmt.Sprintf("%d pairs, or a secondary never given α: no change of any size could have been called", s.N)
-		}
 	}
-	var mde *float64
-	if s.Verdict == results.Unknown {
-		mde = f("detectable_pct", s.DetectablePct, mdeWhy)
+	if s.Verdict != results.Unknown {
+		s.DetectablePct = nan
+	} else if !base && s.N > 0 && s.NoSignal == "" {
+		why("detectable_pct", s.DetectablePct, fmt.Sprintf("%d pairs, or a secondary never given α: no change of any size could have been called", s.N))
 	}
-	var minEffect *float64
-	if !base && s.Verdict != results.Incomplete {
-		minEffect = f("min_effect_pct", s.MinEffectPct, "the baseline varied around a median of 0")
+	if base || s.Verdict == results.Incomplete {
+		s.MinEffectPct = nan
+	} else {
+		why("min_effect_pct", s.MinEffectPct, "the baseline varied around a median of 0")
 	}
 	out := struct {
 		plain
-		Median        *float64          `json:"median"`
-		Lo            *float64          `json:"ci_lo"`
-		Hi            *float64          `json:"ci_hi"`
-		DeltaPct      *float64          `json:"delta_pct,omitempty"`
-		DeltaLo       *float64          `json:"delta_lo_pct,omitempty"`
-		DeltaHi       *float64          `json:"delta_hi_pct,omitempty"`
-		DecideLo      *float64          `json:"decide_lo_pct,omitempty"`
-		DecideHi      *float64          `json:"decide_hi_pct,omitempty"`
-		P             *float64          `json:"p,omitempty"`
-		MinEffectPct  *float64          `json:"min_effect_pct,omitempty"`
-		DetectablePct *float64          `json:"detectable_pct,omitempty"`
-		Geomean       *float64          `json:"geomean,omitempty"`
-		BaseGeomean   *float64          `json:"base_geomean,omitempty"`
-		Undefined     map[string]string `json:"undefined,omitempty"`
-	}{plain: plain(s), Median: f("median", s.Median, "no values"), Lo: f("ci_lo", s.Lo, ciWhy), Hi: f("ci_hi", s.Hi, ciWhy),
-		MinEffectPct: minEffect, DetectablePct: mde, Geomean: Finite(s.Geomean), BaseGeomean: Finite(s.BaseGeomean)}
-	if !base && s.N > 0 {
-		out.DeltaPct = f("delta_pct", s.DeltaPct, deltaWhy)
-		out.DeltaLo = f("delta_lo_pct", s.DeltaLo, dciWhy)
-		out.DeltaHi = f("delta_hi_pct", s.DeltaHi, dciWhy)
-		out.DecideLo = f("decide_lo_pct", s.DecideLo, "")
-		out.DecideHi = f("decide_hi_pct", s.DecideHi, "")
-		out.P = f("p", s.P, pWhy)
-	}
+		Undefined map[string]string `json:"undefined,omitempty"`
+	}{plain: plain(s)}
 	if len(und) > 0 {
 		out.Undefined = und
 	}
-	return json.Marshal(out)
+	return finiteJSON(out)
 }
 
 // Finite is x, or nil (JSON null, SQL NULL) when x is ±Inf or NaN.
@@ -178,6 +167,13 @@ type Tier struct {
 	Why          string  `json:"why"`
 }
 
+// MarshalJSON writes a spread that is not finite (a baseline around a
+// median of 0) as null (finiteJSON).
+func (t Tier) MarshalJSON() ([]byte, error) {
+	type plain Tier
+	return finiteJSON(plain(t))
+}
+
 // Change is a called change (better, worse, higher, lower), for the
 // summary and the gate.
 type Change struct {
@@ -195,11 +191,7 @@ type Change struct {
 // undefined p (an exact comparison) as null.
 func (c Change) MarshalJSON() ([]byte, error) {
 	type plain Change
-	return json.Marshal(struct {
-		plain
-		DeltaPct *float64 `json:"delta_pct"`
-		P        *float64 `json:"p"`
-	}{plain(c), Finite(c.DeltaPct), Finite(c.P)})
+	return finiteJSON(plain(c))
 }
 
 // Incomplete is a commit × configuration (× metric, when only a metric
@@ -246,34 +238,16 @@ type Geomean struct {
 	// NeedRepeats the repeats its 1−2α interval would need to fit
 	// ±MinEffectPct at the spread it measured (set when the verdict is
 	// unknown); HalfWidthPct is that interval's half-width now.
-	DetectablePct float64 `json:"-"`
+	DetectablePct float64 `json:"detectable_pct,omitempty"`
 	NeedRepeats   int     `json:"need_repeats,omitempty"`
-	HalfWidthPct  float64 `json:"-"`
+	HalfWidthPct  float64 `json:"half_width_pct,omitzero"`
 	Look          int     `json:"look,omitempty"`
 }
 
-// nonZero is p, or nil for 0 (omitempty's rule for a pointer).
-func nonZero(p *float64) *float64 {
-	if p != nil && *p == 0 {
-		return nil
-	}
-	return p
-}
-
-// MarshalJSON writes non-finite numbers as null.
+// MarshalJSON writes non-finite numbers as null (finiteJSON).
 func (g Geomean) MarshalJSON() ([]byte, error) {
 	type plain Geomean
-	return json.Marshal(struct {
-		plain
-		Ratio         *float64 `json:"ratio"`
-		Lo            *float64 `json:"lo"`
-		Hi            *float64 `json:"hi"`
-		DecideLo      *float64 `json:"decide_lo"`
-		DecideHi      *float64 `json:"decide_hi"`
-		P             *float64 `json:"p"`
-		DetectablePct *float64 `json:"detectable_pct,omitempty"`
-		HalfWidthPct  *float64 `json:"half_width_pct,omitempty"`
-	}{plain(g), Finite(g.Ratio), Finite(g.Lo), Finite(g.Hi), Finite(g.DecideLo), Finite(g.DecideHi), Finite(g.P), Finite(g.DetectablePct), nonZero(Finite(g.HalfWidthPct))})
+	return finiteJSON(plain(g))
 }
 
 // Summary is one commit's answer.
@@ -301,10 +275,11 @@ type Summary struct {
 	Mirrored int `json:"mirrored"`
 	// NoChangePct is set when every gated verdict is same: no gated
 	// metric changed by this much or more.
-	NoChangePct float64 `json:"no_change_pct,omitempty"`
+	NoChangePct float64 `json:"no_change_pct,omitzero"`
 	// DetectablePct is the largest smallest-detectable change over the
-	// gated unknown verdicts: changes below it could have been missed.
-	DetectablePct float64 `json:"-"`
+	// gated unknown verdicts: changes below it could have been missed
+	// (in JSON only when there are some).
+	DetectablePct float64 `json:"detectable_pct,omitempty"`
 	// Unreachable counts gated tests whose repeats can never reach their
 	// level (one pair; a counter's range test on too few repeats).
 	Unreachable int `json:"unreachable"`
@@ -313,17 +288,14 @@ type Summary struct {
 	Blocks int `json:"blocks,omitempty"`
 }
 
-// MarshalJSON writes an infinite detectable change as null.
+// MarshalJSON writes an infinite detectable change as null
+// (finiteJSON).
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
-	var d *float64
-	if s.GatedUnknown > 0 {
-		d = Finite(s.DetectablePct)
+	if s.GatedUnknown == 0 {
+		s.DetectablePct = math.NaN()
 	}
-	return json.Marshal(struct {
-		plain
-		DetectablePct *float64 `json:"detectable_pct,omitempty"`
-	}{plain(s), d})
+	return finiteJSON(plain(s))
 }
 
 // CellNote is a failed or saturated cell.

@@ -105,7 +105,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 	aroundZero := in.tier.Tier == results.TierBand && a.aroundZero[in.m][in.id] && !isPrimary
 	if isPrimary {
 		// The primary always gates: its answer is the run's.
-		st.Gated = true
+		st.Gated, st.Primary = true, true
 	}
 	if aroundZero {
 		// The baseline varied around a median of 0 here (sporadic WAL
@@ -135,6 +135,10 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		// could have been detected (a detectable size of 0 read
 		// "unknown <0%").
 		st.Verdict, st.Note, st.DetectablePct = results.Unknown, emptyArm(in, c, g, len(vs) == 0), math.Inf(1)
+		return st, nil
+	}
+	if note := fewShareSamples(in.m, in.bg, g); note != "" {
+		st.Verdict, st.NoSignal, st.Note, st.DeltaPct, st.DetectablePct = results.Unknown, fewSharesWhy, note, math.NaN(), math.Inf(1)
 		return st, nil
 	}
 	// Complete: every repeat of both commits is usable, so the blocks

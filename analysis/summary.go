@@ -6,7 +6,8 @@ package analysis
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 // summaryBlocks are where the run could not answer, each commit's
@@ -76,7 +77,14 @@ func (r *Report) commitItem(sm Summary, brief bool) Item {
 			it.Text = append(it.Text, strong(fmt.Sprintf("no change ≥ %.3g%%", sm.NoChangePct)), Span{Text: " in any gated metric; "})
 		}
 	}
-	line := fmt.Sprintf("%d better, %d worse, %d same, %d unknown, %d incomplete", sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete)
+	same := fmt.Sprintf("%d same", sm.Same)
+	switch n := r.sameWithoutSignal(sm.Commit); {
+	case n > 0 && n == sm.Same:
+		same += " (all with no signal: 0 against 0 or one constant)"
+	case n > 0:
+		same += fmt.Sprintf(" (%d of them with no signal: 0 against 0 or one constant)", n)
+	}
+	line := fmt.Sprintf("%d better, %d worse, %s, %d unknown, %d incomplete", sm.Better, sm.Worse, same, sm.Unknown, sm.Incomplete)
 	if sm.Behind > 0 {
 		line += fmt.Sprintf(" (and %d secondary tests not run: their configuration's primary was not called better or worse)", sm.Behind)
 	}
@@ -138,15 +146,10 @@ func (r *Report) blocksLine(sm Summary) string {
 // lists, with where the run could not answer, added to s).
 func (r *Report) summaryNotes(brief bool, s *sect) []Item {
 	var items []Item
-	var ungated []string
+	ungated := 0
 	for _, t := range r.Tiers {
-		if t.Gated {
-			continue
-		}
-		if brief {
-			ungated = append(ungated, t.Metric)
-		} else {
-			ungated = append(ungated, fmt.Sprintf("%s (%s)", t.Metric, t.Why))
+		if !t.Gated {
+			ungated++
 		}
 	}
 	var regs []Item
@@ -167,13 +170,13 @@ func (r *Report) summaryNotes(brief bool, s *sect) []Item {
 		if r.AA != nil {
 			s.text("A/A: " + r.AA.Note)
 		}
-		if len(ungated) > 0 {
-			s.add(&List{[]Item{{Text: plain("Not gated (reported only): " + strings.Join(ungated, ", "))}}})
+		if ungated > 0 {
+			s.add(&List{[]Item{{Text: plain(fmt.Sprintf("Not gated: %s, reported only (report.md's Metric tiers says which and why)", metricsN(ungated)))}}})
 		}
 		return nil
 	}
-	if len(ungated) > 0 {
-		items = append(items, Item{Text: plain("not gated: " + strings.Join(ungated, "; "))})
+	if ungated > 0 {
+		items = append(items, Item{Text: Inline{{Text: fmt.Sprintf("not gated: %s, reported only (", metricsN(ungated))}, {Text: "Metric tiers", Link: "#metric-tiers"}, {Text: " says which and why)"}}})
 	}
 	if r.AA != nil {
 		items = append(items, Item{Text: plain("A/A: " + r.AA.Note)})
@@ -184,22 +187,56 @@ func (r *Report) summaryNotes(brief bool, s *sect) []Item {
 	return items
 }
 
-// changeBlocks are the biggest called changes: a table, or (brief) a
-// list, gated first, most significant first.
+// metricsN is "1 metric", "9 metrics".
+func metricsN(n int) string {
+	if n == 1 {
+		return "1 metric"
+	}
+	return fmt.Sprintf("%d metrics", n)
+}
+
+// sameWithoutSignal counts commit c's gated rows called same that have
+// no signal (0 against 0, one constant): the summary says how many of
+// its same they are.
+func (r *Report) sameWithoutSignal(c string) int {
+	n := 0
+	for _, row := range r.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == c && st.NoSignal != "" && st.Verdict == results.Same && st.Role() == results.RoleGated {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// changeBlocks are the called changes the overview does not show (it
+// shows every called change of a row with values, so this is rarely
+// anything): a table, or (brief) a list, gated first, most significant
+// first.
 func (r *Report) changeBlocks(brief bool) []Block {
 	var s sect
-	if len(r.Changes) == 0 {
-		if !brief {
-			s.text("No change was called.")
+	shown := map[[3]string]bool{}
+	for _, c := range r.others() {
+		for _, o := range r.overviewRows(c) {
+			shown[[3]string{c, o.config, o.metric}] = true
 		}
-		return s
+	}
+	var rest []Change
+	for _, c := range r.Changes {
+		if !shown[[3]string{c.Commit, c.Config, c.Metric}] {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
 	}
 	if brief {
-		s.heading(2, "Biggest changes")
+		s.heading(2, "Other changes")
 		var items []Item
-		for i, c := range r.Changes {
+		for i, c := range rest {
 			if i == 15 {
-				items = append(items, Item{Text: plain(fmt.Sprintf("... %d more", len(r.Changes)-15))})
+				items = append(items, Item{Text: plain(fmt.Sprintf("... %d more", len(rest)-15))})
 				break
 			}
 			gated := ""
@@ -211,11 +248,11 @@ func (r *Report) changeBlocks(brief bool) []Block {
 		s.add(&List{items})
 		return s
 	}
-	s.text("Biggest changes:")
+	s.text("Other changes (not in the overview):")
 	t := &Table{Head: []string{"commit", "configuration", "metric", "Δ", "p", "verdict", "gated"}}
-	for i, c := range r.Changes {
+	for i, c := range rest {
 		if i == 15 {
-			t.Rows = append(t.Rows, cells("…", fmt.Sprintf("%d more", len(r.Changes)-15), "", "", "", "", ""))
+			t.Rows = append(t.Rows, cells("…", fmt.Sprintf("%d more", len(rest)-15), "", "", "", "", ""))
 			break
 		}
 		d := txt(pct(c.DeltaPct))

@@ -33,6 +33,7 @@ func (r *Report) configBlocks() []Block {
 		for _, c := range r.others() {
 			for _, id := range configs {
 				t := &Table{Head: []string{"", r.Baseline, c, "Δ", "verdict"}}
+				var notes noSignalMarks
 				for _, row := range byConfig[id] {
 					base, cand := r.pair(row, c)
 					if base == nil || cand == nil {
@@ -40,7 +41,7 @@ func (r *Report) configBlocks() []Block {
 					}
 					d, v := deltaCell(*cand, textDelta(*cand)), verdictCell(*cand, shortVerdict(*cand))
 					if why := noSignal(*base, *cand); why != "" {
-						d, v = txt("—"), txt("— no signal")
+						d, v = txt("—"+notes.mark(why)), txt("— no signal")
 						d.Why = why
 					}
 					t.Rows = append(t.Rows, []Cell{txt(row.Metric), medianCell(*base), medianCell(*cand), d, v})
@@ -48,6 +49,7 @@ func (r *Report) configBlocks() []Block {
 					t.Rows[len(t.Rows)-1][2].Text = plain(textMedian(*cand))
 				}
 				s.add(&Heading{3, fmt.Sprintf("%s: %s vs %s", r.shownConfig(id), c, r.Baseline)}, t)
+				s.add(notes.footnotes()...)
 			}
 		}
 	}

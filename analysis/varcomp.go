@@ -12,7 +12,6 @@ package analysis
 // (Report.Noise).
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -44,36 +43,29 @@ type Components struct {
 	// CellPct is the part of a cell's spread the seconds inside it do
 	// not explain, √(Paired²/2 − Within²/Seconds) (0 when they explain
 	// it all; NaN without both): it does not shrink with a longer cell.
-	CellPct float64 `json:"-"`
+	CellPct float64 `json:"cell_pct"`
 }
 
 // Component is one variance component: its estimate, the 95 % interval
 // and the degrees of freedom it rests on.
 type Component struct {
-	Pct float64 `json:"-"`
-	Lo  float64 `json:"-"`
-	Hi  float64 `json:"-"`
+	Pct float64 `json:"pct"`
+	Lo  float64 `json:"lo_pct"`
+	Hi  float64 `json:"hi_pct"`
 	DF  int     `json:"df"`
 }
 
-// MarshalJSON writes the numbers that are not finite as null.
+// MarshalJSON writes the numbers that are not finite as null
+// (finiteJSON).
 func (c Component) MarshalJSON() ([]byte, error) {
 	type plain Component
-	return json.Marshal(struct {
-		plain
-		Pct *float64 `json:"pct"`
-		Lo  *float64 `json:"lo_pct"`
-		Hi  *float64 `json:"hi_pct"`
-	}{plain(c), Finite(c.Pct), Finite(c.Lo), Finite(c.Hi)})
+	return finiteJSON(plain(c))
 }
 
 // MarshalJSON writes CellPct as null when it is not finite.
 func (c Components) MarshalJSON() ([]byte, error) {
 	type plain Components
-	return json.Marshal(struct {
-		plain
-		CellPct *float64 `json:"cell_pct"`
-	}{plain(c), Finite(c.CellPct)})
+	return finiteJSON(plain(c))
 }
 
 // NoiseOf is the variance components of every configuration of a run

@@ -26,13 +26,13 @@ type WaitShift struct {
 
 // A shift is listed when the share moved by at least minShiftPoints
 // percentage points and by more than shiftZ standard errors of the
-// difference of two proportions. Samples of one backend a few ms apart
-// are not independent, so z alone overstates; the floor in points keeps
-// the noise of an A/A run out.
+// difference of two proportions, each of at least minShareSamples
+// active samples. Samples of one backend a few ms apart are not
+// independent, so z alone overstates; the floor in points keeps the
+// noise of an A/A run out.
 const (
 	minShiftPoints = 5
 	shiftZ         = 3
-	minWaitSamples = 20
 )
 
 // waitShifts finds each commit's wait shifts against the baseline, per
@@ -63,7 +63,7 @@ func (r *Report) waitShifts() []WaitShift {
 		base := byKey[[2]string{wl, r.Baseline}]
 		for _, c := range r.Commits {
 			cand := byKey[[2]string{wl, c}]
-			if c == r.Baseline || base == nil || cand == nil || base.active < minWaitSamples || cand.active < minWaitSamples {
+			if c == r.Baseline || base == nil || cand == nil || !shareShown(base.active) || !shareShown(cand.active) {
 				continue
 			}
 			for e := range union(base.by, cand.by) {

@@ -1,0 +1,70 @@
+package analysis
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestFiniteJSON: NaN and ±Inf are null, or left out under omitempty; a
+// finite 0 is written even under omitempty (a Δ of exactly 0 is an
+// answer) and left out under omitzero; an embedded struct's fields are
+// promoted and the outer field of a name wins, as encoding/json does.
+func TestFiniteJSON(t *testing.T) {
+	type inner struct {
+		A float64 `json:"a"`
+		X string  `json:"x"`
+	}
+	type outer struct {
+		inner
+		N    float64 `json:"n"`
+		E    float64 `json:"e,omitempty"`
+		Z    float64 `json:"z,omitempty"`
+		Zero float64 `json:"zero,omitzero"`
+		Keep float64 `json:"keep,omitzero"`
+		Skip float64 `json:"-"`
+		X    string  `json:"x"`
+		I    int     `json:"i,omitempty"`
+	}
+	got, err := finiteJSON(outer{inner: inner{A: math.Inf(-1), X: "inner"}, N: math.NaN(), E: math.Inf(1), Z: 0, Zero: 0, Keep: 2.5, Skip: 1, X: "outer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":null,"n":null,"z":0,"keep":2.5,"x":"outer"}`; string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	js, err := Stat{Commit: "patch", N: 1, Median: 5, Lo: math.Inf(-1), Hi: math.Inf(1), DeltaPct: math.Inf(1), DeltaLo: math.NaN(), DeltaHi: math.NaN(),
+		DecideLo: math.NaN(), DecideHi: math.NaN(), P: math.NaN(), Geomean: math.NaN(), BaseGeomean: math.NaN(), MinEffectPct: 5,
+		DetectablePct: math.Inf(1), Verdict: results.Unknown}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"ci_lo":null`, `"ci_hi":null`, `"median":5`, `"delta_pct":"the baseline's median is 0`, `"p":"not tested"`} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).Match(js) {
+			t.Errorf("a Stat of one value lacks %s: %s", want, js)
+		}
+	}
+}
+
+// TestNoShadowJSON: no type of the analysis writes its own shadow of
+// *float64 fields for JSON any more; finiteJSON is the one way.
+func TestNoShadowJSON(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	shadow := regexp.MustCompile(`\*float64\s+` + "`json:")
+	for _, f := range files {
+		if regexp.MustCompile(`_test\.go$`).MatchString(f) {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shadow.Match(src) {
+			t.Errorf("%s declares a *float64 JSON field: use a float64 and finiteJSON", f)
+		}
+	}
+}
