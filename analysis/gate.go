@@ -37,14 +37,14 @@ func (r *Report) Gate() error {
 	if len(r.Regressions) > 0 {
 		var names []string
 		for _, c := range r.Regressions {
-			names = append(names, fmt.Sprintf("%s %s %s %s", c.Commit, c.Config, c.Metric, pct(c.DeltaPct)))
+			names = append(names, fmt.Sprintf("%s %s %s %s", c.Commit, r.shownConfig(c.Config), c.Metric, pct(c.DeltaPct)))
 		}
 		return exitcode.Regressed(fmt.Errorf("%w: %d in gated metrics: %s", ErrRegression, len(names), strings.Join(names, "; ")))
 	}
 	var names []string
 	for _, in := range r.Incomplete {
 		if in.Gated {
-			n := strings.TrimSpace(in.Commit + " " + in.Config)
+			n := strings.TrimSpace(in.Commit + " " + r.shownConfig(in.Config))
 			if in.Metric != "" {
 				n += " " + in.Metric
 			}

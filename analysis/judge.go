@@ -286,7 +286,7 @@ func (a *analyzer) unanswered(c string) {
 	}
 	for _, ct := range a.byCommit[c] {
 		if ct.answer && ct.t.verdict == results.Unknown && !a.covered(ct.t) {
-			a.r.Unanswered = append(a.r.Unanswered, fmt.Sprintf("%s %s %s unknown%s", c, ct.t.cfg, ct.metric, needText(ct.t)))
+			a.r.Unanswered = append(a.r.Unanswered, fmt.Sprintf("%s %s %s unknown%s", c, a.p.ShownID(ct.t.cfg), ct.metric, needText(ct.t)))
 		}
 	}
 }

@@ -361,6 +361,9 @@ type WorkloadDeclares struct {
 // workload named as they know it (ShownWorkload), the rest as is
 // (file:%2Fwork%2Fx%2Fticker.sql/c1/… is ticker.sql/c1/…).
 func (p *Plan) ShownID(id string) string {
+	if p == nil {
+		return id
+	}
 	for _, wl := range p.Options.Workloads {
 		if e := EscapeID(wl); id == e || strings.HasPrefix(id, e+"/") {
 			return p.ShownWorkload(wl) + id[len(e):]
