@@ -17,6 +17,21 @@ import (
 //     commit's own: with few pairs that scatter they can point different
 //     ways, and the reader is told so instead of shown one as the other.
 func (r *Report) boundDeltas() {
+	r.eachAgainstBase(func(base, st *Stat) {
+		if st.N == 0 || st.Verdict == results.VerdictBaseline {
+			return
+		}
+		if nonNegative(base.Values) && nonNegative(st.Values) {
+			st.DeltaLo, st.DeltaHi = atLeast(st.DeltaLo, -100), atLeast(st.DeltaHi, -100)
+			st.DecideLo, st.DecideHi = atLeast(st.DecideLo, -100), atLeast(st.DecideHi, -100)
+		}
+		st.MediansDisagree = disagree(st.DeltaPct, st.Median-base.Median)
+	})
+}
+
+// eachAgainstBase calls f with each row's baseline Stat and each other
+// commit's Stat of that row (not for rows without a baseline Stat).
+func (r *Report) eachAgainstBase(f func(base, st *Stat)) {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		var base *Stat
@@ -29,15 +44,9 @@ func (r *Report) boundDeltas() {
 			continue
 		}
 		for k := range row.Stats {
-			st := &row.Stats[k]
-			if st == base || st.N == 0 || st.Verdict == results.VerdictBaseline {
-				continue
+			if st := &row.Stats[k]; st != base {
+				f(base, st)
 			}
-			if nonNegative(base.Values) && nonNegative(st.Values) {
-				st.DeltaLo, st.DeltaHi = atLeast(st.DeltaLo, -100), atLeast(st.DeltaHi, -100)
-				st.DecideLo, st.DecideHi = atLeast(st.DecideLo, -100), atLeast(st.DecideHi, -100)
-			}
-			st.MediansDisagree = disagree(st.DeltaPct, st.Median-base.Median)
 		}
 	}
 }

@@ -70,24 +70,11 @@ func fewShareSamples(m string, base, cand *group) string {
 // against the baseline its reason (noSignal), where the analysis did
 // not already (fewShareSamples).
 func (r *Report) markNoSignal() {
-	for i := range r.Rows {
-		row := &r.Rows[i]
-		var base *Stat
-		for k := range row.Stats {
-			if row.Stats[k].Commit == r.Baseline {
-				base = &row.Stats[k]
-			}
+	r.eachAgainstBase(func(base, st *Stat) {
+		if st.Commit != r.Baseline && st.NoSignal == "" {
+			st.NoSignal = noSignal(*base, *st)
 		}
-		if base == nil {
-			continue
-		}
-		for k := range row.Stats {
-			st := &row.Stats[k]
-			if st.Commit != r.Baseline && st.NoSignal == "" {
-				st.NoSignal = noSignal(*base, *st)
-			}
-		}
-	}
+	})
 }
 
 // noSignal says why a row has nothing to judge ("" when it has): both
