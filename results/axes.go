@@ -44,10 +44,9 @@ type Flag struct {
 	// Value is the default, Usage the help.
 	Value, Usage string
 	// Each: every flag is one axis NAME=V1,V2 (repeatable, --set,
-	// --var); otherwise the flag is one LIST.
+	// --var); otherwise the flag is one LIST (its file: items are paths
+	// relative to the working directory).
 	Each bool
-	// Paths: a file: item is a path relative to the working directory.
-	Paths bool
 }
 
 // AxisDef is one axis of the configurations.
@@ -73,12 +72,13 @@ type AxisDef struct {
 	// pgbench takes) the matrix checks.
 	Check func(name, value string) error
 
-	pairs func(c *Config, dst []Pair) []Pair
-	id    func(p Pair) string
-	label func(p Pair) string // in Point; nil is id
-	bench func(p Pair) (key, value string)
-	clear func(c *Config)
-	apply func(p Pair, e *Effects)
+	scalar bool
+	pairs  func(c *Config, dst []Pair) []Pair
+	id     func(p Pair) string
+	label  func(p Pair) string // in Point; nil is id
+	bench  func(p Pair) (key, value string)
+	clear  func(c *Config)
+	apply  func(p Pair, e *Effects)
 }
 
 // Effects are what a configuration asks of its cell: the server's
@@ -160,7 +160,7 @@ var Axes = []*AxisDef{
 		clear: func(c *Config) { c.Vars = nil },
 		apply: func(p Pair, e *Effects) { setIn(&e.Vars, p) }},
 	{Name: "condition", Effect: ByCondition, JSON: []string{"condition"}, Stored: true, TOML: "conditions",
-		Flag: Flag{Name: "condition", Paths: true, Usage: "background conditions `LIST` held through warm-up and window: none, xmin-holder, idle-slot, autovacuum-off, checkpoint-storm[=S], bulk-update[=ROWS/S], file:PATH"},
+		Flag: Flag{Name: "condition", Usage: "background conditions `LIST` held through warm-up and window: none, xmin-holder, idle-slot, autovacuum-off, checkpoint-storm[=S], bulk-update[=ROWS/S], file:PATH"},
 		pairs: func(c *Config, dst []Pair) []Pair {
 			if c.Condition == "" {
 				return dst
@@ -187,7 +187,7 @@ func init() { Axes = append(Axes, unknownAxes) }
 var unknownAxes = &AxisDef{Name: "unknown", JSON: []string{"axes"}, Stored: true,
 	pairs: func(c *Config, dst []Pair) []Pair {
 		for _, k := range sortedKeys(c.Extra) {
-			if d, ok := AxisNamed(k); !ok || d.Name == "unknown" || !slices.Equal(d.JSON, []string{"axes"}) {
+			if d, ok := AxisNamed(k); !ok || !d.scalar {
 				dst = append(dst, Pair{k, c.Extra[k]})
 			}
 		}
@@ -202,7 +202,7 @@ var unknownAxes = &AxisDef{Name: "unknown", JSON: []string{"axes"}, Stored: true
 // (think=5), its flag --flag LIST, its nightly key toml; apply gives the
 // value its effect (nil: none but the name).
 func Scalar(name, seg, flag, usage, toml string, effect Effect, check func(name, value string) error, apply func(v string, e *Effects)) *AxisDef {
-	return &AxisDef{Name: name, Effect: effect, Point: effect == ByPgbench, JSON: []string{"axes"}, Stored: true, TOML: toml, Check: check,
+	return &AxisDef{Name: name, Effect: effect, Point: effect == ByPgbench, JSON: []string{"axes"}, Stored: true, TOML: toml, Check: check, scalar: true,
 		Flag: Flag{Name: flag, Usage: usage},
 		pairs: func(c *Config, dst []Pair) []Pair {
 			if v, ok := c.Extra[name]; ok {
@@ -231,6 +231,25 @@ func AxisNamed(name string) (*AxisDef, bool) {
 		return nil, false
 	}
 	return Axes[i], true
+}
+
+// IsScalar reports an axis made by Scalar: its values are in
+// Config.Extra and PlanOpts.Extra.
+func (d *AxisDef) IsScalar() bool { return d.scalar }
+
+// ParseScalar parses a Scalar axis' flag LIST into its values, each
+// checked, none twice.
+func (d *AxisDef) ParseScalar(list string) (Axis, error) {
+	ax := Axis{Name: d.Name, Values: splitValues(list)}
+	return ax, ax.checkValues("--"+d.Flag.Name, d.check)
+}
+
+// check is Check, or nothing.
+func (d *AxisDef) check(name, value string) error {
+	if d.Check == nil {
+		return nil
+	}
+	return d.Check(name, value)
 }
 
 // AxisValue is one value of a configuration and its axis.
