@@ -221,15 +221,15 @@ func (o *Options) lists(r *Request) error {
 			r.Extra = append(r.Extra, ax)
 		}
 	}
-	r.Settings, err = conditionSettings(r.Settings, r.Conditions)
+	r.Settings, err = ConditionSettings(r.Settings, r.Conditions)
 	return err
 }
 
-// conditionSettings adds the settings the conditions need as fixed
+// ConditionSettings adds the settings the conditions need as fixed
 // settings of every configuration (the condition stays the only
 // difference between a cell under it and one without), refusing a
 // settings axis that contradicts them.
-func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
+func ConditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
 	for _, c := range conds {
 		for name, v := range workload.ConditionSettings(c) {
 			i := slices.IndexFunc(axes, func(a results.Axis) bool { return a.Name == name })

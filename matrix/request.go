@@ -251,6 +251,9 @@ func checkAxes(r *Request) error {
 	if err := checkExtra(r.Extra); err != nil {
 		return err
 	}
+	if _, err := ConditionSettings(slices.Clip(r.Settings), r.Conditions); err != nil {
+		return err
+	}
 	if err := cluster.CheckInitdbOpts(r.InitdbOpts); err != nil {
 		return err
 	}
