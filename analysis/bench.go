@@ -3,11 +3,9 @@ package analysis
 import (
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
@@ -46,28 +44,9 @@ func benchName(c results.Config) string {
 	// is one field of its line.
 	clean := func(s string) string { return strings.ReplaceAll(results.EscapeID(s), " ", "%20") }
 	var b strings.Builder
-	b.WriteString("PG/workload=" + clean(c.Workload) + "/clients=" + strconv.Itoa(c.Clients) + "/cpus=")
-	if c.CPUs == 0 {
-		b.WriteString("all")
-	} else {
-		b.WriteString(strconv.Itoa(c.CPUs))
-	}
-	if c.Rate > 0 {
-		b.WriteString("/rate=" + results.FormatRate(c.Rate) + string(c.RateUnit))
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.Vars)) {
-		b.WriteString("/" + clean(k) + "=" + clean(c.Vars[k]))
-	}
-	if c.Condition != "" {
-		b.WriteString("/condition=" + clean(c.Condition))
-	}
-	keys := make([]string, 0, len(c.Settings))
-	for k := range c.Settings {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		b.WriteString("/" + clean(results.ShortGUC(k)) + "=" + clean(c.Settings[k]))
+	b.WriteString("PG")
+	for _, kv := range c.BenchKeys() {
+		b.WriteString("/" + clean(kv[0]) + "=" + clean(kv[1]))
 	}
 	return b.String()
 }

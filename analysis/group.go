@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pgabtest/abtest/results"
@@ -88,43 +87,10 @@ func (r *Report) configID(c results.Config) string {
 	return r.ids.of(c)
 }
 
-// configKey appends to b a key that tells every field of c apart, the
-// maps' entries sorted: at 10⁵ cells, c.ID() and fmt were a tenth of
-// Analyze.
-func configKey(b []byte, c results.Config) []byte {
-	str := func(s string) {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-	}
-	sorted := func(m map[string]string) {
-		b = strconv.AppendInt(b, int64(len(m)), 10)
-		b = append(b, '{')
-		if len(m) == 1 {
-			for k, v := range m {
-				str(k)
-				str(v)
-			}
-			return
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			str(k)
-			str(m[k])
-		}
-	}
-	str(c.Workload)
-	b = strconv.AppendInt(b, int64(c.Clients), 10)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(c.CPUs), 10)
-	b = strconv.AppendBool(b, c.Instructions)
-	b = strconv.AppendFloat(b, c.Rate, 'g', -1, 64)
-	b = append(b, ',')
-	str(string(c.RateUnit))
-	sorted(c.Settings)
-	sorted(c.Vars)
-	str(c.Condition)
-	return b
-}
+// configKey appends to b a key that tells configurations apart as
+// their ids do (results.Config.AppendKey): at 10⁵ cells, c.ID() and fmt
+// were a tenth of Analyze.
+func configKey(b []byte, c results.Config) []byte { return c.AppendKey(b) }
 
 // groupCells sorts the planned cells and the records into groups, and
 // notes the failed and saturated cells and the metrics present. A cell

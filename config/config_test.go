@@ -198,6 +198,7 @@ func TestNightlyExample(t *testing.T) {
 	want.WorktreesDir, want.InstallDir, want.DataDir = "/h/pg/nightly/worktrees", "/h/pg/nightly/install", "/h/pg/nightly/data"
 	want.path = filepath.Join("..", "nightly.example.toml")
 	want.ReuseFrom, want.Matrix.Rates = []string{}, []float64{} // the example's reuse_from = [] and rates = []
+	want.Matrix.Conditions = []string{}                         // the example's conditions = []; its empty tables stay nil
 	if !reflect.DeepEqual(*n, want) {
 		t.Errorf("example = %+v\nwant %+v", *n, want)
 	}

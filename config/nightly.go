@@ -60,6 +60,12 @@ type NightlyMatrix struct {
 	// Rates are offered rates in transactions/s (matrix -R: open loop;
 	// 0 a closed loop); none is a closed loop.
 	Rates []float64 `toml:"rates"`
+	// Vars and Settings are pgbench variable axes (matrix --var) and
+	// server settings axes (--set) by name, each a list of values as
+	// strings; Conditions are background conditions (--condition).
+	Vars       map[string][]string `toml:"vars"`
+	Settings   map[string][]string `toml:"settings"`
+	Conditions []string            `toml:"conditions"`
 }
 
 // NightlyGate decides a regression.

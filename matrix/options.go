@@ -36,7 +36,10 @@ type Options struct {
 	// Conditions is --condition: background conditions (none, …).
 	Rates, Conditions string
 	Vars              []string
-	MustNotSaturate   bool
+	// Extra are the lists of the registry's Scalar axes by axis name
+	// (results.Axes; SetAxis).
+	Extra           map[string]string
+	MustNotSaturate bool
 	// InstrRepeats is --instr-repeats: runs of each instruction cell
 	// before its confirmation (0: one). InstructionsOnly is
 	// --instructions-only: instruction cells and no timed ones (one
@@ -71,6 +74,32 @@ type Options struct {
 	// no seed is given.
 	Getenv func(string) string
 	Now    time.Time
+}
+
+// SetAxis sets the option of the registry's axis name from its flag's
+// values (results.Axes: one LIST, or one NAME=V1,V2 a flag), so a
+// command line takes every axis flag the registry has.
+func (o *Options) SetAxis(name string, values []string) {
+	one := strings.Join(values, ",")
+	switch name {
+	case "clients":
+		o.Clients = one
+	case "cpus":
+		o.CPUs = one
+	case "rate":
+		o.Rates = one
+	case "condition":
+		o.Conditions = one
+	case "vars":
+		o.Vars = values
+	case "settings":
+		o.Settings = values
+	default:
+		if o.Extra == nil {
+			o.Extra = map[string]string{}
+		}
+		o.Extra[name] = one
+	}
 }
 
 func (o *Options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
@@ -183,15 +212,24 @@ func (o *Options) lists(r *Request) error {
 	if r.Conditions, err = ParseConditions(o.Conditions); err != nil {
 		return err
 	}
-	r.Settings, err = conditionSettings(r.Settings, r.Conditions)
+	for _, d := range results.Axes {
+		if list, ok := o.Extra[d.Name]; ok && d.IsScalar() {
+			ax, err := d.ParseScalar(list)
+			if err != nil {
+				return err
+			}
+			r.Extra = append(r.Extra, ax)
+		}
+	}
+	r.Settings, err = ConditionSettings(r.Settings, r.Conditions)
 	return err
 }
 
-// conditionSettings adds the settings the conditions need as fixed
+// ConditionSettings adds the settings the conditions need as fixed
 // settings of every configuration (the condition stays the only
 // difference between a cell under it and one without), refusing a
 // settings axis that contradicts them.
-func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
+func ConditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
 	for _, c := range conds {
 		for name, v := range workload.ConditionSettings(c) {
 			i := slices.IndexFunc(axes, func(a results.Axis) bool { return a.Name == name })
@@ -207,9 +245,7 @@ func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, err
 }
 
 // RatesUsage is the help of matrix -R.
-const RatesUsage = "offered rates `LIST` a second, open loop (pgbench -R; 0 = a closed loop): a sweep, each point marked saturated or not. " +
-	"In transactions (-R 500,1000), or in the workload's operations with ops after the list (-R 500,2000ops): " +
-	"its file declares how many a transaction carries (-- abtest:ops-per-tx :batch), and pgbench is offered the rate divided by that"
+const RatesUsage = results.RatesUsage
 
 // ParseRates parses a -R of transactions a second (bisect's): rates in
 // operations a second go with a workload's declaration, which only the
@@ -440,7 +476,13 @@ var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", 
 // given reports the options given again by their flags' long names: a
 // resume runs the stored plan, so a plan option is a usage error.
 func ResumePlan(dir string, given func(flag string) bool) (*results.Plan, error) {
-	if given := slices.DeleteFunc(slices.Clone(planFlags), func(f string) bool { return given == nil || !given(f) }); len(given) > 0 {
+	flags := slices.Clone(planFlags)
+	for _, d := range results.Axes {
+		if d.Flag.Name != "" && !slices.Contains(flags, d.Flag.Name) {
+			flags = append(flags, d.Flag.Name)
+		}
+	}
+	if given := slices.DeleteFunc(flags, func(f string) bool { return given == nil || !given(f) }); len(given) > 0 {
 		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
 	}
 	return results.ReadPlan(dir)

@@ -89,7 +89,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
-			Rates: req.Rates, RateUnit: req.RateUnit, Vars: req.Vars, Conditions: req.Conditions, MustNotSaturate: req.MustNotSaturate,
+			Rates: req.Rates, RateUnit: req.RateUnit, Vars: req.Vars, Conditions: req.Conditions, Extra: req.Extra, MustNotSaturate: req.MustNotSaturate,
 			InitdbOpts: req.InitdbOpts, Pgbench: req.Pgbench, Declares: planDeclares(req.Workloads),
 		},
 		Shard:   req.Shard.String(),
@@ -195,7 +195,7 @@ func canonical(o results.PlanOpts) [][]indexed {
 				for _, cl := range o.Clients {
 					for _, p := range points(o) {
 						if !o.InstructionsOnly {
-							g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s, Rate: p.Rate, RateUnit: p.RateUnit, Vars: p.Vars, Condition: p.Condition}, n})
+							g = append(g, indexed{results.Config{Workload: w, Clients: cl, CPUs: cpu, Settings: s, Rate: p.Rate, RateUnit: p.RateUnit, Vars: p.Vars, Condition: p.Condition, Extra: p.Extra}, n})
 							n++
 						}
 					}
@@ -229,17 +229,22 @@ func points(o results.PlanOpts) []results.Config {
 	for _, r := range rates {
 		for _, v := range settingsProduct(o.Vars) {
 			for _, c := range conds {
-				p := results.Config{Rate: r, Condition: c}
-				if r > 0 {
-					p.RateUnit = o.RateUnit
+				for _, x := range settingsProduct(o.Extra) {
+					p := results.Config{Rate: r, Condition: c}
+					if r > 0 {
+						p.RateUnit = o.RateUnit
+					}
+					if len(v) > 0 {
+						p.Vars = v
+					}
+					if len(x) > 0 {
+						p.Extra = x
+					}
+					if c == workload.ConditionNone {
+						p.Condition = ""
+					}
+					out = append(out, p)
 				}
-				if len(v) > 0 {
-					p.Vars = v
-				}
-				if c == workload.ConditionNone {
-					p.Condition = ""
-				}
-				out = append(out, p)
 			}
 		}
 	}

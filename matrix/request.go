@@ -77,6 +77,8 @@ type Request struct {
 	Rates      []float64
 	Vars       []results.Axis
 	Conditions []string
+	// Extra are the registry's Scalar axes (results.PlanOpts.Extra).
+	Extra []results.Axis
 	// RateUnit is what Rates count: transactions a second (the zero
 	// value) or the operations each workload file declares a
 	// transaction to carry (-- abtest:ops-per-tx), by which pgbench's
@@ -243,8 +245,14 @@ func checkAxes(r *Request) error {
 			return err
 		}
 	}
-	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions) > 0 {
-		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var and --condition")
+	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions)+len(r.Extra) > 0 {
+		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var, --condition and the other axes")
+	}
+	if err := checkExtra(r.Extra); err != nil {
+		return err
+	}
+	if _, err := ConditionSettings(slices.Clip(r.Settings), r.Conditions); err != nil {
+		return err
 	}
 	if err := cluster.CheckInitdbOpts(r.InitdbOpts); err != nil {
 		return err
@@ -270,6 +278,24 @@ func checkAxes(r *Request) error {
 		}
 		vars[v.Name] = true
 		if err := v.CheckVars(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExtra checks the Scalar axes: each one the registry has, once,
+// its values checked (a request not parsed from flags: nightly's).
+func checkExtra(axes []results.Axis) error {
+	for i, a := range axes {
+		d, ok := results.AxisNamed(a.Name)
+		if !ok || !d.IsScalar() {
+			return exitcode.BadInputf("matrix: axis %q: not an axis of this abtest", a.Name)
+		}
+		if slices.ContainsFunc(axes[:i], func(b results.Axis) bool { return b.Name == a.Name }) {
+			return exitcode.BadInputf("--%s given twice: give one list", d.Flag.Name)
+		}
+		if _, err := d.ParseScalar(strings.Join(a.Values, ",")); err != nil {
 			return err
 		}
 	}
@@ -352,7 +378,7 @@ func (r *Request) configs() float64 {
 	if r.Instructions || r.InstructionsOnly {
 		n += float64(len(r.Workloads))
 	}
-	for _, s := range append(slices.Clone(r.Settings), r.Vars...) {
+	for _, s := range slices.Concat(r.Settings, r.Vars, r.Extra) {
 		n *= float64(len(s.Values))
 	}
 	return n * float64(max(1, len(r.Rates))*max(1, len(r.Conditions)))

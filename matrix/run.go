@@ -539,12 +539,13 @@ func (r *run) clusterOptions(cell results.Cell, install string) (cluster.Options
 	// Port 0: the cluster's previous port while it is free, else a free
 	// one (cluster.Start chooses).
 	opts := cluster.Options{Install: install, MaxClients: r.maxClients, Preload: r.plan.Options.Preload, InitdbOpts: r.plan.Options.InitdbOpts}
-	for _, k := range slices.Sorted(maps.Keys(cell.Settings)) {
-		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: cell.Settings[k]})
+	eff := cell.Effects()
+	for _, k := range slices.Sorted(maps.Keys(eff.Settings)) {
+		opts.Settings = append(opts.Settings, cluster.Setting{Name: k, Value: eff.Settings[k]})
 	}
 	var clientCPUs []int
-	if cell.CPUs > 0 {
-		opts.CPUs = r.online[:cell.CPUs]
+	if eff.CPUs > 0 {
+		opts.CPUs = r.online[:eff.CPUs]
 		clientCPUs = cluster.Others(opts.CPUs, r.online)
 	}
 	return opts, clientCPUs, nil
@@ -593,15 +594,17 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 		return failed(rec, err, serverLog)
 	}
 	rec.Pgbench = r.pgbench
+	// What the cell's axes ask of pgbench (results.Axes).
+	eff := cell.Effects()
 	spec := workload.Spec{
 		Workload: w,
 		Conn:     workload.Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database},
-		Clients:  cell.Clients,
+		Clients:  eff.Clients,
 		Protocol: r.plan.Options.Protocol,
 		SleepMS:  r.plan.Options.SleepMS,
 		CPUs:     clientCPUs,
 		Pgbench:  r.pgbench,
-		Rate:     r.plan.Options.TxRate(cell.Config), Vars: cell.Vars, SetupDone: true,
+		Rate:     r.plan.Options.TxRate(cell.Config), Vars: eff.Vars, SetupDone: true,
 	}
 	if r.deps.SampleEvery > 0 {
 		spec.SampleEvery = r.deps.SampleEvery

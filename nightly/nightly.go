@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,12 +108,28 @@ func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Reque
 	for _, n := range m.PgssMax {
 		pgss.Values = append(pgss.Values, fmt.Sprint(n))
 	}
+	// A condition's own settings join the axes as on the command line;
+	// one that contradicts an axis is refused by Request.Check.
+	settings, err := matrix.ConditionSettings(append([]results.Axis{pgss}, axesOf(m.Settings)...), m.Conditions)
+	if err != nil {
+		settings = append([]results.Axis{pgss}, axesOf(m.Settings)...)
+	}
 	return matrix.Request{
 		Commits: commits, NameTemplate: BuildPrefix + "%s",
-		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: []results.Axis{pgss},
+		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: settings, Vars: axesOf(m.Vars), Conditions: m.Conditions,
 		Repeats: m.Repeats, Duration: time.Duration(m.Duration) * time.Second, Warmup: time.Duration(m.Warmup) * time.Second,
 		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed, Instructions: m.Instructions, Rates: m.Rates,
 	}
+}
+
+// axesOf are nightly.toml's axes by name as axes, in name order (a
+// table's order is not kept), names as matrix parses them.
+func axesOf(m map[string][]string) []results.Axis {
+	var out []results.Axis
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, results.Axis{Name: strings.ToLower(strings.TrimSpace(k)), Values: m[k]})
+	}
+	return out
 }
 
 // tip is the tracked branch's head.

@@ -84,6 +84,9 @@ type Config struct {
 	// Condition is the background condition held through the warm-up
 	// and the window (package condition); empty is none.
 	Condition string `json:"condition,omitempty"`
+	// Extra are the values of the Scalar axes of the registry (Axes),
+	// by axis name: those without a field of their own.
+	Extra map[string]string `json:"axes,omitempty"`
 }
 
 // Open reports whether the configuration is an open loop: an offered
@@ -93,7 +96,11 @@ func (c Config) Open() bool { return c.Rate > 0 }
 // Series is the configuration without its point in a sweep (its rate and
 // variables): the configurations of one series differ only there.
 func (c Config) Series() Config {
-	c.Rate, c.RateUnit, c.Vars = 0, "", nil
+	for _, d := range Axes {
+		if d.Point {
+			d.clear(&c)
+		}
+	}
 	return c
 }
 
@@ -111,11 +118,10 @@ func (c Config) RateLabel() string {
 // "r2000ops :batch=10", or "closed" for a closed loop without variables.
 func (c Config) Point() string {
 	var parts []string
-	if r := c.RateLabel(); r != "" {
-		parts = append(parts, r)
-	}
-	if v := c.VarsLabel(); v != "" {
-		parts = append(parts, v)
+	for _, v := range c.Values(nil) {
+		if v.Axis.Point {
+			parts = append(parts, v.Axis.labelOf(v.Pair))
+		}
 	}
 	if len(parts) == 0 {
 		return "closed"
@@ -150,28 +156,12 @@ func FormatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
 // one id read as another.
 func (c Config) ID() string {
 	var b strings.Builder
-	b.WriteString(EscapeID(c.Workload))
-	if c.Instructions {
-		b.WriteString("/instr/cpu")
-	} else {
-		fmt.Fprintf(&b, "/c%d/cpu", c.Clients)
-	}
-	if c.CPUs == 0 {
-		b.WriteString("all")
-	} else {
-		b.WriteString(strconv.Itoa(c.CPUs))
-	}
-	if r := c.RateLabel(); r != "" {
-		b.WriteString("/" + r)
-	}
-	for _, k := range sortedKeys(c.Vars) {
-		fmt.Fprintf(&b, "/:%s=%s", k, EscapeID(c.Vars[k]))
-	}
-	if c.Condition != "" {
-		b.WriteString("/cond=" + EscapeID(c.Condition))
-	}
-	for _, k := range sortedKeys(c.Settings) {
-		fmt.Fprintf(&b, "/%s=%s", ShortGUC(k), EscapeID(c.Settings[k]))
+	var buf [16]AxisValue
+	for i, v := range c.Values(buf[:0]) {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(v.Axis.id(v.Pair))
 	}
 	return b.String()
 }
@@ -278,6 +268,9 @@ type PlanOpts struct {
 	RateUnit   RateUnit `json:"rate_unit,omitempty"`
 	Vars       []Axis   `json:"vars,omitempty"`
 	Conditions []string `json:"conditions,omitempty"`
+	// Extra are the values of the registry's Scalar axes (Axes), one
+	// Axis each, named as the axis.
+	Extra []Axis `json:"axes,omitempty"`
 	// InstrRepeats is how many times each instruction cell runs before
 	// a confirmation block (matrix --instr-repeats; -r is the timed
 	// cells'); 0, in plans before it, means every repeat has them.

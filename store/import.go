@@ -530,38 +530,20 @@ func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *anal
 	return err
 }
 
-// configPoint is what the configurations table's point column holds:
-// a configuration's fields of a sweep and its condition.
-type configPoint struct {
-	Rate      float64           `json:"rate,omitempty"`
-	RateUnit  results.RateUnit  `json:"rate_unit,omitempty"`
-	Vars      map[string]string `json:"vars,omitempty"`
-	Condition string            `json:"condition,omitempty"`
-}
-
-// pointText is c's point column: ” for a closed loop without
+// pointText is c's point column: its values of the axes the registry
+// stores there (results.Config.PointJSON), ” for a closed loop without
 // variables or condition, as every configuration stored before had.
 func pointText(c results.Config) string {
-	if c.Rate == 0 && len(c.Vars) == 0 && c.Condition == "" {
-		return ""
-	}
-	return jsonText(configPoint{c.Rate, c.RateUnit, c.Vars, c.Condition})
+	text, _ := c.PointJSON()
+	return text
 }
+
+// readPoint sets c's axes from its point column.
+func readPoint(text string, c *results.Config) error { return c.ReadPoint(text) }
 
 // sameConfig: the records (in the order they ran, a configuration's
 // cells mostly adjacent) have the same configuration.
-func sameConfig(a, b *results.Record) bool {
-	if a.Workload != b.Workload || a.Clients != b.Clients || a.CPUs != b.CPUs || len(a.Settings) != len(b.Settings) ||
-		a.Rate != b.Rate || a.RateUnit != b.RateUnit || a.Condition != b.Condition || !maps.Equal(a.Vars, b.Vars) {
-		return false
-	}
-	for k, v := range a.Settings {
-		if w, ok := b.Settings[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func sameConfig(a, b *results.Record) bool { return results.SameConfig(&a.Config, &b.Config) }
 
 func boolInt(b bool) int {
 	if b {

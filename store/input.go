@@ -123,16 +123,14 @@ func (s *Store) readRecords(ctx context.Context, q execer, run string) (map[stri
 		}
 		if _, ok := configs[cfg]; !ok {
 			// One settings map per configuration, not per cell.
-			var pt configPoint
 			err := json.Unmarshal([]byte(set), &c.Settings)
-			if err == nil && point != "" {
-				err = json.Unmarshal([]byte(point), &pt)
+			if err == nil {
+				err = readPoint(point, &c)
 			}
 			if err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("configuration %s: %v", cfg, err)
 			}
-			c.Rate, c.RateUnit, c.Vars, c.Condition = pt.Rate, pt.RateUnit, pt.Vars, pt.Condition
 			configs[cfg] = c
 		}
 		r, err := cellRecord(&cols, det, configs[cfg])

@@ -17,21 +17,15 @@ import (
 )
 
 func matrixFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(axisFlags(), []cli.Flag{
 		&cli.StringFlag{Name: "commits", Aliases: []string{"k"}, Usage: "`SPEC`[,SPEC…]: REF, LABEL=REF, LABEL=REF+PATCH[+PATCH…] or LABEL=install:DIR; the first is the baseline"},
-		&cli.StringFlag{Name: "clients", Aliases: []string{"c"}, Value: "64", Usage: "client counts `LIST`"},
-		&cli.StringFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "server CPU counts `LIST` (pgbench gets the other CPUs); default: not pinned"},
 		&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn", Usage: "workloads `LIST`: select1, churn, slow_churn, within_max, file:PATH; all", Action: allWorkloads},
 		&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: 30, Usage: "measured `SECONDS` per cell"},
 		&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats of every cell (see Repeats above)"},
 		&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m", "max"}, Value: "5000", Usage: "pg_stat_statements.max values `LIST`"},
-		&cli.StringSliceFlag{Name: "set", Usage: "settings axis `GUC=V1,V2` (repeatable; one value is a fixed setting)"},
-		&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: matrix.RatesUsage},
 		&cli.StringSliceFlag{Name: "initdb-opt", Usage: "initdb `OPTION` for every cluster (repeatable), e.g. --initdb-opt=--no-data-checksums to compare PG 18 with 17 on equal terms"},
 		&cli.StringFlag{Name: "pgbench", Usage: "the one pgbench `PROGRAM` for every server", DefaultText: "the newest build's"},
 		&cli.BoolFlag{Name: "must-not-saturate", Usage: "with -R: a saturated point leaves its configuration incomplete (the gate fails) instead of being reported"},
-		&cli.StringSliceFlag{Name: "var", Usage: "pgbench variable axis `NAME=V1,V2` (-D; the workload reads :NAME; repeatable)"},
-		&cli.StringFlag{Name: "condition", Usage: "background conditions `LIST` held through warm-up and window: none, xmin-holder, idle-slot, autovacuum-off, checkpoint-storm[=S], bulk-update[=ROWS/S], file:PATH"},
 		&cli.StringFlag{Name: "build", Aliases: []string{"b", "build-type"}, Value: "release", Usage: "build `TYPE`: release, debug, debug_noassert"},
 		&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`: simple, extended, prepared"},
 		&cli.IntFlag{Name: "sleep", Aliases: []string{"S"}, Usage: "think time `MS` per transaction"},
@@ -61,9 +55,21 @@ func matrixFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "budget", Usage: "with --until-decided: wall time `DURATION` for the extra blocks"},
 		sourceFlag(),
 		runAsFlag(),
-	}
+	}...)
 }
 
+// axisFlags are the flags of the axes (results.Axes); matrixRequest
+// gives their values (file: items made absolute) to matrix.Options.
+func axisFlags() (out []cli.Flag) {
+	for _, d := range results.Axes {
+		if f := d.Flag; f.Each {
+			out = append(out, &cli.StringSliceFlag{Name: f.Name, Aliases: f.Aliases, Usage: f.Usage})
+		} else if f.Name != "" {
+			out = append(out, &cli.StringFlag{Name: f.Name, Aliases: f.Aliases, Value: f.Value, Usage: f.Usage})
+		}
+	}
+	return out
+}
 func matrixCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "matrix",
@@ -81,11 +87,10 @@ abtest matrix --resume DIR`,
 // checks them); everything the flags cannot say wrong is checked by
 // matrix.Prepare.
 func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
-	return matrix.Options{
-		Commits: env.Getwd.Specs(cmd.String("commits")), Workloads: env.Getwd.Items(cmd.String("workloads")), Clients: cmd.String("clients"), CPUs: cmd.String("cpus"),
-		PgssMax: cmd.String("pgss-max"), Settings: cmd.StringSlice("set"), Rates: cmd.String("rate"), Vars: cmd.StringSlice("var"), Conditions: env.Getwd.Items(cmd.String("condition")), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
-		InstrTransactions: int(cmd.Int("instr-transactions")),
-		InitdbOpts:        cmd.StringSlice("initdb-opt"), Pgbench: env.Getwd.Path(cmd.String("pgbench")),
+	o := matrix.Options{
+		Commits: env.Getwd.Specs(cmd.String("commits")), Workloads: env.Getwd.Items(cmd.String("workloads")),
+		PgssMax: cmd.String("pgss-max"), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
+		InstrTransactions: int(cmd.Int("instr-transactions")), InitdbOpts: cmd.StringSlice("initdb-opt"), Pgbench: env.Getwd.Path(cmd.String("pgbench")),
 		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), PerfWindow: cmd.Int("perf-window"),
 		Repeats: int(cmd.Int("repeats")), SleepMS: int(cmd.Int("sleep")), MaxRepeats: int(cmd.Int("max-repeats")),
 		Build: cmd.String("build"), Protocol: cmd.String("protocol"), Order: cmd.String("order"),
@@ -95,7 +100,15 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 		Extensions: env.Getwd.Paths(cmd.StringSlice("extension")), Preload: cmd.StringSlice("preload"), SetupSQL: env.Getwd.Path(cmd.String("setup-sql")),
 		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
 		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(),
-	}.Request()
+	}
+	for _, d := range results.Axes {
+		if f := d.Flag; f.Each {
+			o.SetAxis(d.Name, cmd.StringSlice(f.Name))
+		} else if f.Name != "" {
+			o.SetAxis(d.Name, []string{env.Getwd.Items(cmd.String(f.Name))})
+		}
+	}
+	return o.Request()
 }
 
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {

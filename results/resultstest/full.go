@@ -17,7 +17,8 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 	return results.Record{
 		Cell: "select1/instr/cpu2/pgss.max=5000/r1/" + commit, Seq: seq, Commit: commit,
 		Config: results.Config{Workload: "select1", Clients: 1, CPUs: 2, Settings: map[string]string{"pg_stat_statements.max": "5000"}, Instructions: true,
-			Rate: 1000, RateUnit: results.PerOp, Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder"},
+			Rate: 1000, RateUnit: results.PerOp, Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder",
+			Extra: map[string]string{"think_ms": "5"}},
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
 		Metrics:   results.ValuesOf(map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5}),
 		Saturated: true, Pgbench: "/opt/pg/bin/pgbench",
