@@ -115,6 +115,13 @@ func TestServersTableDiffers(t *testing.T) {
 	}
 	var md bytes.Buffer
 	r.WriteMarkdown(&md)
+	// The summary says, in one line, the differences that change every
+	// answer between them (on the seed-002 run: PG 15's data_checksums
+	// off beside PG 18's on; here PG 18's io_method).
+	if sum := section(md.String(), "## Summary"); !strings.Contains(sum, "beware: the servers differ in settings that change performance: io_method (base (none), patch worker)") ||
+		strings.Count(sum, "beware:") != 1 {
+		t.Errorf("the summary does not say the checksum difference once:\n%s", sum)
+	}
 	sec := section(md.String(), "## Servers")
 	main, rest, ok := strings.Cut(sec, "<details>")
 	if !ok {

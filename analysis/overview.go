@@ -23,8 +23,9 @@ type overviewRow struct {
 	why            string // no signal
 }
 
-// mattersMetric is a metric the overview always shows: the primary,
-// latency and CPU per transaction.
+// mattersMetric is a metric the overview always shows beside each
+// configuration's own primary (Stat.Primary): the closed loop's
+// primary, latency and CPU per transaction.
 func mattersMetric(m string) bool {
 	return m == results.MetricTPS || m == results.MetricLatencyAvg || m == results.MetricServerCPUPerTx || m == results.MetricInstructionsPerTx
 }
@@ -32,6 +33,11 @@ func mattersMetric(m string) bool {
 // overviewRows are commit c's rows that matter, most significant first:
 // called changes, report-only moves, then the rest of what matters.
 func (r *Report) overviewRows(c string) []overviewRow {
+	// At an offered rate TPS is the offer: not what matters there.
+	openLoop := map[string]bool{}
+	for _, cfg := range r.Plan.Configs {
+		openLoop[cfg.ID()] = cfg.Open()
+	}
 	var out []overviewRow
 	for _, row := range r.Rows {
 		base, cand := r.pair(row, c)
@@ -39,7 +45,8 @@ func (r *Report) overviewRows(c string) []overviewRow {
 			continue
 		}
 		called := cand.Verdict == results.Better || cand.Verdict == results.Worse || cand.Verdict == results.Higher || cand.Verdict == results.Lower
-		if !mattersMetric(row.Metric) && !called && !excludesZero(*cand) {
+		matters := cand.Primary || mattersMetric(row.Metric) && !(row.Metric == results.MetricTPS && openLoop[row.Config])
+		if !matters && !called && !excludesZero(*cand) {
 			continue
 		}
 		out = append(out, overviewRow{row.Config, row.Metric, *base, *cand, noSignal(*base, *cand)})

@@ -93,6 +93,29 @@ func serverWarnings(diffs []ServerDiff, commits []string) []string {
 	return out
 }
 
+// serverDiffLine is the summary's one line on the settings that change
+// performance and differ between the commits' servers ("" for none);
+// the warnings say how to make each equal.
+func serverDiffLine(diffs []ServerDiff, commits []string) string {
+	var parts []string
+	for _, d := range diffs {
+		if !d.Performance {
+			continue
+		}
+		var vals []string
+		for _, c := range commits {
+			if v, ok := d.Values[c]; ok {
+				vals = append(vals, fmt.Sprintf("%s %s", c, orNone(v)))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", d.Setting, strings.Join(vals, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "beware: the servers differ in settings that change performance: " + strings.Join(parts, "; ") + " (the warnings say how to make each equal)"
+}
+
 func orNone(v string) string {
 	if v == "" {
 		return "(none)"

@@ -27,6 +27,11 @@ func (r *Report) summaryBlocks(brief bool) []Block {
 	if line := r.autoBarLine(); line != "" {
 		items = append(items, Item{Text: plain(line)})
 	}
+	// A server difference that changes performance is part of any
+	// answer between them (PG 15's checksums off against PG 18's on).
+	if line := serverDiffLine(r.ServerDiffs, r.Commits); line != "" {
+		items = append(items, Item{Text: plain(line)})
+	}
 	if brief {
 		s.add(&List{items})
 		items = nil

@@ -93,7 +93,8 @@ func textDelta(st Stat) string {
 	return s
 }
 
-// shortVerdict is a verdict in a few characters: "unknown <63%",
+// shortVerdict is a verdict in a few characters: "unknown <63%"
+// ("unknown, no size" where it could detect no change of any size),
 // "same ±5%", "worse"; "*" marks one not gated.
 func shortVerdict(st Stat) string {
 	v := string(st.Verdict)
@@ -103,8 +104,10 @@ func shortVerdict(st Stat) string {
 			v = "untested"
 		} else if excludesZero(st) {
 			v = "moved"
-		} else if isFinite(st.DetectablePct) {
+		} else if isFinite(st.DetectablePct) && st.DetectablePct < maxShownPct {
 			v += " <" + pctAbs(st.DetectablePct)
+		} else if isFinite(st.DetectablePct) {
+			v += ", no size" // it could detect no change of any size
 		}
 	case results.Same:
 		v += " ±" + pctAbs(st.MinEffectPct)
