@@ -31,7 +31,7 @@ func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) 
 	if err != nil {
 		return nil, err
 	}
-	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, waits, final pg_stat_statements state and probe counters are in the results directories only", s.where, run))
+	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, final pg_stat_statements state and probe counters are in the results directories only", s.where, run))
 	return in, nil
 }
 

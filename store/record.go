@@ -24,9 +24,12 @@ import (
 //   - its metrics are the cells table's metrics column, a JSON object
 //     by name (metricsText), which the metrics view unfolds into a row
 //     per metric;
-//   - its series (Samples, Progress, Waits, Final, Probe: most of a real
+//   - its series (Samples, Progress, Final, Probe: most of a real
 //     record's bytes, read by no verdict) are not stored: they stay in the
-//     results directory;
+//     results directory; its Waits (counts by wait event, a few hundred
+//     bytes) are kept in the detail: the analysis decides from them
+//     whether a share (db_time_pct) rests on enough samples to compare,
+//     and the store's analysis must be the files';
 //   - everything else is the cell's detail, the record as JSON with the
 //     above left out. A field records gain later lands there with no
 //     change here.
@@ -112,9 +115,10 @@ func setConfig(r *results.Record, c results.Config) {
 	r.Workload, r.Clients, r.CPUs, r.Settings, r.Instructions = c.Workload, c.Clients, c.CPUs, c.Settings, c.Instructions
 }
 
-// dropSeries clears r's series, which the store does not keep.
+// dropSeries clears r's series, which the store does not keep (its
+// Waits it keeps).
 func dropSeries(r *results.Record) {
-	r.Samples, r.Progress, r.Waits, r.Final, r.Probe = nil, nil, nil, nil, nil
+	r.Samples, r.Progress, r.Final, r.Probe = nil, nil, nil, nil
 }
 
 // emptyDetail is the detail of a record that has nothing beyond its

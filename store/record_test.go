@@ -20,7 +20,7 @@ import (
 // series (most of a real record's bytes, read by no verdict) stay in the
 // results directory. Every other field must come back from the store as
 // it was written.
-var seriesFields = []string{"Samples", "Progress", "Waits", "Final", "Probe"}
+var seriesFields = []string{"Samples", "Progress", "Final", "Probe"}
 
 // fullRecord is a record with every field set, nested ones included.
 func fullRecord(commit string, seq int, status results.Status) results.Record {
