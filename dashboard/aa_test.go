@@ -129,8 +129,12 @@ func TestAANeverBetterOrWorseOnDashboard(t *testing.T) {
 			aa++
 		}
 	}
-	if !called[0] || aa > 1 {
-		t.Errorf("the analysis calls better or worse in %d of %d A/A runs (want at most 1), control %v", aa, runs, called[0])
+	// The family's level is α = 0.01, two-sided: 10 of 1 000 simulated
+	// A/A runs of this design (4 × r 8, 2 %) call better or worse since
+	// the configurations' variances are moderated (issue 43), 5 before.
+	// Of 100 runs at 1 %, more than 3 happen in 1.8 % of seeds.
+	if !called[0] || aa > 3 {
+		t.Errorf("the analysis calls better or worse in %d of %d A/A runs (want at most 3: the family's α is 1 %%), control %v", aa, runs, called[0])
 	}
 	index, err := os.ReadFile(site.Index)
 	if err != nil {
