@@ -153,6 +153,15 @@ func preloadHint(st *State, err error) string {
 			names = append(names, e.Name)
 		}
 	}
+	// The server's message names the library ("pg_cron can only be
+	// loaded via shared_preload_libraries"): that one, of several built
+	// here, is the one to add.
+	for _, n := range names {
+		if strings.HasPrefix(pe.Message, n+" ") {
+			names = []string{n}
+			break
+		}
+	}
 	switch len(names) {
 	case 0:
 		return "; abtest writes shared_preload_libraries: preload the library with --preload LIB"
