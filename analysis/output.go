@@ -46,6 +46,7 @@ func AnalyzeOutput(in *Input, o Options, w io.Writer, format, out string, note i
 		return nil, err
 	}
 	var early *timePlots
+	out = ReportPath(format, out)
 	if format == "md" && out != "" && CheckOutput(format, out) == nil {
 		dir := filepath.Join(filepath.Dir(out), "plots")
 		if err := plotsDir(dir); err != nil {
@@ -61,6 +62,7 @@ func AnalyzeOutput(in *Input, o Options, w io.Writer, format, out string, note i
 // none); it returns once they are written.
 func (r *Report) output(w io.Writer, format, out string, note io.Writer, early *timePlots) error {
 	defer early.wait()
+	out = ReportPath(format, out)
 	if err := CheckOutput(format, out); err != nil {
 		return err
 	}
@@ -106,10 +108,32 @@ func (r *Report) output(w io.Writer, format, out string, note io.Writer, early *
 // CheckOutput refuses a format Output does not write, and an output it
 // would not write to (results.CheckOutput; a directory only for bench).
 func CheckOutput(format, out string) error {
+	if isDir(out) {
+		if _, err := os.Stat(filepath.Join(out, results.PlanFile)); err == nil {
+			return exitcode.BadInputf("-o %s: is a results directory, whose report is the run's own; write this one elsewhere", out)
+		}
+	}
+	out = ReportPath(format, out)
 	if err := CheckFormat(format); err != nil || out == "" || format == "bench" && isDir(out) {
 		return err
 	}
 	return results.CheckOutput(out)
+}
+
+// ReportPath is where -o out puts a report of format: a directory
+// (an existing one, or a name ending in /) gets report.md (its plots
+// beside it, in plots/), report.txt or report.json inside it, as a run's
+// results directory does; bench writes its files there itself; a file
+// name is that file.
+func ReportPath(format, out string) string {
+	if !isDir(out) || format == "bench" {
+		return out
+	}
+	name := map[string]string{"md": "report.md", "text": "report.txt", "json": "report.json"}[format]
+	if name == "" {
+		return out
+	}
+	return filepath.Join(out, name)
 }
 
 // isDir: a trailing slash or an existing directory.

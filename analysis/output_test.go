@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,5 +165,32 @@ func sameFiles(t *testing.T, a, b string) {
 		if fb[name] != data {
 			t.Errorf("%s differs", name)
 		}
+	}
+}
+
+// TestOutputIntoDirectory (issue 42: -o is a directory for a report
+// with files beside it): -o DIR writes DIR/report.md and DIR/plots/,
+// DIR/report.txt or DIR/report.json; a DIR/ that does not exist is bad
+// input, nothing written.
+func TestOutputIntoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for format, name := range map[string]string{"md": "report.md", "text": "report.txt", "json": "report.json"} {
+		var note strings.Builder
+		if _, err := AnalyzeOutput(load(t, "../demo/testdata/run"), Options{}, io.Discard, format, dir, &note); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil || !strings.Contains(note.String(), filepath.Join(dir, name)) {
+			t.Errorf("-o DIR --format %s: %v, note %q", format, err, note.String())
+		}
+	}
+	if plots, _ := filepath.Glob(filepath.Join(dir, "plots", "*.svg")); len(plots) == 0 {
+		t.Error("-o DIR: no plots in DIR/plots")
+	}
+	missing := filepath.Join(dir, "nosuch") + "/"
+	if _, err := AnalyzeOutput(load(t, "../demo/testdata/run"), Options{}, io.Discard, "md", missing, io.Discard); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("-o %s: %v, want exit 2", missing, err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("-o %s made it", missing)
 	}
 }
