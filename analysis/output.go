@@ -46,13 +46,13 @@ func AnalyzeOutput(in *Input, o Options, w io.Writer, format, out string, note i
 		return nil, err
 	}
 	var early *timePlots
-	out = ReportPath(format, out)
 	if format == "md" && out != "" && CheckOutput(format, out) == nil {
-		dir := filepath.Join(filepath.Dir(out), "plots")
+		report := ReportPath(format, out)
+		dir := filepath.Join(filepath.Dir(report), "plots")
 		if err := plotsDir(dir); err != nil {
 			return nil, exitcode.Failure(err)
 		}
-		early = a.r.startTimePlots(dir, filepath.Dir(out))
+		early = a.r.startTimePlots(dir, filepath.Dir(report))
 	}
 	a.run()
 	return a.r, a.r.output(w, format, out, note, early)
@@ -62,10 +62,10 @@ func AnalyzeOutput(in *Input, o Options, w io.Writer, format, out string, note i
 // none); it returns once they are written.
 func (r *Report) output(w io.Writer, format, out string, note io.Writer, early *timePlots) error {
 	defer early.wait()
-	out = ReportPath(format, out)
 	if err := CheckOutput(format, out); err != nil {
 		return err
 	}
+	out = ReportPath(format, out)
 	if format == "bench" && isDir(out) {
 		paths, err := r.WriteBenchFiles(out)
 		if err != nil {

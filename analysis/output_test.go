@@ -193,4 +193,19 @@ func TestOutputIntoDirectory(t *testing.T) {
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("-o %s made it", missing)
 	}
+	// A results directory keeps the run's own report.
+	run := t.TempDir()
+	plan, err := os.ReadFile("../demo/testdata/run/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "plan.json"), plan, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AnalyzeOutput(load(t, "../demo/testdata/run"), Options{}, io.Discard, "md", run, io.Discard); exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("-o RESULTS_DIR: %v, want exit 2", err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "report.md")); err == nil {
+		t.Error("-o RESULTS_DIR wrote its report.md")
+	}
 }
