@@ -111,7 +111,7 @@ func Reuse(c *config.Config, root string) string {
 	} {
 		fmt.Fprintf(&b, "  export %s=%s\n", kv[0], proc.Quote(kv[1]))
 	}
-	fmt.Fprintf(&b, "  abtest matrix -k %s -w select1,churn -c 8 -m 1000 -r %d\n",
-		proc.Quote("demo-base=HEAD,demo-patch=HEAD+"+filepath.Join(root, PatchName)), Repeats)
+	fmt.Fprintf(&b, "  abtest matrix -k %s -w select1,churn -c 8 -m 1000 -r %d -d %g --warmup 1\n",
+		proc.Quote("demo-base=HEAD,demo-patch=HEAD+"+filepath.Join(root, PatchName)), Repeats, Duration.Seconds())
 	return b.String()
 }

@@ -96,7 +96,7 @@ func TestReuse(t *testing.T) {
 		}
 	}
 	if len(env) != 5 || !strings.Contains(out, "'/var/tmp/abtest demo/worktrees'") ||
-		!strings.Contains(out, "\n  abtest matrix -k 'demo-base=HEAD,demo-patch=HEAD+/var/tmp/abtest demo/"+PatchName+"' -w select1,churn -c 8 -m 1000 -r 12\n") {
+		!strings.Contains(out, "\n  abtest matrix -k 'demo-base=HEAD,demo-patch=HEAD+/var/tmp/abtest demo/"+PatchName+"' -w select1,churn -c 8 -m 1000 -r 12 -d 3 --warmup 1\n") {
 		t.Fatalf("exports %v in\n%s", env, out)
 	}
 	l, err := config.Load(config.Options{Dir: t.TempDir(), Home: "/elsewhere", Getenv: func(k string) string { return env[k] }})

@@ -56,6 +56,6 @@ func designLine(plan *results.Plan, dir string, o analysis.Options) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("design: the noise of %s's cells on this host (run %s) answers ±%g%% soonest with %gs cells × r %d, about %.0f min of cells; this plan: %gs × r %d",
-		text.Count(len(comps), "configuration"), filepath.Base(last), bar, d.Seconds, d.Repeats, d.Minutes, plan.Options.DurationS, plan.Options.Repeats)
+	return fmt.Sprintf("design: this host's noise (run %s, %s of this plan) answers ±%g%% soonest with %gs cells × r %d, about %.0f min of cells; this plan: %gs × r %d",
+		filepath.Base(last), text.Count(len(comps), "configuration"), bar, d.Seconds, d.Repeats, d.Minutes, plan.Options.DurationS, plan.Options.Repeats)
 }

@@ -45,7 +45,7 @@ func TestDesignLine(t *testing.T) {
 	}
 	got := designLine(plan, filepath.Join(root, "new"), analysis.Options{})
 	t.Log(got)
-	if !strings.HasPrefix(got, "design: the noise of 2 configurations") || !strings.Contains(got, "(run last)") || !strings.Contains(got, "× r ") || !strings.Contains(got, "this plan: 3s × r 12") {
+	if !strings.HasPrefix(got, "design: this host's noise (run last, 2 configurations of this plan)") || !strings.Contains(got, "× r ") || !strings.Contains(got, "this plan: 3s × r 12") {
 		t.Errorf("design line %q", got)
 	}
 	if got := designLine(plan, last, analysis.Options{}); got != "" {
