@@ -119,13 +119,7 @@ func (r *Report) provenanceBlocks(brief bool) []Block {
 	item := func(f string, a ...any) { items = append(items, Item{Text: plain(fmt.Sprintf(f, a...))}) }
 	if brief {
 		for _, c := range p.Commits {
-			what := c.Ref + " " + text.Short(c.SHA)
-			if c.Install != "" {
-				what = "install " + c.Install
-			}
-			for _, pa := range c.Patches {
-				what += " + " + filepath.Base(pa.File)
-			}
+			what := c.What()
 			if c.Version != "" {
 				what += ", " + shortVersion(c.Version)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -86,13 +85,7 @@ func EstimateBuilds(ctx context.Context, deps *Deps, p *results.Plan) []BuildEst
 func PrintPlan(w io.Writer, p *results.Plan, dir string, builds []BuildEstimate) {
 	fmt.Fprintf(w, "# plan: %d cells, shard %s, order %s (seed %d), results in %s\n", len(p.Cells), p.Shard, p.Options.Order, p.Options.Seed, dir)
 	for _, c := range p.Commits {
-		what := c.Ref + " " + text.Short(c.SHA)
-		if c.Install != "" {
-			what = "install " + c.Install
-		}
-		for _, pa := range c.Patches {
-			what += " + " + filepath.Base(pa.File)
-		}
+		what := c.What()
 		fmt.Fprintf(w, "# commit %s: %s (build %s)\n", c.Label, what, c.Build)
 	}
 	printBuildOptions(w, buildOptions(build.Options{}, p.Options))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/text"
+
 	"github.com/pgabtest/abtest/internal/host"
 )
 
@@ -380,6 +382,19 @@ func (p *Plan) ShownWorkload(wl string) string {
 		}
 	}
 	return base
+}
+
+// What says what commit c measures, in one line: its ref and short
+// sha, or the install it runs, then its patches' file names.
+func (c Commit) What() string {
+	what := c.Ref + " " + text.Short(c.SHA)
+	if c.Install != "" {
+		what = "install " + c.Install
+	}
+	for _, pa := range c.Patches {
+		what += " + " + filepath.Base(pa.File)
+	}
+	return what
 }
 
 // Commit returns the plan's commit labelled label.
