@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/results"
 )
 
 // NewestRun is the results directory under root (BENCH_RESULTS_DIR)
 // whose cells.jsonl was written last, or "" when none has one. A
 // symbolic link, to a directory or as cells.jsonl, is not a run of
-// this host's: it is skipped, never followed.
+// this host's: it is skipped, never followed; so is a run whose
+// plan.json or cells.jsonl safefile.CheckInput refuses (another
+// account's, a FIFO or a device, or over its size bound).
 func NewestRun(root string) (string, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
@@ -36,7 +39,11 @@ func NewestRun(root string) (string, error) {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(dir, "plan.json")); err != nil {
+		// Both files are read, as root too: each must be an input root
+		// may read (a regular file of root's or the sudo user's, in
+		// directories nobody else can write, under safefile's size
+		// bound). A plan.json linked to /dev/zero hung doctor before.
+		if safefile.CheckInput(filepath.Join(dir, results.PlanFile)) != nil || safefile.CheckInput(filepath.Join(dir, results.CellsFile)) != nil {
 			continue
 		}
 		if fi.ModTime().After(at) {

@@ -66,6 +66,37 @@ func TestNoiseDemo(t *testing.T) {
 	if got, _ := NewestRun(root); got != old {
 		t.Errorf("NewestRun with a linked cells.jsonl = %q; want %s", got, old)
 	}
+	// A newer run whose plan.json is a link to /dev/zero, or whose
+	// cells.jsonl is another account's (as root), is not read.
+	for _, plant := range []func(d string) error{
+		func(d string) error { return os.Symlink("/dev/zero", filepath.Join(d, "plan.json")) },
+		func(d string) error {
+			if os.Geteuid() != 0 {
+				return os.Symlink("/dev/zero", filepath.Join(d, "plan.json"))
+			}
+			if err := os.WriteFile(filepath.Join(d, "plan.json"), []byte("{}"), 0o644); err != nil {
+				return err
+			}
+			return os.Chown(filepath.Join(d, "cells.jsonl"), 65534, 65534)
+		},
+	} {
+		bad, err := os.MkdirTemp(root, "planted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bad, "cells.jsonl"), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(bad); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := NewestRun(root); got != old {
+			t.Errorf("NewestRun with a planted %s = %q; want %s", bad, got, old)
+		}
+		if err := os.RemoveAll(bad); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// doctor's own check reads the newest run of the results root.
 	if f, ok := measuredNoise(root); !ok || f.Check != "measured noise" || !strings.Contains(f.Value, "(old)") && !strings.Contains(f.Value, "in old") {
 		t.Errorf("measuredNoise(root) = %+v, %v; want the old run's noise", f, ok)
