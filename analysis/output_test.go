@@ -193,6 +193,24 @@ func TestOutputIntoDirectory(t *testing.T) {
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("-o %s made it", missing)
 	}
+	// As root, a link another account planted in place of the
+	// directory is not followed: nothing is written where it points.
+	if os.Geteuid() == 0 {
+		target := t.TempDir()
+		link := filepath.Join(t.TempDir(), "planted")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(link, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := AnalyzeOutput(load(t, "../demo/testdata/run"), Options{}, io.Discard, "text", link, io.Discard); err == nil {
+			t.Errorf("-o through nobody's link: no error")
+		}
+		if ents, _ := os.ReadDir(target); len(ents) != 0 {
+			t.Errorf("-o through nobody's link wrote %d entries where it points", len(ents))
+		}
+	}
 	// A results directory keeps the run's own report.
 	run := t.TempDir()
 	plan, err := os.ReadFile("../demo/testdata/run/plan.json")
