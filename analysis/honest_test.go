@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand"
 	"regexp"
 	"strconv"
@@ -118,7 +119,9 @@ func checkTextSigns(t *testing.T, name, txt string) int {
 }
 
 // checkJSONSigns checks report.json's rows: a stat whose delta_pct
-// contradicts its median against the baseline's says medians_disagree.
+// contradicts its median against the baseline's, or whose medians'
+// ratio is further from it than a quarter of the bar, says
+// medians_disagree, and no other.
 func checkJSONSigns(t *testing.T, name string, js []byte) {
 	var doc struct {
 		Rows []struct {
@@ -128,6 +131,7 @@ func checkJSONSigns(t *testing.T, name string, js []byte) {
 				Median          *float64 `json:"median"`
 				DeltaPct        *float64 `json:"delta_pct"`
 				MediansDisagree bool     `json:"medians_disagree"`
+				MinEffectPct    *float64 `json:"min_effect_pct"`
 			}
 		}
 	}
@@ -142,7 +146,11 @@ func checkJSONSigns(t *testing.T, name string, js []byte) {
 			if st.Median == nil || st.DeltaPct == nil {
 				continue
 			}
-			if contradicts(*row.Stats[0].Median, *st.Median, *st.DeltaPct) != st.MediansDisagree {
+			bar := math.NaN()
+			if st.MinEffectPct != nil {
+				bar = *st.MinEffectPct
+			}
+			if want := contradicts(*row.Stats[0].Median, *st.Median, *st.DeltaPct) || apart(*st.DeltaPct, *row.Stats[0].Median, *st.Median, bar); want != st.MediansDisagree {
 				t.Errorf("%s json: %s %s %s: medians %v → %v, Δ %v, medians_disagree %v", name, row.Config, row.Metric, st.Commit, *row.Stats[0].Median, *st.Median, *st.DeltaPct, st.MediansDisagree)
 			}
 		}
@@ -184,6 +192,28 @@ func TestAANeverBetterOrWorse(t *testing.T) {
 			case run > 0 && found != "":
 				t.Errorf("A/A run %d: %s says %q", run, name, strings.TrimSpace(found))
 			}
+		}
+	}
+}
+
+// TestApart: the medians' ratio beside Δ is marked when it is further
+// from Δ than a quarter of the bar (issue 43's churn: medians
+// 42 987 → 43 869, +2.05 %, beside Δ +3.98 % at a 2 % bar), not when
+// it is within, nor without a bar or a baseline median.
+func TestApart(t *testing.T) {
+	for _, c := range []struct {
+		delta, base, cand, bar float64
+		want                   bool
+	}{
+		{3.98, 42987, 43869, 2, true},
+		{2.9, 100, 102.5, 2, false},
+		{2.9, 100, 102.5, 1, true},
+		{3.98, 42987, 43869, math.NaN(), false},
+		{3.98, 0, 43869, 2, false},
+		{-5, 100, 95.2, 2, false},
+	} {
+		if got := apart(c.delta, c.base, c.cand, c.bar); got != c.want {
+			t.Errorf("apart(Δ %v, %v → %v, bar %v) = %v, want %v", c.delta, c.base, c.cand, c.bar, got, c.want)
 		}
 	}
 }

@@ -88,14 +88,19 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 		rows := r.overviewRows(c)
 		t := &Table{Head: []string{"configuration", "metric", r.Baseline, c, "Δ [95% CI]", "verdict"}}
 		var notes noSignalMarks
+		geo, disagree := false, false
 		for _, o := range rows {
-			d, v := deltaCell(o.cand, deltaCI(o.cand, 1)), verdictCell(o.cand, shortVerdict(o.cand))
+			// Beside Δ, the geometric means it rests on where there are
+			// both: their ratio is Δ, so nothing to mark.
+			cand, both := o.cand, isFinite(o.cand.Geomean) && isFinite(o.cand.BaseGeomean)
+			cand.MediansDisagree = cand.MediansDisagree && !both
+			geo, disagree = geo || both, disagree || cand.MediansDisagree
+			d, v := deltaCell(cand, deltaCI(cand, 1)), verdictCell(cand, shortVerdict(cand))
 			if o.why != "" {
 				d, v = txt("—"+notes.mark(o.why)), txt("—")
 				d.Why = o.why
 			}
-			b, n := medianCell(o.base), medianCell(o.cand)
-			b.Text, n.Text = plain(textMedian(o.base)), plain(textMedian(o.cand))
+			b, n := overviewValue(o.base, cand.BaseGeomean, cand.Geomean), overviewValue(cand, cand.Geomean, cand.BaseGeomean)
 			t.Rows = append(t.Rows, []Cell{txt(r.shownConfig(o.config)), txt(o.metric), b, n, d, v})
 		}
 		if len(t.Rows) == 0 {
@@ -109,11 +114,31 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 		}
 		s.add(notes.footnotes()...)
 		s.add(&Footnote{"* reported only, not gated; unknown < X: changes smaller than X could not have been detected; same ±X: within ±X."})
-		if slices.ContainsFunc(rows, func(o overviewRow) bool { return o.cand.MediansDisagree }) {
+		if geo {
+			s.add(&Footnote{GeomeanNote})
+		}
+		if disagree {
 			s.add(&Footnote{DisagreeNote})
 		}
 	}
 	return s
+}
+
+// GeomeanNote says what the overview shows beside Δ.
+const GeomeanNote = "Beside Δ: the geometric means of the values Δ rests on (the pairs' blocks), so their ratio is Δ; each commit's median is in the details."
+
+// overviewValue is a commit's value beside Δ in the overview: the
+// geometric mean geo of the values Δ rests on where the comparison has
+// both (other, the other side's, finite), else its median.
+func overviewValue(st Stat, geo, other float64) Cell {
+	if !isFinite(geo) || !isFinite(other) {
+		c := medianCell(st)
+		c.Text = plain(textMedian(st))
+		return c
+	}
+	c := txt(num(geo))
+	c.Value, c.Lo, c.Hi = geo, math.NaN(), math.NaN()
+	return c
 }
 
 // AnswerLines are one line per commit naming what changed: the called

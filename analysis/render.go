@@ -557,7 +557,7 @@ func deltaCI(st Stat, prec int) string {
 // every format, the dashboard's included.
 const (
 	DisagreeMark = "†"
-	DisagreeNote = "† Δ is the paired estimate (the geometric mean of the per-pair ratios), which the verdict judges; the medians beside it are each commit's own, and with pairs that scatter they can point the other way."
+	DisagreeNote = "† Δ is the paired estimate (the geometric mean of the per-pair ratios), which the verdict judges; the medians beside it are each commit's own, and with pairs that scatter their ratio differs from Δ (here by more than a quarter of the bar, or in sign)."
 )
 
 // anyDisagree reports whether a row's Δ carries DisagreeMark.
