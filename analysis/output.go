@@ -136,6 +136,12 @@ func ReportPath(format, out string) string {
 	return filepath.Join(out, name)
 }
 
+// OutputIsDir reports whether -o out names a directory (an existing
+// one, or a name ending in /): where a report and its plots go. A file
+// name is the deprecated spelling (issue 42: -o is a directory for
+// every output of more than one file).
+func OutputIsDir(out string) bool { return isDir(out) }
+
 // isDir: a trailing slash or an existing directory.
 func isDir(out string) bool {
 	if out == "" {

@@ -49,9 +49,12 @@ type Options struct {
 	// InstrTransactions is --instr-transactions (0: the default N).
 	InstrTransactions int
 	// InitdbOpts are --initdb-opt, Pgbench --pgbench (Request).
-	InitdbOpts                       []string
-	Pgbench                          string
-	Seconds, Warmup, PerfWindow      int
+	InitdbOpts                  []string
+	Pgbench                     string
+	Seconds, Warmup, PerfWindow int
+	// WarmupTx is --warmup-tx, RestartCells --restart-cells (Request).
+	WarmupTx                         int
+	RestartCells                     bool
 	Repeats, SleepMS, MaxRepeats     int
 	Build, Protocol, Order           string
 	NameTemplate, Preset, Shard      string
@@ -345,6 +348,14 @@ func (o *Options) durations(r *Request) error {
 	if r.Warmup, err = Seconds(o.Warmup, "--warmup"); err != nil {
 		return err
 	}
+	r.WarmupTx, r.RestartCells = o.WarmupTx, o.RestartCells
+	r.Designable = o.Given != nil && !o.given("duration") && !o.given("repeats") && o.Preset == ""
+	if o.WarmupTx != 0 {
+		if o.given("warmup") {
+			return exitcode.BadInputf("--warmup and --warmup-tx: give one warm-up, in seconds or in transactions")
+		}
+		r.Warmup = 0
+	}
 	if o.Preset == "full" {
 		if !o.given("repeats") {
 			r.Repeats = PresetFull.Repeats
@@ -469,7 +480,7 @@ func WorkloadNames(list string) ([]string, error) {
 // planFlags are the long names of the flags that decide a plan: a
 // resume takes the plan from its directory and refuses them.
 var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
-	"sleep", "warmup", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
+	"sleep", "warmup", "warmup-tx", "restart-cells", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt", "extension", "preload", "setup-sql"}
 
 // ResumePlan returns the plan stored in dir, to run its missing cells.

@@ -85,7 +85,7 @@ func newPlan(req Request, commits []results.Commit) *results.Plan {
 		Baseline: commits[0].Label,
 		Options: results.PlanOpts{
 			Workloads: req.Workloads, Clients: req.Clients, CPUs: req.CPUs, Settings: req.Settings, Repeats: req.Repeats,
-			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), Protocol: req.Protocol, SleepMS: req.SleepMS,
+			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), WarmupTx: req.WarmupTx, RestartCells: req.RestartCells, Protocol: req.Protocol, SleepMS: req.SleepMS,
 			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
 			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
 			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
@@ -343,7 +343,7 @@ func Estimate(p *results.Plan) time.Duration {
 		switch prev, ok := last[name]; {
 		case !ok:
 			d += ClusterSetup
-		case prev != conf:
+		case prev != conf || p.Options.RestartCells:
 			d += Restart
 		}
 		last[name] = conf

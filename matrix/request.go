@@ -89,9 +89,18 @@ type Request struct {
 	Repeats         int
 	Duration        time.Duration
 	Warmup          time.Duration
-	Protocol        string
-	SleepMS         int
-	Build           build.Type
+	// WarmupTx is a warm-up of that many transactions per client in
+	// place of Warmup (results.PlanOpts.WarmupTx); RestartCells restarts
+	// the server before every timed cell.
+	WarmupTx     int
+	RestartCells bool
+	// Designable: neither -d nor -r was given (nor a preset), so the
+	// cell length and repeats may come from this host's measured noise
+	// (pipeline.Prepare).
+	Designable bool
+	Protocol   string
+	SleepMS    int
+	Build      build.Type
 	// BuildOptions are the builds' options beside the type that the plan
 	// records: Profiling (frame pointers, so --perf has call graphs),
 	// MesonOpts and ConfigureOpts; the others (ccache, --force) are the
@@ -180,6 +189,9 @@ func (r *Request) Check() error {
 	}
 	if r.Warmup < 0 || r.Warmup > MaxDuration {
 		return exitcode.BadInputf("--warmup %s: want 0 to %s", r.Warmup, MaxDuration)
+	}
+	if r.WarmupTx < 0 || r.WarmupTx > maxWarmupTx {
+		return exitcode.BadInputf("--warmup-tx %d: want 0 to %d transactions per client", r.WarmupTx, maxWarmupTx)
 	}
 	if r.SleepMS < 0 {
 		return exitcode.BadInputf("-S %d: want a think time of at least 0 ms", r.SleepMS)
@@ -351,6 +363,10 @@ func (r *Request) checkAdaptive() error {
 
 // instrRepeats is InstrRepeats, at least 1.
 func (r *Request) instrRepeats() int { return max(1, r.InstrRepeats) }
+
+// maxWarmupTx bounds --warmup-tx: a million transactions per client is
+// minutes of warm-up at any rate this tool measures.
+const maxWarmupTx = 1_000_000
 
 func (r *Request) cellTime() time.Duration { return r.Duration + r.Warmup + Overhead }
 

@@ -580,6 +580,11 @@ func (r *run) cell(ctx context.Context, cell results.Cell) *results.Record {
 	if err := r.markStarted(name); err != nil {
 		return failed(rec, err, serverLog)
 	}
+	if r.plan.Options.RestartCells {
+		if _, err := cm.Stop(ctx, name); err != nil && !errors.Is(err, cluster.ErrNotFound) {
+			return failed(rec, err, serverLog)
+		}
+	}
 	st, err := cm.Start(ctx, name, opts)
 	if err == nil {
 		err = r.setup(ctx, st, cell)
@@ -655,9 +660,9 @@ func (r *run) underCondition(ctx context.Context, cell results.Cell, spec worklo
 // rec.
 func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec, cell results.Cell, rec *results.Record) error {
 	o := r.plan.Options
-	if o.WarmupS > 0 {
+	if o.WarmupS > 0 || o.WarmupTx > 0 {
 		warm := spec
-		warm.Duration = time.Duration(o.WarmupS * float64(time.Second))
+		warm.Duration, warm.Transactions = time.Duration(o.WarmupS*float64(time.Second)), o.WarmupTx
 		// The warm-up's logs stay beside the cell's, so a failed
 		// warm-up's error names a file that exists.
 		warm.OutDir = filepath.Join(results.CellDir(r.dir, cell.ID), "warm-up")
@@ -679,7 +684,7 @@ func (r *run) measure(ctx context.Context, st *cluster.State, spec workload.Spec
 	spec.PeakTPS = r.peakTPS[peakKey(cell)]
 	// Stats are reset when the warm-up starts, so the measurement starts
 	// from a warmed-up pg_stat_statements (steady-state eviction on churn).
-	spec.NoReset = o.WarmupS > 0
+	spec.NoReset = o.WarmupS > 0 || o.WarmupTx > 0
 	// Nothing but abtest's own statements runs between the warm-up's
 	// last reading of pg_stat_statements and the window's first, unless
 	// a condition's sessions do: then the window reads its own.

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/doctor"
@@ -12,23 +15,31 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// designLine says what the noise of this host's newest run (under the
+// hostDesign is what the noise of this host's newest run (under the
 // directory that holds dir) asks of plan: the cell length and repeats
-// that bring the run-level interval within the primary's bar soonest
-// (analysis.DesignFor), beside the plan's own. "" when no earlier run
-// measured any of plan's configurations.
-func designLine(plan *results.Plan, dir string, o analysis.Options) string {
+// that answer the run-level question at the primary's bar soonest
+// (analysis.DesignFor), the run it was measured in, and how many of
+// plan's configurations that run measured. ok is false when it
+// measured none of them.
+type hostDesign struct {
+	analysis.RunDesign
+	run     string
+	matched int
+	bar     float64
+}
+
+func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, bool) {
 	last, err := doctor.NewestRun(filepath.Dir(dir))
 	if err != nil || last == "" || filepath.Clean(last) == filepath.Clean(dir) {
-		return ""
+		return hostDesign{}, false
 	}
 	p, err := results.ReadPlan(last)
 	if err != nil {
-		return ""
+		return hostDesign{}, false
 	}
 	recs, _, err := results.ReadRecords(last)
 	if err != nil {
-		return ""
+		return hostDesign{}, false
 	}
 	var ids []string
 	for _, c := range plan.Configs {
@@ -53,9 +64,53 @@ func designLine(plan *results.Plan, dir string, o analysis.Options) string {
 	}
 	overhead := plan.Options.WarmupS + matrix.Overhead.Seconds()
 	d, ok := analysis.DesignFor(comps, bar, alpha, overhead, len(plan.Commits))
+	return hostDesign{RunDesign: d, run: filepath.Base(last), matched: len(comps), bar: bar}, ok
+}
+
+// designLine says what this host's noise asks of plan beside the plan's
+// own cell length and repeats; "" when no earlier run measured any of
+// plan's configurations, and the chosen design when Prepare chose it.
+func designLine(plan *results.Plan, dir string, o analysis.Options) string {
+	if plan.Options.Design != "" {
+		return "design: " + plan.Options.Design
+	}
+	d, ok := designFor(plan, dir, o)
 	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("design: this host's noise (run %s, %s of this plan) answers ±%g%% soonest with %gs cells × r %d, about %.0f min of cells; this plan: %gs × r %d",
-		filepath.Base(last), text.Count(len(comps), "configuration"), bar, d.Seconds, d.Repeats, d.Minutes, plan.Options.DurationS, plan.Options.Repeats)
+		d.run, text.Count(d.matched, "configuration"), d.bar, d.Seconds, d.Repeats, d.Minutes, plan.Options.DurationS, plan.Options.Repeats)
+}
+
+// Bounds of a design Prepare chooses on its own: outside them the
+// design is only printed and the defaults stay.
+const (
+	designMinSeconds = 2 // one second has no within-cell spread to measure
+	designMaxRepeats = 200
+	designMaxMinutes = 60
+)
+
+// designed is plan with the cell length and repeats this host's noise
+// asks for, when the user gave neither (matrix.Request.Designable) and
+// the design is safe to choose: the newest run of this host measured
+// every configuration of plan with tps as their primary, and the
+// design stays within the bounds above. Otherwise plan itself.
+func designed(ctx context.Context, deps *matrix.Deps, req matrix.Request, plan *results.Plan, dir string) (*results.Plan, error) {
+	o := plan.Options
+	if !req.Designable || o.InstructionsOnly || o.UntilDecided || slices.ContainsFunc(o.Rates, func(r float64) bool { return r > 0 }) {
+		return plan, nil
+	}
+	d, ok := designFor(plan, dir, analysis.Options{})
+	if !ok || d.matched != len(plan.Configs) || d.Minutes > designMaxMinutes || d.Repeats > designMaxRepeats {
+		return plan, nil
+	}
+	req.Duration = time.Duration(math.Max(d.Seconds, designMinSeconds)) * time.Second
+	req.Repeats = max(d.Repeats, 3)
+	p, err := matrix.Prepare(ctx, deps, req)
+	if err != nil {
+		return nil, err
+	}
+	p.Options.Design = fmt.Sprintf("%gs cells × r %d, chosen from this host's noise (run %s) to answer ±%g%% in about %.0f min of cells (-d and -r not given; give them to choose)",
+		p.Options.DurationS, p.Options.Repeats, d.run, d.bar, d.Minutes)
+	return p, nil
 }

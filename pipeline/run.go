@@ -93,6 +93,10 @@ func Prepare(ctx context.Context, deps *matrix.Deps, req matrix.Request, out, re
 		return nil, "", err
 	}
 	dir, err := OutputDir(plan, out, resultsDir)
+	if err != nil {
+		return nil, "", err
+	}
+	plan, err = designed(ctx, deps, req, plan, dir)
 	return plan, dir, err
 }
 
@@ -155,7 +159,7 @@ func Run(ctx context.Context, deps *matrix.Deps, plan *results.Plan, dir string,
 		for _, r := range reach {
 			fmt.Fprintln(o.Out, r)
 		}
-		if o.Fail && !plan.Options.UntilDecided {
+		if o.Fail && !plan.Options.UntilDecided || plan.Options.Design != "" {
 			if d := designLine(plan, dir, o.Analysis); d != "" {
 				fmt.Fprintln(o.Out, d)
 			}
@@ -352,6 +356,9 @@ func (f GateFlags) RunOptions() (RunOptions, error) {
 // Analyze analyses an input under o, writes its report in format (to
 // output, or out), and gates it as the flags ask.
 func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output string, out, errOut io.Writer) error {
+	if output != "" && !analysis.OutputIsDir(output) {
+		fmt.Fprintf(errOut, "abtest: deprecated: analyze -o %s: -o names a directory (DIR/report.md with DIR/plots/, report.txt, report.json or the bench files); a file is still written in this release\n", output)
+	}
 	rep, err := analysis.AnalyzeOutput(in, o, out, format, output, errOut)
 	if err != nil {
 		return err

@@ -295,9 +295,18 @@ type PlanOpts struct {
 	Repeats         int     `json:"repeats"`
 	DurationS       float64 `json:"duration_s"`
 	WarmupS         float64 `json:"warmup_s"`
-	Protocol        string  `json:"protocol"`
-	SleepMS         int     `json:"sleep_ms,omitempty"`
-	BuildType       string  `json:"build_type"`
+	// WarmupTx, when set, is the warm-up as transactions per client
+	// (matrix --warmup-tx, pgbench -t) in place of WarmupS's seconds.
+	WarmupTx int `json:"warmup_tx,omitempty"`
+	// Design says where the cell length and repeats came from when the
+	// user gave neither: this host's measured noise (pipeline.Prepare).
+	Design string `json:"design,omitempty"`
+	// RestartCells restarts the server before every timed cell (matrix
+	// --restart-cells): fresh shared memory, caches and backends.
+	RestartCells bool   `json:"restart_cells,omitempty"`
+	Protocol     string `json:"protocol"`
+	SleepMS      int    `json:"sleep_ms,omitempty"`
+	BuildType    string `json:"build_type"`
 	// Profiling, MesonOpts and ConfigureOpts are the builds' options
 	// beside the type (matrix --profiling, --meson-opt, --configure-opt):
 	// they change what is measured, so a resume builds with them too.

@@ -15,11 +15,11 @@ func analyzeCommand(env *Env) *cli.Command {
 		Name:      "analyze",
 		Usage:     "statistics, verdicts and the report of one or more results directories (shards merge)",
 		ArgsUsage: "DIR…",
-		UsageText: `abtest analyze DIR… [-o FILE] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
+		UsageText: `abtest analyze DIR… [-o DIR] [--format md|text|json|bench] [--baseline LABEL] [--alpha 0.01]
                [--threshold METRIC=PCT]… [--bar threshold|auto] [--gate METRIC]… [--primary METRIC]… [--fail-on-regression [--allow-unknown]]
 abtest analyze --store URL --run ID|seed:N [options]   (a run's shards from the results store)`,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report into `DIR` (report.md and plots/, report.txt or report.json), or to a FILE", DefaultText: "stdout"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report into `DIR` (report.md and plots/, report.txt or report.json; a FILE is deprecated)", DefaultText: "stdout"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "`FORMAT`: md, text (plain, for a terminal or a mail), json, or bench (benchstat -col commit; with -o DIR/, one file per commit for plain benchstat)"},
 			&cli.StringFlag{Name: "baseline", Usage: "commit `LABEL` to compare against", DefaultText: "the first of -k"},
 			&cli.FloatFlag{Name: "alpha", Value: 0.01, Usage: "significance `LEVEL`"},

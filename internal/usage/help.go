@@ -140,10 +140,10 @@ var commandCategories = map[string]string{
 // categories are listed by urfave/cli in the order of their names.
 var categories = map[string]string{
 	"Commits":                 "commits commit patch worktree good bad reuse baseline install remove prune run",
-	"Configuration: server":   "cpus pgss-max set initdb-opt preload setup-sql port host user db listen data-checksums max-clients recreate-cluster stop run-as cluster",
+	"Configuration: server":   "cpus restart-cells pgss-max set initdb-opt preload setup-sql port host user db listen data-checksums max-clients recreate-cluster stop run-as cluster",
 	"Configuration: workload": "workloads clients jobs transactions protocol sleep rate var condition pgbench-cpus expected-tps must-not-saturate",
 	"Extra measurements":      "perf perf-window instructions instructions-only instr-repeats instr-transactions sample-every wait-every keep-raw freq",
-	"Repeats and time":        "duration repeats warmup order seed until-decided max-repeats budget shard preset resume since",
+	"Repeats and time":        "duration repeats warmup warmup-tx order seed until-decided max-repeats budget shard preset resume since",
 	"Toolchain":               "build profiling meson-opt configure-opt force extension no-ccache name-template pgbench source",
 	"Verdict and output": "output json quiet format gate primary fail-on-regression allow-unknown threshold alpha bar store metric configuration " +
 		"note top cum per-tx diff-base http addr no-fetch fix",

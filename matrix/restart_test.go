@@ -1,0 +1,99 @@
+package matrix
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/results"
+)
+
+// TestRestartCellsAndWarmupTx (issue 43's factors): --restart-cells
+// starts the server anew before every timed cell (pg_ctl start once a
+// cell, against about once a run without it), and --warmup-tx N warms
+// up with pgbench -t N in place of -T.
+func TestRestartCellsAndWarmupTx(t *testing.T) {
+	t.Parallel()
+	deps, pg := prebuiltDeps(t)
+	install := testpg.CopyInstall(t, pg, "fp-restart")
+	calls := filepath.Join(testenv.SharedTempDir(t), "calls")
+	if err := os.WriteFile(calls, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(calls, 0o666); err != nil { // the server's account appends too
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pg_ctl", "pgbench"} {
+		bin := filepath.Join(install, "bin", name)
+		if err := os.Rename(bin, bin+".real"); err != nil {
+			t.Fatal(err)
+		}
+		script := "#!/bin/sh\necho \"" + name + " $*\" >> " + calls + "\nexec " + bin + ".real \"$@\"\n"
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(restart bool) (starts, warmTx, warmT int) {
+		if err := os.Truncate(calls, 0); err != nil {
+			t.Fatal(err)
+		}
+		req := Request{
+			Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
+			Workloads: []string{"select1"}, Clients: []int{1}, Rates: plumbingRates, Repeats: 2, Duration: time.Second,
+			WarmupTx: 20, RestartCells: restart, Protocol: "simple",
+		}
+		plan, err := Prepare(context.Background(), deps, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Options.WarmupTx != 20 || plan.Options.RestartCells != restart {
+			t.Fatalf("plan options %+v", plan.Options)
+		}
+		var out strings.Builder
+		deps.Out = &out
+		dir := filepath.Join(testenv.SharedTempDir(t), "r")
+		if err := Run(context.Background(), deps, plan, dir); err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		recs, _, err := results.ReadRecords(dir)
+		if err != nil || len(recs) != 4 {
+			t.Fatalf("%d records (%v)", len(recs), err)
+		}
+		for _, r := range recs {
+			if r.Status != results.StatusOK {
+				t.Errorf("cell %s: %s %s", r.Cell, r.Status, r.Error)
+			}
+		}
+		data, err := os.ReadFile(calls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			args := " " + line + " "
+			switch {
+			case strings.HasPrefix(line, "pg_ctl start"):
+				starts++
+			case strings.HasPrefix(line, "pgbench") && strings.Contains(args, " -t 20 "):
+				warmTx++
+				if strings.Contains(args, " -T ") {
+					t.Errorf("a warm-up by transactions with a duration too: %s", line)
+				}
+			case strings.HasPrefix(line, "pgbench") && strings.Contains(args, "warm-up"):
+				warmT++
+			}
+		}
+		return starts, warmTx, warmT
+	}
+	starts, warmTx, warmT := run(true)
+	if starts < 4 || warmTx != 4 || warmT != 0 {
+		t.Errorf("--restart-cells --warmup-tx 20: %d starts, %d warm-ups of -t 20, %d others; want ≥ 4, 4, 0", starts, warmTx, warmT)
+	}
+	if starts, _, _ := run(false); starts > 2 {
+		t.Errorf("without --restart-cells: %d starts of the server for 4 cells; want at most 2", starts)
+	}
+}
