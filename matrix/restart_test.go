@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/testenv"
 	"github.com/pgabtest/abtest/internal/testpg"
 	"github.com/pgabtest/abtest/results"
@@ -95,5 +97,39 @@ func TestRestartCellsAndWarmupTx(t *testing.T) {
 	}
 	if starts, _, _ := run(false); starts > 2 {
 		t.Errorf("without --restart-cells: %d starts of the server for 4 cells; want at most 2", starts)
+	}
+}
+
+// TestWarmupOneWay: a warm-up is given in seconds or in transactions,
+// not both; a negative count is refused; a resume refuses both flags
+// (they decide the plan).
+func TestWarmupOneWay(t *testing.T) {
+	base := Options{Commits: "a=install:/x,b=install:/x", Workloads: "select1", Clients: "1", PgssMax: "1000", Seconds: 3, Repeats: 3,
+		Build: "release", Protocol: "simple", Order: "abba"}
+	both := base
+	both.Warmup, both.WarmupTx = 2, 100
+	both.Given = func(f string) bool { return f == "warmup" || f == "warmup-tx" }
+	if _, err := both.Request(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "give one warm-up") {
+		t.Errorf("--warmup 2 --warmup-tx 100: %v; want exit 2 asking for one", err)
+	}
+	neg := base
+	neg.WarmupTx = -1
+	r, err := neg.Request()
+	if err == nil {
+		err = r.Check()
+	}
+	if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("--warmup-tx -1: %v; want exit 2", err)
+	}
+	tx := base
+	tx.Warmup, tx.WarmupTx = 5, 100
+	r, err = tx.Request()
+	if err != nil || r.Warmup != 0 || r.WarmupTx != 100 {
+		t.Errorf("--warmup-tx 100 (default --warmup): %+v %v; want no seconds, 100 transactions", r.Warmup, err)
+	}
+	for _, f := range []string{"warmup-tx", "restart-cells"} {
+		if !slices.Contains(planFlags, f) {
+			t.Errorf("--%s decides the plan: a resume must refuse it", f)
+		}
 	}
 }

@@ -1,12 +1,17 @@
 package pipeline
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/proc"
+	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -55,5 +60,63 @@ func TestDesignLine(t *testing.T) {
 	other.Configs = []results.Config{{Workload: "select1", Clients: 64}}
 	if got := designLine(&other, filepath.Join(root, "new"), analysis.Options{}); got != "" {
 		t.Errorf("other configurations: %q, want nothing", got)
+	}
+}
+
+// TestDesignChosen (issue 43): a run given neither -d nor -r takes the
+// cell length and repeats the newest run of this host asks for, and
+// says so; -r given, or no earlier run of its configurations, keeps
+// the defaults.
+func TestDesignChosen(t *testing.T) {
+	install := testenv.PGInstall(t)
+	root := t.TempDir()
+	last := filepath.Join(root, "last")
+	if err := os.Mkdir(last, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	demo := filepath.Join("..", "demo", "testdata", "run")
+	for _, n := range []string{"plan.json", "cells.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(demo, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(last, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare := func(resultsDir string, given ...string) *results.Plan {
+		t.Helper()
+		o := matrix.Options{Commits: "a=install:" + install + ",b=install:" + install, Workloads: "select1,churn", PgssMax: "1000",
+			Seconds: 30, Warmup: 1, Repeats: 8, Build: "release", Protocol: "simple", Order: "abba",
+			Given: func(f string) bool { return slices.Contains(given, f) }}
+		o.SetAxis("clients", []string{"8"})
+		req, err := o.Request()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := Prepare(context.Background(), &matrix.Deps{Proc: &proc.Runner{DryRun: true}}, req, "", resultsDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	if p := prepare(root, "commits"); p.Options.Design != "" {
+		t.Errorf("a design of more than %g min chosen: %s", designMaxMinutes, p.Options.Design)
+	}
+	designMaxMinutes = 200
+	defer func() { designMaxMinutes = 60 }()
+	p := prepare(root, "commits")
+	t.Logf("design: %s", p.Options.Design)
+	if p.Options.Design == "" || p.Options.DurationS == 30 || p.Options.Repeats == 8 || len(p.Cells) != 2*2*p.Options.Repeats {
+		t.Errorf("no -d, no -r: %gs × r %d, %d cells, design %q; want the host's design", p.Options.DurationS, p.Options.Repeats, len(p.Cells), p.Options.Design)
+	}
+	if !strings.Contains(p.Options.Design, "run last") || !strings.Contains(p.Options.Design, "give either to choose") {
+		t.Errorf("design %q: want the run it came from and how to choose", p.Options.Design)
+	}
+	if p := prepare(root, "commits", "repeats"); p.Options.Design != "" || p.Options.Repeats != 8 || p.Options.DurationS != 30 {
+		t.Errorf("-r given: %gs × r %d, design %q; want the defaults", p.Options.DurationS, p.Options.Repeats, p.Options.Design)
+	}
+	if p := prepare(t.TempDir(), "commits"); p.Options.Design != "" || p.Options.Repeats != 8 {
+		t.Errorf("no earlier run: r %d, design %q; want the defaults", p.Options.Repeats, p.Options.Design)
 	}
 }

@@ -408,3 +408,32 @@ func TestBeforeAnalyzeGC(t *testing.T) {
 		t.Errorf("GC percent %d with GOGC=200 set, want it kept", got)
 	}
 }
+
+// TestAnalyzeOutputFileDeprecated (issue 42): -o names a directory; a
+// file name is still written this release, with one deprecation line,
+// and a directory gets none.
+func TestAnalyzeOutputFileDeprecated(t *testing.T) {
+	in, err := analysis.Load(filepath.Join("..", "demo", "testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		out  string
+		file string
+		note bool
+	}{
+		{filepath.Join(t.TempDir(), "r.txt"), "", true},
+		{t.TempDir() + "/", "report.txt", false},
+	} {
+		var out, errOut strings.Builder
+		if err := Analyze(in, analysis.Options{}, GateFlags{}, "text", c.out, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(errOut.String(), "deprecated: analyze -o"); got != c.note || strings.Count(errOut.String(), "deprecated") > 1 {
+			t.Errorf("-o %s: stderr %q; want a deprecation line: %v", c.out, errOut.String(), c.note)
+		}
+		if _, err := os.Stat(filepath.Join(c.out, c.file)); err != nil {
+			t.Errorf("-o %s: %v", c.out, err)
+		}
+	}
+}

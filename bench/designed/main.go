@@ -1,0 +1,112 @@
+// Command designed checks issue 43's must-show by simulation on real
+// noise: from a recorded A/A run of this host (bench/noise.sh's base,
+// say) it takes the design analysis.DesignFor picks for a ±2 % answer
+// (the one a run without -d and -r gets, pipeline.Prepare), then judges
+// runs of that design whose blocks are drawn from the recorded ones
+// (gatesim.Blocks, scaled to the designed cell length by the run's own
+// variance components), A/A and with the candidate's TPS −5 % in every
+// configuration, as `--fail-on-regression` would: the share of runs
+// that exit 0 (same within ±2 %), 1 (regression) and 3 (unanswered),
+// and the wall time of the design's cells.
+//
+//	go run ./bench/designed [-runs 1000] [-seed 1] DIR
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/matrix"
+	"github.com/pgabtest/abtest/results"
+)
+
+func main() {
+	runs := flag.Int("runs", 1000, "simulated runs per change")
+	seed := flag.Int64("seed", 1, "random seed")
+	bar := flag.Float64("bar", 2, "the bar, in %")
+	minutes := flag.Float64("minutes", 0, "also judge the runs of the designed cell length that fit in this many minutes of cells")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: designed [-runs N] [-seed N] RESULTS_DIR")
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *runs, *seed, *bar, *minutes); err != nil {
+		fmt.Fprintln(os.Stderr, "designed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string, runs int, seed int64, bar, minutes float64) error {
+	p, err := results.ReadPlan(dir)
+	if err != nil {
+		return err
+	}
+	recs, _, err := results.ReadRecords(dir)
+	if err != nil {
+		return err
+	}
+	comps := analysis.NoiseOf(p, recs)
+	overhead := p.Options.WarmupS + matrix.Overhead.Seconds()
+	d, ok := analysis.DesignFor(comps, bar, 0.01, overhead, len(p.Commits))
+	if !ok {
+		return fmt.Errorf("%s: no paired spread to design from", dir)
+	}
+	// The recorded blocks are of the run's cell length; the design's
+	// spread at its own, by the components' model, the largest ratio
+	// of the configurations (the noisier side).
+	f := 1.0
+	for _, c := range comps {
+		if r := c.SecondsFor(d.Seconds) / c.SecondsFor(p.Options.DurationS); !math.IsNaN(r) {
+			f = math.Max(f, r)
+		}
+		fmt.Printf("%s: within %.2f %%, between %.2f %%, paired %.2f %%, per-cell part %.2f %%\n", c.Config, c.Within.Pct, c.Between.Pct, c.Paired.Pct, c.CellPct)
+	}
+	blocks, err := gatesim.ReadBlocks(dir)
+	if err != nil {
+		return err
+	}
+	noise := gatesim.Noise{Real: blocks.Scaled(f)}
+	cells := d.Repeats * len(comps) * len(p.Commits)
+	wall := float64(cells) * (d.Seconds + overhead) / 60
+	fmt.Printf("design for ±%g%%: %gs cells × r %d (%d cells, about %.1f min; noise scaled ×%.2f from the recorded %gs cells)\n", bar, d.Seconds, d.Repeats, cells, wall, f, p.Options.DurationS)
+	rng := rand.New(rand.NewSource(seed))
+	judge(rng, noise, len(comps), d.Repeats, runs)
+	if minutes > 0 {
+		r := int(minutes * 60 / (float64(len(comps)*len(p.Commits)) * (d.Seconds + overhead)))
+		fmt.Printf("within %g min: %gs cells × r %d\n", minutes, d.Seconds, r)
+		judge(rng, noise, len(comps), r, runs)
+	}
+	return nil
+}
+
+// judge prints the exits of runs A/A and at −5 % TPS of configs
+// configurations × repeats blocks drawn from noise.
+func judge(rng *rand.Rand, noise gatesim.Noise, configs, repeats, runs int) {
+	for _, effect := range []float64{0, -0.05} {
+		var one, three, zero int
+		for range runs {
+			sp, srecs := gatesim.Run(rng, gatesim.Design{Configs: configs, Repeats: repeats, Effect: effect, Noise: noise})
+			r, err := analysis.Analyze(&analysis.Input{Plan: sp, Records: srecs}, analysis.Options{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "designed:", err)
+				os.Exit(1)
+			}
+			switch exitcode.Code(r.Gate()) {
+			case exitcode.Regression:
+				one++
+			case exitcode.OK:
+				zero++
+			default:
+				three++
+			}
+		}
+		pc := func(n int) string { return fmt.Sprintf("%d (%.1f %%)", n, 100*float64(n)/float64(runs)) }
+		fmt.Printf("  TPS %+.0f %%: exit 0 %s, exit 1 %s, exit 3 %s of %d runs\n", 100*effect, pc(zero), pc(one), pc(three), runs)
+	}
+}
