@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/pgabtest/abtest/results"
 )
@@ -203,6 +204,7 @@ func (a *analyzer) pooled(c string, pools []*test) {
 		if t.verdict == results.Unknown {
 			g.DetectablePct = t.detectable()
 			g.NeedRepeats, g.HalfWidthPct = needRepeats(t), halfWidth(t)
+			g.NeedMinutes = float64(g.NeedRepeats*t.n*len(a.p.Commits)) * a.cellSeconds() / 60
 		}
 		a.r.Geomeans = append(a.r.Geomeans, g)
 		if t.verdict == results.Worse {
@@ -210,6 +212,28 @@ func (a *analyzer) pooled(c string, pools []*test) {
 				DeltaPct: t.est, P: t.p, Verdict: t.verdict, Gated: true})
 		}
 	}
+}
+
+// cellSeconds is the median time from one timed cell's start to the
+// next one's in this run: what a cell costs here, warm-up, setup and
+// orchestration included (0 with fewer than 2 cells or no times).
+func (a *analyzer) cellSeconds() float64 {
+	var starts []time.Time
+	for _, rec := range a.in.Records {
+		if rec.Config.Instructions || rec.StartedAt.IsZero() {
+			continue
+		}
+		starts = append(starts, rec.StartedAt)
+	}
+	slices.SortFunc(starts, func(x, y time.Time) int { return x.Compare(y) })
+	var gaps []float64
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]).Seconds())
+	}
+	if len(gaps) == 0 {
+		return 0
+	}
+	return median(gaps)
 }
 
 // needRepeats is how many repeats an unknown test would need to answer

@@ -195,9 +195,21 @@ func (g Geomean) metric() string {
 		s = fmt.Sprintf("%s: unknown, %s", g.Metric, cannotDetect(g.DetectablePct))
 	}
 	if g.NeedRepeats > 0 {
-		s += fmt.Sprintf(" (needs r ≥ %d for %s)", g.NeedRepeats, barText(g.MinEffectPct, g.Bar))
+		s += fmt.Sprintf(" (needs r ≥ %d for %s", g.NeedRepeats, barText(g.MinEffectPct, g.Bar))
+		if g.NeedMinutes >= 1 {
+			s += fmt.Sprintf(", about %s of cells here", minutes(g.NeedMinutes))
+		}
+		s += ")"
 	}
 	return s
+}
+
+// minutes is a duration in minutes as read: "14 min", "2.5 h".
+func minutes(m float64) string {
+	if m < 120 {
+		return fmt.Sprintf("%.0f min", m)
+	}
+	return fmt.Sprintf("%.1f h", m/60)
 }
 
 // pctShort is a change with one decimal: "−64.0%" reads as "-64.0%".

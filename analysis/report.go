@@ -240,8 +240,12 @@ type Geomean struct {
 	// unknown); HalfWidthPct is that interval's half-width now.
 	DetectablePct float64 `json:"detectable_pct,omitempty"`
 	NeedRepeats   int     `json:"need_repeats,omitempty"`
-	HalfWidthPct  float64 `json:"half_width_pct,omitzero"`
-	Look          int     `json:"look,omitempty"`
+	// NeedMinutes is what NeedRepeats would take here: repeats ×
+	// configurations × commits × the median time from one cell's start
+	// to the next in this run (0 when the run does not show it).
+	NeedMinutes  float64 `json:"need_minutes,omitempty"`
+	HalfWidthPct float64 `json:"half_width_pct,omitzero"`
+	Look         int     `json:"look,omitempty"`
 }
 
 // MarshalJSON writes non-finite numbers as null (finiteJSON).
