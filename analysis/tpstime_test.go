@@ -2,9 +2,12 @@ package analysis
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pgabtest/abtest/results"
@@ -82,6 +85,56 @@ func TestTPSTimePlotsAsAlone(t *testing.T) {
 		alone := drawPlots(t, &Input{Plan: plan(cfgs[c : c+1]), Records: recs[200*c : 200*c+200]})
 		if len(alone[name]) == 0 || !bytes.Equal(all[name], alone[name]) {
 			t.Fatalf("%s drawn among others differs from it drawn alone:\n%s", name, firstDiff(all[name], alone[name]))
+		}
+	}
+}
+
+// TestPlotsEscapeLabels: a commit label with markup, drawn by vgsvg in
+// the legends and the strips' tick labels, stays text: every plot is
+// well-formed XML with no element of the label's, and the label reads
+// back whole from the texts.
+func TestPlotsEscapeLabels(t *testing.T) {
+	const label = `<script>alert("x")</script>&amp;`
+	in := load(t, "../demo/testdata/run")
+	for i := range in.Records {
+		if in.Records[i].Commit == "patch" {
+			in.Records[i].Commit = label
+		}
+	}
+	for i := range in.Plan.Commits {
+		if in.Plan.Commits[i].Label == "patch" {
+			in.Plan.Commits[i].Label = label
+		}
+	}
+	plots := drawPlots(t, in)
+	if len(plots) < 5 {
+		t.Fatalf("%d plots", len(plots))
+	}
+	for name, data := range plots {
+		if bytes.Contains(data, []byte("<script")) {
+			t.Errorf("%s: the label's <script> is markup", name)
+		}
+		dec := xml.NewDecoder(bytes.NewReader(data))
+		read := false
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not well-formed: %v", name, err)
+			}
+			switch tok := tok.(type) {
+			case xml.StartElement:
+				if tok.Name.Local == "script" {
+					t.Errorf("%s: a <script> element", name)
+				}
+			case xml.CharData:
+				read = read || strings.Contains(string(tok), label)
+			}
+		}
+		if !read {
+			t.Errorf("%s: the label %q is not among its texts", name, label)
 		}
 	}
 }
