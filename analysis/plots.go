@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"image/color"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/pgabtest/abtest/internal/safefile"
 
@@ -124,7 +124,7 @@ func (r *Report) writePlots(dir, relTo string, early *timePlots) error {
 // newPlotWriter is a plotWriter of r's plots into dir.
 func newPlotWriter(r *Report, dir, relTo string) *plotWriter {
 	w := &plotWriter{r: r, dir: dir, relTo: relTo, colour: map[string]color.Color{}, cfgs: map[string]results.Config{},
-		ids: newConfigIDs(), lineBufs: make(chan *lineBufs, runtime.GOMAXPROCS(0))}
+		ids: newConfigIDs()}
 	for i, c := range r.Commits {
 		w.colour[c] = palette[i%len(palette)]
 	}
@@ -197,47 +197,17 @@ type plotWriter struct {
 	slots  chan struct{}
 	mu     sync.Mutex
 	err    error // the first save's error
-
-	boxes sync.Map // the texts' boxes (measuredText)
-
-	// lineBufs are the points of tps-time plots drawn, for the next:
-	// made new for each, they were 8 MB of garbage at 10⁵ cells. (A
-	// sync.Pool kept most of them where the next could not take them,
-	// in the private slot of the worker's P.)
-	lineBufs chan *lineBufs
-}
-
-// lineBufs are a cellLines' slices, empty.
-type lineBufs struct {
-	xys   plotter.XYs
-	ends  []int
-	style []uint16
-}
-
-// newLaidOut is a plot of the report's, its texts measured once.
-func (w *plotWriter) newLaidOut() *laidOut {
-	p := newLaidOut()
-	measured(p.Plot, &w.boxes)
-	return p
 }
 
 // save draws p into path on a worker; wait says how the saves went.
-func (w *plotWriter) save(p *plot.Plot, path string) error { return w.saveThen(p, path, nil) }
-
-// saveThen is save, calling then (when not nil) on the worker once p is
-// drawn and written.
-func (w *plotWriter) saveThen(p *plot.Plot, path string, then func()) error {
+func (w *plotWriter) save(p *plot.Plot, path string) error {
 	if w.slots == nil {
 		w.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
 	}
 	w.slots <- struct{}{}
 	w.saving.Go(func() {
 		defer func() { <-w.slots }()
-		err := save(p, path)
-		if then != nil {
-			then()
-		}
-		if err != nil {
+		if err := save(p, path); err != nil {
 			w.mu.Lock()
 			if w.err == nil {
 				w.err = err
@@ -305,7 +275,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: one client count (%d); the TPS by configuration is in the tables", filepath.Base(path), g.clients[0]))
 		return nil
 	}
-	p := w.newLaidOut()
+	p := plot.New()
 	p.Title.Text = "TPS by clients: " + w.r.shownConfig(g.name)
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = "TPS (points: repeats; line: median, bars: 95% CI)"
@@ -323,8 +293,8 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 			return err
 		}
 	}
-	scaleY(p.Plot)
-	if err := w.save(p.Plot, path); err != nil {
+	scaleY(p)
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -333,7 +303,7 @@ func (w *plotWriter) tpsVsClients(g *clientGroup) error {
 
 // addCommitByClients adds to p a commit's repeats as points, its medians
 // as a line and their intervals as error bars, shifted by off on x.
-func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit string, off float64) error {
+func (w *plotWriter) addCommitByClients(p *plot.Plot, g *clientGroup, commit string, off float64) error {
 	var reps, meds plotter.XYs
 	var errs plotter.YErrors
 	var bars plotter.XYs
@@ -363,7 +333,7 @@ func (w *plotWriter) addCommitByClients(p *laidOut, g *clientGroup, commit strin
 	}
 	sc.GlyphStyle.Color = faded(w.colour[commit])
 	sc.GlyphStyle.Radius = vg.Points(2)
-	sc.GlyphStyle.Shape = &ringGlyph{}
+	sc.GlyphStyle.Shape = draw.RingGlyph{}
 	l, err := plotter.NewLine(meds)
 	if err != nil {
 		return err
@@ -417,35 +387,13 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// ringGlyph draws what draw.RingGlyph draws, in a path of its own
-// reused from glyph to glyph (one made per glyph was a twentieth of
-// what writing the plots of 10⁵ cells allocated); a scatter's, as a
-// plot is drawn by one worker.
-type ringGlyph struct{ path vg.Path }
-
-func (g *ringGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
-	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(0.5)})
-	g.path = g.path[:0]
-	g.path.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
-	g.path.Arc(pt, sty.Radius, 0, 2*math.Pi)
-	g.path.Close()
-	c.Stroke(g.path)
-}
-
-// newCanvas makes the canvas plots are drawn on: newSVG, or vgsvg's
-// in TestSVGCanvasIsVgsvg.
-var newCanvas = func(w, h vg.Length) vg.CanvasWriterTo { return newSVG(w, h) }
-
 // save writes p as SVG with its legend in a column right of the plot,
 // where it covers no data and leaves room for the last x tick label.
 // The whole drawing is white first (outside the plot's own background
 // the SVG was transparent: on a dark page the legend stood on nothing),
 // and a title too wide for the plot's column is broken into lines.
 func save(p *plot.Plot, path string) error {
-	c := newCanvas(plotW, plotH)
-	if r, ok := c.(interface{ release() }); ok {
-		defer r.release()
-	}
+	c := vgsvg.New(plotW, plotH)
 	dc := draw.New(c)
 	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: plotW, Y: 0}, {X: plotW, Y: plotH}, {X: 0, Y: plotH}})
 	legend := p.Legend

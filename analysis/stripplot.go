@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/pgabtest/abtest/results"
 )
@@ -72,7 +73,7 @@ func (w *plotWriter) commitsWithValues(row Row) int {
 // axis starts at 0, so a difference looks as large as it is.
 func (w *plotWriter) strip(row Row) error {
 	path := filepath.Join(w.dir, "repeats-"+fileSafe.ReplaceAllString(row.Config+"-"+row.Metric, "_")+".svg")
-	p := w.newLaidOut()
+	p := plot.New()
 	def, _ := w.r.Plan.Metrics.Get(row.Metric)
 	p.Title.Text = row.Metric + ": " + w.r.shownConfig(row.Config)
 	p.Y.Label.Text = row.Metric
@@ -93,8 +94,8 @@ func (w *plotWriter) strip(row Row) error {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = 0.4, float64(len(row.Stats))+0.6
-	scaleY(p.Plot)
-	if err := w.save(p.Plot, path); err != nil {
+	scaleY(p)
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -102,7 +103,7 @@ func (w *plotWriter) strip(row Row) error {
 }
 
 // addStrip adds one commit's column at x.
-func (w *plotWriter) addStrip(p *laidOut, st Stat, x float64) error {
+func (w *plotWriter) addStrip(p *plot.Plot, st Stat, x float64) error {
 	pts := make(plotter.XYs, len(st.Values))
 	for j, v := range st.Values {
 		// A fixed spread, not a random jitter: the same report draws
@@ -115,7 +116,7 @@ func (w *plotWriter) addStrip(p *laidOut, st Stat, x float64) error {
 	}
 	sc.GlyphStyle.Color = w.colour[st.Commit]
 	sc.GlyphStyle.Radius = vg.Points(2.5)
-	sc.GlyphStyle.Shape = &ringGlyph{}
+	sc.GlyphStyle.Shape = draw.RingGlyph{}
 	med, err := plotter.NewLine(plotter.XYs{{X: x - 0.25, Y: st.Median}, {X: x + 0.25, Y: st.Median}})
 	if err != nil {
 		return err

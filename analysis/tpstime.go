@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -38,7 +39,7 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 		w.notes = append(w.notes, fmt.Sprintf("%s: not drawn: no cell has 2 progress reports (at most %d; a cell shorter than twice pgbench's -P interval has one)", filepath.Base(path), most))
 		return nil
 	}
-	p := w.newLaidOut()
+	p := plot.New()
 	p.Title.Text = "TPS over time: " + w.r.shownConfig(id)
 	p.Y.Label.Text = "TPS per second (pgbench -P)"
 	offsets := w.runOffsets(recs)
@@ -47,53 +48,36 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	} else {
 		p.X.Label.Text = "seconds into the cell (thin: a line per cell; bold: median per second)"
 	}
-	bufs := new(lineBufs)
-	select {
-	case bufs = <-w.lineBufs:
-	default:
-	}
-	lines := &cellLines{l: p}
-	lines.xys, lines.ends, lines.style = slices.Grow(bufs.xys[:0], points), slices.Grow(bufs.ends[:0], n), slices.Grow(bufs.style[:0], n)
-	styles := map[string]int{} // by commit, in lines.styles
+	legend := map[string]draw.LineStyle{} // by commit
 	for _, i := range recs {
 		rec := &w.r.records[i]
 		if len(rec.Progress) < 2 {
 			continue
 		}
-		sty, ok := styles[rec.Commit]
-		if !ok {
-			s := plotter.DefaultLineStyle
-			s.Color = faded(w.colour[rec.Commit])
-			if offsets != nil {
-				s.Color = w.colour[rec.Commit]
-			}
-			sty = len(lines.styles)
-			styles[rec.Commit] = sty
-			lines.styles = append(lines.styles, s)
-		}
-		if err := lines.add(progressTPS{rec.Progress, offsets[i]}, sty); err != nil {
+		l, err := plotter.NewLine(progressTPS{rec.Progress, offsets[i]})
+		if err != nil {
 			return err
 		}
-	}
-	legend := map[string]draw.LineStyle{}
-	for c, sty := range styles {
-		legend[c] = lines.styles[sty]
+		l.Color = faded(w.colour[rec.Commit])
+		if offsets != nil {
+			l.Color = w.colour[rec.Commit]
+		}
+		legend[rec.Commit] = l.LineStyle
+		p.Add(l)
 	}
 	if offsets == nil {
-		if err := w.medianLines(lines, recs, legend); err != nil {
+		if err := w.medianLines(p, recs, legend); err != nil {
 			return err
 		}
 	}
-	p.Add(lines)
 	for _, c := range w.r.Commits {
 		if sty, ok := legend[c]; ok {
 			// The legend reads only the line's style.
 			p.Legend.Add(c, &plotter.Line{LineStyle: sty})
 		}
 	}
-	scaleY(p.Plot)
-	// Once drawn, nothing holds the lines' points.
-	if err := w.saveThen(p.Plot, path, func() { w.putLineBufs(&lineBufs{lines.xys[:0], lines.ends[:0], lines.style[:0]}) }); err != nil {
+	scaleY(p)
+	if err := w.save(p, path); err != nil {
 		return err
 	}
 	w.add(path)
@@ -131,7 +115,7 @@ func (w *plotWriter) runOffsets(recs []int) map[int]float64 {
 // medianLines adds to lines, for each commit, its median TPS at each
 // second of its cells' reports (a report's T rounded: pgbench's are
 // 2.1 s as often as 2 s) as a bold line, which is the commit's legend.
-func (w *plotWriter) medianLines(lines *cellLines, recs []int, legend map[string]draw.LineStyle) error {
+func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]draw.LineStyle) error {
 	for _, c := range w.r.Commits {
 		at := map[float64][]float64{}
 		for _, i := range recs {
@@ -150,23 +134,15 @@ func (w *plotWriter) medianLines(lines *cellLines, recs []int, legend map[string
 		for _, t := range slices.Sorted(maps.Keys(at)) {
 			xys = append(xys, plotter.XY{X: t, Y: median(at[t])})
 		}
-		sty := draw.LineStyle{Color: w.colour[c], Width: vg.Points(2)}
-		lines.styles = append(lines.styles, sty)
-		if err := lines.add(xys, len(lines.styles)-1); err != nil {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
 			return err
 		}
-		legend[c] = sty
+		l.LineStyle = draw.LineStyle{Color: w.colour[c], Width: vg.Points(2)}
+		p.Add(l)
+		legend[c] = l.LineStyle
 	}
 	return nil
-}
-
-// putLineBufs keeps b for the next plot, unless as many as there are
-// workers are kept.
-func (w *plotWriter) putLineBufs(b *lineBufs) {
-	select {
-	case w.lineBufs <- b:
-	default:
-	}
 }
 
 // progressTPS are progress reports as points (seconds, TPS), at dt
