@@ -26,6 +26,9 @@ type hostDesign struct {
 	run     string
 	matched int
 	bar     float64
+	// df is the fewest degrees of freedom of a matched configuration's
+	// paired spread: what the design's noise estimate rests on.
+	df int
 }
 
 func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, bool) {
@@ -46,9 +49,11 @@ func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, 
 		ids = append(ids, c.ID())
 	}
 	var comps []analysis.Components
+	df := math.MaxInt
 	for _, c := range analysis.NoiseOf(p, recs) {
 		if slices.Contains(ids, c.Config) {
 			comps = append(comps, c)
+			df = min(df, c.Paired.DF)
 		}
 	}
 	bar := 2.0
@@ -64,7 +69,7 @@ func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, 
 	}
 	overhead := plan.Options.WarmupS + matrix.Overhead.Seconds()
 	d, ok := analysis.DesignFor(comps, bar, alpha, overhead, len(plan.Commits))
-	return hostDesign{RunDesign: d, run: filepath.Base(last), matched: len(comps), bar: bar}, ok
+	return hostDesign{RunDesign: d, run: filepath.Base(last), matched: len(comps), bar: bar, df: df}, ok
 }
 
 // designLine says what this host's noise asks of plan beside the plan's
@@ -87,6 +92,9 @@ func designLine(plan *results.Plan, dir string, o analysis.Options) string {
 const (
 	designMinSeconds = 2 // one second has no within-cell spread to measure
 	designMaxRepeats = 500
+	// designMinDF: a spread from fewer blocks than 6 is too uncertain
+	// to size a run by (its 95 % interval spans more than 2×).
+	designMinDF = 5
 )
 
 // designMaxMinutes bounds the cells' time of a chosen design (a var for
@@ -96,15 +104,16 @@ var designMaxMinutes = 60.0
 // designed is plan with the cell length and repeats this host's noise
 // asks for, when the user gave neither (matrix.Request.Designable) and
 // the design is safe to choose: the newest run of this host measured
-// every configuration of plan with tps as their primary, and the
-// design stays within the bounds above. Otherwise plan itself.
+// every configuration of plan, in at least 6 blocks each, with tps as
+// their primary, and the design stays within the bounds above.
+// Otherwise plan itself.
 func designed(ctx context.Context, deps *matrix.Deps, req matrix.Request, plan *results.Plan, dir string) (*results.Plan, error) {
 	o := plan.Options
 	if !req.Designable || o.InstructionsOnly || o.UntilDecided || slices.ContainsFunc(o.Rates, func(r float64) bool { return r > 0 }) {
 		return plan, nil
 	}
 	d, ok := designFor(plan, dir, analysis.Options{})
-	if !ok || d.matched != len(plan.Configs) || d.Minutes > designMaxMinutes || d.Repeats > designMaxRepeats {
+	if !ok || d.matched != len(plan.Configs) || d.df < designMinDF || d.Minutes > designMaxMinutes || d.Repeats > designMaxRepeats {
 		return plan, nil
 	}
 	req.Duration = time.Duration(math.Max(d.Seconds, designMinSeconds)) * time.Second

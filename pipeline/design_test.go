@@ -119,4 +119,28 @@ func TestDesignChosen(t *testing.T) {
 	if p := prepare(t.TempDir(), "commits"); p.Options.Design != "" || p.Options.Repeats != 8 {
 		t.Errorf("no earlier run: r %d, design %q; want the defaults", p.Options.Repeats, p.Options.Design)
 	}
+	// An earlier run of 2 blocks: a spread too uncertain to size by.
+	few := t.TempDir()
+	if err := os.Mkdir(filepath.Join(few, "last"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := os.ReadFile(filepath.Join(last, "plan.json"))
+	cells, _ := os.ReadFile(filepath.Join(last, "cells.jsonl"))
+	var kept []string
+	for _, l := range strings.Split(string(cells), "\n") {
+		if strings.Contains(l, `"repeat":1,`) || strings.Contains(l, `"repeat":2,`) {
+			kept = append(kept, l)
+		}
+	}
+	os.WriteFile(filepath.Join(few, "last", "plan.json"), plan, 0o644)
+	os.WriteFile(filepath.Join(few, "last", "cells.jsonl"), []byte(strings.Join(kept, "\n")+"\n"), 0o644)
+	if len(kept) < 8 {
+		t.Fatalf("%d cells of repeats 1 and 2 in the fixture", len(kept))
+	}
+	if d, ok := designFor(&results.Plan{Configs: prepare(few, "commits", "repeats").Configs, Commits: make([]results.Commit, 2)}, filepath.Join(few, "new"), analysis.Options{}); !ok || d.df >= designMinDF {
+		t.Errorf("an earlier run of 2 blocks: %+v %v; want a design from fewer degrees of freedom than %d", d, ok, designMinDF)
+	}
+	if p := prepare(few, "commits"); p.Options.Design != "" {
+		t.Errorf("an earlier run of 2 blocks: design %q; want the defaults", p.Options.Design)
+	}
 }
