@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -41,7 +42,7 @@ type runData struct {
 func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, served bool) (*runData, error) {
 	d := &runData{run: r, dirs: map[string]string{}, site: site, served: served}
 	var err error
-	if d.verdicts, err = s.Verdicts(ctx, r.ID); err != nil {
+	if d.verdicts, err = history.Verdicts(ctx, s, r.ID); err != nil {
 		return nil, err
 	}
 	if d.cells, err = s.Cells(ctx, r.ID); err != nil {
@@ -50,7 +51,7 @@ func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, ser
 	if d.values, err = s.CellMetrics(ctx, r.ID); err != nil {
 		return nil, err
 	}
-	if d.geomeans, err = s.Geomeans(ctx, r.ID); err != nil {
+	if d.geomeans, err = history.Geomeans(ctx, s, r.ID); err != nil {
 		return nil, err
 	}
 	for _, sh := range r.Shards {

@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/internal/text"
@@ -195,7 +196,7 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if err := copyAssets(filepath.Join(abs, "assets")); err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
-	runs, err := s.Runs(ctx)
+	runs, err := history.Runs(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if err != nil {
 		return nil, err
 	}
-	series, err := s.AllHistory(ctx, keys, o.ChangePoints)
+	series, err := history.AllTrends(ctx, s, keys, o.ChangePoints)
 	if err != nil {
 		return nil, err
 	}

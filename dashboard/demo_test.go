@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -147,7 +148,7 @@ func tableRows(t *testing.T, page []byte, id string) []string {
 func TestDemoSignificantRowsNotFolded(t *testing.T) {
 	root := t.TempDir()
 	s, run, _, site := demoSite(t, root)
-	vs, err := s.Verdicts(context.Background(), run)
+	vs, err := history.Verdicts(context.Background(), s, run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -81,7 +82,7 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := s.Verdicts(ctx, st.Run)
+	vs, err := history.Verdicts(ctx, s, st.Run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 			t.Errorf("ResolveConfig(%q) = %q, %v", id, r, err)
 		}
 	}
-	back, err := s.Input(ctx, st.Run)
+	back, err := history.Input(ctx, s, st.Run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +107,11 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back, err = s.Input(ctx, st2.Run); err != nil {
+	if back, err = history.Input(ctx, s, st2.Run); err != nil {
 		t.Fatal(err)
 	}
 	checkRecords(t, "the store (second run)", back, want2)
-	if back, err = s.Input(ctx, st.Run); err != nil {
+	if back, err = history.Input(ctx, s, st.Run); err != nil {
 		t.Fatal(err)
 	}
 	checkRecords(t, "the store (first run, after the second)", back, want)

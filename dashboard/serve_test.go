@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/dashboard"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/store/storetest"
 )
@@ -29,7 +30,7 @@ func TestWriteAndServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ImportAll(ctx, dirs, nil, nil); err != nil {
+	if _, err := history.ImportAll(ctx, s, dirs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	var site, index string

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pgabtest/abtest/dashboard"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
@@ -269,7 +270,7 @@ func TestServeSecurityHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ImportAll(ctx, dirs, nil, nil); err != nil {
+	if _, err := history.ImportAll(ctx, s, dirs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	sctx, stop := context.WithCancel(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
+	hist "github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -82,7 +83,7 @@ func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun b
 // stored runs under root/runs that ran a head, each judged by the job's
 // gate options.
 func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, error) {
-	runs, err := s.RunsUnder(ctx, filepath.Join(nc.Root, "runs"), gateOptions(nc))
+	runs, err := hist.RunsUnder(ctx, s, filepath.Join(nc.Root, "runs"), gateOptions(nc))
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func fromStore(ctx context.Context, s *store.Store, nc *config.Nightly) (*past, 
 // storedNight is the night a stored run is, if it ran a head: its date
 // is the day it was created, its baseline the sha of its baseline commit
 // ("" on a night that ran its head alone), its regressions the head's.
-func storedNight(r store.GatedRun) (Night, bool) {
+func storedNight(r hist.GatedRun) (Night, bool) {
 	nt := Night{Date: day(r.Created), Run: r.Dir, Status: r.Status}
 	for _, c := range r.Commits {
 		switch c.Label {
@@ -249,7 +250,7 @@ func (n *night) trends(ctx context.Context, history []Night, stored bool) ([]ana
 		trends := historyTrends(history, n.nc.TrendNights, TrendMetrics)
 		return trends, min(len(history), n.nc.TrendNights), nil
 	}
-	series, err := n.past.store.SeriesUnder(ctx, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
+	series, err := hist.SeriesUnder(ctx, n.past.store, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
 	if err != nil {
 		return nil, 0, err
 	}

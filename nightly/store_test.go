@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
+	hist "github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -240,7 +241,7 @@ func checkTrend(t *testing.T, s *store.Store, dir string) {
 	if kept != 14 {
 		t.Errorf("%d result directories kept, want 14 (keep): the trend must come from the store", kept)
 	}
-	ser, err := s.History(context.Background(), store.HistoryQuery{Metric: "tps", Config: storetest.Config.ID()})
+	ser, err := hist.Trend(context.Background(), s, store.HistoryQuery{Metric: "tps", Config: storetest.Config.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}

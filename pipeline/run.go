@@ -20,7 +20,7 @@ import (
 )
 
 // Recorder stores finished results directories in the results store,
-// saying what it stored on w (store.Record at a location). Given no
+// saying what it stored on w (history.Record at a location). Given no
 // directories it stores nothing and checks that the store can be
 // recorded in (a location that parses, a server that answers): Run asks
 // that before the first cell, so a bad --store fails in a second, not

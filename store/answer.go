@@ -3,17 +3,13 @@ package store
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"math"
 	"slices"
-	"strings"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/results"
 )
 
 // Answer is one commit's answer against its run's baseline as the
-// report's summary counts it (analysis.Summary, stored at import), and
+// report's summary counts it (analysis.Summary, cached by history), and
 // Line, which names what changed. A page shows these counts rather than
 // counting the stored rows again: then the dashboard and report.md
 // cannot disagree.
@@ -39,98 +35,11 @@ type Answer struct {
 	Line string `json:"line"`
 }
 
-// maxNamed is how many called changes an answer's line names.
-const maxNamed = 3
-
-// answerLine says a commit's answer in one line: "pgss_deallocs −66.6 %
-// better on churn/c8; pgss_cold +447 % higher on churn/c8; gated
-// metrics: could not detect < 58 %".
-func answerLine(rep *analysis.Report, sm analysis.Summary) string {
-	var called []analysis.Change
-	for _, c := range rep.Changes {
-		if c.Commit == sm.Commit {
-			called = append(called, c)
-		}
-	}
-	// The gated changes first (they answer), then by size.
-	slices.SortStableFunc(called, func(a, b analysis.Change) int {
-		if a.Gated != b.Gated {
-			if a.Gated {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(math.Abs(b.DeltaPct), math.Abs(a.DeltaPct))
-	})
-	var parts []string
-	for i, c := range called {
-		if i == maxNamed {
-			parts = append(parts, fmt.Sprintf("%d more changes", len(called)-maxNamed))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %s %s on %s", c.Metric, signedPct(c.DeltaPct), c.Verdict, c.Config))
-	}
-	switch {
-	case sm.Incomplete > 0:
-		parts = append(parts, fmt.Sprintf("%d gated tests could not answer (incomplete)", sm.Incomplete))
-	case sm.NoChangePct > 0:
-		parts = append(parts, fmt.Sprintf("gated metrics: no change ≥ %s", absPct(sm.NoChangePct)))
-	case sm.GatedUnknown > 0 && !math.IsInf(sm.DetectablePct, 0) && sm.DetectablePct > 0:
-		parts = append(parts, fmt.Sprintf("%d gated unknown: could not detect < %s", sm.GatedUnknown, absPct(sm.DetectablePct)))
-	case sm.GatedUnknown > 0:
-		parts = append(parts, fmt.Sprintf("%d gated unknown", sm.GatedUnknown))
-	case len(called) == 0:
-		parts = append(parts, "no change called")
-	}
-	return strings.Join(parts, "; ")
-}
-
-// signedPct is a change as a line says it: "−66.6 %", "+447 %".
-func signedPct(x float64) string {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return "from 0"
-	}
-	s := fmt.Sprintf("%+.3g %%", x)
-	if math.Abs(x) >= 1000 {
-		s = fmt.Sprintf("%+.0f %%", x)
-	}
-	return strings.Replace(s, "-", "−", 1)
-}
-
-func absPct(x float64) string {
-	if x >= 100 {
-		return fmt.Sprintf("%.0f %%", x)
-	}
-	return fmt.Sprintf("%.3g %%", x)
-}
-
-// putAnswers stores each commit's answer of rep (its Summaries).
-func (s *Store) putAnswers(ctx context.Context, tx execer, run string, rep *analysis.Report) error {
-	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_answers WHERE run_id = ?"), run); err != nil {
-		return err
-	}
-	for _, sm := range rep.Summaries {
-		var noChange, detect *float64
-		if sm.NoChangePct > 0 {
-			noChange = analysis.Finite(sm.NoChangePct)
-		}
-		if sm.GatedUnknown > 0 && sm.DetectablePct > 0 {
-			detect = analysis.Finite(sm.DetectablePct)
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_answers (run_id, commit_label, better, worse, same, unknown, incomplete, higher, lower, behind,
-			no_change_pct, detectable_pct, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
-			run, sm.Commit, sm.Better, sm.Worse, sm.Same, sm.Unknown, sm.Incomplete, sm.Higher, sm.Lower, sm.Behind,
-			noChange, detect, answerLine(rep, sm)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addAnswers adds to the runs their commits' answers, in plan order.
-func (s *Store) addAnswers(ctx context.Context, runs []Run, index map[string]int) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, commit_label, better, worse, same, unknown, incomplete, higher, lower, behind,
-		no_change_pct, detectable_pct, line FROM run_answers ORDER BY run_id, commit_label`)
+// addAnswers adds to the runs their commits' answers of analysis
+// version, in plan order.
+func (s *Store) addAnswers(ctx context.Context, runs []Run, index map[string]int, version string) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.run_id, t.commit_label, t.better, t.worse, t.same, t.unknown, t.incomplete, t.higher, t.lower, t.behind,
+		t.no_change_pct, t.detectable_pct, t.line FROM run_answers t`+judgedAs+` ORDER BY t.run_id, t.commit_label`), version)
 	if err != nil {
 		return s.fail("listing runs", err)
 	}
@@ -160,9 +69,8 @@ func (s *Store) addAnswers(ctx context.Context, runs []Run, index map[string]int
 	return nil
 }
 
-// Answer returns the stored answer of commit, or false when the run was
-// stored before the store kept answers (schema 7) or commit is its
-// baseline.
+// Answer returns the cached answer of commit, or false when the run has
+// no judgement of the version read or commit is its baseline.
 func (r *Run) Answer(commit string) (Answer, bool) {
 	for _, a := range r.Answers {
 		if a.Commit == commit {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -58,7 +59,7 @@ func TestRunAnswers(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		runs, err := s.Runs(ctx)
+		runs, err := history.Runs(ctx, s)
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("%s: runs %v, %v", when, runs, err)
 		}
@@ -80,8 +81,9 @@ func TestRunAnswers(t *testing.T) {
 		}
 	}
 	check("import")
-	// As abtest of schema 6 left the store: no table of answers.
-	for _, st := range []string{"DROP TABLE run_answers", "DELETE FROM schema_version WHERE version = 7"} {
+	// As abtest of schema 6 left the store: no table of answers, no
+	// cache of the analysis.
+	for _, st := range []string{"DROP TABLE run_answers", "DROP TABLE run_judged", "DELETE FROM schema_version WHERE version >= 7"} {
 		if _, err := s.DB().Exec(st); err != nil {
 			t.Fatal(err)
 		}
@@ -91,14 +93,14 @@ func TestRunAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if runs, err := s.Runs(ctx); err != nil || len(runs) != 1 || len(runs[0].Answers) != 0 {
-		t.Fatalf("after the migration: %+v, %v", runs, err)
+	if runs, err := s.Runs(ctx, analysis.Version); err != nil || len(runs) != 1 || len(runs[0].Answers) != 0 || runs[0].Gate != "" {
+		t.Fatalf("after the migration, the store's rows of a run judged before the cache read as current: %+v, %v", runs, err)
 	}
-	if again, err := s.Import(ctx, dir); err != nil || again.Cells != 0 || again.Verdicts == 0 {
+	if again, err := history.Import(ctx, s, dir); err != nil || again.Cells != 0 || again.Verdicts == 0 {
 		t.Fatalf("import after the migration: %+v, %v", again, err)
 	}
 	check("import after the migration")
-	if again, err := s.Import(ctx, dir); err != nil || again.Verdicts != 0 {
+	if again, err := history.Import(ctx, s, dir); err != nil || again.Verdicts != 0 {
 		t.Errorf("a third import analysed again: %+v, %v", again, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// DowngradeTo5 turns a store of schema 7 back into the one version 5
+// DowngradeTo5 turns a store of schema 8 back into the one version 5
 // wrote, as an older abtest left it: each cell's metrics as rows of
 // cell_metrics by metric id, read through the view of version 2, and no
 // metrics column in cells.
@@ -21,7 +21,7 @@ func DowngradeTo5(ctx context.Context, s *Store) error {
 	}
 	view := slices.IndexFunc(v2.stmts, func(st string) bool { return strings.HasPrefix(st, "CREATE VIEW metrics") })
 	stmts := append(slices.Clone(v2.stmts[:4]), `DROP VIEW metrics`, `ALTER TABLE cells DROP COLUMN metrics`,
-		v2.stmts[view], `DROP TABLE run_answers`, `DELETE FROM schema_version WHERE version >= 6`)
+		v2.stmts[view], `DROP TABLE run_answers`, `DROP TABLE run_judged`, `DELETE FROM schema_version WHERE version >= 6`)
 	for _, st := range stmts {
 		if _, err := s.db.ExecContext(ctx, s.engine().Replace(st)); err != nil {
 			return fmt.Errorf("%s: %w", st, err)

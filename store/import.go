@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -27,23 +24,21 @@ type ImportStats struct {
 	// again, or another shard's process got there first).
 	Cells   int `json:"cells"`
 	Present int `json:"present"`
-	// Verdicts is the number of verdicts stored for the run, when they
-	// were recomputed.
+	// Verdicts is the number of verdicts the history package's import
+	// stored for the run, when it judged it.
 	Verdicts int      `json:"verdicts"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Import loads the results directory dir (one run, or one shard of one)
 // into the store. It is idempotent: a cell already stored is left as it
-// is. The cells are stored in one transaction; then, when any were new,
-// the run's verdicts are recomputed from every cell the store has of it.
+// is. The cells are stored in one transaction. Import judges nothing:
+// the analysis runs when the run is read (history.Refresh), and the
+// history package's import warms that cache.
 //
 // Import reads the plan while the records decode, and hands the records
 // to the insert block by block as they come (PostgreSQL copies them at
-// once; SQLite sorts them whole first, see sortRun). When the store has
-// no cell of the run yet, it analyses the directory beside the insert:
-// on two idle cores that takes the analysis (1.1 CPU-s at 100 000
-// cells) off the wall time.
+// once; SQLite sorts them whole first, see sortRun).
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	src, err := openSource(dir)
 	if err != nil {
@@ -55,65 +50,13 @@ func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 		return ImportStats{}, err
 	}
 	st := ImportStats{Run: RunID(src.plan)}
-	var prior int
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT count(*) FROM cells WHERE run_id = ?"), st.Run).Scan(&prior); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	var alone chan analysed
-	if prior == 0 {
-		alone = make(chan analysed, 1)
-		go func() {
-			if err := src.records(); err != nil {
-				alone <- analysed{err: err}
-				return
-			}
-			alone <- analyse([]analysis.Shard{src.shard()})
-		}()
-	}
 	n, distinct, err := s.putRunCells(ctx, st.Run, src)
 	if err != nil {
 		return st, err
 	}
 	st.Warnings = src.warnings
 	st.Cells, st.Present = n, distinct-n
-	// A run whose verdicts were stored before schema 3 has no gate
-	// status (nor geometric means), before schema 5 no roles, before
-	// schema 7 no answers (a run of two commits or more has one):
-	// analysed again.
-	var have, roleless, answers, ncommits int
-	var gate string
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT (SELECT count(*) FROM verdicts WHERE run_id = ?), (SELECT count(*) FROM verdicts WHERE run_id = ? AND role = ''),
-		(SELECT count(*) FROM run_answers WHERE run_id = ?), ncommits, gate FROM runs WHERE id = ?`),
-		st.Run, st.Run, st.Run, st.Run).Scan(&have, &roleless, &answers, &ncommits, &gate); err != nil {
-		return st, s.fail("importing "+dir, err)
-	}
-	if st.Cells > 0 || have == 0 || roleless > 0 || gate == "" || (answers == 0 && ncommits > 1) {
-		if st.Cells != distinct {
-			alone = nil
-		}
-		n, w, err := s.reanalyze(ctx, st.Run, distinct, alone)
-		if err != nil {
-			return st, err
-		}
-		st.Verdicts = n
-		st.Warnings = append(st.Warnings, w...)
-	}
 	return st, nil
-}
-
-// analysed is a report or why there is none.
-type analysed struct {
-	rep *analysis.Report
-	err error
-}
-
-func analyse(shards []analysis.Shard) analysed {
-	in, err := analysis.Merge(shards)
-	if err != nil {
-		return analysed{err: err}
-	}
-	rep, err := analysis.Analyze(in, analysis.Options{})
-	return analysed{rep, err}
 }
 
 // putRunCells stores, in one transaction, the run, its configurations,
@@ -162,6 +105,13 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (store
 	// A directory read only in part stores nothing.
 	if err := src.records(); err != nil {
 		return 0, 0, err
+	}
+	// New cells make the run's cached analysis stale: the next read
+	// judges it again (history.Refresh).
+	if n > 0 {
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_judged WHERE run_id = ?"), run); err != nil {
+			return fail(err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(err)
@@ -376,158 +326,6 @@ func artifacts(r *results.Record) string {
 		arts["profile"] = r.Perf.Profile
 	}
 	return jsonText(arts)
-}
-
-// reanalyze recomputes run's verdicts with the analysis package, under a
-// lock on the run so that concurrent shard imports serialise here and the
-// last one sees every cell. alone, when not nil, is the analysis of the
-// importing directory by itself: it is the run's when the run has no
-// other cell than that directory's n and no other shard. It returns the
-// number of verdicts stored.
-func (s *Store) reanalyze(ctx context.Context, run string, n int, alone <-chan analysed) (int, []string, error) {
-	fail := func(err error) (int, []string, error) { return 0, nil, s.fail("analysing run "+run, err) }
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(err)
-	}
-	defer tx.Rollback()
-	lock := "SELECT id FROM runs WHERE id = ?"
-	if s.postgres {
-		lock += " FOR UPDATE"
-	}
-	var got string
-	if err := tx.QueryRowContext(ctx, s.q(lock), run).Scan(&got); err != nil {
-		return fail(err)
-	}
-	var stored, shards int
-	if err := tx.QueryRowContext(ctx, s.q("SELECT (SELECT count(*) FROM cells WHERE run_id = ?), (SELECT count(*) FROM run_shards WHERE run_id = ?)"), run, run).Scan(&stored, &shards); err != nil {
-		return fail(err)
-	}
-	var a analysed
-	if alone != nil && stored == n && shards == 1 {
-		a = <-alone
-	} else {
-		// A run the store cannot rebuild (a shard stored before schema 2,
-		// plans that differ) keeps its cells: no verdicts, said, as when
-		// the analysis itself fails.
-		in, err := s.input(ctx, tx, run)
-		a = analysed{err: err}
-		if err == nil {
-			a.rep, a.err = analysis.Analyze(in, analysis.Options{})
-		}
-	}
-	if a.err != nil {
-		return 0, []string{fmt.Sprintf("run %s: no verdicts: %s", run, text.OneLine(a.err.Error()))}, nil
-	}
-	nv, err := s.putVerdicts(ctx, tx, run, a.rep)
-	if err == nil {
-		err = s.putSummary(ctx, tx, run, a.rep)
-	}
-	if err != nil {
-		return 0, nil, s.fail("storing the verdicts of run "+run, err)
-	}
-	return nv, nil, s.fail("storing the verdicts of run "+run, tx.Commit())
-}
-
-// verdictWidth is the values of a verdicts row; verdictBatch rows of
-// them keep under SQLite's 32 766 parameters. A run's verdicts were
-// stored a statement each: on PostgreSQL a round trip each, 0.27–0.39 s
-// of wall time for the 2 400 of BenchmarkImport100k, now 0.06–0.08 s
-// (3 rounds alternated at load 3.5–4).
-const verdictWidth, verdictBatch = 18, 1000
-
-func (s *Store) putVerdicts(ctx context.Context, tx execer, run string, rep *analysis.Report) (int, error) {
-	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM verdicts WHERE run_id = ?"), run); err != nil {
-		return 0, err
-	}
-	gated := map[[3]string]bool{}
-	for _, c := range rep.Changes {
-		gated[[3]string{c.Commit, c.Config, c.Metric}] = c.Gated
-	}
-	ins := &batcher{s: s, tx: tx, size: verdictBatch, head: `INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note, delta_lo, delta_hi, detectable_pct, role)
-		VALUES `, row: "(?" + strings.Repeat(", ?", verdictWidth-1) + ")"}
-	defer ins.close()
-	var args []any
-	flush := func() error {
-		if len(args) == 0 {
-			return nil
-		}
-		err := ins.exec(ctx, len(args)/verdictWidth, args)
-		args = args[:0]
-		return err
-	}
-	n := 0
-	for _, row := range rep.Rows {
-		var base *analysis.Stat
-		for i := range row.Stats {
-			if row.Stats[i].Commit == rep.Baseline {
-				base = &row.Stats[i]
-			}
-		}
-		for _, st := range row.Stats {
-			if st.Commit == rep.Baseline {
-				continue
-			}
-			var baseMed *float64
-			if base != nil && base.N > 0 {
-				baseMed = analysis.Finite(base.Median)
-			}
-			var med, lo, hi, delta, dlo, dhi, p, detect *float64
-			if st.N > 0 {
-				med, lo, hi = analysis.Finite(st.Median), analysis.Finite(st.Lo), analysis.Finite(st.Hi)
-			}
-			if base != nil && base.N > 0 && st.N > 0 {
-				delta, p = analysis.Finite(st.DeltaPct), analysis.Finite(st.P)
-				dlo, dhi = analysis.Finite(st.DeltaLo), analysis.Finite(st.DeltaHi)
-				if st.DetectablePct > 0 {
-					detect = analysis.Finite(st.DetectablePct)
-				}
-			}
-			g := 0
-			if gated[[3]string{st.Commit, row.Config, row.Metric}] {
-				g = 1
-			}
-			args = append(args, run, st.Commit, row.Config, row.Metric, string(st.Verdict), st.N, baseMed, med, lo, hi, delta, p, g, st.Note, dlo, dhi, detect, string(st.Role()))
-			if n++; len(args) == verdictWidth*verdictBatch {
-				if err := flush(); err != nil {
-					return 0, err
-				}
-			}
-		}
-	}
-	return n, flush()
-}
-
-// putSummary stores the run-level answer of rep: its pooled tests
-// (Geomeans), each commit's answer (putAnswers) and its gate status
-// under the store's options (those of analysis.Options{}; a nightly
-// job's own options are applied by Nights).
-func (s *Store) putSummary(ctx context.Context, tx execer, run string, rep *analysis.Report) error {
-	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_geomeans WHERE run_id = ?"), run); err != nil {
-		return err
-	}
-	for _, g := range rep.Geomeans {
-		var detect *float64
-		if g.DetectablePct > 0 {
-			detect = analysis.Finite(g.DetectablePct)
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO run_geomeans (run_id, commit_label, metric, ratio, lo, hi, p, verdict, configs, min_effect_pct, detectable_pct)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
-			run, g.Commit, g.Metric, analysis.Finite(g.Ratio), analysis.Finite(g.Lo), analysis.Finite(g.Hi), analysis.Finite(g.P),
-			string(g.Verdict), g.Configs, analysis.Finite(g.MinEffectPct), detect); err != nil {
-			return err
-		}
-	}
-	if err := s.putAnswers(ctx, tx, run, rep); err != nil {
-		return err
-	}
-	gate := rep.Gate()
-	detail := ""
-	if gate != nil {
-		detail = text.OneLine(gate.Error())
-	}
-	_, err := tx.ExecContext(ctx, s.q("UPDATE runs SET gate = ?, gate_detail = ? WHERE id = ?"), string(analysis.GateStatus(gate)), detail, run)
-	return err
 }
 
 // pointText is c's point column: its values of the axes the registry

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -110,7 +111,7 @@ func TestStoreInputManyMetrics(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	in, err := s.Input(ctx, st.Run)
+	in, err := history.Input(ctx, s, st.Run)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

@@ -9,42 +9,31 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 )
 
-// Input rebuilds the analysis input of the run that ref names (see
-// ResolveRun) from the store alone: each shard's plan as it was written
-// and the cells of every shard, merged as analysis.Load merges the
-// shards' directories, so the verdicts equal those of the files. The
-// cells' series (samples, progress, waits, final state, probe counters:
-// record.go says what is stored where) stay in the files (a warning says
-// so); profiles are read from the shards' directories when this host can
-// see them.
-func (s *Store) Input(ctx context.Context, ref string) (*analysis.Input, error) {
-	run, err := s.ResolveRun(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	in, err := s.input(ctx, s.db, run)
-	if err != nil {
-		return nil, err
-	}
-	in.Warnings = append(in.Warnings, fmt.Sprintf("analysed from the store %s (run %s): the cells' samples, progress, final pg_stat_statements state and probe counters are in the results directories only", s.where, run))
-	return in, nil
+// RunShard is one shard of a stored run as it was written: its plan
+// and its cells read back as records, in the order they ran. The cells'
+// series (samples, progress, waits, final state, probe counters:
+// record.go says what is stored where) stay in the files.
+type RunShard struct {
+	Name    string
+	Dir     string
+	Plan    *results.Plan
+	Records []results.Record
 }
 
-// input reads run's shards and cells through q (the database, or the
-// transaction that holds the run's lock) and merges them.
-func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Input, error) {
+// Shards returns the shards of run, by shard number as analysis.Load
+// reads directories, each with its plan and records, so that merging
+// them (history.Input) gives the analysis input of the files.
+func (s *Store) Shards(ctx context.Context, run string) ([]RunShard, error) {
 	fail := func(err error) error { return s.fail("reading run "+run, err) }
-	rows, err := q.QueryContext(ctx, s.q("SELECT shard, dir, plan FROM run_shards WHERE run_id = ? ORDER BY shard"), run)
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT shard, dir, plan FROM run_shards WHERE run_id = ? ORDER BY shard"), run)
 	if err != nil {
 		return nil, fail(err)
 	}
-	var shards []analysis.Shard
-	var names []string
+	var shards []RunShard
 	for rows.Next() {
 		var name, dir, plan string
 		if err := rows.Scan(&name, &dir, &plan); err != nil {
@@ -60,8 +49,7 @@ func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Inpu
 			rows.Close()
 			return nil, err
 		}
-		shards = append(shards, analysis.Shard{Dir: dir, Plan: p})
-		names = append(names, name)
+		shards = append(shards, RunShard{Name: name, Dir: dir, Plan: p})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -70,23 +58,17 @@ func (s *Store) input(ctx context.Context, q execer, run string) (*analysis.Inpu
 	if len(shards) == 0 {
 		return nil, exitcode.BadInputf("store %s: %w: no run %s", s.where, ErrUnknown, run)
 	}
-	byShard, err := s.readRecords(ctx, q, run)
+	byShard, err := s.readRecords(ctx, s.db, run)
 	if err != nil {
 		return nil, fail(err)
 	}
 	// By shard number, as Load reads directories: text order would put
 	// "10/12" before "2/12".
-	order := make([]int, len(names))
-	for i := range order {
-		order[i] = i
+	slices.SortStableFunc(shards, func(a, b RunShard) int { return shardIndex(a.Name) - shardIndex(b.Name) })
+	for i := range shards {
+		shards[i].Records = byShard[shards[i].Name]
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return shardIndex(names[a]) - shardIndex(names[b]) })
-	sorted := make([]analysis.Shard, len(order))
-	for i, j := range order {
-		sorted[i] = shards[j]
-		sorted[i].Records = byShard[names[j]]
-	}
-	return analysis.Merge(sorted)
+	return shards, nil
 }
 
 // shardIndex is I of a shard named "I/N" (0 for a name without one).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
@@ -29,15 +28,15 @@ type Run struct {
 	// Regressions counts gated verdicts for the worse.
 	Regressions int `json:"regressions"`
 	// Gate is the run's gate status under the store's options and
-	// GateDetail its one-line reason; Gate is "" for a run stored
-	// before schema 3 and not imported since.
+	// GateDetail its one-line reason, as the analysis version read
+	// judged it; "" when the run has no judgement of that version.
 	Gate       results.GateStatus `json:"gate,omitempty"`
 	GateDetail string             `json:"gate_detail,omitempty"`
 	// Metrics are the plan's metric definitions (units, directions).
 	Metrics results.Metrics `json:"metrics,omitempty"`
 	// Answers are each compared commit's answer, in plan order; none for
-	// a run of one commit, or one stored before schema 7 and not
-	// imported since.
+	// a run of one commit, or one without a judgement of the version
+	// read.
 	Answers []Answer `json:"answers,omitempty"`
 }
 
@@ -146,9 +145,11 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-// Runs returns every run, oldest first.
-func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	runs, index, err := s.runList(ctx)
+// Runs returns every run, oldest first, with what analysis version
+// judged of it (gate, answers, regressions; nothing for a run not
+// judged by that version: history.Runs judges those first).
+func (s *Store) Runs(ctx context.Context, version string) ([]Run, error) {
+	runs, index, err := s.runList(ctx, version)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +168,10 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	if err := s.addCellCounts(ctx, runs, index); err != nil {
 		return nil, err
 	}
-	if err := s.addAnswers(ctx, runs, index); err != nil {
+	if err := s.addAnswers(ctx, runs, index, version); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT run_id, count(*) FROM verdicts WHERE gated = 1 AND verdict = ? GROUP BY run_id`), string(results.Worse))
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.run_id, count(*) FROM verdicts t`+judgedAs+` WHERE t.gated = 1 AND t.verdict = ? GROUP BY t.run_id`), version, string(results.Worse))
 	if err != nil {
 		return nil, s.fail("listing runs", err)
 	}
@@ -190,10 +191,12 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 
 // runList returns the runs without their commits, shards and counts,
 // oldest first, and their index in it by ID.
-func (s *Store) runList(ctx context.Context) ([]Run, map[string]int, error) {
+func (s *Store) runList(ctx context.Context, version string) ([]Run, map[string]int, error) {
 	var runs []Run
 	index := map[string]int{}
-	rows, err := s.db.QueryContext(ctx, "SELECT id, created, baseline, abtest_version, gate, gate_detail, metric_defs FROM runs ORDER BY created, id")
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.id, r.created, r.baseline, r.abtest_version,
+		CASE WHEN j.analysis_version = ? THEN r.gate ELSE '' END, CASE WHEN j.analysis_version = ? THEN r.gate_detail ELSE '' END, r.metric_defs
+		FROM runs r LEFT JOIN run_judged j ON j.run_id = r.id ORDER BY r.created, r.id`), version, version)
 	if err != nil {
 		return nil, nil, s.fail("listing runs", err)
 	}
@@ -284,10 +287,12 @@ func (s *Store) commits(ctx context.Context, run string) (map[string][]Commit, e
 	return out, s.fail("reading commits", rows.Err())
 }
 
-// Verdicts returns run's verdicts, by configuration, metric and commit.
-func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, config, metric, verdict, n, baseline_median, median, ci_lo, ci_hi, delta_pct, p, gated, note,
-		delta_lo, delta_hi, detectable_pct, role FROM verdicts WHERE run_id = ? ORDER BY config, metric, commit_label`), run)
+// Verdicts returns run's verdicts as analysis version judged them, by
+// configuration, metric and commit; none when the run has no judgement
+// of that version.
+func (s *Store) Verdicts(ctx context.Context, run, version string) ([]Verdict, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.commit_label, t.config, t.metric, t.verdict, t.n, t.baseline_median, t.median, t.ci_lo, t.ci_hi, t.delta_pct, t.p, t.gated, t.note,
+		t.delta_lo, t.delta_hi, t.detectable_pct, t.role FROM verdicts t`+judgedAs+` WHERE t.run_id = ? ORDER BY t.config, t.metric, t.commit_label`), version, run)
 	if err != nil {
 		return nil, s.fail("reading verdicts", err)
 	}
@@ -305,11 +310,12 @@ func (s *Store) Verdicts(ctx context.Context, run string) ([]Verdict, error) {
 	return out, s.fail("reading verdicts", rows.Err())
 }
 
-// Geomeans returns run's run-level pooled tests, by commit and metric;
-// none for a run stored before schema 3 and not imported since.
-func (s *Store) Geomeans(ctx context.Context, run string) ([]Geomean, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT commit_label, metric, ratio, lo, hi, p, verdict, configs, min_effect_pct, detectable_pct
-		FROM run_geomeans WHERE run_id = ? ORDER BY commit_label, metric`), run)
+// Geomeans returns run's run-level pooled tests as analysis version
+// judged them, by commit and metric; none when the run has no judgement
+// of that version.
+func (s *Store) Geomeans(ctx context.Context, run, version string) ([]Geomean, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.commit_label, t.metric, t.ratio, t.lo, t.hi, t.p, t.verdict, t.configs, t.min_effect_pct, t.detectable_pct
+		FROM run_geomeans t`+judgedAs+` WHERE t.run_id = ? ORDER BY t.commit_label, t.metric`), version, run)
 	if err != nil {
 		return nil, s.fail("reading geometric means", err)
 	}
@@ -515,9 +521,6 @@ type HistoryQuery struct {
 	Config string
 	// Since drops runs created before it; zero keeps all.
 	Since time.Time
-	// ChangePoints are the E-divisive options; zero values are its
-	// defaults.
-	ChangePoints analysis.ChangePointOptions
 }
 
 // Point is one run's value of the trend: the median of a commit's
@@ -559,6 +562,19 @@ type Series struct {
 	Annotations  []Annotation  `json:"annotations"`
 }
 
+// AddChangePoint marks a shift of the series before Points[index] by
+// deltaPct (p its significance): expected when an annotation of the
+// series names that point's commit.
+func (s *Series) AddChangePoint(index int, deltaPct, p float64) {
+	c := ChangePoint{Index: index, SHA: s.Points[index].SHA, DeltaPct: deltaPct, P: p}
+	for _, a := range s.Annotations {
+		if a.SHA == c.SHA && c.SHA != "" {
+			c.Expected, c.Note = true, a.Note
+		}
+	}
+	s.ChangePoints = append(s.ChangePoints, c)
+}
+
 // Unexpected returns the change points no annotation explains.
 func (s *Series) Unexpected() []ChangePoint {
 	var out []ChangePoint
@@ -574,8 +590,8 @@ func (s *Series) Unexpected() []ChangePoint {
 // stored runs, oldest first: per run, each commit but the baseline (a
 // nightly's head; the patches of an A/B run), or the only commit of a
 // single-commit run, with the median of its usable repeats (ok, not
-// saturated). Change points come from analysis.ChangePoints, which
-// depends on the series alone.
+// saturated). The series has no change points: history.Trend adds
+// them (analysis.ChangePoints, which depends on the series alone).
 func (s *Store) History(ctx context.Context, q HistoryQuery) (*Series, error) {
 	cfg, err := s.ResolveConfig(ctx, q.Config)
 	if err != nil {
@@ -630,7 +646,6 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 	if err != nil {
 		return nil, err
 	}
-	bySHA := map[string]Annotation{}
 	inSeries := map[string]bool{}
 	for _, p := range ser.Points {
 		inSeries[p.SHA] = true
@@ -639,19 +654,7 @@ func (s *Store) history(ctx context.Context, q HistoryQuery, cfg string, ri *run
 		if a.Metric != q.Metric || (a.Config != "" && a.Config != cfg) || !inSeries[a.SHA] {
 			continue
 		}
-		bySHA[a.SHA] = a
 		ser.Annotations = append(ser.Annotations, a)
-	}
-	xs := make([]float64, len(ser.Points))
-	for i, p := range ser.Points {
-		xs[i] = p.Value
-	}
-	for _, cp := range analysis.ChangePoints(xs, q.ChangePoints) {
-		c := ChangePoint{Index: cp.Index, SHA: ser.Points[cp.Index].SHA, DeltaPct: cp.DeltaPct, P: cp.P}
-		if a, ok := bySHA[c.SHA]; ok && c.SHA != "" {
-			c.Expected, c.Note = true, a.Note
-		}
-		ser.ChangePoints = append(ser.ChangePoints, c)
 	}
 	return ser, nil
 }
@@ -711,7 +714,7 @@ func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) (poi
 			if len(vs) == 0 {
 				continue
 			}
-			p := Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: analysis.Median(vs), N: len(vs)}
+			p := Point{Run: run, Time: ri.created[run], Commit: c.Label, SHA: c.SHA, Identity: c.Identity, Value: median(vs), N: len(vs)}
 			if len(cs) > 1 && c.Label == ri.baseline[run] {
 				base = &p
 				continue
@@ -725,19 +728,34 @@ func (ri *runIndex) points(values map[[2]string][]float64, since time.Time) (poi
 	return points, baseline
 }
 
-// AllHistory returns the series of every key, reading the runs once.
-func (s *Store) AllHistory(ctx context.Context, keys []SeriesKey, cp analysis.ChangePointOptions) ([]*Series, error) {
+// AllHistory returns the series of every key (without change points),
+// reading the runs once.
+func (s *Store) AllHistory(ctx context.Context, keys []SeriesKey) ([]*Series, error) {
 	ri, err := s.runIndex(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Series, 0, len(keys))
 	for _, k := range keys {
-		ser, err := s.history(ctx, HistoryQuery{Metric: k.Metric, Config: k.Config, ChangePoints: cp}, k.Config, ri)
+		ser, err := s.history(ctx, HistoryQuery{Metric: k.Metric, Config: k.Config}, k.Config, ri)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ser)
 	}
 	return out, nil
+}
+
+// median is the middle value of xs (the mean of the two middle ones),
+// as analysis.Median has it; 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/results/resultstest"
@@ -144,7 +145,7 @@ func checkRecordRoundTrip(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := s.Input(ctx, st.Run)
+	in, err := history.Input(ctx, s, st.Run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,6 +236,20 @@ var migrations = []migration{
 			line TEXT NOT NULL,
 			PRIMARY KEY (run_id, commit_label))`,
 	}},
+	// Version 8: the verdicts, pooled tests, answers and gate of a run
+	// are a cache of its analysis, written when a reader (the dashboard,
+	// history, nightly) finds it missing or of another analysis version
+	// (history.Refresh), so a change to the statistics needs no import
+	// again. A run judged before has no row here and is judged on its
+	// next read; its variance components (analysis.Report.Noise) are
+	// kept as JSON.
+	{8, "the analysis of a run is a cache tagged with the analysis version that judged it", []string{
+		`CREATE TABLE run_judged (
+			run_id TEXT PRIMARY KEY REFERENCES runs(id),
+			analysis_version TEXT NOT NULL,
+			judged_at TEXT NOT NULL,
+			noise TEXT NOT NULL)`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

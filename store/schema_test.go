@@ -54,7 +54,7 @@ func TestMigrateVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 7 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 8 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	var got []string
@@ -75,15 +75,16 @@ func TestMigrateVersion1(t *testing.T) {
 	if strings.Join(got, " ") != "latency_avg_ms=0.8 tps=1234.5" || cellMetrics != `{"latency_avg_ms":0.8,"tps":1234.5}` || instr != 1 {
 		t.Errorf("after the migration: metrics %q, metrics column %s, %d instruction configurations", got, cellMetrics, instr)
 	}
-	if _, err := s.input(ctx, s.db, "r"); err == nil || !strings.Contains(err.Error(), "import /x again") {
+	if _, err := s.Shards(ctx, "r"); err == nil || !strings.Contains(err.Error(), "import /x again") {
 		t.Errorf("a run stored without its plan: %v", err)
 	}
 }
 
 // TestMigrateVersion4Roles: a store written at schema version 4 (its
-// verdicts without a role) opens migrated, its verdicts read with no
-// role, and the run's next import analyses it again and stores the
-// roles an import into a new store gives.
+// verdicts without a role) opens migrated, and its run's cached
+// judgement, written before the analysis was a cache, is stale: no
+// verdict of it is read as current, and Stale lists the run to judge
+// again (history's tests show the judgement then has roles).
 func TestMigrateVersion4Roles(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFile)
@@ -96,14 +97,12 @@ func TestMigrateVersion4Roles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := s.Verdicts(ctx, st.Run)
-	if err != nil || len(want) == 0 {
-		t.Fatalf("%d verdicts, %v", len(want), err)
+	j := &Judged{Version: "v-test", Cells: st.Cells, Verdicts: []Verdict{{Commit: "patch", Config: "c", Metric: "tps", Verdict: "same", Role: "gated"}}}
+	if ok, err := s.PutJudged(ctx, st.Run, j); !ok || err != nil {
+		t.Fatalf("caching a judgement: %v, %v", ok, err)
 	}
-	for _, v := range want {
-		if v.Role == "" {
-			t.Fatalf("a verdict imported at schema %d has no role: %+v", SchemaVersion, v)
-		}
+	if got, err := s.Verdicts(ctx, st.Run, "v-test"); err != nil || len(got) != 1 || got[0].Role != "gated" {
+		t.Fatalf("cached verdicts: %+v, %v", got, err)
 	}
 	// Back to version 4, as an older abtest left it.
 	if err := DowngradeTo5(ctx, s); err != nil {
@@ -119,20 +118,10 @@ func TestMigrateVersion4Roles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got, err := s.Verdicts(ctx, st.Run)
-	if err != nil || len(got) != len(want) || got[0].Role != "" {
-		t.Fatalf("after the migration: %d verdicts (want %d, roles ''), %v", len(got), len(want), err)
+	if got, err := s.Verdicts(ctx, st.Run, "v-test"); err != nil || len(got) != 0 {
+		t.Fatalf("after the migration: %d verdicts read as current (want none: the run was judged before the cache), %v", len(got), err)
 	}
-	again, err := s.Import(ctx, dir)
-	if err != nil || again.Cells != 0 || again.Verdicts != len(want) {
-		t.Fatalf("importing again: %+v, %v", again, err)
-	}
-	if got, err = s.Verdicts(ctx, st.Run); err != nil {
-		t.Fatal(err)
-	}
-	for i := range got {
-		if got[i].Role != want[i].Role {
-			t.Errorf("%s %s %s: role %q after the import, %q in a new store", got[i].Commit, got[i].Config, got[i].Metric, got[i].Role, want[i].Role)
-		}
+	if stale, err := s.Stale(ctx, "v-test"); err != nil || len(stale) != 1 || stale[0] != st.Run {
+		t.Fatalf("after the migration: stale %v (want [%s]), %v", stale, st.Run, err)
 	}
 }

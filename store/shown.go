@@ -92,3 +92,14 @@ func checkAnnotation(a Annotation) error {
 	return CheckShown("annotate --note", a.Note, MaxNote, true,
 		fmt.Sprintf("give a note of plain text of at most %d characters (tabs and newlines are kept)", MaxNote))
 }
+
+// CheckPlanOf refuses (exit 2) the results directory dir when its plan
+// holds a text the store does not take (CheckShown), before anything is
+// imported; a plan that cannot be read is left to Import to report.
+func CheckPlanOf(dir string) error {
+	p, err := results.ReadPlan(dir)
+	if err != nil {
+		return nil
+	}
+	return checkPlan(dir, p)
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
@@ -114,7 +115,7 @@ func TestImportRefusesTextItCannotShow(t *testing.T) {
 			bad := write(tc.name, tc.edit)
 			for _, imp := range []func() error{
 				func() error { _, err := s.Import(ctx, bad); return err },
-				func() error { _, err := s.ImportAll(ctx, append(good, bad), nil, nil); return err },
+				func() error { _, err := history.ImportAll(ctx, s, append(good, bad), nil, nil); return err },
 			} {
 				err := imp()
 				msg := fmt.Sprint(err)
@@ -146,7 +147,7 @@ func TestAnnotateRefusesTextItCannotShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ImportAll(ctx, dirs, nil, nil); err != nil {
+	if _, err := history.ImportAll(ctx, s, dirs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	sha := storetest.NightSHA(0)

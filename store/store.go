@@ -23,14 +23,16 @@
 // and inserted with ON CONFLICT DO NOTHING (on SQLite, whose import holds
 // the write lock, only those the run lacks), so importing a directory twice,
 // or two processes importing overlapping shards at once, stores each cell
-// once. Verdicts are recomputed for the whole run after its cells change,
-// under a lock on the run, so the last shard in sees every cell.
+// once.
 //
-// A run can be analysed from the store alone (Input, abtest analyze
+// The store judges nothing (it does not import analysis): a run can be
+// analysed from the store alone (Shards; history.Input, abtest analyze
 // --store): each shard's plan.json is kept as written, and each cell's
 // record but for its series (samples, progress, waits, final state,
 // probe counters; record.go says what is stored where), so the verdicts
-// are those of the files.
+// are those of the files. The history package judges a run when it is
+// read and keeps the judgement here as a cache tagged with the analysis
+// version (judged.go); new cells of a run drop its cache.
 //
 // The schema is versioned (table schema_version) and migrated forward on
 // Open; a store written by a newer abtest is refused with one line.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/internal/testenv"
@@ -126,7 +127,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 		t.Errorf("first import: %+v, want %d new cells of run %s", st, len(recs), store.RunID(plan))
 	}
 
-	runs, err := s.Runs(ctx)
+	runs, err := history.Runs(ctx, s)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %+v, %v", runs, err)
 	}
@@ -173,7 +174,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 
 	// The verdicts are the analysis' comparisons.
 	rep := analyze(t, dir)
-	verdicts, err := s.Verdicts(ctx, r.ID)
+	verdicts, err := history.Verdicts(ctx, s, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 // it came from.
 func checkFromStore(t *testing.T, s *store.Store, run string, dirs ...string) {
 	t.Helper()
-	in, err := s.Input(context.Background(), run[:6])
+	in, err := history.Input(context.Background(), s, run[:6])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func checkManyVerdicts(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := s.Import(context.Background(), dir)
+	st, err := history.Import(context.Background(), s, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,11 +448,11 @@ func TestStorePostgresConcurrentShards(t *testing.T) {
 	if n := count(t, s, "metrics"); n != wantMetrics {
 		t.Errorf("%d metric values stored, the shards have %d", n, wantMetrics)
 	}
-	runs, _ := s.Runs(context.Background())
+	runs, _ := history.Runs(context.Background(), s)
 	if len(runs) != 1 || len(runs[0].Shards) != len(dirs) {
 		t.Fatalf("runs: %+v", runs)
 	}
-	verdicts, _ := s.Verdicts(context.Background(), runs[0].ID)
+	verdicts, _ := history.Verdicts(context.Background(), s, runs[0].ID)
 	cmp := comparisons(analyze(t, dirs...))
 	if len(verdicts) != len(cmp) {
 		t.Errorf("%d verdicts, the merged analysis has %d", len(verdicts), len(cmp))
@@ -521,7 +522,7 @@ func TestHistoryNightsStepsAndAnnotation(t *testing.T) {
 	if err := s.Annotate(ctx, store.Annotation{SHA: sha, Metric: "tps", Note: "expected: new default"}); err != nil {
 		t.Fatal(err)
 	}
-	ser, err := s.History(ctx, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
+	ser, err := history.Trend(ctx, s, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,11 +548,11 @@ func TestHistoryNightsStepsAndAnnotation(t *testing.T) {
 	if len(un) != 2 || un[0].Index != 15 || un[1].Index != 45 || un[0].DeltaPct > -5 {
 		t.Errorf("unexpected change points: %+v", un)
 	}
-	again, _ := s.History(ctx, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
+	again, _ := history.Trend(ctx, s, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
 	if fmt.Sprint(again.ChangePoints) != fmt.Sprint(ser.ChangePoints) {
 		t.Errorf("not deterministic: %+v then %+v", ser.ChangePoints, again.ChangePoints)
 	}
-	recent, _ := s.History(ctx, store.HistoryQuery{Metric: "tps", Config: "select1/c16", Since: ser.Points[40].Time})
+	recent, _ := history.Trend(ctx, s, store.HistoryQuery{Metric: "tps", Config: "select1/c16", Since: ser.Points[40].Time})
 	if len(recent.Points) != 20 {
 		t.Errorf("since night 40: %d points", len(recent.Points))
 	}

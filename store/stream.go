@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 )
@@ -76,12 +75,6 @@ func (src *source) records() error {
 		return exitcode.Failure(src.readErr)
 	}
 	return nil
-}
-
-// shard is the directory as the analysis merges it (which keeps the
-// first record of a cell, as the import does).
-func (src *source) shard() analysis.Shard {
-	return analysis.Shard{Dir: src.abs, Plan: src.plan, Records: src.recs, Warnings: src.warnings}
 }
 
 // chunks are cells.jsonl's records in the blocks they decode in, queued

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/cluster"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -103,8 +104,11 @@ func checkImportStreamed(t *testing.T, open func() *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The verdicts, geometric means and gate are the cache of the
+	// analysis run on read.
+	refresh(t, old)
 	want := dump(t, old)
-	if st.Cells != 5000 || len(want["cells"]) != 5000 || len(want["metrics"]) < 5000 || len(want["verdicts"]) == 0 || st.Verdicts == 0 {
+	if st.Cells != 5000 || len(want["cells"]) != 5000 || len(want["metrics"]) < 5000 || len(want["verdicts"]) == 0 || st.Verdicts != 0 {
 		t.Fatalf("import of the records read whole: %+v, %d cells, %d metric values, %d verdicts", st, len(want["cells"]), len(want["metrics"]), len(want["verdicts"]))
 	}
 	for _, run := range []int{1 << 30, 1} {
@@ -117,6 +121,7 @@ func checkImportStreamed(t *testing.T, open func() *store.Store) {
 		if !reflect.DeepEqual(got, st) {
 			t.Errorf("sorted by %d: streamed import %+v, whole %+v", run, got, st)
 		}
+		refresh(t, s)
 		compareDumps(t, fmt.Sprintf("sorted by %d", run), dump(t, s), want)
 	}
 	store.SetSortRun(t, 1<<30)
@@ -187,7 +192,17 @@ func checkImportStreamed(t *testing.T, open func() *store.Store) {
 	if _, err := store.ImportWhole(ctx, whole, prefix); err != nil {
 		t.Fatal(err)
 	}
+	refresh(t, s)
+	refresh(t, whole)
 	compareDumps(t, "a run being written", dump(t, s), dump(t, whole))
+}
+
+// refresh judges the runs of s (history.Refresh), as a reader would.
+func refresh(t *testing.T, s *store.Store) {
+	t.Helper()
+	if _, err := history.Refresh(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // dump is what a store holds of its runs, by table, each row as text in

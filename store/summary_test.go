@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store/storetest"
@@ -23,7 +24,7 @@ func TestRunSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openSQLite(t)
-	st, err := s.Import(ctx, dirs[0])
+	st, err := history.Import(ctx, s, dirs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestRunSummary(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		runs, err := s.Runs(ctx)
+		runs, err := history.Runs(ctx, s)
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("%s: runs %v, %v", when, runs, err)
 		}
@@ -44,7 +45,7 @@ func TestRunSummary(t *testing.T) {
 		if r.Name() != "shard1" || len(r.Metrics) == 0 {
 			t.Errorf("%s: name %q, %d metric definitions", when, r.Name(), len(r.Metrics))
 		}
-		gs, err := s.Geomeans(ctx, st.Run)
+		gs, err := history.Geomeans(ctx, s, st.Run)
 		if err != nil || len(gs) != len(rep.Geomeans) || len(gs) == 0 {
 			t.Fatalf("%s: geomeans %+v, %v; the report has %d", when, gs, err, len(rep.Geomeans))
 		}
@@ -54,7 +55,7 @@ func TestRunSummary(t *testing.T) {
 				t.Errorf("%s: geomean %+v, the report's %+v", when, got, g)
 			}
 		}
-		vs, err := s.Verdicts(ctx, st.Run)
+		vs, err := history.Verdicts(ctx, s, st.Run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +76,15 @@ func TestRunSummary(t *testing.T) {
 	if _, err := s.DB().Exec("DELETE FROM run_geomeans"); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := s.Import(ctx, dirs[0]); err != nil || again.Cells != 0 || again.Verdicts == 0 {
+	// The cache lost with its tag: the run is judged again.
+	if _, err := s.DB().Exec("DELETE FROM run_judged"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := history.Import(ctx, s, dirs[0]); err != nil || again.Cells != 0 || again.Verdicts == 0 {
 		t.Fatalf("import again: %+v, %v", again, err)
 	}
 	check("import again")
-	if again, err := s.Import(ctx, dirs[0]); err != nil || again.Verdicts != 0 {
+	if again, err := history.Import(ctx, s, dirs[0]); err != nil || again.Verdicts != 0 {
 		t.Errorf("a third import analysed again: %+v, %v", again, err)
 	}
 }

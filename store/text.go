@@ -13,7 +13,6 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
-	"github.com/pgabtest/abtest/results"
 )
 
 // WriteText prints s as a table, one point per line, its change points
@@ -84,31 +83,6 @@ func Exists(location string) bool {
 	return err == nil
 }
 
-// Record imports finished results directories into the store at loc,
-// one line each on w: every matrix, nightly and bisect run is in the
-// database as well as in its files. The files are the truth and are
-// complete before this runs; a store that cannot be reached is an
-// error that says where the files are. With no dirs it records nothing
-// and checks the store (Check), as a run does before its first cell.
-func Record(ctx context.Context, loc string, w io.Writer, dirs ...string) error {
-	if len(dirs) == 0 {
-		return Check(ctx, loc)
-	}
-	s, err := Open(ctx, loc)
-	if err != nil {
-		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
-	}
-	defer s.Close()
-	for _, d := range dirs {
-		st, err := s.Import(ctx, d)
-		if err != nil {
-			return fmt.Errorf("the results are in %s, but %w", d, err)
-		}
-		fmt.Fprintf(w, "store: run %s: %d cells stored (%d already there)\n", st.Run, st.Cells, st.Present)
-	}
-	return nil
-}
-
 // AnnotateRef records note on metric for the commit ref names (a stored
 // sha or a prefix of one, or a commit label or ref of a stored run) in
 // config (a configuration id or a prefix only one has; "" is every
@@ -134,37 +108,4 @@ func (a Annotation) String() string {
 		where = a.Config
 	}
 	return fmt.Sprintf("annotated %s %s in %s: %s", a.SHA, a.Metric, where, a.Note)
-}
-
-// ImportAll imports dirs in order (Import), saying on w one line per
-// directory and on warn each warning; nil writers are silent.
-//
-// A directory whose plan holds a text the store does not take
-// (CheckShown) is refused before any directory is imported.
-func (s *Store) ImportAll(ctx context.Context, dirs []string, w, warn io.Writer) ([]ImportStats, error) {
-	for _, d := range dirs {
-		// A plan that cannot be read is Import's to report, in order.
-		if p, err := results.ReadPlan(d); err == nil {
-			if err := checkPlan(d, p); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var all []ImportStats
-	for _, d := range dirs {
-		st, err := s.Import(ctx, d)
-		if err != nil {
-			return all, err
-		}
-		all = append(all, st)
-		if w != nil {
-			fmt.Fprintf(w, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, st.Run, st.Cells, st.Present, st.Verdicts)
-		}
-		for _, m := range st.Warnings {
-			if warn != nil {
-				fmt.Fprintf(warn, "warning: %s\n", m)
-			}
-		}
-	}
-	return all, nil
 }

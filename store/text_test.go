@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
@@ -30,14 +31,14 @@ func TestRecordAndSeriesText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := store.Record(ctx, loc, &out, dirs...); err != nil {
+	if err := history.Record(ctx, loc, &out, dirs...); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "cells stored (0 already there)\n"); n != 20 {
 		t.Errorf("%d runs stored, want 20:\n%s", n, out.String())
 	}
 	out.Reset()
-	if err := store.Record(ctx, loc, &out, dirs[0]); err != nil || !strings.Contains(out.String(), " 0 cells stored (") {
+	if err := history.Record(ctx, loc, &out, dirs[0]); err != nil || !strings.Contains(out.String(), " 0 cells stored (") {
 		t.Errorf("again: %q, %v", out.String(), err)
 	}
 	s, err := store.Open(ctx, loc)
@@ -45,7 +46,7 @@ func TestRecordAndSeriesText(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ser, err := s.History(ctx, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
+	ser, err := history.Trend(ctx, s, store.HistoryQuery{Metric: "tps", Config: "select1/c16"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestRecordAndSeriesText(t *testing.T) {
 		!strings.Contains(lines[12], "<- CHANGE -") || !strings.Contains(lines[12], text.Short(storetest.NightSHA(10))) {
 		t.Errorf("table:\n%s", out.String())
 	}
-	if err := store.Record(ctx, "postgres://127.0.0.1:1/none?connect_timeout=2", &out, dirs[0]); err == nil || !strings.Contains(err.Error(), "the results are in "+dirs[0]) {
+	if err := history.Record(ctx, "postgres://127.0.0.1:1/none?connect_timeout=2", &out, dirs[0]); err == nil || !strings.Contains(err.Error(), "the results are in "+dirs[0]) {
 		t.Errorf("unreachable store: %v", err)
 	}
 }
@@ -97,12 +98,12 @@ func TestImportAllAndAnnotateRef(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	all, err := s.ImportAll(ctx, dirs[:2], &out, &out)
+	all, err := history.ImportAll(ctx, s, dirs[:2], &out, &out)
 	if err != nil || len(all) != 2 || strings.Count(out.String(), "cells stored, 0 already there") != 2 {
 		t.Fatalf("ImportAll: %+v, %v\n%s", all, err, out.String())
 	}
 	out.Reset()
-	if all, err := s.ImportAll(ctx, dirs, nil, nil); err != nil || len(all) != 3 || all[0].Present == 0 || out.Len() != 0 {
+	if all, err := history.ImportAll(ctx, s, dirs, nil, nil); err != nil || len(all) != 3 || all[0].Present == 0 || out.Len() != 0 {
 		t.Errorf("silent ImportAll: %+v, %v", all, err)
 	}
 	a, err := s.AnnotateRef(ctx, storetest.NightSHA(1)[:9], "tps", "select1/c16", "expected: faster")

@@ -6,58 +6,37 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/text"
-	"github.com/pgabtest/abtest/results"
 )
 
-// GatedRun is a stored run whose results directory lies under a
-// directory (RunsUnder), with its commits and its gate.
-type GatedRun struct {
-	Run     string    `json:"run"`
-	Created time.Time `json:"created"`
-	Dir     string    `json:"dir"`
+// RunUnder is a stored run whose results directory lies under a
+// directory (RunsUnder), with its commits.
+type RunUnder struct {
+	Run     string
+	Created time.Time
+	Dir     string
 	// Baseline is the label of the run's baseline; Commits its commits.
-	Baseline string   `json:"baseline"`
-	Commits  []Commit `json:"commits"`
-	// Status is analysis.GateStatus of the run's report as the store
-	// analyses it (the caller's gate options): regression, failed (cells
-	// missing: the run could not answer), unanswered (every cell there,
-	// but the primary's answer unknown) or ok, by the one rule of
-	// analysis.Report.Gate. Failed says why a failed run could not
-	// answer.
-	Status results.GateStatus `json:"status"`
-	Failed string             `json:"failed,omitempty"`
-	// Regressions are the run's gated comparisons for the worse
-	// (analysis.Report.Regressions), every commit's.
-	Regressions []analysis.Change `json:"regressions,omitempty"`
+	Baseline string
+	Commits  []Commit
 }
 
 // RunsUnder returns the runs whose results directories lie under dir,
-// oldest first, each with its status: its report's gate (Report.Gate)
-// under o.
-func (s *Store) RunsUnder(ctx context.Context, dir string, o analysis.Options) ([]GatedRun, error) {
+// oldest first (history.RunsUnder judges them).
+func (s *Store) RunsUnder(ctx context.Context, dir string) ([]RunUnder, error) {
 	ri, runs, err := s.runsUnder(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]GatedRun, 0, len(runs))
+	out := make([]RunUnder, 0, len(runs))
 	for _, r := range runs {
-		gr := GatedRun{Run: r, Created: ri.created[r], Dir: ri.dir[r], Baseline: ri.baseline[r], Commits: ri.commits[r]}
-		if err := s.judge(ctx, &gr, o); err != nil {
-			return nil, err
-		}
-		out = append(out, gr)
+		out = append(out, RunUnder{Run: r, Created: ri.created[r], Dir: ri.dir[r], Baseline: ri.baseline[r], Commits: ri.commits[r]})
 	}
 	return out, nil
 }
 
 // SeriesUnder returns, for each metric, its series in every
 // configuration of the runs under dir (those RunsUnder returns), with
-// change points and annotations as History has them; configurations
-// without a value of the metric are left out.
+// annotations as History has them (history.SeriesUnder adds the change
+// points); configurations without a value of the metric are left out.
 func (s *Store) SeriesUnder(ctx context.Context, dir string, metrics []string) ([]*Series, error) {
 	ri, _, err := s.runsUnder(ctx, dir)
 	if err != nil {
@@ -135,31 +114,4 @@ func (s *Store) runsUnder(ctx context.Context, dir string) (*dirIndex, []string,
 		return strings.Compare(a, b)
 	})
 	return &dirIndex{runIndex: *ri, dir: under}, runs, nil
-}
-
-// judge gives gr the status Report.Gate gives its run, analysed from
-// the store as its verdicts were: a run that cannot be analysed from
-// the store could not answer either.
-func (s *Store) judge(ctx context.Context, gr *GatedRun, o analysis.Options) error {
-	in, err := s.input(ctx, s.db, gr.Run)
-	var rep *analysis.Report
-	if err == nil {
-		rep, err = analysis.Analyze(in, o)
-	}
-	if err != nil {
-		if exitcode.Code(err) != exitcode.Usage {
-			return err
-		}
-		gr.Status, gr.Failed = results.GateFailed, "not analysable from the store: "+text.OneLine(err.Error())
-		return nil
-	}
-	gate := rep.Gate()
-	gr.Status = analysis.GateStatus(gate)
-	switch gr.Status {
-	case results.GateFailed:
-		gr.Failed = text.OneLine(gate.Error())
-	case results.GateRegression:
-		gr.Regressions = rep.Regressions
-	}
-	return nil
 }

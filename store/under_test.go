@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
@@ -47,7 +48,7 @@ func checkRunsUnder(t *testing.T, s *store.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.RunsUnder(ctx, filepath.Join(root, "runs"), analysis.Options{})
+	got, err := history.RunsUnder(ctx, s, filepath.Join(root, "runs"), analysis.Options{})
 	if err != nil || len(got) != 3 {
 		t.Fatalf("runs under: %+v, %v", got, err)
 	}
@@ -66,7 +67,7 @@ func checkRunsUnder(t *testing.T, s *store.Store) {
 	if len(all.Points) != 4 {
 		t.Errorf("history of every run: %d points, want 4", len(all.Points))
 	}
-	if none, err := s.RunsUnder(ctx, filepath.Join(root, "run"), analysis.Options{}); err != nil || len(none) != 0 {
+	if none, err := history.RunsUnder(ctx, s, filepath.Join(root, "run"), analysis.Options{}); err != nil || len(none) != 0 {
 		t.Errorf("a directory that is only a prefix of runs/: %+v, %v", none, err)
 	}
 }
@@ -151,7 +152,7 @@ func TestRunStatusIsTheGate(t *testing.T) {
 		}
 		dirs = append(dirs, dir)
 	}
-	runs, err := s.RunsUnder(ctx, root, analysis.Options{})
+	runs, err := history.RunsUnder(ctx, s, root, analysis.Options{})
 	if err != nil || len(runs) != len(cases) {
 		t.Fatalf("runs under: %+v, %v", runs, err)
 	}
@@ -176,7 +177,7 @@ func TestRunStatusIsTheGate(t *testing.T) {
 	// The caller's gate options decide too: a 10 % TPS drop under a 20 %
 	// threshold is no regression, and the incomplete metric beside it
 	// fails the run.
-	runs, err = s.RunsUnder(ctx, root, analysis.Options{Thresholds: map[string]float64{"tps": 20}})
+	runs, err = history.RunsUnder(ctx, s, root, analysis.Options{Thresholds: map[string]float64{"tps": 20}})
 	if err != nil || runs[1].Status != results.GateFailed {
 		t.Errorf("with a 20 %% TPS threshold: %+v, %v; want the regression run failed (incomplete), not a regression", runs[1], err)
 	}

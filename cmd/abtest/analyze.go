@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/pipeline"
 )
@@ -59,7 +60,7 @@ func loadInput(ctx context.Context, cmd *cli.Command, env *Env, dirs []string) (
 		return nil, err
 	}
 	defer s.Close()
-	return s.Input(ctx, cmd.String("run"))
+	return history.Input(ctx, s, cmd.String("run"))
 }
 
 func analysisOptions(cmd *cli.Command) (analysis.Options, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/store"
 )
@@ -36,7 +37,7 @@ func historyCommand(env *Env) *cli.Command {
 				return err
 			}
 			defer s.Close()
-			ser, err := s.History(ctx, store.HistoryQuery{Metric: cmd.String("metric"), Config: cmd.String("configuration"), Since: since})
+			ser, err := history.Trend(ctx, s, store.HistoryQuery{Metric: cmd.String("metric"), Config: cmd.String("configuration"), Since: since})
 			if errors.Is(err, store.ErrUnknown) || (err == nil && len(ser.Points) == 0) {
 				err = cmp.Or(s.CheckNames(ctx, cmd.String("metric"), cmd.String("configuration")), err)
 			}

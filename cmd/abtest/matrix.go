@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/config"
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/pipeline"
@@ -150,7 +151,7 @@ func runAndReport(ctx context.Context, env *Env, cfg *config.Loaded, deps *matri
 // recorder stores results directories in cfg's store.
 func recorder(cfg *config.Loaded) pipeline.Recorder {
 	return func(ctx context.Context, w io.Writer, dirs ...string) error {
-		return store.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), w, dirs...)
+		return history.Record(ctx, store.Location(cfg.Store, cfg.ResultsDir), w, dirs...)
 	}
 }
 

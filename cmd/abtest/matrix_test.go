@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 
@@ -134,7 +135,7 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	runs, err := st.Runs(context.Background())
+	runs, err := history.Runs(context.Background(), st)
 	if err != nil || len(runs) != 1 || runs[0].Cells != 4 || !strings.Contains(stdout, "store: run ") {
 		t.Fatalf("store after the run: %+v, %v\n%s", runs, err, stdout)
 	}

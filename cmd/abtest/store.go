@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/store"
 )
@@ -57,8 +58,7 @@ func storeCommand(env *Env) *cli.Command {
 			ArgsUsage: "DIR…",
 			Flags:     []cli.Flag{storeFlag(), &cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
-				dirs := cmd.Args().Slice()
-				if len(dirs) == 0 {
+				if cmd.Args().Len() == 0 {
 					return exitcode.BadInputf("store import: give at least one results directory")
 				}
 				s, err := openStore(ctx, cmd, env)
@@ -70,14 +70,11 @@ func storeCommand(env *Env) *cli.Command {
 				if cmd.Bool("json") {
 					w, warn = nil, nil
 				}
-				all, err := s.ImportAll(ctx, dirs, w, warn)
-				if err != nil {
+				all, err := history.ImportAll(ctx, s, cmd.Args().Slice(), w, warn)
+				if err != nil || !cmd.Bool("json") {
 					return err
 				}
-				if cmd.Bool("json") {
-					return json.NewEncoder(env.Stdout).Encode(all)
-				}
-				return nil
+				return json.NewEncoder(env.Stdout).Encode(all)
 			},
 		}},
 	}

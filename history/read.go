@@ -1,0 +1,226 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
+	"github.com/pgabtest/abtest/results"
+	"github.com/pgabtest/abtest/store"
+)
+
+// Runs returns every stored run, oldest first, with its gate, answers
+// and regressions as the current analysis judges them: the runs whose
+// cache is stale are judged first (Refresh); one that cannot be
+// analysed reads with gate failed and why.
+func Runs(ctx context.Context, st *store.Store) ([]store.Run, error) {
+	if _, err := Refresh(ctx, st); err != nil {
+		return nil, err
+	}
+	return st.Runs(ctx, version)
+}
+
+// Verdicts returns run's verdict rows as the current analysis judges
+// them.
+func Verdicts(ctx context.Context, st *store.Store, run string) ([]store.Verdict, error) {
+	if err := fresh(ctx, st, run); err != nil {
+		return nil, err
+	}
+	return st.Verdicts(ctx, run, version)
+}
+
+// Geomeans returns run's pooled run-level tests as the current analysis
+// judges them.
+func Geomeans(ctx context.Context, st *store.Store, run string) ([]store.Geomean, error) {
+	if err := fresh(ctx, st, run); err != nil {
+		return nil, err
+	}
+	return st.Geomeans(ctx, run, version)
+}
+
+// changePoints adds to ser its change points (analysis.ChangePoints, a
+// function of the series alone), marked expected where an annotation
+// names their commit.
+func changePoints(ser *store.Series, o analysis.ChangePointOptions) {
+	xs := make([]float64, len(ser.Points))
+	for i, p := range ser.Points {
+		xs[i] = p.Value
+	}
+	for _, cp := range analysis.ChangePoints(xs, o) {
+		ser.AddChangePoint(cp.Index, cp.DeltaPct, cp.P)
+	}
+}
+
+// Trend returns the trend of one metric in one configuration over the
+// stored runs (store.History) with its change points (the default
+// options, as nightly's trends have them).
+func Trend(ctx context.Context, st *store.Store, q store.HistoryQuery) (*store.Series, error) {
+	ser, err := st.History(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	changePoints(ser, analysis.ChangePointOptions{})
+	return ser, nil
+}
+
+// AllTrends returns the series of every key with their change points,
+// reading the runs once.
+func AllTrends(ctx context.Context, st *store.Store, keys []store.SeriesKey, o analysis.ChangePointOptions) ([]*store.Series, error) {
+	series, err := st.AllHistory(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, ser := range series {
+		changePoints(ser, o)
+	}
+	return series, nil
+}
+
+// SeriesUnder returns, for each metric, its series in every
+// configuration of the runs under dir (store.SeriesUnder) with their
+// change points under the default options.
+func SeriesUnder(ctx context.Context, st *store.Store, dir string, metrics []string) ([]*store.Series, error) {
+	series, err := st.SeriesUnder(ctx, dir, metrics)
+	if err != nil {
+		return nil, err
+	}
+	for _, ser := range series {
+		changePoints(ser, analysis.ChangePointOptions{})
+	}
+	return series, nil
+}
+
+// GatedRun is a stored run whose results directory lies under a
+// directory (RunsUnder), with its commits and its gate.
+type GatedRun struct {
+	Run     string    `json:"run"`
+	Created time.Time `json:"created"`
+	Dir     string    `json:"dir"`
+	// Baseline is the label of the run's baseline; Commits its commits.
+	Baseline string         `json:"baseline"`
+	Commits  []store.Commit `json:"commits"`
+	// Status is analysis.GateStatus of the run's report as it is judged
+	// now from the store (the caller's gate options): regression, failed
+	// (cells missing: the run could not answer), unanswered (every cell
+	// there, but the primary's answer unknown) or ok, by the one rule of
+	// analysis.Report.Gate. Failed says why a failed run could not
+	// answer.
+	Status results.GateStatus `json:"status"`
+	Failed string             `json:"failed,omitempty"`
+	// Regressions are the run's gated comparisons for the worse
+	// (analysis.Report.Regressions), every commit's.
+	Regressions []analysis.Change `json:"regressions,omitempty"`
+}
+
+// RunsUnder returns the runs whose results directories lie under dir,
+// oldest first, each with its status: its report's gate (Report.Gate)
+// under o, judged now from the store.
+func RunsUnder(ctx context.Context, st *store.Store, dir string, o analysis.Options) ([]GatedRun, error) {
+	runs, err := st.RunsUnder(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GatedRun, 0, len(runs))
+	for _, r := range runs {
+		gr := GatedRun{Run: r.Run, Created: r.Created, Dir: r.Dir, Baseline: r.Baseline, Commits: r.Commits}
+		rep, err := Judge(ctx, st, r.Run, o)
+		if err != nil {
+			if exitcode.Code(err) != exitcode.Usage {
+				return nil, err
+			}
+			gr.Status, gr.Failed = results.GateFailed, "not analysable from the store: "+text.OneLine(err.Error())
+			out = append(out, gr)
+			continue
+		}
+		gate := rep.Gate()
+		gr.Status = analysis.GateStatus(gate)
+		switch gr.Status {
+		case results.GateFailed:
+			gr.Failed = text.OneLine(gate.Error())
+		case results.GateRegression:
+			gr.Regressions = rep.Regressions
+		}
+		out = append(out, gr)
+	}
+	return out, nil
+}
+
+// Import loads the results directory dir into the store (store.Import)
+// and, when the run's cache is stale (new cells, or another analysis
+// version), judges the run and caches it: the import warms the cache a
+// reader would otherwise fill.
+func Import(ctx context.Context, st *store.Store, dir string) (store.ImportStats, error) {
+	stats, err := st.Import(ctx, dir)
+	if err != nil {
+		return stats, err
+	}
+	v, err := st.JudgedBy(ctx, stats.Run)
+	if err != nil || v == version {
+		return stats, err
+	}
+	n, w, err := refresh(ctx, st, stats.Run)
+	stats.Verdicts = n
+	stats.Warnings = append(stats.Warnings, w...)
+	return stats, err
+}
+
+// ImportAll imports dirs in order (Import), saying on w one line per
+// directory and on warn each warning; nil writers are silent.
+//
+// A directory whose plan holds a text the store does not take
+// (store.CheckShown) is refused before any directory is imported.
+func ImportAll(ctx context.Context, st *store.Store, dirs []string, w, warn io.Writer) ([]store.ImportStats, error) {
+	for _, d := range dirs {
+		if err := store.CheckPlanOf(d); err != nil {
+			return nil, err
+		}
+	}
+	var all []store.ImportStats
+	for _, d := range dirs {
+		stats, err := Import(ctx, st, d)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, stats)
+		if w != nil {
+			fmt.Fprintf(w, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, stats.Run, stats.Cells, stats.Present, stats.Verdicts)
+		}
+		for _, m := range stats.Warnings {
+			if warn != nil {
+				fmt.Fprintf(warn, "warning: %s\n", m)
+			}
+		}
+	}
+	return all, nil
+}
+
+// Record imports finished results directories into the store at loc,
+// one line each on w: every matrix, nightly and bisect run is in the
+// database as well as in its files. The files are the truth and are
+// complete before this runs; a store that cannot be reached is an
+// error that says where the files are. With no dirs it records nothing
+// and checks the store (store.Check), as a run does before its first
+// cell.
+func Record(ctx context.Context, loc string, w io.Writer, dirs ...string) error {
+	if len(dirs) == 0 {
+		return store.Check(ctx, loc)
+	}
+	st, err := store.Open(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("the results are in %s, but %w", strings.Join(dirs, ", "), err)
+	}
+	defer st.Close()
+	for _, d := range dirs {
+		stats, err := Import(ctx, st, d)
+		if err != nil {
+			return fmt.Errorf("the results are in %s, but %w", d, err)
+		}
+		fmt.Fprintf(w, "store: run %s: %d cells stored (%d already there)\n", stats.Run, stats.Cells, stats.Present)
+	}
+	return nil
+}
