@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +270,59 @@ func TestDecodedSlicesApart(t *testing.T) {
 	recs[0].Metrics.Set("zzz", 99)
 	if !sameRecord(recs[1], want) {
 		t.Errorf("the second record changed:\n%+v\nwant\n%+v", recs[1], want)
+	}
+}
+
+// TestTPSSecondsKept: a record read without its progress reports keeps
+// the spread of their per-second TPS, bit for bit, the seconds without
+// a positive TPS (a stall, or an edited line's negative) left out; a
+// record with no such second has none, with or without its reports.
+func TestTPSSecondsKept(t *testing.T) {
+	var b strings.Builder
+	tps := [][]float64{{1000, 0, 1010.5, -3, 990.25, 1e-300}, {0, 0}, {500}, nil}
+	for i, secs := range tps {
+		r := results.Record{Cell: fmt.Sprint("c", i), Commit: "base", Status: results.StatusOK}
+		for j, x := range secs {
+			r.Progress = append(r.Progress, results.Progress{T: float64(j + 1), TPS: x})
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(string(data) + "\n")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	with, _, err := results.ReadRecords(dir)
+	if err != nil || len(with) != len(tps) {
+		t.Fatal(len(with), err)
+	}
+	without, _, err := results.ReadRecordsNoProgress(dir)
+	if err != nil || len(without) != len(tps) {
+		t.Fatal(len(without), err)
+	}
+	for i, secs := range tps {
+		var logs []float64
+		for _, x := range secs {
+			if x > 0 {
+				logs = append(logs, math.Log(x))
+			}
+		}
+		var mean, ss float64
+		for _, l := range logs {
+			mean += l / float64(len(logs))
+		}
+		for _, l := range logs {
+			ss += (l - mean) * (l - mean)
+		}
+		want := results.LogSpread{N: len(logs), Mean: mean, SS: ss}
+		if got := with[i].TPSSeconds(); got != want {
+			t.Errorf("%v: read with the reports %+v; want %+v", secs, got, want)
+		}
+		if got := without[i].TPSSeconds(); got != want || without[i].Progress != nil {
+			t.Errorf("%v: read without the reports %+v (progress %v); want %+v", secs, got, without[i].Progress, want)
+		}
 	}
 }
