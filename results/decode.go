@@ -1,15 +1,25 @@
 package results
 
-// How cells.jsonl and plan.json decode: with github.com/go-json-experiment/json,
-// the prototype of encoding/json/v2 (the toolchain's own needs
-// GOEXPERIMENT=jsonv2), with encoding/json's (v1) semantics.
+// How cells.jsonl and plan.json decode: with
+// github.com/go-json-experiment/json, the prototype of encoding/json/v2
+// (the toolchain's own needs GOEXPERIMENT=jsonv2), with encoding/json's
+// (v1) rules.
 //
-// encoding/json (v1) checks each line's syntax in a pass of its own and
-// then decodes it in another; v2 decodes in one pass. 100 000 cells of
-// bench/gen100k (85 MB of cells.jsonl, 18 MB of plan.json), analyze
-// --format md, user CPU-s (/usr/bin/time, binaries alternated, load
-// average 3–4 on 2 cores): the hand-written decoder (12e0d13) 1.11–1.13,
-// encoding/json 4.03–4.10, this file 2.20–2.32 (old 1.11–1.21 then).
+// encoding/json checks each line's syntax in a pass of its own and then
+// decodes it in another; v2 decodes in one. 100 000 cells of
+// bench/gen100k (85 MB of cells.jsonl, 18 MB of plan.json), user CPU-s
+// of abtest analyze (/usr/bin/time, the three binaries alternated, 4
+// rounds, load average 5.9–6.4 on 2 cores), md / json:
+//
+//	hand-written decoder (12e0d13)  1.07–1.18 / 0.83–0.92
+//	encoding/json (0ee5899)         3.98–4.22 / 3.59–3.64
+//	this file                       2.13–2.21 / 1.67–1.85
+//
+// The load step alone (bench/analyzeprof, CPU-s): 0.77–0.84 by hand,
+// 2.83–2.90 with encoding/json, 1.05–1.24 here; the rest of the gap is
+// the analysis, slower since 12e0d13 (0.27 → 0.50 CPU-s). What is left
+// here is v2's own work: strconv for each float (0.2 CPU-s), the
+// reflection over each record's fields, the plan (0.2).
 
 import (
 	"bufio"
