@@ -32,6 +32,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -101,14 +102,17 @@ func (v *Values) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if !ok {
 			name = tok.String()
 		}
-		if tok, err = dec.ReadToken(); err != nil {
+		// The value's bytes, not Token.Float: that clamps 1e999 to the
+		// largest float, where json.Unmarshal fails.
+		val, err := dec.ReadValue()
+		if err != nil {
 			return err
 		}
 		x := math.NaN() // null: not a measurement
-		switch tok.Kind() {
+		switch val.Kind() {
 		case '0':
-			if x = tok.Float(); math.IsInf(x, 0) {
-				return errors.New("metrics: " + name + " out of range")
+			if x, err = strconv.ParseFloat(string(val), 64); err != nil {
+				return fmt.Errorf("metrics: %s: %w", name, err)
 			}
 		case 'n':
 		default:
