@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -324,5 +326,41 @@ func TestTPSSecondsKept(t *testing.T) {
 		if got := without[i].TPSSeconds(); got != want || without[i].Progress != nil {
 			t.Errorf("%v: read without the reports %+v (progress %v); want %+v", secs, got, without[i].Progress, want)
 		}
+	}
+}
+
+// TestDecodeMetricNamesShared: records whose metrics are those of the
+// record before share its names, and every record has its own names
+// and values whatever came before (fewer, more, others, out of order,
+// a repeat); setting one record's metric changes no other.
+func TestDecodeMetricNamesShared(t *testing.T) {
+	metrics := []string{
+		`{"a":1,"b":2,"tps":3}`, `{"a":4,"b":5,"tps":6}`, `{"a":7,"b":8}`, `{"a":9,"b":10,"tps":11,"zz":12}`,
+		`{"b":13,"a":14}`, `{"a":15,"b":16,"tps":17}`, `{"a":18,"b":null,"tps":19,"b":20}`, `{}`, `{"a":21,"b":22,"tps":23}`,
+	}
+	var b strings.Builder
+	for i, m := range metrics {
+		fmt.Fprintf(&b, `{"cell":"c%d","metrics":%s}`+"\n", i, m)
+	}
+	recs, warnings, err := results.DecodeRecords(strings.NewReader(b.String()), "cells.jsonl")
+	if err != nil || len(warnings) != 0 || len(recs) != len(metrics) {
+		t.Fatalf("%d records, %q, %v", len(recs), warnings, err)
+	}
+	for i, m := range metrics {
+		var want map[string]float64
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(m, "null", "0")), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := recs[i].Metrics.Map(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Errorf("record %d (%s): %v", i, m, got)
+		}
+	}
+	if &recs[0].Metrics.Names()[0] != &recs[1].Metrics.Names()[0] {
+		t.Error("records 0 and 1 have the same metrics and do not share their names")
+	}
+	recs[0].Metrics.Set("aa", 99)
+	recs[1].Metrics.Set("tps", 99)
+	if recs[5].Metrics.Value("tps") != 17 || recs[8].Metrics.Value("tps") != 23 || slices.Contains(recs[1].Metrics.Names(), "aa") {
+		t.Errorf("setting one record's metric changed another's: %v %v %v", recs[1].Metrics, recs[5].Metrics, recs[8].Metrics)
 	}
 }
