@@ -74,14 +74,14 @@
 # Then github.com/go-json-experiment/json (v2's prototype: one pass a
 # line; results/decode.go), the records decoded in place again; three
 # binaries alternated (12e0d13 by hand, 0ee5899 encoding/json, new),
-# user CPU-s, load average 3.9–6.4:
-#   100k md:   by hand 1.07–1.18, encoding/json 3.98–4.22, new 2.13–2.21
-#              (peak RSS 170–185 MB, 229–239, 210–241)
-#   100k json: by hand 0.83–0.92, encoding/json 3.59–3.64, new 1.67–1.85
-#   5 200 cells md: 0.16–0.17, 0.33–0.35, 0.25 (wall 0.21–0.23 s);
-#              json: 0.12, 0.28–0.29, 0.23–0.26.
-#   analyzeprof -count 2, load step: by hand 0.77–0.84 CPU-s, encoding/
-#   json 2.83–2.90, new 1.05–1.24; the analysis step is 0.27 → 0.50
+# user CPU-s, load average 3.1–3.7:
+#   100k md:   by hand 1.05–1.14, encoding/json 3.85–3.96, new 1.97–2.04
+#              (peak RSS 166–175 MB, 231–242, 214–238)
+#   100k json: by hand 0.74–0.87, encoding/json 3.43–3.64, new 1.65–1.83
+#   5 200 cells md: 0.15–0.17, 0.35–0.40, 0.25–0.28 (wall 0.25–0.49 s);
+#              json: 0.12–0.14, 0.26–0.27, 0.22.
+#   analyzeprof -count 3, load step: by hand 0.77–0.84 CPU-s, encoding/
+#   json 2.83–2.90, new 0.96–1.04; the analysis step is 0.27 → 0.46
 #   CPU-s since 12e0d13, whatever the decoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."

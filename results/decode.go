@@ -9,17 +9,19 @@ package results
 // decodes it in another; v2 decodes in one. 100 000 cells of
 // bench/gen100k (85 MB of cells.jsonl, 18 MB of plan.json), user CPU-s
 // of abtest analyze (/usr/bin/time, the three binaries alternated, 4
-// rounds, load average 5.9–6.4 on 2 cores), md / json:
+// rounds md and 3 json, load average 3.1–3.7 on 2 cores), md / json:
 //
-//	hand-written decoder (12e0d13)  1.07–1.18 / 0.83–0.92
-//	encoding/json (0ee5899)         3.98–4.22 / 3.59–3.64
-//	this file                       2.13–2.21 / 1.67–1.85
+//	hand-written decoder (12e0d13)  1.05–1.14 / 0.74–0.87
+//	encoding/json (0ee5899)         3.85–3.96 / 3.43–3.64
+//	this file                       1.97–2.04 / 1.65–1.83
 //
-// The load step alone (bench/analyzeprof, CPU-s): 0.77–0.84 by hand,
-// 2.83–2.90 with encoding/json, 1.05–1.24 here; the rest of the gap is
-// the analysis, slower since 12e0d13 (0.27 → 0.50 CPU-s). What is left
-// here is v2's own work: strconv for each float (0.2 CPU-s), the
-// reflection over each record's fields, the plan (0.2).
+// The load step alone (bench/analyzeprof -count 3, CPU-s): 0.77–0.84 by
+// hand, 2.83–2.90 with encoding/json, 0.96–1.04 here; the rest of the
+// gap is the analysis, slower since 12e0d13 (0.27 → 0.46 CPU-s) whatever
+// the decoder. What is left here is v2's own work: strconv for each
+// float (0.2 CPU-s), reflection over each record's fields, the plan
+// (0.2), and, for json, progress reports decoded to be dropped (their
+// TPS summary kept: ReadRecordsNoProgress).
 
 import (
 	"bufio"
