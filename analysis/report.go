@@ -346,10 +346,9 @@ type Report struct {
 	// Noise are the configurations' variance components of their
 	// primary (within a cell, between cells, between a block's two
 	// cells): where the noise is, and what run would answer sooner.
-	// Not in the JSON yet: LoadFor leaves the cells' per-second
-	// progress out for formats that draw no plot, so the within-cell
-	// component would depend on the format asked for.
-	Noise    []Components `json:"-"`
+	// The within-cell part is the same whatever the format: records
+	// read without their progress keep its summary.
+	Noise    []Components `json:"noise,omitempty"`
 	Changes  []Change     `json:"changes"`
 	Geomeans []Geomean    `json:"geomeans"`
 	// Regressions are the gated changes for the worse (and, for a

@@ -32,7 +32,8 @@ type Components struct {
 	// measured window. 0 without per-second samples.
 	Seconds float64 `json:"seconds"`
 	// Within is one second's spread inside a cell (TPS from pgbench's
-	// progress, every cell's seconds around its own mean, pooled).
+	// progress, every cell's seconds around its own mean, pooled:
+	// Record.TPSSeconds).
 	Within Component `json:"within"`
 	// Between is the spread of the cells' values within a commit,
 	// pooled over the commits.
@@ -135,15 +136,12 @@ func components(id, m, baseline string, byCommit map[string][]*results.Record) C
 			if m != results.MetricTPS {
 				continue
 			}
-			var secs []float64
-			for _, p := range r.Progress {
-				if p.TPS > 0 {
-					secs = append(secs, math.Log(p.TPS))
-				}
-			}
-			within.add(secs)
-			if len(secs) > 0 {
-				seconds = append(seconds, float64(len(secs)))
+			// From the progress reports, or the summary of them a record
+			// read without them keeps (results.ReadRecordsNoProgress).
+			secs := r.TPSSeconds()
+			within.addLogs(secs)
+			if secs.N > 0 {
+				seconds = append(seconds, float64(secs.N))
 			}
 		}
 		between.add(logs)
@@ -199,6 +197,15 @@ func (s *spread) add(x []float64) {
 		s.ss += (v - mean) * (v - mean)
 	}
 	s.df += len(x) - 1
+}
+
+// addLogs adds a group summarized by its logarithms, as add does.
+func (s *spread) addLogs(l results.LogSpread) {
+	if l.N < 2 {
+		return
+	}
+	s.ss += l.SS
+	s.df += l.N - 1
 }
 
 // component is the pooled standard deviation in percent and its 95 %

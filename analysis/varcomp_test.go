@@ -1,10 +1,15 @@
 package analysis
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,5 +165,68 @@ func TestDesignFor(t *testing.T) {
 	}
 	if _, ok := DesignFor([]Components{{Paired: Component{Pct: math.NaN()}, CellPct: math.NaN()}}, 2, 0.01, 1, 2); ok {
 		t.Error("a design from no spread at all")
+	}
+}
+
+// TestNoiseWithinInJSON: report.json, whose cells are read without
+// their progress reports (LoadFor), carries the variance components the
+// markdown report's analysis has, read with them: the within-cell part
+// too, for the recorded runs. It was null (NaN) before records kept a
+// summary of their per-second TPS.
+func TestNoiseWithinInJSON(t *testing.T) {
+	for _, dir := range []string{"../demo/testdata/run", "../results/testdata/v1"} {
+		out := filepath.Join(t.TempDir(), "report.md")
+		md, err := LoadFor("md", out, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.IndexFunc(md.Records, func(r results.Record) bool { return len(r.Progress) > 0 }) < 0 {
+			t.Fatalf("%s: the markdown report's records have no progress", dir)
+		}
+		rep, err := AnalyzeOutput(md, Options{}, io.Discard, "md", out, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withins := 0
+		for _, c := range rep.Noise {
+			if isFinite(c.Within.Pct) && c.Within.DF > 0 {
+				withins++
+			}
+		}
+		if withins == 0 {
+			t.Fatalf("%s: no within-cell component in the markdown report's analysis: %+v", dir, rep.Noise)
+		}
+		want, err := json.Marshal(rep.Noise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = filepath.Join(t.TempDir(), "report.json")
+		in, err := LoadFor("json", out, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.IndexFunc(in.Records, func(r results.Record) bool { return r.Progress != nil }) >= 0 {
+			t.Fatalf("%s: report.json's records were read with their progress", dir)
+		}
+		if _, err := AnalyzeOutput(in, Options{}, io.Discard, "json", out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Noise json.RawMessage `json:"noise"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, got.Noise); err != nil {
+			t.Fatalf("%s: report.json's noise %q: %v", dir, got.Noise, err)
+		}
+		if compact.String() != string(want) {
+			t.Errorf("%s: report.json's noise\n%s\nwant the markdown report's\n%s", dir, compact.String(), want)
+		}
 	}
 }

@@ -71,6 +71,18 @@
 # encoding/json checks a line, then decodes it: 2.1 CPU-s for 85 MB,
 # so 100 000 cells take about 3× the CPU they did (one goroutine per
 # CPU decodes blocks of lines, so wall on idle cores is about half).
+# Then github.com/go-json-experiment/json (v2's prototype: one pass a
+# line; results/decode.go), the records decoded in place again; three
+# binaries alternated (12e0d13 by hand, 0ee5899 encoding/json, new),
+# user CPU-s, load average 3.1–3.7:
+#   100k md:   by hand 1.05–1.14, encoding/json 3.85–3.96, new 1.97–2.04
+#              (peak RSS 166–175 MB, 231–242, 214–238)
+#   100k json: by hand 0.74–0.87, encoding/json 3.43–3.64, new 1.65–1.83
+#   5 200 cells md: 0.15–0.17, 0.35–0.40, 0.25–0.28 (wall 0.25–0.49 s);
+#              json: 0.12–0.14, 0.26–0.27, 0.22.
+#   analyzeprof -count 3, load step: by hand 0.77–0.84 CPU-s, encoding/
+#   json 2.83–2.90, new 0.96–1.04; the analysis step is 0.27 → 0.46
+#   CPU-s since 12e0d13, whatever the decoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)

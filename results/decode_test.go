@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -214,9 +217,8 @@ func TestReadRecordsNoProgress(t *testing.T) {
 		if len(want[i].Progress) == 0 || got[i].Progress != nil {
 			t.Fatalf("record %d: progress %v, read with it %v", i, got[i].Progress, want[i].Progress)
 		}
-		w := want[i]
-		w.Progress = nil
-		if !sameRecord(got[i], w) {
+		w := results.DropProgress(want[i])
+		if got[i].TPSSeconds() != want[i].TPSSeconds() || got[i].TPSSeconds().N == 0 || !sameRecord(got[i], w) {
 			t.Fatalf("record %d:\n%+v\nwant\n%+v", i, got[i], w)
 		}
 	}
@@ -270,5 +272,95 @@ func TestDecodedSlicesApart(t *testing.T) {
 	recs[0].Metrics.Set("zzz", 99)
 	if !sameRecord(recs[1], want) {
 		t.Errorf("the second record changed:\n%+v\nwant\n%+v", recs[1], want)
+	}
+}
+
+// TestTPSSecondsKept: a record read without its progress reports keeps
+// the spread of their per-second TPS, bit for bit, the seconds without
+// a positive TPS (a stall, or an edited line's negative) left out; a
+// record with no such second has none, with or without its reports.
+func TestTPSSecondsKept(t *testing.T) {
+	var b strings.Builder
+	tps := [][]float64{{1000, 0, 1010.5, -3, 990.25, 1e-300}, {0, 0}, {500}, nil}
+	for i, secs := range tps {
+		r := results.Record{Cell: fmt.Sprint("c", i), Commit: "base", Status: results.StatusOK}
+		for j, x := range secs {
+			r.Progress = append(r.Progress, results.Progress{T: float64(j + 1), TPS: x})
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(string(data) + "\n")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	with, _, err := results.ReadRecords(dir)
+	if err != nil || len(with) != len(tps) {
+		t.Fatal(len(with), err)
+	}
+	without, _, err := results.ReadRecordsNoProgress(dir)
+	if err != nil || len(without) != len(tps) {
+		t.Fatal(len(without), err)
+	}
+	for i, secs := range tps {
+		var logs []float64
+		for _, x := range secs {
+			if x > 0 {
+				logs = append(logs, math.Log(x))
+			}
+		}
+		var mean, ss float64
+		for _, l := range logs {
+			mean += l / float64(len(logs))
+		}
+		for _, l := range logs {
+			ss += (l - mean) * (l - mean)
+		}
+		want := results.LogSpread{N: len(logs), Mean: mean, SS: ss}
+		if got := with[i].TPSSeconds(); got != want {
+			t.Errorf("%v: read with the reports %+v; want %+v", secs, got, want)
+		}
+		if got := without[i].TPSSeconds(); got != want || without[i].Progress != nil {
+			t.Errorf("%v: read without the reports %+v (progress %v); want %+v", secs, got, without[i].Progress, want)
+		}
+	}
+}
+
+// TestDecodeMetricNamesShared: records whose metrics are those of the
+// record before share its names, and every record has its own names
+// and values whatever came before (fewer, more, others, out of order,
+// a repeat); setting one record's metric changes no other.
+func TestDecodeMetricNamesShared(t *testing.T) {
+	metrics := []string{
+		`{"a":1,"b":2,"tps":3}`, `{"a":4,"b":5,"tps":6}`, `{"a":7,"b":8}`, `{"a":9,"b":10,"tps":11,"zz":12}`,
+		`{"b":13,"a":14}`, `{"a":15,"b":16,"tps":17}`, `{"a":18,"b":null,"tps":19,"b":20}`, `{}`, `{"a":21,"b":22,"tps":23}`,
+	}
+	var b strings.Builder
+	for i, m := range metrics {
+		fmt.Fprintf(&b, `{"cell":"c%d","metrics":%s}`+"\n", i, m)
+	}
+	recs, warnings, err := results.DecodeRecords(strings.NewReader(b.String()), "cells.jsonl")
+	if err != nil || len(warnings) != 0 || len(recs) != len(metrics) {
+		t.Fatalf("%d records, %q, %v", len(recs), warnings, err)
+	}
+	for i, m := range metrics {
+		var want map[string]float64
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(m, "null", "0")), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := recs[i].Metrics.Map(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Errorf("record %d (%s): %v", i, m, got)
+		}
+	}
+	if &recs[0].Metrics.Names()[0] != &recs[1].Metrics.Names()[0] {
+		t.Error("records 0 and 1 have the same metrics and do not share their names")
+	}
+	recs[0].Metrics.Set("aa", 99)
+	recs[1].Metrics.Set("tps", 99)
+	if recs[5].Metrics.Value("tps") != 17 || recs[8].Metrics.Value("tps") != 23 || slices.Contains(recs[1].Metrics.Names(), "aa") {
+		t.Errorf("setting one record's metric changed another's: %v %v %v", recs[1].Metrics, recs[5].Metrics, recs[8].Metrics)
 	}
 }

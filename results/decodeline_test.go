@@ -78,6 +78,15 @@ func TestDecodeLineEdits(t *testing.T) {
 		{`"rate_unit":"ops"`, `"rate_unit":"o\u0070s"`}:                                  base,
 		{`"log_tail":["`, `"log_tail":["\"]}`}:                                           with(func(r *results.Record) { r.LogTail = []string{`"]}` + r.LogTail[0]} }),
 		{`,"rate_unit":"ops"`, ``}:                                                       with(func(r *results.Record) { r.RateUnit = "" }),
+		// Values and ProgressReports decode token by token: as a map
+		// and a slice would.
+		{`"metrics":{"instructions_per_tx":123456,"tps":1000.5}`, `"metrics":{"tps":7,"instructions_per_tx":123456,"tps":1000.5,"a":null}`}: with(func(r *results.Record) { r.Metrics.Set("a", math.NaN()) }),
+		{`"metrics":{"instructions_per_tx":123456,"tps":1000.5}`, `"metrics":{}`}:                                                           with(func(r *results.Record) { r.Metrics = results.Values{} }),
+		{`"metrics":{"instructions_per_tx":123456,"tps":1000.5}`, `"metrics":null`}:                                                         with(func(r *results.Record) { r.Metrics = results.Values{} }),
+		{`"progress":[{"t":1,"tps":1,`, `"progress":[{"t":1,"TPS":1,`}:                                                                      base,
+		{`"progress":[{"t":1,"tps":1,`, `"progress":[{"t":2},{"t":1,"tps":1,`}:                                                              with(func(r *results.Record) { r.Progress = append(results.ProgressReports{{T: 2}}, r.Progress...) }),
+		{`"progress":[{`, `"progress":[],"x":[{`}:                                                                                           with(func(r *results.Record) { r.Progress = results.ProgressReports{} }),
+		{`"progress":[{`, `"progress":null,"x":[{`}:                                                                                         with(func(r *results.Record) { r.Progress = nil }),
 	}
 	for e, want := range ok {
 		v := strings.Replace(line, e[0], e[1], 1)
@@ -101,6 +110,12 @@ func TestDecodeLineEdits(t *testing.T) {
 		{`"tps":1000.5`, `"tps":"1000.5"`},
 		{`}`, `]`},
 		{`{"cell"`, `[{"cell"`},
+		{`"tps":1000.5`, `"tps":1e999`},
+		{`"tps":1000.5`, `"tps":true`},
+		{`"tps":1000.5`, `"tps":{}`},
+		{`"metrics":{`, `"metrics":[{`},
+		{`"progress":[{`, `"progress":[1,{`},
+		{`"progress":[{`, `"progress":{"x":{`},
 	}
 	variants := []string{line[:len(line)/2], line + "}", `{}`, `{"cell":""}`, `{"cell":null}`, `null`}
 	for _, e := range bad {

@@ -12,3 +12,9 @@ var UnmarshalLine = DecodeLine
 // DecodePlanCells is the decoding of DecodePlan, without its checks and
 // upgrades.
 var DecodePlanCells = decodePlan
+
+// DropProgress is r as ReadRecordsNoProgress reads it.
+func DropProgress(r Record) Record {
+	r.dropProgress()
+	return r
+}

@@ -1,20 +1,17 @@
 package results
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/jsonl"
@@ -48,7 +45,7 @@ type Record struct {
 	Metrics   Values            `json:"metrics,omitzero"`
 	Saturated bool              `json:"saturated,omitempty"`
 	Samples   []Sample          `json:"samples,omitempty"`
-	Progress  []Progress        `json:"progress,omitempty"`
+	Progress  ProgressReports   `json:"progress,omitempty"`
 	Waits     *Waits            `json:"waits,omitempty"`
 	Final     *Final            `json:"final,omitempty"`
 	Probe     *Counters         `json:"probe,omitempty"`
@@ -84,6 +81,56 @@ type Record struct {
 	// Observer is what measuring the cell cost (nil in results of an
 	// older abtest, and in instruction cells).
 	Observer *Observer `json:"observer,omitempty"`
+	// tpsSeconds is the TPSSeconds of the progress reports left out on
+	// reading (ReadRecordsNoProgress).
+	tpsSeconds LogSpread
+}
+
+// ProgressReports are a cell's pgbench progress reports in time order.
+type ProgressReports []Progress
+
+// LogSpread summarizes positive values by their logarithms, as the
+// variance components pool them: how many, their mean and the sum of
+// squares around it.
+type LogSpread struct {
+	N        int
+	Mean, SS float64
+}
+
+// TPSSeconds is the spread of the cell's per-second TPS (the progress
+// reports' TPS above 0): from the reports, or, where they were left out
+// on reading (ReadRecordsNoProgress), as they were then.
+func (r *Record) TPSSeconds() LogSpread {
+	if r.Progress == nil {
+		return r.tpsSeconds
+	}
+	var s LogSpread
+	for _, p := range r.Progress {
+		if p.TPS > 0 {
+			s.N++
+		}
+	}
+	// The mean first, then the squares around it: the sums of squares of
+	// logarithms near each other lose nothing to cancellation so.
+	for _, p := range r.Progress {
+		if p.TPS > 0 {
+			s.Mean += math.Log(p.TPS) / float64(s.N)
+		}
+	}
+	for _, p := range r.Progress {
+		if p.TPS > 0 {
+			d := math.Log(p.TPS) - s.Mean
+			s.SS += d * d
+		}
+	}
+	return s
+}
+
+// dropProgress leaves out r's progress reports, keeping their
+// TPSSeconds.
+func (r *Record) dropProgress() {
+	r.tpsSeconds = r.TPSSeconds()
+	r.Progress = nil
 }
 
 // Method is how the cell measured the metrics of a kind: its latency
@@ -223,11 +270,11 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 	return p, nil
 }
 
-// decodePlan decodes a plan with json.Unmarshal. Its cells' maps are
+// decodePlan decodes a plan as json.Unmarshal does (v1Semantics). Its cells' maps are
 // shared: read them, never write them.
 func decodePlan(data []byte) (*Plan, error) {
 	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	if err := jsonv2.Unmarshal(data, &p, v1Semantics); err != nil {
 		return nil, err
 	}
 	// The cells of one configuration come together: one settings map
@@ -294,7 +341,8 @@ func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error
 }
 
 // ReadRecordsNoProgress is ReadRecords without the records' progress
-// reports (Progress nil), which only the plots read. A line whose
+// reports (Progress nil), which only the plots read: each record keeps
+// their TPSSeconds, which the variance components read. A line whose
 // reports do not decode does not either.
 func ReadRecordsNoProgress(dir string) ([]Record, []string, error) {
 	return readRecords(dir, nil, true)
@@ -319,172 +367,6 @@ func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
 	return decodeRecords(r, name, 0, nil, false)
-}
-
-// maxLine is the longest line of cells.jsonl read: far beyond any
-// record abtest writes (a log tail is a few kilobytes); a longer one
-// stops the reading with an error.
-const maxLine = 1 << 30
-
-// decodeRecords decodes r's lines with json.Unmarshal, blocks of about a
-// megabyte of lines by one goroutine per CPU, gathered in order: one
-// core decoded 100 000 cells (85 MB) in 2.2 CPU-s, most of analysing
-// them. each (when not nil) is given each block's records as
-// ReadRecordsEach says; noProgress leaves their progress reports out.
-// size is r's, when known (else 0). A line that does not decode is
-// skipped with a warning.
-func decodeRecords(r io.Reader, name string, size int64, each func([]Record), noProgress bool) ([]Record, []string, error) {
-	order := make(chan *block, 2*runtime.GOMAXPROCS(0))
-	work := make(chan *block)
-	for range runtime.GOMAXPROCS(0) {
-		go func() {
-			for b := range work {
-				b.decode(name, noProgress)
-				close(b.done)
-			}
-		}()
-	}
-	// readErr is set before order closes, which the loop below waits
-	// for.
-	var readErr error
-	go func() {
-		defer close(order)
-		defer close(work)
-		readErr = readBlocks(r, func(b *block) {
-			order <- b
-			work <- b
-		})
-	}()
-	var out []Record
-	var warnings []string
-	for b := range order {
-		<-b.done
-		warnings = append(warnings, b.warnings...)
-		if out == nil && size > 0 && b.bytes > 0 {
-			// As many as the first block's bytes a record predict, 5 %
-			// more: grown by doublings from there, the copies were 100
-			// MB more at the peak at 10⁵ cells (a Record is 488 bytes).
-			out = make([]Record, 0, int(size*int64(len(b.recs))/int64(b.bytes)*21/20)+1)
-		}
-		out = append(out, b.recs...)
-		if each != nil && len(b.recs) > 0 {
-			each(b.recs)
-		}
-		b.recs = nil
-	}
-	if len(out) == 0 {
-		return nil, warnings, readErr
-	}
-	return out, warnings, readErr
-}
-
-// block is consecutive lines of cells.jsonl, and their records once
-// decoded (done closed).
-type block struct {
-	first    int    // the number of data's first line
-	data     []byte // the lines, each ended by a newline
-	bytes    int    // len(data)
-	recs     []Record
-	warnings []string
-	done     chan struct{}
-}
-
-// readBlocks reads r's lines into blocks of about a megabyte and hands
-// each to send.
-func readBlocks(r io.Reader, send func(*block)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	n := 0
-	b := &block{first: 1, done: make(chan struct{})}
-	for sc.Scan() {
-		n++
-		b.data = append(append(b.data, sc.Bytes()...), '\n')
-		if len(b.data) >= 1<<20 {
-			b.bytes = len(b.data)
-			send(b)
-			b = &block{first: n + 1, done: make(chan struct{})}
-		}
-	}
-	b.bytes = len(b.data)
-	send(b)
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", n+1, err)
-	}
-	return nil
-}
-
-// decode decodes the block's lines; name is for warnings.
-func (b *block) decode(name string, noProgress bool) {
-	n := b.first
-	for line := range bytes.Lines(b.data) {
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			var rec Record
-			if err := decodeLine(line, &rec); err != nil {
-				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
-			} else {
-				if noProgress {
-					rec.Progress = nil
-				}
-				if len(b.recs) > 0 {
-					rec.share(&b.recs[len(b.recs)-1])
-				}
-				b.recs = append(b.recs, rec)
-			}
-		}
-		n++
-	}
-	b.data = nil
-}
-
-// share makes r's metric names and settings prev's where they are
-// equal (a run's records come a configuration at a time): each record's
-// own were a third of what 100 000 records kept alive, and of the
-// collector's work. They are read, never written (Values.Set copies).
-func (r *Record) share(prev *Record) {
-	if names := prev.Metrics.names; slices.Equal(r.Metrics.names, names) {
-		r.Metrics.names = names
-	}
-	if sameMap(r.Settings, prev.Settings) {
-		r.Settings = prev.Settings
-	}
-	if sameMap(r.Vars, prev.Vars) {
-		r.Vars = prev.Vars
-	}
-}
-
-// sameMap: a and b are equal, nil or empty alike (JSON tells them
-// apart).
-func sameMap(a, b map[string]string) bool {
-	return (a == nil) == (b == nil) && maps.Equal(a, b)
-}
-
-// decodeLine decodes one line of cells.jsonl into rec; a record must
-// name its cell. The metrics decode into a map in the one pass over the
-// line: Values.UnmarshalJSON, given them apart, checked and read them
-// again, 0.86 of the 2.2 CPU-s that 100 000 lines took.
-func decodeLine(line []byte, rec *Record) error {
-	w := struct {
-		*Record
-		Metrics map[string]float64 `json:"metrics"`
-	}{Record: rec}
-	if err := json.Unmarshal(line, &w); err != nil {
-		return err
-	}
-	if rec.Cell == "" {
-		return errors.New("no cell id")
-	}
-	rec.Metrics = ValuesOf(w.Metrics)
-	// A null metric is not a measurement: NaN, where the map holds 0.
-	if bytes.Contains(line, []byte("null")) {
-		var nulls struct {
-			Metrics Values `json:"metrics"`
-		}
-		if err := json.Unmarshal(line, &nulls); err != nil {
-			return err
-		}
-		rec.Metrics = nulls.Metrics
-	}
-	return nil
 }
 
 // AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a
