@@ -355,7 +355,7 @@ func (b *block) decode(name string, noProgress bool) {
 				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
 			} else {
 				if noProgress {
-					rec.dropProgress()
+					rec.DropProgress()
 				}
 				if len(b.recs) > 1 {
 					rec.share(&b.recs[len(b.recs)-2])

@@ -15,6 +15,6 @@ var DecodePlanCells = decodePlan
 
 // DropProgress is r as ReadRecordsNoProgress reads it.
 func DropProgress(r Record) Record {
-	r.dropProgress()
+	r.DropProgress()
 	return r
 }

@@ -81,9 +81,11 @@ type Record struct {
 	// Observer is what measuring the cell cost (nil in results of an
 	// older abtest, and in instruction cells).
 	Observer *Observer `json:"observer,omitempty"`
-	// tpsSeconds is the TPSSeconds of the progress reports left out on
-	// reading (ReadRecordsNoProgress).
-	tpsSeconds LogSpread
+	// TPSSpread is the TPSSeconds of the progress reports where they
+	// were left out (ReadRecordsNoProgress; the store, which keeps it in
+	// the cell's detail): the within-cell noise without the reports. A
+	// cell writes none: its reports are there.
+	TPSSpread *LogSpread `json:"tps_seconds,omitempty"`
 }
 
 // ProgressReports are a cell's pgbench progress reports in time order.
@@ -93,8 +95,9 @@ type ProgressReports []Progress
 // variance components pool them: how many, their mean and the sum of
 // squares around it.
 type LogSpread struct {
-	N        int
-	Mean, SS float64
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	SS   float64 `json:"ss"`
 }
 
 // TPSSeconds is the spread of the cell's per-second TPS (the progress
@@ -102,7 +105,10 @@ type LogSpread struct {
 // on reading (ReadRecordsNoProgress), as they were then.
 func (r *Record) TPSSeconds() LogSpread {
 	if r.Progress == nil {
-		return r.tpsSeconds
+		if r.TPSSpread == nil {
+			return LogSpread{}
+		}
+		return *r.TPSSpread
 	}
 	var s LogSpread
 	for _, p := range r.Progress {
@@ -126,10 +132,12 @@ func (r *Record) TPSSeconds() LogSpread {
 	return s
 }
 
-// dropProgress leaves out r's progress reports, keeping their
-// TPSSeconds.
-func (r *Record) dropProgress() {
-	r.tpsSeconds = r.TPSSeconds()
+// DropProgress leaves out r's progress reports, keeping their
+// TPSSeconds (TPSSpread).
+func (r *Record) DropProgress() {
+	if s := r.TPSSeconds(); s.N > 0 {
+		r.TPSSpread = &s
+	}
 	r.Progress = nil
 }
 

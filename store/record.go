@@ -26,7 +26,8 @@ import (
 //     per metric;
 //   - its series (Samples, Progress, Final, Probe: most of a real
 //     record's bytes, read by no verdict) are not stored: they stay in the
-//     results directory; its Waits (counts by wait event, a few hundred
+//     results directory; the spread of its per-second TPS (TPSSpread,
+//     the within-cell noise) is kept in the detail; its Waits (counts by wait event, a few hundred
 //     bytes) are kept in the detail: the analysis decides from them
 //     whether a share (db_time_pct) rests on enough samples to compare,
 //     and the store's analysis must be the files';
@@ -118,7 +119,8 @@ func setConfig(r *results.Record, c results.Config) {
 // dropSeries clears r's series, which the store does not keep (its
 // Waits it keeps).
 func dropSeries(r *results.Record) {
-	r.Samples, r.Progress, r.Final, r.Probe = nil, nil, nil, nil
+	r.DropProgress()
+	r.Samples, r.Final, r.Probe = nil, nil, nil
 }
 
 // emptyDetail is the detail of a record that has nothing beyond its
