@@ -149,16 +149,11 @@ func (r *Request) Check() error {
 	if r.Repeats < least || r.MaxRepeats < r.Repeats {
 		return exitcode.BadInputf("-r %d --max-repeats %d: want %d ≤ -r ≤ --max-repeats", r.Repeats, r.MaxRepeats, least)
 	}
-	if len(r.Matrix.Workloads) != 1 || len(r.Matrix.Clients) != 1 || len(r.Matrix.CPUs) > 1 {
-		return exitcode.BadInputf("bisect: give one workload, one client count and at most one CPU count")
-	}
-	for _, s := range r.Matrix.Settings {
-		if len(s.Values) != 1 {
-			return exitcode.BadInputf("--set %s: bisect measures one configuration; give one value", s.Name)
-		}
-	}
 	step := r.step("good", "step", "bad", r.Repeats)
-	return step.Check()
+	if err := step.Check(); err != nil {
+		return err
+	}
+	return oneConfig(step)
 }
 
 // step is the matrix request of one step.

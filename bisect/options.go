@@ -25,20 +25,19 @@ type Options struct {
 	// metric is otherwise decided by one).
 	Repeats, MaxRepeats int
 	RepeatsGiven        bool
-	// Workloads is the workload (a -w list of one).
-	Workloads string
-	// Clients and CPUs (0: not pinned) are the configuration's.
-	Clients, CPUs   int
-	PgssMax         int
-	Settings        []string
-	Seconds, Warmup int
-	// Rate is the offered rate (-R, one; empty or 0 a closed loop).
-	Rate            string
-	Protocol, Build string
+	// Workloads (a -w list of one), PgssMax (-m) and Axes (by the
+	// registry's axis names: -c, -C, --set, -R, --var, --condition…) are
+	// matrix.Options': one value each, the one configuration.
+	Workloads, PgssMax string
+	Axes               map[string][]string
+	Seconds, Warmup    int
+	Protocol, Build    string
 	// InstrTransactions is N of each instruction cell (0: the default).
 	InstrTransactions int
 	// Reuse are install name prefixes (--reuse; Request.Reuse).
 	Reuse []string
+	// Given reports a flag given by its long name (matrix.Options.Given).
+	Given func(flag string) bool
 }
 
 // Request returns the Request o asks for (Dir aside).
@@ -58,36 +57,53 @@ func (o Options) Request() (*Request, error) {
 		r.Repeats = 1
 	}
 	m := &r.Matrix
-	m.Protocol, m.Clients, m.InstrTransactions = o.Protocol, []int{o.Clients}, o.InstrTransactions
-	var err error
-	if m.Workloads, err = matrix.WorkloadNames(o.Workloads); err != nil {
+	m.Protocol, m.InstrTransactions = o.Protocol, o.InstrTransactions
+	mo := matrix.Options{Workloads: o.Workloads, PgssMax: o.PgssMax, Axes: o.Axes, Given: o.Given}
+	if err := mo.ParseAxes(m); err != nil {
 		return nil, err
 	}
-	if o.CPUs != 0 {
-		m.CPUs = []int{o.CPUs}
+	if len(m.Rates) == 1 && m.Rates[0] == 0 {
+		// --rate 0 is the closed loop of no --rate: the same
+		// configuration, so the same bisection to resume.
+		m.Rates, m.RateUnit = nil, ""
 	}
+	var err error
 	if m.Duration, err = matrix.Seconds(o.Seconds, "-d"); err != nil {
 		return nil, err
 	}
 	if m.Warmup, err = matrix.Seconds(o.Warmup, "--warmup"); err != nil {
 		return nil, err
 	}
-	if m.Rates, err = matrix.ParseRates(o.Rate); err != nil {
-		return nil, err
-	}
-	switch {
-	case len(m.Rates) > 1:
-		return nil, exitcode.BadInputf("--rate %s: bisect runs at one offered rate, e.g. --rate 1000", o.Rate)
-	case len(m.Rates) == 1 && m.Rates[0] == 0:
-		// --rate 0 is the closed loop of no --rate: the same
-		// configuration, so the same bisection to resume.
-		m.Rates = nil
-	}
 	if m.Build, err = build.ParseType(o.Build); err != nil {
 		return nil, err
 	}
-	if m.Settings, err = matrix.SettingsAxes(strconv.Itoa(o.PgssMax), o.Settings); err != nil {
-		return nil, err
+	return r, oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
+}
+
+// oneConfig refuses a step of more than one configuration, naming the
+// first axis given two values: a bisection follows one.
+func oneConfig(step matrix.Request) error {
+	var labels []results.Commit
+	for _, c := range step.Commits {
+		labels = append(labels, results.Commit{Label: c.Label, Build: c.Label})
 	}
-	return r, nil
+	p, err := matrix.PlanFor(step, labels)
+	if err != nil || len(p.Configs) < 2 {
+		return err
+	}
+	a, b := p.Configs[0].Values(nil), p.Configs[1].Values(nil)
+	for i := range a {
+		if i < len(b) && a[i] == b[i] {
+			continue
+		}
+		flag, v := "-w", a[i].Value
+		if a[i].Axis.Flag.Name != "" {
+			flag = "--" + a[i].Axis.Flag.Name
+		}
+		if a[i].Axis.Flag.Each {
+			v = a[i].Name + "=" + v
+		}
+		return exitcode.BadInputf("%s %s, …: bisect measures one configuration, one value of each axis (one workload, one client count, one offered rate…); give one", flag, v)
+	}
+	return nil
 }

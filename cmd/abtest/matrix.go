@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -60,11 +61,13 @@ func matrixFlags() []cli.Flag {
 	}...)
 }
 
-// axisFlags are the flags of the axes (results.Axes); matrixRequest
-// gives their values (file: items made absolute) to matrix.Options.
-func axisFlags() (out []cli.Flag) {
+// axisFlags are the flags of the axes (results.Axes) but those named
+// in skip (axis names); axisValues reads them.
+func axisFlags(skip ...string) (out []cli.Flag) {
 	for _, d := range results.Axes {
-		if f := d.Flag; f.Each {
+		if f := d.Flag; slices.Contains(skip, d.Name) {
+			continue
+		} else if f.Each {
 			out = append(out, &cli.StringSliceFlag{Name: f.Name, Aliases: f.Aliases, Usage: f.Usage})
 		} else if f.Name != "" {
 			out = append(out, &cli.StringFlag{Name: f.Name, Aliases: f.Aliases, Value: f.Value, Usage: f.Usage})
@@ -103,14 +106,22 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
 		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(),
 	}
+	o.Axes = axisValues(cmd, env)
+	return o.Request()
+}
+
+// axisValues are the values of cmd's axis flags by axis name
+// (matrix.Options.Axes): file: items made absolute.
+func axisValues(cmd *cli.Command, env *Env) map[string][]string {
+	out := map[string][]string{}
 	for _, d := range results.Axes {
 		if f := d.Flag; f.Each {
-			o.SetAxis(d.Name, cmd.StringSlice(f.Name))
-		} else if f.Name != "" {
-			o.SetAxis(d.Name, []string{env.Getwd.Items(cmd.String(f.Name))})
+			out[d.Name] = cmd.StringSlice(f.Name)
+		} else if f.Name != "" && cmd.Value(f.Name) != nil {
+			out[d.Name] = []string{env.Getwd.Items(cmd.String(f.Name))}
 		}
 	}
-	return o.Request()
+	return out
 }
 
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
