@@ -1,7 +1,9 @@
 package bisect
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
@@ -25,19 +27,14 @@ type Options struct {
 	// metric is otherwise decided by one).
 	Repeats, MaxRepeats int
 	RepeatsGiven        bool
-	// Workloads (a -w list of one), PgssMax (-m) and Axes (by the
-	// registry's axis names: -c, -C, --set, -R, --var, --condition…) are
-	// matrix.Options': one value each, the one configuration.
-	Workloads, PgssMax string
-	Axes               map[string][]string
-	Seconds, Warmup    int
-	Protocol, Build    string
-	// InstrTransactions is N of each instruction cell (0: the default).
-	InstrTransactions int
+	// Matrix are the options of each step's matrix: its workload (-w),
+	// axes (-c, -C, -m, --set, -R, --var, --condition…; one value each:
+	// one configuration), durations, protocol, build type and
+	// --instr-transactions. Commits, repeats and order are the
+	// bisection's.
+	Matrix matrix.Options
 	// Reuse are install name prefixes (--reuse; Request.Reuse).
 	Reuse []string
-	// Given reports a flag given by its long name (matrix.Options.Given).
-	Given func(flag string) bool
 }
 
 // Request returns the Request o asks for (Dir aside).
@@ -57,9 +54,8 @@ func (o Options) Request() (*Request, error) {
 		r.Repeats = 1
 	}
 	m := &r.Matrix
-	m.Protocol, m.InstrTransactions = o.Protocol, o.InstrTransactions
-	mo := matrix.Options{Workloads: o.Workloads, PgssMax: o.PgssMax, Axes: o.Axes, Given: o.Given}
-	if err := mo.ParseAxes(m); err != nil {
+	m.Protocol, m.InstrTransactions = o.Matrix.Protocol, o.Matrix.InstrTransactions
+	if err := o.Matrix.ParseAxes(m); err != nil {
 		return nil, err
 	}
 	if len(m.Rates) == 1 && m.Rates[0] == 0 {
@@ -68,13 +64,13 @@ func (o Options) Request() (*Request, error) {
 		m.Rates, m.RateUnit = nil, ""
 	}
 	var err error
-	if m.Duration, err = matrix.Seconds(o.Seconds, "-d"); err != nil {
+	if m.Duration, err = matrix.Seconds(o.Matrix.Seconds, "-d"); err != nil {
 		return nil, err
 	}
-	if m.Warmup, err = matrix.Seconds(o.Warmup, "--warmup"); err != nil {
+	if m.Warmup, err = matrix.Seconds(o.Matrix.Warmup, "--warmup"); err != nil {
 		return nil, err
 	}
-	if m.Build, err = build.ParseType(o.Build); err != nil {
+	if m.Build, err = build.ParseType(o.Matrix.Build); err != nil {
 		return nil, err
 	}
 	return r, oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
@@ -92,18 +88,30 @@ func oneConfig(step matrix.Request) error {
 		return err
 	}
 	a, b := p.Configs[0].Values(nil), p.Configs[1].Values(nil)
-	for i := range a {
-		if i < len(b) && a[i] == b[i] {
+	for _, d := range results.Axes {
+		of := func(v results.AxisValue) bool { return v.Axis != d }
+		x, y := slices.DeleteFunc(slices.Clone(a), of), slices.DeleteFunc(slices.Clone(b), of)
+		if slices.Equal(x, y) {
 			continue
 		}
-		flag, v := "-w", a[i].Value
-		if a[i].Axis.Flag.Name != "" {
-			flag = "--" + a[i].Axis.Flag.Name
+		i := 0
+		for i < min(len(x), len(y)) && x[i] == y[i] {
+			i++
 		}
-		if a[i].Axis.Flag.Each {
-			v = a[i].Name + "=" + v
+		first := append(x[i:], y[i:]...)[0]
+		flag := "-w"
+		if d.Flag.Name != "" {
+			flag = strings.TrimSpace("--" + d.Flag.Name + " " + first.Name)
 		}
-		return exitcode.BadInputf("%s %s, …: bisect measures one configuration, one value of each axis (one workload, one client count, one offered rate…); give one", flag, v)
+		return exitcode.BadInputf("%s: %s and %s: bisect measures one configuration, one value of each axis (one workload, one client count, one offered rate…); give one", flag, valueAt(x, i), valueAt(y, i))
 	}
 	return nil
+}
+
+// valueAt is the value of vs[i], "none" past its end.
+func valueAt(vs []results.AxisValue, i int) string {
+	if i < len(vs) {
+		return vs[i].Value
+	}
+	return "none"
 }

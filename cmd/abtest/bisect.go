@@ -43,9 +43,7 @@ func bisectRequest(cmd *cli.Command, env *Env) (*bisect.Request, error) {
 	return bisect.Options{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
-		Workloads: env.Getwd.Items(cmd.String("workloads")), PgssMax: cmd.String("pgss-max"), Axes: axisValues(cmd, env), Given: cmd.IsSet,
-		Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"),
-		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")), Reuse: cmd.StringSlice("reuse"),
+		Matrix: matrixOptions(cmd, env), Reuse: cmd.StringSlice("reuse"),
 	}.Request()
 }
 
