@@ -452,9 +452,10 @@ func WorkloadNames(list string) ([]string, error) {
 	return names, nil
 }
 
-// planFlags are the long names of the flags that decide a plan: a
-// resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
+// planFlags are the long names of the flags that decide a plan besides
+// the axes' (results.Axes): a resume takes the plan from its directory
+// and refuses them.
+var planFlags = []string{"commits", "workloads", "duration", "repeats", "pgss-max", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
 	"sleep", "warmup", "warmup-tx", "restart-cells", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt", "extension", "preload", "setup-sql"}
 
@@ -462,12 +463,13 @@ var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", 
 // given reports the options given again by their flags' long names: a
 // resume runs the stored plan, so a plan option is a usage error.
 func ResumePlan(dir string, given func(flag string) bool) (*results.Plan, error) {
-	flags := slices.Clone(planFlags)
+	flags := planFlags[:1:1] // -k, the axes, the others
 	for _, d := range results.Axes {
-		if d.Flag.Name != "" && !slices.Contains(flags, d.Flag.Name) {
+		if d.Flag.Name != "" {
 			flags = append(flags, d.Flag.Name)
 		}
 	}
+	flags = append(flags, planFlags[1:]...)
 	if given := slices.DeleteFunc(flags, func(f string) bool { return given == nil || !given(f) }); len(given) > 0 {
 		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
 	}

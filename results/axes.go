@@ -301,14 +301,15 @@ func OneEach(values map[string][]string) ([]AxisValue, error) {
 }
 
 // OneEffects are the effects of one configuration's flag values
-// (OneEach) for a command that honours only the effects takes: a value
-// of another axis is refused, pointing to matrix.
-func OneEffects(values map[string][]string, command string, takes ...Effect) (Effects, error) {
+// (OneEach) for a command that honours only the axes named takes (why
+// says why it honours no other): a value of another axis is refused,
+// pointing to matrix, a new axis too until the command reads it.
+func OneEffects(values map[string][]string, why string, takes ...string) (Effects, error) {
 	var e Effects
 	vs, err := OneEach(values)
 	for _, v := range vs {
-		if f := v.Axis.Flag.Name; !slices.Contains(takes, v.Axis.Effect) {
-			return e, exitcode.BadInputf("--%s %s: %s cannot honour it; abtest matrix --%s can", f, strings.TrimPrefix(v.Name+"="+v.Value, "="), command, f)
+		if f := v.Axis.Flag.Name; !slices.Contains(takes, v.Axis.Name) {
+			return e, exitcode.BadInputf("--%s %s: %s; abtest matrix --%s takes it", f, strings.TrimPrefix(v.Name+"="+v.Value, "="), why, f)
 		}
 		e.apply(v)
 	}
