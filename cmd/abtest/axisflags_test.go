@@ -70,8 +70,8 @@ func TestBenchAxisFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--condition", "xmin-holder"}, "--condition xmin-holder: bench runs pgbench on a server as it is"},
-		{[]string{"--set", "work_mem=64MB"}, "--set work_mem=64MB: bench runs"},
+		{[]string{"--condition", "xmin-holder"}, "--condition xmin-holder: bench takes one -c, -R and --var"},
+		{[]string{"--set", "work_mem=64MB"}, "--set work_mem=64MB: bench takes"},
 		{[]string{"--var", "batch=1,10"}, "--var batch=1,10: one value"},
 		{[]string{"--var", "batch=1", "--var", "batch=2"}, "--var batch=2: one value"},
 		{[]string{"--var", "nosuch=1"}, "nosuch"},

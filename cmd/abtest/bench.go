@@ -60,7 +60,7 @@ func benchRequest(cmd *cli.Command, env *Env) (workload.Bench, error) {
 	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
 		return b, exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
 	}
-	e, err := results.OneEffects(axisValues(cmd, env), "bench runs pgbench on a server as it is", "clients", "rate", "vars")
+	e, err := results.OneEffects(axisValues(cmd, env), "bench takes one -c, -R and --var of the axes (on a server as it is)", "clients", "rate", "vars")
 	if b.Clients, b.Rate, b.Vars = e.Clients, e.Rate, e.Vars; err == nil && e.RateUnit == results.PerOp {
 		err = exitcode.BadInputf("-R …ops: bench offers transactions a second; rates in a workload's operations are abtest matrix's")
 	}
