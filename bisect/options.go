@@ -76,8 +76,8 @@ func (o Options) Request() (*Request, error) {
 	return r, oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
 }
 
-// oneConfig refuses a step of more than one configuration, naming the
-// first axis given two values: a bisection follows one.
+// oneConfig refuses a step of more than one configuration (an axis
+// given two values, -w two workloads): a bisection follows one.
 func oneConfig(step matrix.Request) error {
 	var labels []results.Commit
 	for _, c := range step.Commits {
@@ -88,30 +88,14 @@ func oneConfig(step matrix.Request) error {
 		return err
 	}
 	a, b := p.Configs[0].Values(nil), p.Configs[1].Values(nil)
-	for _, d := range results.Axes {
-		of := func(v results.AxisValue) bool { return v.Axis != d }
-		x, y := slices.DeleteFunc(slices.Clone(a), of), slices.DeleteFunc(slices.Clone(b), of)
-		if slices.Equal(x, y) {
-			continue
-		}
-		i := 0
-		for i < min(len(x), len(y)) && x[i] == y[i] {
-			i++
-		}
-		first := append(x[i:], y[i:]...)[0]
-		flag := "-w"
-		if d.Flag.Name != "" {
-			flag = strings.TrimSpace("--" + d.Flag.Name + " " + first.Name)
-		}
-		return exitcode.BadInputf("%s: %s and %s: bisect measures one configuration, one value of each axis (one workload, one client count, one offered rate…); give one", flag, valueAt(x, i), valueAt(y, i))
-	}
-	return nil
+	return exitcode.BadInputf("bisect measures one configuration, one workload, one offered rate, one value of each axis: not %s and %s", only(a, b), only(b, a))
 }
 
-// valueAt is the value of vs[i], "none" past its end.
-func valueAt(vs []results.AxisValue, i int) string {
-	if i < len(vs) {
-		return vs[i].Value
+// only are the values of x that are not in y, as axis NAME=VALUE.
+func only(x, y []results.AxisValue) []string {
+	out := []string{}
+	for _, v := range slices.DeleteFunc(slices.Clone(x), func(v results.AxisValue) bool { return slices.Contains(y, v) }) {
+		out = append(out, v.Axis.Name+" "+strings.TrimPrefix(v.Name+"="+v.Value, "="))
 	}
-	return "none"
+	return out
 }

@@ -233,10 +233,7 @@ func ConditionSettings(axes []results.Axis, conds []string) ([]results.Axis, err
 	return axes, nil
 }
 
-// RatesUsage is the help of matrix -R.
-const RatesUsage = results.RatesUsage
-
-// ParseRateList parses matrix -R (RatesUsage): offered rates a second,
+// ParseRateList parses matrix -R (results.RatesUsage): offered rates a second,
 // each from 0 (a closed loop) to workload.MaxRate, none twice, and what
 // they count: transactions, or the workload's operations when the list
 // ends in "ops" ("500,2000ops"; "500ops,2000ops" says the same, "tx"

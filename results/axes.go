@@ -272,12 +272,14 @@ func checkRate(_, v string) error {
 	return nil
 }
 
-// OneEach are the values of axis flags (by axis name, as a command
-// reads them: one LIST, or NAME=V a flag), one of each axis (of each
-// name on an axis of many), checked: a configuration as a command that
-// runs one (bench) takes it; Effects gives it effect.
-func OneEach(values map[string][]string) ([]AxisValue, error) {
-	var out []AxisValue
+// OneEffects are the effects of axis flag values (by axis name, as a
+// command reads them: one LIST, or NAME=V a flag) for a command that
+// runs one configuration and reads only the axes takes names (why says
+// so): each checked, one value of each (of each name), none of another
+// axis, a new one included until the command reads it.
+func OneEffects(values map[string][]string, why string, takes ...string) (Effects, error) {
+	var e Effects
+	var seen []AxisValue
 	for _, d := range Axes {
 		for _, v := range values[d.Name] {
 			p := Pair{Value: strings.TrimSpace(v)}
@@ -288,32 +290,20 @@ func OneEach(values map[string][]string) ([]AxisValue, error) {
 			if p == (Pair{}) {
 				continue
 			}
-			if strings.Contains(p.Value, ",") || slices.ContainsFunc(out, func(o AxisValue) bool { return o.Axis == d && o.Name == p.Name }) {
-				return nil, exitcode.BadInputf("--%s %s: one value here, a configuration (abtest matrix sweeps lists)", d.Flag.Name, v)
+			if f := d.Flag.Name; !slices.Contains(takes, d.Name) {
+				return e, exitcode.BadInputf("--%s %s: %s; abtest matrix --%s takes it", f, v, why, f)
+			}
+			if strings.Contains(p.Value, ",") || slices.ContainsFunc(seen, func(o AxisValue) bool { return o.Axis == d && o.Name == p.Name }) {
+				return e, exitcode.BadInputf("--%s %s: one value here, a configuration (abtest matrix sweeps lists)", d.Flag.Name, v)
 			}
 			if err := d.check(p.Name, p.Value); err != nil {
-				return nil, err
+				return e, err
 			}
-			out = append(out, AxisValue{d, p})
+			seen = append(seen, AxisValue{d, p})
+			e.apply(seen[len(seen)-1])
 		}
 	}
-	return out, nil
-}
-
-// OneEffects are the effects of one configuration's flag values
-// (OneEach) for a command that honours only the axes named takes (why
-// says why it honours no other): a value of another axis is refused,
-// pointing to matrix, a new axis too until the command reads it.
-func OneEffects(values map[string][]string, why string, takes ...string) (Effects, error) {
-	var e Effects
-	vs, err := OneEach(values)
-	for _, v := range vs {
-		if f := v.Axis.Flag.Name; !slices.Contains(takes, v.Axis.Name) {
-			return e, exitcode.BadInputf("--%s %s: %s; abtest matrix --%s takes it", f, strings.TrimPrefix(v.Name+"="+v.Value, "="), why, f)
-		}
-		e.apply(v)
-	}
-	return e, err
+	return e, nil
 }
 
 // apply gives v its effect on e.

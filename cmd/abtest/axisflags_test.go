@@ -36,10 +36,10 @@ func TestBisectAxisFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--var", "batch=1,10"}, "--var batch: 1 and 10: bisect measures one configuration"},
-		{[]string{"--var", "batch=1", "--condition", "none,xmin-holder"}, "--condition: none and xmin-holder"},
-		{[]string{"--var", "batch=1", "-c", "1,2"}, "--clients: 1 and 2"},
-		{[]string{"--var", "batch=1", "--set", "work_mem=1MB,2MB"}, "--set work_mem: 1MB and 2MB"},
+		{[]string{"--var", "batch=1,10"}, "bisect measures one configuration, one workload, one offered rate, one value of each axis: not [vars batch=1] and [vars batch=10]"},
+		{[]string{"--var", "batch=1", "--condition", "none,xmin-holder"}, "not [] and [condition xmin-holder]"},
+		{[]string{"--var", "batch=1", "-c", "1,2"}, "not [clients 1] and [clients 2]"},
+		{[]string{"--var", "batch=1", "--set", "work_mem=1MB,2MB"}, "not [settings work_mem=1MB] and [settings work_mem=2MB]"},
 		{[]string{"--var", "batch=<script>"}, "--var"},
 		{[]string{"--var", "batch=1", "--condition", "file:/nonexistent/x.sql"}, "/nonexistent/x.sql"},
 	} {
