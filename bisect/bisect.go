@@ -150,10 +150,8 @@ func (r *Request) Check() error {
 		return exitcode.BadInputf("-r %d --max-repeats %d: want %d ≤ -r ≤ --max-repeats", r.Repeats, r.MaxRepeats, least)
 	}
 	step := r.step("good", "step", "bad", r.Repeats)
-	if err := step.Check(); err != nil {
-		return err
-	}
-	return oneConfig(step)
+	_, err := oneConfig(step)
+	return err
 }
 
 // step is the matrix request of one step.
@@ -198,11 +196,7 @@ func Identify(deps *Deps, r *Request) (Identity, error) {
 		return Identity{}, err
 	}
 	// The one configuration a step measures, as the matrix plans it.
-	var labels []results.Commit
-	for _, l := range []string{"good", "step", "bad"} {
-		labels = append(labels, results.Commit{Label: l, Build: l})
-	}
-	p, err := matrix.PlanFor(r.step(good.SHA, good.SHA, bad.SHA, r.Repeats), labels)
+	p, err := oneConfig(r.step(good.SHA, good.SHA, bad.SHA, r.Repeats))
 	if err != nil {
 		return Identity{}, err
 	}

@@ -73,22 +73,24 @@ func (o Options) Request() (*Request, error) {
 	if m.Build, err = build.ParseType(o.Matrix.Build); err != nil {
 		return nil, err
 	}
-	return r, oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
+	_, err = oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
+	return r, err
 }
 
-// oneConfig refuses a step of more than one configuration (an axis
-// given two values, -w two workloads): a bisection follows one.
-func oneConfig(step matrix.Request) error {
+// oneConfig is the plan of a step (its request checked), refusing more
+// than one configuration (an axis given two values, -w two workloads):
+// a bisection follows one.
+func oneConfig(step matrix.Request) (*results.Plan, error) {
 	var labels []results.Commit
 	for _, c := range step.Commits {
 		labels = append(labels, results.Commit{Label: c.Label, Build: c.Label})
 	}
 	p, err := matrix.PlanFor(step, labels)
 	if err != nil || len(p.Configs) < 2 {
-		return err
+		return p, err
 	}
 	a, b := p.Configs[0].Values(nil), p.Configs[1].Values(nil)
-	return exitcode.BadInputf("bisect measures one configuration, one workload, one offered rate, one value of each axis: not %s and %s", only(a, b), only(b, a))
+	return nil, exitcode.BadInputf("bisect measures one configuration, one workload, one offered rate, one value of each axis: not %s and %s", only(a, b), only(b, a))
 }
 
 // only are the values of x that are not in y, as axis NAME=VALUE.
