@@ -149,16 +149,9 @@ func (r *Request) Check() error {
 	if r.Repeats < least || r.MaxRepeats < r.Repeats {
 		return exitcode.BadInputf("-r %d --max-repeats %d: want %d ≤ -r ≤ --max-repeats", r.Repeats, r.MaxRepeats, least)
 	}
-	if len(r.Matrix.Workloads) != 1 || len(r.Matrix.Clients) != 1 || len(r.Matrix.CPUs) > 1 {
-		return exitcode.BadInputf("bisect: give one workload, one client count and at most one CPU count")
-	}
-	for _, s := range r.Matrix.Settings {
-		if len(s.Values) != 1 {
-			return exitcode.BadInputf("--set %s: bisect measures one configuration; give one value", s.Name)
-		}
-	}
 	step := r.step("good", "step", "bad", r.Repeats)
-	return step.Check()
+	_, err := oneConfig(step)
+	return err
 }
 
 // step is the matrix request of one step.
@@ -203,11 +196,7 @@ func Identify(deps *Deps, r *Request) (Identity, error) {
 		return Identity{}, err
 	}
 	// The one configuration a step measures, as the matrix plans it.
-	var labels []results.Commit
-	for _, l := range []string{"good", "step", "bad"} {
-		labels = append(labels, results.Commit{Label: l, Build: l})
-	}
-	p, err := matrix.PlanFor(r.step(good.SHA, good.SHA, bad.SHA, r.Repeats), labels)
+	p, err := oneConfig(r.step(good.SHA, good.SHA, bad.SHA, r.Repeats))
 	if err != nil {
 		return Identity{}, err
 	}

@@ -1,7 +1,9 @@
 package bisect
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
@@ -25,18 +27,12 @@ type Options struct {
 	// metric is otherwise decided by one).
 	Repeats, MaxRepeats int
 	RepeatsGiven        bool
-	// Workloads is the workload (a -w list of one).
-	Workloads string
-	// Clients and CPUs (0: not pinned) are the configuration's.
-	Clients, CPUs   int
-	PgssMax         int
-	Settings        []string
-	Seconds, Warmup int
-	// Rate is the offered rate (-R, one; empty or 0 a closed loop).
-	Rate            string
-	Protocol, Build string
-	// InstrTransactions is N of each instruction cell (0: the default).
-	InstrTransactions int
+	// Matrix are the options of each step's matrix: its workload (-w),
+	// axes (-c, -C, -m, --set, -R, --var, --condition…; one value each:
+	// one configuration), durations, protocol, build type and
+	// --instr-transactions. Commits, repeats and order are the
+	// bisection's.
+	Matrix matrix.Options
 	// Reuse are install name prefixes (--reuse; Request.Reuse).
 	Reuse []string
 }
@@ -58,36 +54,50 @@ func (o Options) Request() (*Request, error) {
 		r.Repeats = 1
 	}
 	m := &r.Matrix
-	m.Protocol, m.Clients, m.InstrTransactions = o.Protocol, []int{o.Clients}, o.InstrTransactions
-	var err error
-	if m.Workloads, err = matrix.WorkloadNames(o.Workloads); err != nil {
+	m.Protocol, m.InstrTransactions = o.Matrix.Protocol, o.Matrix.InstrTransactions
+	if err := o.Matrix.ParseAxes(m); err != nil {
 		return nil, err
 	}
-	if o.CPUs != 0 {
-		m.CPUs = []int{o.CPUs}
-	}
-	if m.Duration, err = matrix.Seconds(o.Seconds, "-d"); err != nil {
-		return nil, err
-	}
-	if m.Warmup, err = matrix.Seconds(o.Warmup, "--warmup"); err != nil {
-		return nil, err
-	}
-	if m.Rates, err = matrix.ParseRates(o.Rate); err != nil {
-		return nil, err
-	}
-	switch {
-	case len(m.Rates) > 1:
-		return nil, exitcode.BadInputf("--rate %s: bisect runs at one offered rate, e.g. --rate 1000", o.Rate)
-	case len(m.Rates) == 1 && m.Rates[0] == 0:
+	if len(m.Rates) == 1 && m.Rates[0] == 0 {
 		// --rate 0 is the closed loop of no --rate: the same
 		// configuration, so the same bisection to resume.
-		m.Rates = nil
+		m.Rates, m.RateUnit = nil, ""
 	}
-	if m.Build, err = build.ParseType(o.Build); err != nil {
+	var err error
+	if m.Duration, err = matrix.Seconds(o.Matrix.Seconds, "-d"); err != nil {
 		return nil, err
 	}
-	if m.Settings, err = matrix.SettingsAxes(strconv.Itoa(o.PgssMax), o.Settings); err != nil {
+	if m.Warmup, err = matrix.Seconds(o.Matrix.Warmup, "--warmup"); err != nil {
 		return nil, err
 	}
-	return r, nil
+	if m.Build, err = build.ParseType(o.Matrix.Build); err != nil {
+		return nil, err
+	}
+	_, err = oneConfig(r.step("good", "step", "bad", max(2, r.Repeats)))
+	return r, err
+}
+
+// oneConfig is the plan of a step (its request checked), refusing more
+// than one configuration (an axis given two values, -w two workloads):
+// a bisection follows one.
+func oneConfig(step matrix.Request) (*results.Plan, error) {
+	var labels []results.Commit
+	for _, c := range step.Commits {
+		labels = append(labels, results.Commit{Label: c.Label, Build: c.Label})
+	}
+	p, err := matrix.PlanFor(step, labels)
+	if err != nil || len(p.Configs) < 2 {
+		return p, err
+	}
+	a, b := p.Configs[0].Values(nil), p.Configs[1].Values(nil)
+	return nil, exitcode.BadInputf("bisect measures one configuration, one workload, one offered rate, one value of each axis: not %s and %s", only(a, b), only(b, a))
+}
+
+// only are the values of x that are not in y, as axis NAME=VALUE.
+func only(x, y []results.AxisValue) []string {
+	out := []string{}
+	for _, v := range slices.DeleteFunc(slices.Clone(x), func(v results.AxisValue) bool { return slices.Contains(y, v) }) {
+		out = append(out, v.Axis.Name+" "+strings.TrimPrefix(v.Name+"="+v.Value, "="))
+	}
+	return out
 }

@@ -39,13 +39,6 @@ func TestParseRateList(t *testing.T) {
 			t.Errorf("-R %q: %v; want exit 2 in one line", bad, err)
 		}
 	}
-	// bisect's -R counts transactions.
-	if _, err := ParseRates("2000ops"); exitcode.Code(err) != exitcode.Usage {
-		t.Errorf("ParseRates(2000ops): %v", err)
-	}
-	if r, err := ParseRates("1000"); err != nil || fmtFloats(r) != "[1000]" {
-		t.Errorf("ParseRates(1000): %v %v", r, err)
-	}
 }
 
 func fmtFloats(xs []float64) string {
@@ -63,7 +56,7 @@ func pingRequest(t *testing.T, rates string, vars ...string) Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Commits: "a=master,b=master", Workloads: "file:" + ping, Clients: "2", PgssMax: "5000", Rates: rates, Vars: vars,
+	o := Options{Commits: "a=master,b=master", Workloads: "file:" + ping, PgssMax: "5000", Axes: map[string][]string{"clients": {"2"}, "rate": {rates}, "vars": vars},
 		Seconds: 2, Repeats: 1, Build: "release", Protocol: "simple", Order: "abba"}
 	req, err := o.Request()
 	if err != nil {
@@ -176,7 +169,7 @@ func TestPlanInOperationsRefused(t *testing.T) {
 func TestRunInOperations(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
-	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Rates: "1000ops", Seconds: 3})
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Axes: map[string][]string{"rate": {"1000ops"}}, Seconds: 3})
 	dir := filepath.Join(testenv.SharedTempDir(t), "r")
 	var out strings.Builder
 	deps.Out = &out

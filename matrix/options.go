@@ -17,7 +17,7 @@ import (
 // PresetFull is the bash harness's full suite (--preset full): it fills
 // the options not given.
 var PresetFull = Options{
-	Workloads: "select1,churn,slow_churn,within_max", Clients: "1,16,64,128", CPUs: "2,4,8", PgssMax: "1000,5000",
+	Workloads: "select1,churn,slow_churn,within_max", Axes: map[string][]string{"clients": {"1,16,64,128"}, "cpus": {"2,4,8"}}, PgssMax: "1000,5000",
 	Seconds: 30, Repeats: 8,
 }
 
@@ -27,18 +27,12 @@ var PresetFull = Options{
 type Options struct {
 	// Commits is -k: SPEC[,SPEC…] (ParseSpec).
 	Commits string
-	// Workloads, Clients, CPUs and PgssMax are lists; Settings are
-	// --set GUC=V1,V2 axes (a value in double quotes keeps its commas).
-	Workloads, Clients, CPUs, PgssMax string
-	Settings                          []string
-	// Rates is -R: offered rates a second (RatesUsage; 0 a closed
-	// loop); Vars are --var NAME=V1,V2 axes of pgbench variables;
-	// Conditions is --condition: background conditions (none, …).
-	Rates, Conditions string
-	Vars              []string
-	// Extra are the lists of the registry's Scalar axes by axis name
-	// (results.Axes; SetAxis).
-	Extra           map[string]string
+	// Workloads and PgssMax (-m) are lists.
+	Workloads, PgssMax string
+	// Axes are the values of the registry's axis flags by axis name
+	// (results.Axes): one LIST (-c 1,16; -R 500,1000), or one NAME=V1,V2
+	// a flag (--set, --var; a value in double quotes keeps its commas).
+	Axes            map[string][]string
 	MustNotSaturate bool
 	// InstrRepeats is --instr-repeats: runs of each instruction cell
 	// before its confirmation (0: one). InstructionsOnly is
@@ -79,32 +73,6 @@ type Options struct {
 	Now    time.Time
 }
 
-// SetAxis sets the option of the registry's axis name from its flag's
-// values (results.Axes: one LIST, or one NAME=V1,V2 a flag), so a
-// command line takes every axis flag the registry has.
-func (o *Options) SetAxis(name string, values []string) {
-	one := strings.Join(values, ",")
-	switch name {
-	case "clients":
-		o.Clients = one
-	case "cpus":
-		o.CPUs = one
-	case "rate":
-		o.Rates = one
-	case "condition":
-		o.Conditions = one
-	case "vars":
-		o.Vars = values
-	case "settings":
-		o.Settings = values
-	default:
-		if o.Extra == nil {
-			o.Extra = map[string]string{}
-		}
-		o.Extra[name] = one
-	}
-}
-
 func (o *Options) given(flag string) bool { return o.Given != nil && o.Given(flag) }
 
 // preset returns the preset's value of a list option not given.
@@ -113,6 +81,12 @@ func (o *Options) preset(flag, own, preset string) string {
 		return preset
 	}
 	return own
+}
+
+// list is the one LIST of the axis named name (the preset's when its
+// flag was not given).
+func (o *Options) list(d *results.AxisDef) string {
+	return o.preset(d.Flag.Name, strings.Join(o.Axes[d.Name], ","), strings.Join(PresetFull.Axes[d.Name], ","))
 }
 
 // Request checks o and returns the matrix.Request it asks for.
@@ -184,47 +158,59 @@ func (o *Options) instructionsOnly(r *Request) error {
 	return nil
 }
 
-// lists parses the commits, the workloads and the axes.
+// lists parses the commits and ParseAxes the rest.
 func (o *Options) lists(r *Request) error {
 	var err error
 	if r.Commits, err = ParseSpecs(o.Commits); err != nil {
 		return err
 	}
+	return o.ParseAxes(r)
+}
+
+// ParseAxes sets r's workloads and axes from o's (matrix's and bisect's
+// flags), each axis of the registry in turn.
+func (o *Options) ParseAxes(r *Request) error {
+	var err error
 	if r.Workloads, err = WorkloadNames(o.preset("workloads", o.Workloads, PresetFull.Workloads)); err != nil {
 		return err
 	}
-	if r.Clients, err = splitInts("-c", o.preset("clients", o.Clients, PresetFull.Clients)); err != nil {
-		return err
-	}
-	if r.CPUs, err = o.cpuCounts(o.preset("cpus", o.CPUs, PresetFull.CPUs)); err != nil {
-		return err
-	}
-	if r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Settings); err != nil {
-		return err
-	}
-	if r.Rates, r.RateUnit, err = ParseRateList(o.Rates); err != nil {
-		return err
-	}
-	for _, v := range o.Vars {
-		ax, err := results.ParseVarAxis(v)
-		if err != nil {
-			return err
-		}
-		r.Vars = append(r.Vars, ax)
-	}
-	if r.Conditions, err = ParseConditions(o.Conditions); err != nil {
-		return err
-	}
 	for _, d := range results.Axes {
-		if list, ok := o.Extra[d.Name]; ok && d.IsScalar() {
-			ax, err := d.ParseScalar(list)
-			if err != nil {
-				return err
-			}
-			r.Extra = append(r.Extra, ax)
+		if err := o.parseAxis(d, r); err != nil {
+			return err
 		}
 	}
 	r.Settings, err = ConditionSettings(r.Settings, r.Conditions)
+	return err
+}
+
+// parseAxis sets r's field of the axis d from its flag's values.
+func (o *Options) parseAxis(d *results.AxisDef, r *Request) (err error) {
+	switch list := o.list(d); d.Name {
+	case "clients":
+		r.Clients, err = splitInts("-c", list)
+	case "cpus":
+		r.CPUs, err = o.cpuCounts(list)
+	case "rate":
+		r.Rates, r.RateUnit, err = ParseRateList(list)
+	case "condition":
+		r.Conditions, err = ParseConditions(list)
+	case "settings":
+		r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Axes[d.Name])
+	case "vars":
+		for _, v := range o.Axes[d.Name] {
+			ax, err := results.ParseVarAxis(v)
+			if err != nil {
+				return err
+			}
+			r.Vars = append(r.Vars, ax)
+		}
+	default:
+		if d.IsScalar() && list != "" {
+			ax, err := d.ParseScalar(list)
+			r.Extra = append(r.Extra, ax)
+			return err
+		}
+	}
 	return err
 }
 
@@ -247,21 +233,7 @@ func ConditionSettings(axes []results.Axis, conds []string) ([]results.Axis, err
 	return axes, nil
 }
 
-// RatesUsage is the help of matrix -R.
-const RatesUsage = results.RatesUsage
-
-// ParseRates parses a -R of transactions a second (bisect's): rates in
-// operations a second go with a workload's declaration, which only the
-// matrix reads.
-func ParseRates(list string) ([]float64, error) {
-	rates, unit, err := ParseRateList(list)
-	if err == nil && unit != results.PerTx {
-		return nil, exitcode.BadInputf("-R %q: give transactions a second here, e.g. -R 1000", list)
-	}
-	return rates, err
-}
-
-// ParseRateList parses matrix -R (RatesUsage): offered rates a second,
+// ParseRateList parses matrix -R (results.RatesUsage): offered rates a second,
 // each from 0 (a closed loop) to workload.MaxRate, none twice, and what
 // they count: transactions, or the workload's operations when the list
 // ends in "ops" ("500,2000ops"; "500ops,2000ops" says the same, "tx"
@@ -477,9 +449,10 @@ func WorkloadNames(list string) ([]string, error) {
 	return names, nil
 }
 
-// planFlags are the long names of the flags that decide a plan: a
-// resume takes the plan from its directory and refuses them.
-var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", "repeats", "pgss-max", "set", "rate", "var", "condition", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
+// planFlags are the long names of the flags that decide a plan besides
+// the axes' (results.Axes): a resume takes the plan from its directory
+// and refuses them.
+var planFlags = []string{"commits", "workloads", "duration", "repeats", "pgss-max", "must-not-saturate", "instr-repeats", "instr-transactions", "initdb-opt", "pgbench", "build", "protocol",
 	"sleep", "warmup", "warmup-tx", "restart-cells", "order", "seed", "shard", "preset", "name-template", "perf", "perf-window", "until-decided", "max-repeats", "budget", "instructions",
 	"profiling", "meson-opt", "configure-opt", "extension", "preload", "setup-sql"}
 
@@ -487,12 +460,13 @@ var planFlags = []string{"commits", "clients", "cpus", "workloads", "duration", 
 // given reports the options given again by their flags' long names: a
 // resume runs the stored plan, so a plan option is a usage error.
 func ResumePlan(dir string, given func(flag string) bool) (*results.Plan, error) {
-	flags := slices.Clone(planFlags)
+	flags := planFlags[:1:1] // -k, the axes, the others
 	for _, d := range results.Axes {
-		if d.Flag.Name != "" && !slices.Contains(flags, d.Flag.Name) {
+		if d.Flag.Name != "" {
 			flags = append(flags, d.Flag.Name)
 		}
 	}
+	flags = append(flags, planFlags[1:]...)
 	if given := slices.DeleteFunc(flags, func(f string) bool { return given == nil || !given(f) }); len(given) > 0 {
 		return nil, exitcode.BadInputf("--resume %s runs the plan stored there; drop --%s (or start a new run with -o)", dir, strings.Join(given, ", --"))
 	}

@@ -11,7 +11,7 @@ import (
 
 func baseOptions() Options {
 	return Options{
-		Commits: "base=master,patch=REL_15_STABLE", Workloads: "select1", Clients: "8,16", PgssMax: "5000",
+		Commits: "base=master,patch=REL_15_STABLE", Workloads: "select1", Axes: map[string][]string{"clients": {"8,16"}}, PgssMax: "5000",
 		Seconds: 30, Warmup: 5, PerfWindow: 10, Repeats: 8, Build: "release", Protocol: "simple", Order: "abba",
 		NameTemplate: "%c", Now: time.Unix(100, 7),
 	}
@@ -23,7 +23,7 @@ func baseOptions() Options {
 func TestOptionsRequest(t *testing.T) {
 	o := baseOptions()
 	o.Perf, o.PerfWindow, o.Seconds = true, 60, 20
-	o.Settings = []string{`search_path="a, b",c`, "work_mem=4MB"}
+	o.Axes["settings"] = []string{`search_path="a, b",c`, "work_mem=4MB"}
 	r, err := o.Request()
 	if err != nil {
 		t.Fatal(err)
@@ -63,11 +63,11 @@ func TestOptionsBadInput(t *testing.T) {
 	for want, change := range map[string]func(*Options){
 		"--preset \"quick\"":             func(o *Options) { o.Preset = "quick" },
 		"-k SPEC[,SPEC…] is required":    func(o *Options) { o.Commits = "" },
-		"-c \"8,x\"":                     func(o *Options) { o.Clients = "8,x" },
-		"-C \"0\"":                       func(o *Options) { o.CPUs = "0" },
+		"-c \"8,x\"":                     func(o *Options) { o.Axes["clients"] = []string{"8,x"} },
+		"-C \"0\"":                       func(o *Options) { o.Axes["cpus"] = []string{"0"} },
 		"-m 99: pg_stat_statements.max":  func(o *Options) { o.PgssMax = "99" },
-		"--set \"work_mem\"":             func(o *Options) { o.Settings = []string{"work_mem"} },
-		"use -m for pg_stat_statements":  func(o *Options) { o.Settings = []string{"pg_stat_statements.max=100"} },
+		"--set \"work_mem\"":             func(o *Options) { o.Axes["settings"] = []string{"work_mem"} },
+		"use -m for pg_stat_statements":  func(o *Options) { o.Axes["settings"] = []string{"pg_stat_statements.max=100"} },
 		"-d 86401: want 0 to 86400":      func(o *Options) { o.Seconds = 86401 },
 		"--warmup -1":                    func(o *Options) { o.Warmup = -1 },
 		"give --seed N":                  func(o *Options) { o.Shard = "1/2" },

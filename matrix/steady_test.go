@@ -26,8 +26,8 @@ func TestShippedSweepsSteady(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := Options{Commits: "a=install:" + install, Workloads: "file:" + file, Clients: "2", PgssMax: "5000", Vars: []string{"batch=1,10"},
-			Rates: "200", Seconds: 1, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba"}
+		o := Options{Commits: "a=install:" + install, Workloads: "file:" + file, PgssMax: "5000",
+			Axes: map[string][]string{"clients": {"2"}, "vars": {"batch=1,10"}, "rate": {"200"}}, Seconds: 1, Repeats: 2, Build: "release", Protocol: "simple", Order: "abba"}
 		o.Given = func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" }
 		req, err := o.Request()
 		if err != nil {

@@ -30,7 +30,7 @@ import (
 func TestRunSweepUnderConditions(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
-	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Rates: "50,1000", Conditions: "none,xmin-holder", Seconds: 2})
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Axes: map[string][]string{"rate": {"50,1000"}, "condition": {"none,xmin-holder"}}, Seconds: 2})
 	if len(plan.Configs) != 2*2 {
 		t.Fatalf("%d configurations, want rates × conditions = 4", len(plan.Configs))
 	}
@@ -119,7 +119,7 @@ func TestRunSweepUnderConditions(t *testing.T) {
 func TestConditionGoneAfterPgbenchKilled(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
-	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "xmin-holder,none", Rates: "500", Seconds: 2})
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Axes: map[string][]string{"condition": {"xmin-holder,none"}, "rate": {"500"}}, Seconds: 2})
 	dir := filepath.Join(testenv.SharedTempDir(t), "r")
 	// The first cell under the holder: its pgbench killed a second in.
 	victim := results.CellDir(dir, plan.Cells[0].ID)
@@ -177,7 +177,8 @@ func pingPlan(t *testing.T, deps *Deps, o Options) *results.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Workloads, o.Clients, o.PgssMax, o.Vars = "file:"+ping, "2", "5000", []string{"batch=5"}
+	o.Workloads, o.PgssMax = "file:"+ping, "5000"
+	o.Axes["clients"], o.Axes["vars"] = []string{"2"}, []string{"batch=5"}
 	o.Repeats, o.Build, o.Protocol, o.Order = 2, "release", "simple", "abba"
 	o.Given = func(f string) bool { return f == "seed" || f == "repeats" || f == "cpus" }
 	req, err := o.Request()
@@ -233,7 +234,7 @@ func TestConditionStoppedOnInterrupt(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$1\" >> "+journal+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Conditions: "file:" + script, Rates: "500", Seconds: 20})
+	plan := pingPlan(t, deps, Options{Commits: "a=install:" + install, Axes: map[string][]string{"condition": {"file:" + script}, "rate": {"500"}}, Seconds: 20})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cancelled := make(chan time.Time, 1)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
 // The axes of a configuration, as data: each is one entry of Axes, and
@@ -105,7 +107,7 @@ var Axes = []*AxisDef{
 		pairs: func(c *Config, dst []Pair) []Pair { return append(dst, Pair{Value: c.Workload}) },
 		id:    func(p Pair) string { return EscapeID(p.Value) },
 		bench: func(p Pair) (string, string) { return "workload", p.Value }},
-	{Name: "clients", Effect: ByShape, JSON: []string{"clients", "instructions"}, TOML: "clients",
+	{Name: "clients", Effect: ByShape, JSON: []string{"clients", "instructions"}, TOML: "clients", Check: checkClients,
 		Flag: Flag{Name: "clients", Aliases: []string{"c"}, Value: "64", Usage: "client counts `LIST`"},
 		pairs: func(c *Config, dst []Pair) []Pair {
 			p := Pair{Value: strconv.Itoa(c.Clients)}
@@ -133,7 +135,7 @@ var Axes = []*AxisDef{
 		id:    func(p Pair) string { return "cpu" + p.Value },
 		bench: func(p Pair) (string, string) { return "cpus", p.Value },
 		apply: func(p Pair, e *Effects) { e.CPUs, _ = strconv.Atoi(p.Value) }},
-	{Name: "rate", Effect: ByPgbench, Point: true, JSON: []string{"rate", "rate_unit"}, Stored: true, TOML: "rates",
+	{Name: "rate", Effect: ByPgbench, Point: true, JSON: []string{"rate", "rate_unit"}, Stored: true, TOML: "rates", Check: checkRate,
 		Flag: Flag{Name: "rate", Aliases: []string{"R"}, Usage: RatesUsage},
 		pairs: func(c *Config, dst []Pair) []Pair {
 			if c.Rate <= 0 {
@@ -252,6 +254,65 @@ func (d *AxisDef) check(name, value string) error {
 	return d.Check(name, value)
 }
 
+// checkClients refuses a client count that is no number (bench's -c;
+// matrix checks its bounds).
+func checkClients(_, v string) error {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		return exitcode.BadInputf("-c %q: want a client count of at least 1", v)
+	}
+	return nil
+}
+
+// checkRate refuses a rate that is no number, in transactions or ops a
+// second (bench's -R; matrix checks what pgbench takes).
+func checkRate(_, v string) error {
+	if _, err := strconv.ParseFloat(strings.TrimSuffix(v, string(PerOp)), 64); err != nil {
+		return exitcode.BadInputf("-R %q: want an offered rate a second, e.g. -R 1000 (or 2000ops)", v)
+	}
+	return nil
+}
+
+// OneEffects are the effects of axis flag values (by axis name, as a
+// command reads them: one LIST, or NAME=V a flag) for a command that
+// runs one configuration and reads only the axes takes names (why says
+// so): each checked, one value of each (of each name), none of another
+// axis, a new one included until the command reads it.
+func OneEffects(values map[string][]string, why string, takes ...string) (Effects, error) {
+	var e Effects
+	var seen []AxisValue
+	for _, d := range Axes {
+		for _, v := range values[d.Name] {
+			p := Pair{Value: strings.TrimSpace(v)}
+			if d.Flag.Each {
+				name, val, _ := strings.Cut(v, "=")
+				p = Pair{strings.TrimSpace(name), strings.TrimSpace(val)}
+			}
+			if p == (Pair{}) {
+				continue
+			}
+			if f := d.Flag.Name; !slices.Contains(takes, d.Name) {
+				return e, exitcode.BadInputf("--%s %s: %s; abtest matrix --%s takes it", f, v, why, f)
+			}
+			if strings.Contains(p.Value, ",") || slices.ContainsFunc(seen, func(o AxisValue) bool { return o.Axis == d && o.Name == p.Name }) {
+				return e, exitcode.BadInputf("--%s %s: one value here, a configuration (abtest matrix sweeps lists)", d.Flag.Name, v)
+			}
+			if err := d.check(p.Name, p.Value); err != nil {
+				return e, err
+			}
+			seen = append(seen, AxisValue{d, p})
+			e.apply(seen[len(seen)-1])
+		}
+	}
+	return e, nil
+}
+
+// apply gives v its effect on e.
+func (e *Effects) apply(v AxisValue) {
+	if v.Axis.apply != nil {
+		v.Axis.apply(v.Pair, e)
+	}
+}
+
 // AxisValue is one value of a configuration and its axis.
 type AxisValue struct {
 	Axis *AxisDef
@@ -306,9 +367,7 @@ func (c Config) BenchKeys() [][2]string {
 func (c Config) Effects() Effects {
 	var e Effects
 	for _, v := range c.Values(nil) {
-		if v.Axis.apply != nil {
-			v.Axis.apply(v.Pair, &e)
-		}
+		e.apply(v)
 	}
 	return e
 }

@@ -3,6 +3,8 @@ package results
 import (
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/internal/exitcode"
 )
 
 // TestAxesHostile: values that could make one configuration read as
@@ -54,5 +56,37 @@ func TestAxesHostile(t *testing.T) {
 	}
 	if e := (Config{Clients: 4, CPUs: 2, Rate: 2000, RateUnit: PerOp, Vars: map[string]string{"n": "1"}, Condition: "idle-slot", Settings: map[string]string{"a": "1"}}).Effects(); e.Clients != 4 || e.CPUs != 2 || e.Rate != 2000 || e.RateUnit != PerOp || e.Vars["n"] != "1" || e.Condition != "idle-slot" || e.Settings["a"] != "1" {
 		t.Errorf("effects %+v", e)
+	}
+}
+
+// TestOneEffects: one configuration's flag values (bench's) take one
+// value of each axis and each variable, checked, and only the axes the
+// command reads: a list, a second value, a bad number or name and an
+// axis it does not read (a new one included) are exit 2 in one line.
+func TestOneEffects(t *testing.T) {
+	takes := []string{"clients", "rate", "vars"}
+	e, err := OneEffects(map[string][]string{"clients": {" 4 "}, "rate": {"250"}, "vars": {"batch=10", "n=<script>"}, "cpus": {""}}, "why", takes...)
+	if err != nil || e.Clients != 4 || e.Rate != 250 || e.Vars["batch"] != "10" || e.Vars["n"] != "<script>" {
+		t.Errorf("effects %+v, %v", e, err)
+	}
+	think := Scalar("think", "think", "think-ms", "think `LIST`", "", ByPgbench, nil, nil)
+	Axes = append(Axes, think)
+	defer func() { Axes = Axes[:len(Axes)-1] }()
+	for want, values := range map[string]map[string][]string{
+		"--clients 1,16: one value":        {"clients": {"1,16"}},
+		`-c "x"`:                           {"clients": {"x"}},
+		`-c "0"`:                           {"clients": {"0"}},
+		`-R "fast"`:                        {"rate": {"fast"}},
+		"--var batch=2: one value":         {"vars": {"batch=1", "batch=2"}},
+		"--var 1x":                         {"vars": {"1x=1"}},
+		"--set work_mem=1MB: why":          {"settings": {"work_mem=1MB"}},
+		"--condition xmin-holder: why":     {"condition": {"xmin-holder"}},
+		"--cpus 2: why; abtest matrix":     {"cpus": {"2"}},
+		"--think-ms 5: why; abtest matrix": {"think": {"5"}},
+	} {
+		_, err := OneEffects(values, "why", takes...)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v; want one line with %q", values, err, want)
+		}
 	}
 }

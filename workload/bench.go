@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,8 +30,10 @@ type Bench struct {
 	Clients, Threads      int
 	Protocol              string
 	SleepMS               int
-	// Rate is pgbench's -R (open loop), in TPS; 0 is closed loop.
+	// Rate is pgbench's -R (open loop), in TPS; 0 is closed loop. Vars
+	// are pgbench variables (-D), each read by some workload.
 	Rate float64
+	Vars map[string]string
 	// ExpectedTPS sizes the latency log (Spec.ExpectedTPS); 0: unknown.
 	ExpectedTPS            float64
 	SampleEvery, WaitEvery time.Duration
@@ -108,7 +111,10 @@ func (b *Bench) Specs() ([]Spec, error) {
 	base := Spec{
 		Conn: b.Conn, Duration: time.Duration(b.Seconds) * time.Second, Transactions: b.Transactions,
 		Clients: b.Clients, Threads: b.Threads, Protocol: b.Protocol, SleepMS: b.SleepMS, Rate: b.Rate,
-		CPUs: b.CPUs, SampleEvery: b.SampleEvery, WaitEvery: b.WaitEvery, Pgbench: b.Pgbench, ExpectedTPS: b.ExpectedTPS,
+		CPUs: b.CPUs, SampleEvery: b.SampleEvery, WaitEvery: b.WaitEvery, Pgbench: b.Pgbench, ExpectedTPS: b.ExpectedTPS, Vars: b.Vars,
+	}
+	if _, err := CheckVars(ws, slices.Sorted(maps.Keys(b.Vars)), nil); len(b.Vars) > 0 && err != nil {
+		return nil, err
 	}
 	if base.Transactions > 0 {
 		base.Duration = 0

@@ -130,6 +130,8 @@ func (b *Bench) CheckInstructions(cluster string, given func(flag string) bool) 
 		return exitcode.BadInputf("--instructions with -c %d: instructions are counted for one client; drop -c", b.Clients)
 	case b.Threads > 1:
 		return exitcode.BadInputf("--instructions with -j %d: one client needs one thread; drop -j", b.Threads)
+	case len(b.Vars) > 0:
+		return exitcode.BadInputf("--instructions with --var: an instruction count runs the workload as it is; drop --var")
 	case given("sleep"):
 		return exitcode.BadInputf("--instructions with -S: think time adds no instructions; drop -S")
 	case given("port") || given("host"):

@@ -37,7 +37,7 @@ func parsed(t *testing.T, args ...string) map[string]any {
 		}
 		got["args"] = c.Args().Slice()
 		if c.Name == "matrix" {
-			req, err := matrixRequest(c, env)
+			req, err := matrixOptions(c, env).Request()
 			got["request"], got["request error"] = req, fmt.Sprint(err)
 		}
 		return nil

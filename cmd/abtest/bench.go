@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )
 
@@ -21,12 +22,10 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},
-			&cli.IntFlag{Name: "clients", Aliases: []string{"c"}, Value: workload.DefaultClients, Usage: "pgbench `CLIENTS`"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "pgbench `THREADS`", DefaultText: "one per CPU pgbench may use, at most -c"},
 			&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn,slow_churn,within_max", Usage: "comma-separated `LIST`: select1, churn, slow_churn, within_max, file:PATH; all", Action: allWorkloads},
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "query `PROTOCOL`: simple, extended or prepared"},
 			&cli.IntFlag{Name: "sleep", Aliases: []string{"S"}, Usage: "think time `MS` after each transaction"},
-			&cli.FloatFlag{Name: "rate", Aliases: []string{"R"}, Usage: "open loop: `TPS` scheduled by pgbench (-R)"},
 			&cli.StringFlag{Name: "pgbench-cpus", Usage: "pin pgbench to `CPUS` (a count or a list such as 2-3)"},
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "server `PORT`", DefaultText: "PGPORT, else 5432"},
 			&cli.StringFlag{Name: "host", Usage: "server `HOST` or socket directory (PGHOST)"},
@@ -38,30 +37,37 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 			&cli.DurationFlag{Name: "wait-every", Value: time.Second, Usage: "wait-event sampling `INTERVAL`"},
 			&cli.FloatFlag{Name: "expected-tps", Usage: "the `TPS` expected (a warm-up's), which sizes the latency log's sampling rate", DefaultText: "unknown: an upper bound"},
 			&cli.StringFlag{Name: "pgbench", Usage: "the pgbench `PROGRAM` to run", DefaultText: "pgbench on PATH"},
-		}, benchInstrFlags()...),
+			// --instructions' own flags
+			&cli.BoolFlag{Name: "instructions", Usage: "count instructions per transaction (one client, -t transactions, default 2000) on abtest's cluster --cluster NAME, which is stopped for it and left stopped"},
+			&cli.StringFlag{Name: "cluster", Usage: "abtest cluster `NAME` (abtest switch NAME) for --instructions"},
+			runAsFlag(),
+		}, axisFlags("cpus")...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runBench(ctx, cmd, env)
 		},
 	}
 }
 
-// benchRequest turns bench's flags into a workload.Bench.
+// benchRequest turns bench's flags into a workload.Bench: of the axis
+// flags, those of what bench runs (-c, -R, --var), one value each.
 func benchRequest(cmd *cli.Command, env *Env) (workload.Bench, error) {
 	b := workload.Bench{
 		Conn:    workload.Conn{Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db")},
-		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")),
-		Clients: int(cmd.Int("clients")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
-		Rate: cmd.Float("rate"), ExpectedTPS: cmd.Float("expected-tps"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
+		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
+		ExpectedTPS: cmd.Float("expected-tps"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
 		Pgbench: cmd.String("pgbench"), Workloads: env.Getwd.Items(cmd.String("workloads")), OutDir: env.Getwd.Path(cmd.String("output")),
 	}
 	if p := cmd.Int("port"); cmd.IsSet("port") && (p < 1 || p > 65535) {
 		return b, exitcode.BadInputf("-p %d: want a port number from 1 to 65535", p)
 	}
-	if err := b.Check(); err != nil {
-		return b, err
+	e, err := results.OneEffects(axisValues(cmd, env), "bench takes one -c, -R and --var of the axes (on a server as it is)", "clients", "rate", "vars")
+	if b.Clients, b.Rate, b.Vars = e.Clients, e.Rate, e.Vars; err == nil && e.RateUnit == results.PerOp {
+		err = exitcode.BadInputf("-R …ops: bench offers transactions a second; rates in a workload's operations are abtest matrix's")
 	}
-	var err error
-	if spec := cmd.String("pgbench-cpus"); spec != "" && !cmd.Bool("instructions") {
+	if err == nil {
+		err = b.Check()
+	}
+	if spec := cmd.String("pgbench-cpus"); err == nil && spec != "" && !cmd.Bool("instructions") {
 		b.CPUs, err = cluster.PickCPUs(spec)
 	}
 	return b, err
@@ -89,15 +95,6 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 		return err
 	}
 	return printResult(env, cmd, results, func(w io.Writer) { workload.WriteTPSSummary(w, results) })
-}
-
-// benchInstrFlags are bench's flags for --instructions.
-func benchInstrFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.BoolFlag{Name: "instructions", Usage: "count instructions per transaction (one client, -t transactions, default 2000) on abtest's cluster --cluster NAME, which is stopped for it and left stopped"},
-		&cli.StringFlag{Name: "cluster", Usage: "abtest cluster `NAME` (abtest switch NAME) for --instructions"},
-		runAsFlag(),
-	}
 }
 
 // instrTransactionsFlag is N of each instruction cell (matrix, bisect).

@@ -12,32 +12,28 @@ func bisectCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "bisect",
 		Usage: "find the first commit that changed a metric, by binary search over first-parent history",
-		UsageText: `abtest bisect --good REF --bad REF [-w WORKLOAD] [-c CLIENTS] [-C CPUS] [--set GUC=V]… [--metric tps]
+		UsageText: `abtest bisect --good REF --bad REF [-w WORKLOAD] [-c CLIENTS] [-C CPUS] [--set GUC=V]… [--var NAME=V]… [--metric tps]
               [--threshold PCT] [-r REPEATS] [--max-repeats N] [-m N] [-d S] [-M PROTO] [-b TYPE] [-o DIR] [-n]`,
-		Flags: []cli.Flag{
+		Flags: append(axisFlags(), []cli.Flag{
 			storeFlag(),
 			&cli.StringFlag{Name: "good", Usage: "a `REF` without the change"},
 			&cli.StringFlag{Name: "bad", Usage: "a `REF` with it"},
 			&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1", Usage: "the `WORKLOAD`"},
-			&cli.IntFlag{Name: "clients", Aliases: []string{"c"}, Value: 64, Usage: "`CLIENTS`"},
-			&cli.IntFlag{Name: "cpus", Aliases: []string{"C"}, Usage: "server `CPUS`", DefaultText: "not pinned"},
-			&cli.StringSliceFlag{Name: "set", Usage: "server setting `GUC=VALUE` (repeatable)"},
 			&cli.StringFlag{Name: "metric", Value: bisect.DefaultMetric, Usage: "the `METRIC` that changed"},
 			&cli.FloatFlag{Name: "threshold", Usage: "minimum change in `PCT`", DefaultText: "the metric's own"},
 			&cli.IntFlag{Name: "repeats", Aliases: []string{"r"}, Value: 8, Usage: "`N` repeats per step (see Repeats above)"},
 			&cli.IntFlag{Name: "max-repeats", Value: 20, Usage: "give up an inconclusive step after `N` repeats"},
 			instrTransactionsFlag(),
-			&cli.IntFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: 5000, Usage: "pg_stat_statements.max `N`"},
+			&cli.StringFlag{Name: "pgss-max", Aliases: []string{"m"}, Value: "5000", Usage: "pg_stat_statements.max `N`"},
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d"}, Value: 10, Usage: "`SECONDS` per cell"},
 			&cli.IntFlag{Name: "warmup", Value: 2, Usage: "warm-up `SECONDS`"},
-			&cli.StringFlag{Name: "rate", Aliases: []string{"R"}, Usage: "offered `TPS` (pgbench -R, open loop; 0 = closed loop): a count per window then moves with the commit, not the throughput"},
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "`PROTOCOL`"},
 			&cli.StringFlag{Name: "build", Aliases: []string{"b"}, Value: "release", Usage: "build `TYPE`"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "state and results `DIR`", DefaultText: "$BENCH_RESULTS_DIR/bisect_GOOD_BAD"},
 			&cli.StringSliceFlag{Name: "reuse", Usage: "use an install named `PREFIX`… of a step's tree and build options instead of building it (repeatable); do not rebuild those while the bisect runs"},
 			sourceFlag(),
 			runAsFlag(),
-		},
+		}...),
 		Action: func(ctx context.Context, cmd *cli.Command) error { return runBisect(ctx, cmd, env) },
 	}
 }
@@ -47,9 +43,7 @@ func bisectRequest(cmd *cli.Command, env *Env) (*bisect.Request, error) {
 	return bisect.Options{
 		Good: cmd.String("good"), Bad: cmd.String("bad"), Metric: cmd.String("metric"), Threshold: cmd.Float("threshold"),
 		Repeats: int(cmd.Int("repeats")), MaxRepeats: int(cmd.Int("max-repeats")), RepeatsGiven: cmd.IsSet("repeats"),
-		Workloads: env.Getwd.Items(cmd.String("workloads")), Clients: int(cmd.Int("clients")), CPUs: int(cmd.Int("cpus")),
-		PgssMax: int(cmd.Int("pgss-max")), Settings: cmd.StringSlice("set"), Seconds: cmd.Int("duration"), Warmup: cmd.Int("warmup"), Rate: cmd.String("rate"),
-		Protocol: cmd.String("protocol"), Build: cmd.String("build"), InstrTransactions: int(cmd.Int("instr-transactions")), Reuse: cmd.StringSlice("reuse"),
+		Matrix: matrixOptions(cmd, env), Reuse: cmd.StringSlice("reuse"),
 	}.Request()
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -61,13 +62,13 @@ func matrixFlags() []cli.Flag {
 	}...)
 }
 
-// axisFlags are the flags of the axes (results.Axes); matrixRequest
-// gives their values (file: items made absolute) to matrix.Options.
-func axisFlags() (out []cli.Flag) {
+// axisFlags are the flags of the axes (results.Axes) but those named
+// in skip (axis names); axisValues reads them.
+func axisFlags(skip ...string) (out []cli.Flag) {
 	for _, d := range results.Axes {
-		if f := d.Flag; f.Each {
+		if f := d.Flag; f.Each && !slices.Contains(skip, d.Name) {
 			out = append(out, &cli.StringSliceFlag{Name: f.Name, Aliases: f.Aliases, Usage: f.Usage})
-		} else if f.Name != "" {
+		} else if f.Name != "" && !slices.Contains(skip, d.Name) {
 			out = append(out, &cli.StringFlag{Name: f.Name, Aliases: f.Aliases, Value: f.Value, Usage: f.Usage})
 		}
 	}
@@ -86,11 +87,11 @@ abtest matrix --resume DIR`,
 	}
 }
 
-// matrixRequest turns the flags into a matrix.Request (matrix.Options
-// checks them); everything the flags cannot say wrong is checked by
-// matrix.Prepare.
-func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
-	o := matrix.Options{
+// matrixOptions are cmd's flags as matrix.Options (bisect's too: a flag
+// it does not declare reads as its zero value), which Request checks;
+// everything the flags cannot say wrong is checked by matrix.Prepare.
+func matrixOptions(cmd *cli.Command, env *Env) matrix.Options {
+	return matrix.Options{
 		Commits: env.Getwd.Specs(cmd.String("commits")), Workloads: env.Getwd.Items(cmd.String("workloads")),
 		PgssMax: cmd.String("pgss-max"), MustNotSaturate: cmd.Bool("must-not-saturate"), InstrRepeats: int(cmd.Int("instr-repeats")), InstructionsOnly: cmd.Bool("instructions-only"),
 		InstrTransactions: int(cmd.Int("instr-transactions")), InitdbOpts: cmd.StringSlice("initdb-opt"), Pgbench: env.Getwd.Path(cmd.String("pgbench")),
@@ -102,16 +103,22 @@ func matrixRequest(cmd *cli.Command, env *Env) (matrix.Request, error) {
 		UntilDecided: cmd.Bool("until-decided"), Budget: cmd.Duration("budget"),
 		Extensions: env.Getwd.Paths(cmd.StringSlice("extension")), Preload: cmd.StringSlice("preload"), SetupSQL: env.Getwd.Path(cmd.String("setup-sql")),
 		BuildOptions: build.Options{Profiling: cmd.Bool("profiling"), MesonOpts: cmd.StringSlice("meson-opt"), ConfigureOpts: cmd.StringSlice("configure-opt")},
-		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(),
+		Given:        cmd.IsSet, Getenv: env.Getenv, Now: env.Now(), Axes: axisValues(cmd, env),
 	}
+}
+
+// axisValues are the values of cmd's axis flags by axis name
+// (matrix.Options.Axes): file: items made absolute.
+func axisValues(cmd *cli.Command, env *Env) map[string][]string {
+	out := map[string][]string{}
 	for _, d := range results.Axes {
 		if f := d.Flag; f.Each {
-			o.SetAxis(d.Name, cmd.StringSlice(f.Name))
+			out[d.Name] = cmd.StringSlice(f.Name)
 		} else if f.Name != "" {
-			o.SetAxis(d.Name, []string{env.Getwd.Items(cmd.String(f.Name))})
+			out[d.Name] = []string{env.Getwd.Items(cmd.String(f.Name))}
 		}
 	}
-	return o.Request()
+	return out
 }
 
 func runMatrix(ctx context.Context, cmd *cli.Command, env *Env) error {
@@ -162,7 +169,7 @@ func matrixPlan(ctx context.Context, cmd *cli.Command, env *Env, cfg *config.Loa
 		plan, err := matrix.ResumePlan(dir, cmd.IsSet)
 		return plan, dir, err
 	}
-	req, err := matrixRequest(cmd, env)
+	req, err := matrixOptions(cmd, env).Request()
 	if err != nil {
 		return nil, "", err
 	}
