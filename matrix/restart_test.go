@@ -104,7 +104,7 @@ func TestRestartCellsAndWarmupTx(t *testing.T) {
 // not both; a negative count is refused; a resume refuses both flags
 // (they decide the plan).
 func TestWarmupOneWay(t *testing.T) {
-	base := Options{Commits: "a=install:/x,b=install:/x", Workloads: "select1", Clients: "1", PgssMax: "1000", Seconds: 3, Repeats: 3,
+	base := Options{Commits: "a=install:/x,b=install:/x", Workloads: "select1", Axes: map[string][]string{"clients": {"1"}}, PgssMax: "1000", Seconds: 3, Repeats: 3,
 		Build: "release", Protocol: "simple", Order: "abba"}
 	both := base
 	both.Warmup, both.WarmupTx = 2, 100

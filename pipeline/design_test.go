@@ -86,10 +86,9 @@ func TestDesignChosen(t *testing.T) {
 	}
 	prepare := func(resultsDir string, given ...string) *results.Plan {
 		t.Helper()
-		o := matrix.Options{Commits: "a=install:" + install + ",b=install:" + install, Workloads: "select1,churn", PgssMax: "1000",
+		o := matrix.Options{Commits: "a=install:" + install + ",b=install:" + install, Workloads: "select1,churn", PgssMax: "1000", Axes: map[string][]string{"clients": {"8"}},
 			Seconds: 30, Warmup: 1, Repeats: 8, Build: "release", Protocol: "simple", Order: "abba",
 			Given: func(f string) bool { return slices.Contains(given, f) }}
-		o.SetAxis("clients", []string{"8"})
 		req, err := o.Request()
 		if err != nil {
 			t.Fatal(err)
