@@ -356,12 +356,13 @@ func (f GateFlags) RunOptions() (RunOptions, error) {
 // Analyze analyses an input under o, writes its report in format (to
 // output, or out), and gates it as the flags ask.
 func Analyze(in *analysis.Input, o analysis.Options, f GateFlags, format, output string, out, errOut io.Writer) error {
-	if output != "" && !analysis.OutputIsDir(output) {
-		fmt.Fprintf(errOut, "abtest: deprecated: analyze -o %s: -o names a directory (DIR/report.md with DIR/plots/, report.txt, report.json or the bench files); a file is still written in this release\n", output)
-	}
 	rep, err := analysis.AnalyzeOutput(in, o, out, format, output, errOut)
 	if err != nil {
 		return err
+	}
+	// Once the report is written: a refused run stays one line.
+	if output != "" && !analysis.OutputIsDir(output) {
+		fmt.Fprintf(errOut, "abtest: deprecated: analyze -o %s: -o names a directory (DIR/report.md with DIR/plots/, report.txt, report.json or the bench files); a file is still written in this release\n", output)
 	}
 	return Gate(rep, f.Fail, f.AllowUnknown, errOut)
 }
