@@ -335,6 +335,23 @@ func counts(rows []vrow) []count {
 	return ordered(n, verdictOrder)
 }
 
+// noSignal is how a table's counts name its rows with no signal.
+const noSignal results.Verdict = "with no signal"
+
+// tableCounts counts a table's rows as it shows them: those with no
+// signal apart, whatever verdict the analysis kept for them.
+func tableCounts(rows []vrow) []count {
+	n := map[results.Verdict]int{}
+	for _, r := range rows {
+		if r.NoSignal != "" {
+			n[noSignal]++
+		} else {
+			n[r.Verdict.Verdict]++
+		}
+	}
+	return ordered(n, append(verdictOrder[:len(verdictOrder):len(verdictOrder)], noSignal))
+}
+
 func ordered(n map[results.Verdict]int, order []results.Verdict) []count {
 	var out []count
 	for _, v := range order {

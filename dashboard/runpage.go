@@ -170,7 +170,7 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
 		"Answer": ans, "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
-		"QuietCounts": counts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
+		"QuietCounts": tableCounts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
 		"Model": m, "Failed": d.failures(),
 	})
 }
