@@ -55,11 +55,6 @@ func (r *Report) eachAgainstBase(f func(base, st *Stat)) {
 	}
 }
 
-// MediansDisagree reports whether a change delta, in %, and the
-// difference of the medians shown beside it point opposite ways: the rule
-// of Stat.MediansDisagree, for what shows stored verdicts (the dashboard).
-func MediansDisagree(delta, diff float64) bool { return disagree(delta, diff) }
-
 // disagree reports whether a change and a difference point opposite
 // ways (neither zero nor undefined).
 func disagree(delta, diff float64) bool {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/history"
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -37,7 +38,16 @@ type runData struct {
 	// served, and links the results files beneath FilesPrefix.
 	site   string
 	served bool
+	// report is the run judged now (history.Judge, the statistics of
+	// this version): the page's answer, overview and report, and each
+	// row's marks (stats); judgeErr says why there is none.
+	report   *analysis.Report
+	judgeErr error
+	stats    map[statKey]*analysis.Stat
 }
+
+// statKey names a commit's Stat in a configuration and metric.
+type statKey struct{ commit, config, metric string }
 
 func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, served bool) (*runData, error) {
 	d := &runData{run: r, dirs: map[string]string{}, site: site, served: served}
@@ -57,7 +67,30 @@ func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, ser
 	for _, sh := range r.Shards {
 		d.dirs[sh.Shard] = sh.Dir
 	}
-	return d, nil
+	return d, d.judge(ctx, s)
+}
+
+// judge reads the run's report model: the run judged from the store
+// under the store's options (those its cached rows were judged under).
+// A run the analysis refuses (its every cell failed) has none: the page
+// says why instead.
+func (d *runData) judge(ctx context.Context, s *store.Store) error {
+	rep, err := history.Judge(ctx, s, d.run.ID, analysis.Options{})
+	if err != nil {
+		if exitcode.Code(err) != exitcode.Usage {
+			return err
+		}
+		d.judgeErr = err
+		return nil
+	}
+	d.report, d.stats = rep, map[statKey]*analysis.Stat{}
+	for _, row := range rep.Rows {
+		for i := range row.Stats {
+			st := &row.Stats[i]
+			d.stats[statKey{st.Commit, row.Config, row.Metric}] = st
+		}
+	}
+	return nil
 }
 
 // slug names a page: readable, and unique through a hash of the exact
@@ -196,12 +229,19 @@ func (d *runData) diffs(from, commit string) (perf, instr []link) {
 	return perf, instr
 }
 
-// vrow is a verdict as the compare and configuration pages show it.
+// vrow is a verdict as the compare and configuration pages show it,
+// marked as the report model marks its Stat.
 type vrow struct {
 	store.Verdict
 	Unit       string
 	ConfigPage string
 	Trend      string
+	// NoSignal says why the row has nothing to judge (Stat.NoSignal): it
+	// shows "—" and this, never a verdict or a Δ.
+	NoSignal string
+	// Disagree: the report marks the row's Δ (Stat.MediansDisagree)
+	// against the medians beside it, with DisagreeMark.
+	Disagree bool
 }
 
 // Detect says, for an unknown verdict, the smallest change the run could
@@ -210,7 +250,7 @@ type vrow struct {
 // contradiction.
 func (r vrow) Detect() string {
 	switch {
-	case r.Verdict.Verdict != results.Unknown:
+	case r.NoSignal != "" || r.Verdict.Verdict != results.Unknown:
 		return ""
 	case r.Excludes0():
 		return "its 95 % interval excludes 0; not called"
@@ -229,22 +269,16 @@ func (r vrow) Excludes0() bool {
 // change, or an unknown one whose interval excludes 0 (a report-only
 // latency +44 % [+16, +80] is not "without a significant change").
 func (r vrow) Shown() bool {
-	return significant(r.Verdict.Verdict) || (r.Verdict.Verdict == results.Unknown && r.Excludes0())
-}
-
-// Disagree: the row's Δ (the paired estimate) points the other way than
-// its medians, as the report marks it (analysis.DisagreeMark).
-func (r vrow) Disagree() bool {
-	if r.DeltaPct == nil || r.Median == nil || r.BaselineMedian == nil {
+	if r.NoSignal != "" {
 		return false
 	}
-	return analysis.MediansDisagree(*r.DeltaPct, *r.Median-*r.BaselineMedian)
+	return significant(r.Verdict.Verdict) || (r.Verdict.Verdict == results.Unknown && r.Excludes0())
 }
 
 // anyDisagree: a table of rows needs DisagreeNote under it.
 func anyDisagree(rows []vrow) bool {
 	for _, r := range rows {
-		if r.Disagree() {
+		if r.Disagree {
 			return true
 		}
 	}
@@ -299,6 +333,23 @@ func counts(rows []vrow) []count {
 		n[r.Verdict.Verdict]++
 	}
 	return ordered(n, verdictOrder)
+}
+
+// noSignal is how a table's counts name its rows with no signal.
+const noSignal results.Verdict = "with no signal"
+
+// tableCounts counts a table's rows as it shows them: those with no
+// signal apart, whatever verdict the analysis kept for them.
+func tableCounts(rows []vrow) []count {
+	n := map[results.Verdict]int{}
+	for _, r := range rows {
+		if r.NoSignal != "" {
+			n[noSignal]++
+		} else {
+			n[r.Verdict.Verdict]++
+		}
+	}
+	return ordered(n, append(verdictOrder[:len(verdictOrder):len(verdictOrder)], noSignal))
 }
 
 func ordered(n map[results.Verdict]int, order []results.Verdict) []count {

@@ -5,13 +5,17 @@
 // commit's answer as the store kept it and its gate, the id secondary;
 // then the trends, grouped by configuration with a sparkline per series
 // of 3 points or more that moves. A run's compare page (one per commit against the
-// baseline, with links to switch) answers first: the counts of
-// verdicts, the run-level geometric means with their intervals and
-// words, the gate and the regressions; then the changes sorted by
-// significance and size (gated first, then by |Δ|), the comparisons
-// without a significant change behind a toggle, links to the run's
-// report.md and report.json and to the diff profiles its report.json
-// names. Each row links to its configuration's page: the repeats of
+// baseline, with links to switch) reads the run's report model (the run
+// judged through history, analysis.Report.Doc, rendered by doc.go):
+// it answers first, with the report's answer line, the counts of
+// verdicts, the run-level geometric means, the gate and the
+// regressions; then the report's overview table; then every
+// comparison, the changes sorted by significance and size (gated
+// first, then by |Δ|) and the rest behind a toggle, a row with no
+// signal as "—" with its reason; then the whole report collapsed, and
+// links to the run's report.md and report.json and to the diff
+// profiles its report.json names. A run's failed cells are listed by
+// their errors. Each row links to its configuration's page: the repeats of
 // every commit, the verdicts, and the cells' artefacts collapsed. A
 // trend page per metric × configuration draws the series over runs with
 // its change points and annotations, zoom, and hover showing commit,

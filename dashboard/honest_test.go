@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +17,17 @@ import (
 	"github.com/pgabtest/abtest/store/storetest"
 )
 
-// verdictRow is a compare page's verdict row: base median, commit
-// median and Δ by their data-sort values, and the Δ cell.
-var verdictRow = regexp.MustCompile(`<tr data-verdict="[a-z]+"[^>]*>\s*<td class="cfg">.*?</td>\s*<td>.*?</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">(.*?)</td>`)
+// verdictRow is a compare page's verdict row: the metric's cell, base
+// median, commit median and Δ by their data-sort values, and the Δ
+// cell.
+var verdictRow = regexp.MustCompile(`<tr data-verdict="[a-z]+"[^>]*>\s*<td class="cfg">.*?</td>\s*<td>(.*?)</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">.*?</td>\s*<td data-sort="([^"]*)">(.*?)</td>`)
 
 // TestDashboardMarksDeltaAgainstMedians (issue 23): where a row's Δ (the
 // paired estimate, +9 % here) points the other way than the medians
 // beside it (295 → 290), the compare page and the configuration page
 // mark it with the report's † and say why, as report.md and the text
-// report do; no row contradicts its medians without the mark.
+// report do; every row carries the mark exactly where the report model
+// does (Stat.MediansDisagree), the dashboard deriving none of its own.
 func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "run")
@@ -52,23 +53,37 @@ func TestDashboardMarksDeltaAgainstMedians(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marked := 0
-	for _, m := range verdictRow.FindAllStringSubmatch(string(page), -1) {
-		b, err1 := strconv.ParseFloat(m[1], 64)
-		c, err2 := strconv.ParseFloat(m[2], 64)
-		d, err3 := strconv.ParseFloat(m[3], 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			continue
-		}
-		if analysis.MediansDisagree(d, c-b) {
-			marked++
-			if !strings.Contains(m[4], analysis.DisagreeMark) {
-				t.Errorf("compare page: Δ %s against medians %s → %s without %s", m[3], m[1], m[2], analysis.DisagreeMark)
+	// The report model marks the Δ (Stat.MediansDisagree); the page
+	// carries exactly its marks.
+	rep, err := analysis.AnalyzeDirs(analysis.Options{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, row := range rep.Rows {
+		for _, s := range row.Stats {
+			if s.Commit != rep.Baseline && s.NoSignal == "" {
+				want[row.Metric] = s.MediansDisagree
 			}
 		}
 	}
-	if marked == 0 {
-		t.Fatalf("no row's Δ contradicts its medians on the compare page:\n%s", page)
+	if !want[results.MetricTPS] {
+		t.Fatalf("the report does not mark tps's Δ against its medians: %+v", rep.Rows)
+	}
+	rows := 0
+	for _, m := range verdictRow.FindAllStringSubmatch(string(page), -1) {
+		metric := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[1], "")
+		mark, ok := want[metric]
+		if !ok {
+			continue
+		}
+		rows++
+		if got := strings.Contains(m[5], analysis.DisagreeMark); got != mark {
+			t.Errorf("compare page: %s's Δ %s against medians %s → %s marked %v, the report's %v", metric, m[4], m[2], m[3], got, mark)
+		}
+	}
+	if rows != len(want) {
+		t.Fatalf("%d of the report's %d rows found on the compare page:\n%s", rows, len(want), page)
 	}
 	cfgPage, err := os.ReadFile(filepath.Join(site.Dir, dashboard.ConfigPage(st.Run, cfg.ID())))
 	if err != nil {

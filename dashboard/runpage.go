@@ -109,6 +109,9 @@ func (d *runData) rows(vs []store.Verdict, commit, from string, trendOf map[stor
 			continue
 		}
 		r := vrow{Verdict: v, Unit: d.unit(v.Metric), ConfigPage: relLink(from, ConfigPage(d.run.ID, v.Config))}
+		if st := d.stats[statKey{v.Commit, v.Config, v.Metric}]; st != nil {
+			r.NoSignal, r.Disagree = st.NoSignal, st.MediansDisagree
+		}
 		if t, ok := trendOf[store.SeriesKey{Metric: v.Metric, Config: v.Config}]; ok {
 			r.Trend = relLink(from, t)
 		}
@@ -160,11 +163,84 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	if a, ok := d.run.Answer(commit); ok {
 		ans = storedAnswer(a)
 	}
+	m := d.model(from, commit)
+	if m.Line != "" {
+		ans.Line = m.Line
+	}
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
 		"Answer": ans, "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
-		"QuietCounts": counts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
+		"QuietCounts": tableCounts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
+		"Model": m, "Failed": d.failures(),
 	})
+}
+
+// model is what a compare page shows of the report model: commit's
+// answer line (Report.AnswerLines), its overview and the rest of the
+// report, as blocks for the page in the site directory from; or why the
+// run has no report.
+type model struct {
+	Line           string
+	Overview, Rest []docBlock
+	Error          string
+}
+
+func (d *runData) model(from, commit string) model {
+	if d.report == nil {
+		if d.judgeErr != nil {
+			return model{Error: d.judgeErr.Error()}
+		}
+		return model{}
+	}
+	var m model
+	lines, i := d.report.AnswerLines(), 0
+	for _, c := range d.report.Commits {
+		if c == d.report.Baseline {
+			continue
+		}
+		if c == commit && i < len(lines) {
+			m.Line = lines[i]
+		}
+		i++
+	}
+	overview, rest := reportParts(d.report.Doc(), commit, d.report.Baseline)
+	w := d.docWriter(from)
+	m.Overview, m.Rest = w.blocks(overview), w.blocks(rest)
+	return m
+}
+
+// failure is one way a run's cells failed: the error, how many cells
+// it ended and the first of them.
+type failure struct {
+	Error  string
+	Cells  int
+	Commit string
+	Config string
+	Repeat int
+}
+
+// maxFailures is how many distinct errors a run page lists.
+const maxFailures = 5
+
+// failures are the distinct errors of the run's failed cells, the most
+// frequent first.
+func (d *runData) failures() []failure {
+	var out []failure
+	at := map[string]int{}
+	for _, c := range d.cells {
+		if c.Status == results.StatusOK {
+			continue
+		}
+		e := cmp.Or(c.Error, "failed (no error recorded)")
+		if i, ok := at[e]; ok {
+			out[i].Cells++
+			continue
+		}
+		at[e] = len(out)
+		out = append(out, failure{Error: e, Cells: 1, Commit: c.Commit, Config: c.Config, Repeat: c.Repeat})
+	}
+	slices.SortStableFunc(out, func(a, b failure) int { return cmp.Compare(b.Cells, a.Cells) })
+	return out[:min(len(out), maxFailures)]
 }
 
 // repeatRow is one repeat of a configuration: a value per commit.
