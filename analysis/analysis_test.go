@@ -18,7 +18,7 @@ import (
 	"github.com/pgabtest/abtest/results"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/matrix"
 )
 

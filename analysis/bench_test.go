@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // benchstat builds golang.org/x/perf/cmd/benchstat at the version go.mod

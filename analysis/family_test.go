@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/internal/testing/gatesim"
 	"github.com/pgabtest/abtest/results"
 )
 

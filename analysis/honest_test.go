@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/internal/testing/gatesim"
 )
 
 // TestDeltaAgreesWithMedians: in every format, a Δ whose sign

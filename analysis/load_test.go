@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/results/resultstest"
+	"github.com/pgabtest/abtest/internal/testing/resultstest"
 )
 
 // TestLoadAsUnmarshal: a recorded run whose records set every field

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/internal/testing/gatesim"
 	"github.com/pgabtest/abtest/results"
 )
 

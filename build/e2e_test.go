@@ -16,8 +16,8 @@ import (
 	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // TestFromSourcePG15 builds the PostgreSQL 15 tree (autotools) for real:

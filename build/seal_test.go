@@ -15,7 +15,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/flock"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // nobody is the hostile local user of the tests.

@@ -13,8 +13,8 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // reinstall replaces install's postgres with a fresh copy (a new inode,

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // TestRestoreStopped: a build's stop (StopUsingFor) is recorded in the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // TestRunSetupKey (issue 40 item 7): setup SQL runs once on a cluster,

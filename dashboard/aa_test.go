@@ -16,7 +16,7 @@ import (
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // verdictMark is how a page says better or worse: a verdict row or

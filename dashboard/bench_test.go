@@ -7,7 +7,7 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // BenchmarkDashboard1000Runs writes the site of a store of 1 000 nightly

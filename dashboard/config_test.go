@@ -11,7 +11,7 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestConfigPageMarksFailedCells: a configuration page marks the row of

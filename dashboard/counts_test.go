@@ -11,7 +11,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // answerBadge is one count of a compare page's summary: a headline

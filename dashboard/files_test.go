@@ -16,7 +16,7 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // served is a site WriteAndServe serves for a test, until it ends.

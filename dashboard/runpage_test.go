@@ -14,7 +14,7 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // Markup a run's names may hold: a commit's label and a workload file's

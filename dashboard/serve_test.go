@@ -12,7 +12,7 @@ import (
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestWriteAndServe: the site of a store is served on loopback from a

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/results"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/workload"
 )

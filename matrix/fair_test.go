@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/results"
 )
 

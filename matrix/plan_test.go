@@ -11,7 +11,7 @@ import (
 	"github.com/pgabtest/abtest/results"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 func opts() Request {

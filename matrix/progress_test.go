@@ -11,8 +11,8 @@ import (
 
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/internal/progress"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/results"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 	"github.com/pgabtest/abtest/results"
 )
 

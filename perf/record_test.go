@@ -16,9 +16,9 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/demo"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 	"github.com/pgabtest/abtest/perf"
 	"github.com/pgabtest/abtest/workload"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 func TestParseStat(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing/iotest"
 
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/results/resultstest"
+	"github.com/pgabtest/abtest/internal/testing/resultstest"
 )
 
 // TestDecodeRecordsManyBlocks: a cells.jsonl of many blocks (full

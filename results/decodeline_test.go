@@ -9,7 +9,7 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/results/resultstest"
+	"github.com/pgabtest/abtest/internal/testing/resultstest"
 )
 
 // TestDecodeLineFullRecord: a record with every field set decodes to

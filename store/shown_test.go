@@ -13,7 +13,7 @@ import (
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 func TestCheckShown(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestRunSummary: an import stores the run-level answer of the analysis

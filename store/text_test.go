@@ -12,7 +12,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestRecordAndSeriesText: Record imports runs into the store a

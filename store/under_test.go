@@ -16,7 +16,7 @@ import (
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestRunsUnderDir: the runs under a directory (a nightly job's

@@ -9,7 +9,7 @@ import (
 	"github.com/pgabtest/abtest/build"
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
 	"github.com/pgabtest/abtest/perf/profiles"
 )
 

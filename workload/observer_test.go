@@ -11,8 +11,8 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // TestObserverCost: a real cell records what measuring it cost, each

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 func TestScriptsGolden(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/proc"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // TestScriptVariables reads a script's variables as pgbench substitutes

@@ -19,7 +19,7 @@ import (
 	"slices"
 
 	"github.com/pgabtest/abtest/analysis"
-	"github.com/pgabtest/abtest/internal/gatesim"
+	"github.com/pgabtest/abtest/internal/testing/gatesim"
 	"github.com/pgabtest/abtest/results"
 )
 

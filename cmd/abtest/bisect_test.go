@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 )
 
 // bisectChain makes, or finds made, a clone of the PostgreSQL 15

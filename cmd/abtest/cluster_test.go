@@ -18,8 +18,8 @@ import (
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/procfs"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 func clusterEnv(t *testing.T) (map[string]string, string) {

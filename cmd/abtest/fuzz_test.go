@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // fuzzCommand runs `abtest -n CMD ARGS…` with ARGS from the fuzzer (one

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestAnalyzeAllowUnknown: a run too noisy for its repeats to answer

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // abtest runs the CLI in-process with env as its whole environment and

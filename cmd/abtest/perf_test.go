@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/perf/profiles"
 
 	"github.com/google/pprof/driver"

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/matrix"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/internal/usage"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/pgabtest/abtest/internal/host"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/store/storetest"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestShardAuto: --shard auto takes I/N from a Kubernetes Indexed Job or

@@ -13,8 +13,8 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/build"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/results"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
-	"github.com/pgabtest/abtest/internal/testbuild"
-	"github.com/pgabtest/abtest/internal/testenv"
-	"github.com/pgabtest/abtest/internal/testpg"
+	"github.com/pgabtest/abtest/internal/testing/testbuild"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testpg"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 )

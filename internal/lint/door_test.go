@@ -20,12 +20,9 @@ var doorCalls = []string{"WriteFile", "Create", "OpenFile", "MkdirAll", "Rename"
 // doorExempt are the directories whose non-test code may call them, and
 // why.
 var doorExempt = map[string]string{
-	"internal/safefile":  "the door itself",
-	"internal/testenv":   "a test helper package (imported by tests only: TestTestHelpersOnlyInTests)",
-	"internal/testpg":    "a test helper package (imported by tests only)",
-	"internal/testbuild": "a test helper package (imported by tests only)",
-	"store/storetest":    "writes synthetic result directories for tests",
-	"bench":              "measurement programs a developer runs by hand, never abtest",
+	"internal/safefile": "the door itself",
+	"internal/testing":  "the test helpers (imported by tests and bench/ only: TestLayoutImports); storetest writes synthetic result directories",
+	"bench":             "measurement programs a developer runs by hand, never abtest",
 }
 
 // doorAllowed are the remaining sites (file:function), each with the

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 const module = "github.com/pgabtest/abtest/"
@@ -89,19 +89,20 @@ func forbiddenFor(rules []rule, path string) []string {
 	return out
 }
 
-// testHelpers are imported by tests only.
-var testHelpers = []string{module + "internal/testpg", module + "internal/testenv", module + "internal/testbuild"}
+// testHelpers is the directory of the test helpers: imported by tests
+// (and bench/'s programs) only.
+const testHelpers = module + "internal/testing/"
 
 // analysisTestDebt lists the imports of analysis's tests that break its
 // rule today (file → import): the fixtures make plans with
-// matrix.PlanFor (internal/gatesim, the gate's simulator, imports
+// matrix.PlanFor (internal/testing/gatesim, the gate's simulator, imports
 // matrix too).
 // The list may only shrink: a new one fails, and so does an entry that is
 // gone (delete it).
 var analysisTestDebt = map[string][]string{
 	"analysis_test.go":     {module + "matrix"},
 	"gate_test.go":         {module + "matrix"},
-	"gatesim_test.go":      {module + "internal/gatesim"},
+	"gatesim_test.go":      {module + "internal/testing/gatesim"},
 	"hosts_test.go":        {module + "matrix"},
 	"instructions_test.go": {module + "matrix"},
 	"plots_test.go":        {module + "matrix"},
@@ -150,8 +151,9 @@ func matches(dep string, rules []string) bool {
 
 // TestLayoutImports checks docs/ARCHITECTURE.md's import rules;
 // only cmd/abtest imports urfave/cli, tests included; no non-test code
-// imports the test helpers (internal/testpg, testenv, testbuild), which
-// may import each other.
+// imports the test helpers (internal/testing/…), which may import each
+// other, but bench/'s programs; and no package under internal/ but the
+// test helpers imports one outside it (leaf helpers import no layer).
 func TestLayoutImports(t *testing.T) {
 	rules := architectureRules(t)
 	for _, p := range listPackages(t) {
@@ -163,8 +165,12 @@ func TestLayoutImports(t *testing.T) {
 			if strings.HasPrefix(dep, "github.com/urfave/cli") && p.Path != "cmd/abtest" {
 				t.Errorf("%s (tests: %v) depends on %s: only cmd/abtest turns flags into requests", p.Path, p.Test, dep)
 			}
-			if !p.Test && slices.Contains(testHelpers, dep) && !slices.Contains(testHelpers, module+p.Path) {
+			if !p.Test && strings.HasPrefix(dep, testHelpers) && !strings.HasPrefix(module+p.Path, testHelpers) && !strings.HasPrefix(p.Path, "bench/") {
 				t.Errorf("non-test code of %s depends on the test helper %s", p.Path, dep)
+			}
+			if !p.Test && strings.HasPrefix(p.Path, "internal/") && !strings.HasPrefix(module+p.Path, testHelpers) &&
+				strings.HasPrefix(dep, module) && !strings.HasPrefix(dep, module+"internal/") {
+				t.Errorf("%s depends on %s: a package under internal/ imports none outside it (docs/ARCHITECTURE.md)", p.Path, dep)
 			}
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 func TestRunLogsOutput(t *testing.T) {

@@ -20,7 +20,7 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 			Rate: 1000, RateUnit: results.PerOp, Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder",
 			Extra: map[string]string{"think_ms": "5"}},
 		Repeat: 1, Status: status, StartedAt: started, DurationS: 10.5, WallS: 17.25,
-		Metrics:   results.ValuesOf(map[string]float64{"instructions_per_tx": 123456, "tps": 1000.5}),
+		Metrics:   results.ValuesOf(map[string]float64{results.MetricInstructionsPerTx: 123456, results.MetricTPS: 1000.5}),
 		Saturated: true, Pgbench: "/opt/pg/bin/pgbench",
 		Saturation:     &results.Saturation{OfferedTPS: 1000, CommittedTPS: 600, BacklogS: 6, BoundS: 5, Saturated: true, Reason: "committed 60 %", Stalls: 1, StallMaxS: 0.75, StalledS: 0.75},
 		ConditionFacts: map[string]float64{"xmin_age": 4242},
@@ -40,7 +40,7 @@ func FullRecord(commit string, seq int, status results.Status) results.Record {
 		LatencyMethod: "pgbench-log",
 		Observer: &results.Observer{WindowS: 10, BackendS: 0.02, AbtestS: 0.03, PgbenchLogS: 0.001, LoggedTx: 400, LogLineS: 2.3e-6,
 			PgbenchS: 4, ServerS: 9, Queries: 12},
-		Void: map[string]string{"statements_per_tx": results.VoidEvicted},
+		Void: map[string]string{results.MetricStatementsPerTx: results.VoidEvicted},
 		// A cell writes its progress reports, not their spread; set here
 		// so every field is: reading drops the reports for the spread.
 		TPSSpread: &results.LogSpread{N: 2, Mean: 7.2, SS: 0.01},

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/cluster"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // TestLabEndLeavesNoSocketDir: the clusters a test started through this

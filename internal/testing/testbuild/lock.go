@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/config"
-	"github.com/pgabtest/abtest/internal/testenv"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // A test holds the names of the cache it uses, each by an flock on
