@@ -11,7 +11,7 @@ import (
 )
 
 // demoRun is the recorded `make demo` run the analysis's tests resample.
-var demoRun = filepath.Join("..", "..", "demo", "testdata", "run")
+var demoRun = filepath.Join("..", "..", "..", "demo", "testdata", "run")
 
 // TestBlocksTakeTheChangeOut: blocks read from the recorded demo run (a
 // real patch, select1 9 % slower in it by chance) draw noise around no
