@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/resultstest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestLoadAsUnmarshal: a recorded run whose records set every field

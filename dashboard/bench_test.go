@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/dashboard"
-	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/store"
 )
 
 // BenchmarkDashboard1000Runs writes the site of a store of 1 000 nightly

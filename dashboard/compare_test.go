@@ -15,9 +15,9 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // namedRun writes a run into root/results/pgss-lru-ab (the name -o

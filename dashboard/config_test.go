@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/dashboard"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestConfigPageMarksFailedCells: a configuration page marks the row of

@@ -10,8 +10,8 @@ import (
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/dashboard"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // answerBadge is one count of a compare page's summary: a headline

@@ -15,8 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pgabtest/abtest/dashboard"
-	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/store"
 )
 
 // served is a site WriteAndServe serves for a test, until it ends.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/dashboard"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // Markup a run's names may hold: a commit's label and a workload file's

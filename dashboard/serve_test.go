@@ -11,8 +11,8 @@ import (
 
 	"github.com/pgabtest/abtest/dashboard"
 	"github.com/pgabtest/abtest/history"
-	"github.com/pgabtest/abtest/store"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/store"
 )
 
 // TestWriteAndServe: the site of a store is served on loopback from a

@@ -15,9 +15,9 @@ import (
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // Texts a store may hold that a page must show as text: each sets

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // abRun writes a run of base and head, head 10 % slower in one of two

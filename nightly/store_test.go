@@ -19,12 +19,12 @@ import (
 	hist "github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/worktree"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/resultstest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestDecodeRecordsManyBlocks: a cells.jsonl of many blocks (full

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/resultstest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestDecodeLineFullRecord: a record with every field set decodes to

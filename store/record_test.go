@@ -12,8 +12,8 @@ import (
 
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/host"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/resultstest"
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 

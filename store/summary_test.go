@@ -8,8 +8,8 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/host"
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestRunSummary: an import stores the run-level answer of the analysis

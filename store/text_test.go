@@ -10,9 +10,9 @@ import (
 
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestRecordAndSeriesText: Record imports runs into the store a

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // exit2OneLine fails unless the command was refused as bad input in one

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/results"
 )
 
 // TestAnalyzeAllowUnknown: a run too noisy for its repeats to answer

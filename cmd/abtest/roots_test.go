@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/internal/testing/testenv"
 	"github.com/pgabtest/abtest/internal/testing/storetest"
+	"github.com/pgabtest/abtest/internal/testing/testenv"
 )
 
 // TestStoreLocationsCreateNothing (issue 24 item 6): a store location of

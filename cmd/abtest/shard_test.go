@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/pgabtest/abtest/internal/host"
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestShardAuto: --shard auto takes I/N from a Kubernetes Indexed Job or

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgabtest/abtest/internal/testing/storetest"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
-	"github.com/pgabtest/abtest/internal/testing/storetest"
 )
 
 // TestHistoryAnnotateCLI: 60 synthetic nights with steps at 15, 30 and
