@@ -44,19 +44,15 @@ type Env struct {
 // exit code. Errors are printed as one line on Stderr.
 func Main(ctx context.Context, args []string, env *Env) int {
 	app := newApp(env)
-	if len(args) > 0 {
-		rest, notes := usage.Rewrite(args[1:])
-		args = append(args[:1:1], rest...)
-		for _, n := range notes {
-			fmt.Fprintln(env.Stderr, n)
-		}
-	}
+	args, notes := usage.RewriteArgs(args)
 	// No path or value holds a NUL byte (the kernel would cut it there);
 	// Main is also called with strings, by tests and fuzzers.
 	err := exitcode.BadInputf("an argument holds a NUL byte: no path or value can hold one")
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.ContainsRune(a, 0) }) {
 		err = app.Run(ctx, args)
 	}
+	// The old spellings' notes unless it failed: a refusal is one line.
+	usage.PrintNotes(env.Stderr, notes, exitcode.Code(err) == exitcode.OK || exitcode.Code(err) == exitcode.Regression)
 	if err == nil {
 		return exitcode.OK
 	}

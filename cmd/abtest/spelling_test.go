@@ -100,11 +100,16 @@ func TestOldSpellings(t *testing.T) {
 			t.Errorf("%q: notes %q; %q: notes %q; want %d deprecation lines and none", tc.old, notes, tc.now, none, tc.notes)
 		}
 	}
-	// Through Main: the note on stderr, then the command's own answer
-	// (here its one-line error), and -h alone is still help.
-	_, _, stderr := abtest(t, nil, "-n", "history", "--config", "x", "--config", "y")
-	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "history --config: use --configuration") {
-		t.Errorf("history --config twice: stderr %q, want one deprecation line and one error", stderr)
+	// Through Main: a command that runs says the note on stderr once; a
+	// refused one says its one-line error alone (the fuzzer's rule for
+	// exit 2); -h alone is still help.
+	code, _, stderr := abtest(t, nil, "-n", "history", "--config", "x", "--config", "y")
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != 2 || len(lines) != 1 || strings.Contains(stderr, "deprecated") {
+		t.Errorf("history --config twice, refused: exit %d, stderr %q; want exit 2 and its one error line", code, stderr)
+	}
+	code, _, stderr = abtest(t, nil, "-n", "bench", "-C", "1", "-w", "select1", "-d", "1")
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != 0 || len(lines) != 1 || !strings.Contains(lines[0], "deprecated: bench -C: use --pgbench-cpus") {
+		t.Errorf("-n bench -C 1: exit %d, stderr %q; want exit 0 and one deprecation line", code, stderr)
 	}
 	if code, out, stderr := abtest(t, nil, "bench", "-h"); code != 0 || stderr != "" || !strings.Contains(out, "USAGE:") {
 		t.Errorf("bench -h: exit %d, stderr %q; want help", code, stderr)

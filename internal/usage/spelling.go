@@ -7,6 +7,7 @@ package usage
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -19,8 +20,6 @@ type Old struct {
 	// Harness marks the bash harness's own spelling (seeds/003): kept
 	// for its users, not only for a release.
 	Harness bool
-	// Valued: only when a value follows (bench -h HOST; -h alone is help).
-	Valued bool
 }
 
 // Olds are the old spellings, by command.
@@ -31,7 +30,7 @@ var Olds = []Old{
 	{Command: "perf record", Flag: "-w", New: "--worktree", Elsewhere: "-w is the workloads", Harness: true},
 	{Command: "bench", Flag: "-C", New: "--pgbench-cpus", Elsewhere: "-C is the server's CPUs", Harness: true},
 	{Command: "bench", Flag: "--cpus", New: "--pgbench-cpus", Elsewhere: "--cpus is the server's CPUs"},
-	{Command: "bench", Flag: "-h", New: "--host", Elsewhere: "-h is help", Valued: true},
+	{Command: "bench", Flag: "-h", New: "--host", Elsewhere: "-h is help"},
 	{Command: "history", Flag: "--config", New: "--configuration", Elsewhere: "--config is a TOML file"},
 	{Command: "annotate", Flag: "--config", New: "--configuration", Elsewhere: "--config is a TOML file"},
 }
@@ -83,6 +82,27 @@ func isOneOf(s string, list []string) bool {
 	return false
 }
 
+// RewriteArgs is Rewrite of a whole command line: args[0], the
+// program's name, kept.
+func RewriteArgs(args []string) ([]string, []string) {
+	if len(args) == 0 {
+		return args, nil
+	}
+	rest, notes := Rewrite(args[1:])
+	return append(args[:1:1], rest...), notes
+}
+
+// PrintNotes writes the old spellings' notes on w, one a line, when the
+// command ran (ran): after its output, since a command refused says
+// one line, its error (the fuzzer's `history 0 --config ""`).
+func PrintNotes(w io.Writer, notes []string, ran bool) {
+	for _, n := range notes {
+		if ran {
+			fmt.Fprintln(w, n)
+		}
+	}
+}
+
 // Rewrite returns args (without the program name) with the old spellings of their command replaced
 // by today's, and the notes to print (one per old spelling used).
 // Nothing after "--" is touched.
@@ -101,7 +121,10 @@ func Rewrite(args []string) ([]string, []string) {
 			if o.Command != path || o.Flag != name {
 				continue
 			}
-			if o.Valued && !hasValue && (i+1 >= len(out) || strings.HasPrefix(out[i+1], "-")) {
+			// Every old spelling takes a value: without one it is not
+			// that flag (bench -h alone is help), and rewriting it would
+			// add a note to the one line of its usage error.
+			if !hasValue && (i+1 >= len(out) || strings.HasPrefix(out[i+1], "-")) {
 				continue
 			}
 			out[i] = o.New

@@ -59,3 +59,26 @@ func TestPath(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteNeedsAValue: an old spelling with no value after it is not
+// rewritten and prints no note (the fuzzer's `history --config`: a note
+// beside its usage error made that error two lines); with a value, or
+// as flag=value, it is, once.
+func TestRewriteNeedsAValue(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		want  string
+		notes int
+	}{
+		{[]string{"history", "--config"}, "history --config", 0},
+		{[]string{"switch", "-c", "--stop"}, "switch -c --stop", 0},
+		{[]string{"bench", "-h"}, "bench -h", 0},
+		{[]string{"history", "--config", "select1/c8"}, "history --configuration select1/c8", 1},
+		{[]string{"history", "--config=select1/c8", "--config", "churn"}, "history --configuration=select1/c8 --configuration churn", 1},
+	} {
+		out, notes := Rewrite(c.args)
+		if got := strings.Join(out, " "); got != c.want || len(notes) != c.notes {
+			t.Errorf("Rewrite(%q) = %q with %d notes; want %q with %d", c.args, got, len(notes), c.want, c.notes)
+		}
+	}
+}
