@@ -217,3 +217,24 @@ func TestApart(t *testing.T) {
 		}
 	}
 }
+
+// TestRestsOnGeomeans: the overview shows geometric means beside Δ only
+// where Δ is their ratio (a paired log test), never beside a median
+// test's or an unpaired row's Δ, where it would show numbers whose
+// ratio is not the Δ beside them.
+func TestRestsOnGeomeans(t *testing.T) {
+	for _, c := range []struct {
+		st   Stat
+		want bool
+	}{
+		{Stat{Geomean: 95, BaseGeomean: 100, DeltaPct: -5}, true},
+		{Stat{Geomean: 95, BaseGeomean: 100, DeltaPct: -3.1}, false},
+		{Stat{Geomean: 95, BaseGeomean: math.NaN(), DeltaPct: -5}, false},
+		{Stat{Geomean: 95, BaseGeomean: 0, DeltaPct: -5}, false},
+		{Stat{Geomean: 95, BaseGeomean: 100, DeltaPct: math.NaN()}, false},
+	} {
+		if got := restsOnGeomeans(c.st); got != c.want {
+			t.Errorf("geomeans %v → %v, Δ %v: %v, want %v", c.st.BaseGeomean, c.st.Geomean, c.st.DeltaPct, got, c.want)
+		}
+	}
+}

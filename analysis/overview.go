@@ -90,9 +90,10 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 		var notes noSignalMarks
 		geo, disagree := false, false
 		for _, o := range rows {
-			// Beside Δ, the geometric means it rests on where there are
-			// both: their ratio is Δ, so nothing to mark.
-			cand, both := o.cand, isFinite(o.cand.Geomean) && isFinite(o.cand.BaseGeomean)
+			// Beside Δ, the geometric means it rests on where it rests
+			// on them (a paired log test: their ratio is Δ, nothing to
+			// mark); else the medians (a median test, an unpaired row).
+			cand, both := o.cand, restsOnGeomeans(o.cand)
 			cand.MediansDisagree = cand.MediansDisagree && !both
 			geo, disagree = geo || both, disagree || cand.MediansDisagree
 			d, v := deltaCell(cand, deltaCI(cand, 1)), verdictCell(cand, shortVerdict(cand))
@@ -122,6 +123,16 @@ func (r *Report) overviewBlocks(brief bool) []Block {
 		}
 	}
 	return s
+}
+
+// restsOnGeomeans reports whether st's Δ is the ratio of its geometric
+// means (to rounding): a paired log test's is; a median test's, or an
+// unpaired row's, is not.
+func restsOnGeomeans(st Stat) bool {
+	if !isFinite(st.Geomean) || !isFinite(st.BaseGeomean) || st.BaseGeomean == 0 || !isFinite(st.DeltaPct) {
+		return false
+	}
+	return math.Abs(100*(st.Geomean/st.BaseGeomean-1)-st.DeltaPct) < 0.005
 }
 
 // GeomeanNote says what the overview shows beside Δ.
