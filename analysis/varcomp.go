@@ -12,6 +12,7 @@ package analysis
 // (Report.Noise).
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -67,6 +68,29 @@ func (c Component) MarshalJSON() ([]byte, error) {
 func (c Components) MarshalJSON() ([]byte, error) {
 	type plain Components
 	return finiteJSON(plain(c))
+}
+
+// noEstimate is a Component with no estimate: what null reads as.
+var noEstimate = Component{Pct: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+
+// UnmarshalJSON is MarshalJSON's inverse: null (no estimate) reads as
+// NaN, not as a spread of 0 (a cached component of a store read back
+// as 0 % noise would design a run of no repeats).
+func (c *Component) UnmarshalJSON(b []byte) error {
+	type plain Component
+	p := plain(noEstimate) // null leaves a field as it is
+	err := json.Unmarshal(b, &p)
+	*c = Component(p)
+	return err
+}
+
+// UnmarshalJSON reads null CellPct, and a missing component, as NaN.
+func (c *Components) UnmarshalJSON(b []byte) error {
+	type plain Components
+	p := plain{Within: noEstimate, Between: noEstimate, Paired: noEstimate, CellPct: math.NaN()}
+	err := json.Unmarshal(b, &p)
+	*c = Components(p)
+	return err
 }
 
 // NoiseOf is the variance components of every configuration of a run
