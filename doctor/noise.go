@@ -78,7 +78,7 @@ func Noise(dir string) (Finding, error) {
 	if err != nil {
 		return Finding{}, fmt.Errorf("doctor: noise of %s: %w", dir, err)
 	}
-	recs, _, err := results.ReadRecords(dir)
+	recs, _, err := results.ReadRecordsNoProgress(dir)
 	if err != nil {
 		return Finding{}, fmt.Errorf("doctor: noise of %s: %w", dir, err)
 	}

@@ -40,7 +40,7 @@ func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, 
 	if err != nil {
 		return hostDesign{}, false
 	}
-	recs, _, err := results.ReadRecords(last)
+	recs, _, err := results.ReadRecordsNoProgress(last) // NoiseOf reads the TPS spread kept in place of the reports
 	if err != nil {
 		return hostDesign{}, false
 	}
