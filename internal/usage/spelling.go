@@ -96,10 +96,11 @@ func RewriteArgs(args []string) ([]string, []string) {
 // command ran (ran): after its output, since a command refused says
 // one line, its error (the fuzzer's `history 0 --config ""`).
 func PrintNotes(w io.Writer, notes []string, ran bool) {
+	if !ran {
+		return
+	}
 	for _, n := range notes {
-		if ran {
-			fmt.Fprintln(w, n)
-		}
+		fmt.Fprintln(w, n)
 	}
 }
 
