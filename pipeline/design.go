@@ -83,8 +83,16 @@ func designLine(plan *results.Plan, dir string, o analysis.Options) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("design: this host's noise (run %s, %s of this plan) answers ±%g%% soonest with %gs cells × r %d, about %.0f min of cells; this plan: %gs × r %d",
+	line := fmt.Sprintf("design: this host's noise (run %s, %s of this plan) answers ±%g%% soonest with %gs cells × r %d, about %.0f min of cells; this plan: %gs × r %d",
 		d.run, text.Count(d.matched, "configuration"), d.bar, d.Seconds, d.Repeats, d.Minutes, plan.Options.DurationS, plan.Options.Repeats)
+	// Why a run without -d and -r does not take it (designed).
+	switch {
+	case d.df < designMinDF:
+		line += fmt.Sprintf(" (from fewer than %d blocks: not chosen without -d and -r)", designMinDF+1)
+	case d.Minutes > designMaxMinutes:
+		line += fmt.Sprintf(" (over %g min: not chosen without -d and -r)", designMaxMinutes)
+	}
+	return line
 }
 
 // Bounds of a design Prepare chooses on its own: outside them the

@@ -50,7 +50,8 @@ func TestDesignLine(t *testing.T) {
 	}
 	got := designLine(plan, filepath.Join(root, "new"), analysis.Options{})
 	t.Log(got)
-	if !strings.HasPrefix(got, "design: this host's noise (run last, 2 configurations of this plan)") || !strings.Contains(got, "× r ") || !strings.Contains(got, "this plan: 3s × r 12") {
+	if !strings.HasPrefix(got, "design: this host's noise (run last, 2 configurations of this plan)") || !strings.Contains(got, "× r ") || !strings.Contains(got, "this plan: 3s × r 12") ||
+		!strings.HasSuffix(got, "(over 60 min: not chosen without -d and -r)") {
 		t.Errorf("design line %q", got)
 	}
 	if got := designLine(plan, last, analysis.Options{}); got != "" {
