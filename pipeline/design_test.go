@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,6 +141,7 @@ func TestDesignChosen(t *testing.T) {
 	if d, ok := designFor(&results.Plan{Configs: prepare(few, "commits", "repeats").Configs, Commits: make([]results.Commit, 2)}, filepath.Join(few, "new"), analysis.Options{}); !ok || d.df >= designMinDF {
 		t.Errorf("an earlier run of 2 blocks: %+v %v; want a design from fewer degrees of freedom than %d", d, ok, designMinDF)
 	}
+	designMaxMinutes = math.Inf(1) // only the blocks may refuse it here
 	if p := prepare(few, "commits"); p.Options.Design != "" {
 		t.Errorf("an earlier run of 2 blocks: design %q; want the defaults", p.Options.Design)
 	}
