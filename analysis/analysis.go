@@ -5,7 +5,8 @@
 //
 // Verdicts (results.Verdict), per commit × configuration × metric:
 // better/worse when significant and beyond the metric's minimum effect;
-// same when the change's 1−2α interval lies within ±that effect;
+// same when the change's 90 % interval (EquivalenceAlpha) lies within
+// ±that effect;
 // unknown otherwise, with the smallest change this run could have
 // detected; incomplete when fewer repeats than planned are usable
 // (failed, saturated, absent, metric missing or not a measurement),
@@ -22,7 +23,7 @@
 // and descriptive metrics say higher/lower in a family of their own.
 // Tiers come from the declarations (seed 001); measured noise never
 // switches a gate off, and never widens the bar (issue 40): same means
-// the 1−2α interval lies within ±the user's threshold (Options.Bar), and
+// the equivalence interval lies within ±the user's threshold (Options.Bar), and
 // an interval too wide for it is unknown, which gates as the run not
 // answering, with the repeats it would need.
 //

@@ -11,7 +11,7 @@ import (
 )
 
 // Bar says where a metric's bar comes from (Options.Bar): the one a
-// change must pass to be better or worse, and the one its 1−2α interval
+// change must pass to be better or worse, and the one its equivalence interval
 // must lie within to be the same.
 type Bar int
 

@@ -89,7 +89,7 @@ func TestBarIsTheUsers(t *testing.T) {
 	g := r.Geomeans[0]
 	gate := r.Gate()
 	if !errors.Is(gate, ErrUnanswered) || exitcode.Code(gate) != exitcode.Infra || g.Verdict != results.Unknown || g.NeedRepeats <= 8 ||
-		!strings.Contains(gate.Error(), fmt.Sprintf("needs r ≥ %d or a quieter host", g.NeedRepeats)) || !strings.Contains(g.Line(r.Alpha), "neither a change nor within ±2%: its 98% interval is ") {
+		!strings.Contains(gate.Error(), fmt.Sprintf("needs r ≥ %d or a quieter host", g.NeedRepeats)) || !strings.Contains(g.Line(r.Alpha), "neither a change nor within ±2%: its 90% interval is ") {
 		t.Fatalf("A/A at 11 %% pair noise, r 8: gate %v, %q, needs %d; want exit 3 with the repeats that would answer", gate, g.Line(r.Alpha), g.NeedRepeats)
 	}
 	// N is where the interval's half-width, shrinking as 1/√n, fits

@@ -101,7 +101,7 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 	decideGraph(events, d, holmGraph(len(events)))
 	ps := make([]float64, len(loose))
 	for i, t := range loose {
-		t.measure(len(t.cand), d.alpha)
+		t.measure(len(t.cand), EquivalenceAlpha(d.alpha))
 		ps[i] = t.p
 		if math.IsNaN(ps[i]) {
 			ps[i] = 1
@@ -238,7 +238,7 @@ func (a *analyzer) cellSeconds() float64 {
 
 // needRepeats is how many repeats an unknown test would need to answer
 // at the spread it measured (the standard error falls as 1/√n, the
-// degrees of freedom grow with n): where its 1−2α interval is wider than
+// degrees of freedom grow with n): where its equivalence interval is wider than
 // its bar, for the interval's half-width to fit the bar (what a same
 // needs, a change of 0 given); where it fits already but straddles the
 // bar, for the half-width to shrink to the estimate's distance from the
@@ -291,7 +291,7 @@ func needRepeats(t *test) int {
 	return hi
 }
 
-// halfWidth is the half-width of a test's decision interval (1−2α), in
+// halfWidth is the half-width of a test's decision interval (1−2·EquivalenceAlpha), in
 // percent.
 func halfWidth(t *test) float64 {
 	return (t.hi - t.lo) / 2

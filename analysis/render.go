@@ -705,12 +705,12 @@ func cannotDetect(mde float64) string {
 func (r *Report) method() string {
 	return fmt.Sprintf("median with 95%% confidence interval per commit; against %s, the two cells of each interleaved block are a pair: "+
 		"paired t test of the per-pair log ratios, the change their geometric mean with its 95%% interval (same is decided on the %.0f%% one: "+
-		"two one-sided tests at α); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals (quasi-Poisson: scaled by the cells' dispersion). "+
+		"two one-sided tests at %v); Mann–Whitney U when blocks are incomplete; event counts by the rate of their totals (quasi-Poisson: scaled by the cells' dispersion). "+
 		"Per commit, one family at α = %v (family-wise): each configuration has a primary metric that fits it (a closed loop tps, "+
 		"an open loop at a fixed offered rate the primary its workload declares, else latency_p99_ms; instruction cells instructions per transaction; "+
 		"--primary overrides), tested in each configuration and, pooled over the configurations that share it, at once (the run-level answer); "+
 		"the other gated metrics only behind their configuration's primary; "+
 		"gated event counts (failed transactions, pgss_deallocs) in a family of their own at α, taking none of the primary's; "+
 		"report-only metrics say higher or lower, in a family of their own. better/worse: significant and beyond the metric's bar (%s); "+
-		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*r.Alpha), r.Alpha, r.barRule())
+		"same: the interval lies within ±bar; unknown: neither", r.Baseline, 100*(1-2*EquivalenceAlpha(r.Alpha)), EquivalenceAlpha(r.Alpha), r.Alpha, r.barRule())
 }

@@ -31,8 +31,9 @@ type Stat struct {
 	DeltaPct float64 `json:"delta_pct,omitempty"`
 	DeltaLo  float64 `json:"delta_lo_pct,omitempty"`
 	DeltaHi  float64 `json:"delta_hi_pct,omitempty"`
-	// DecideLo and DecideHi bound the change at 1−2α: same is decided on
-	// it (the two one-sided tests of equivalence at α each).
+	// DecideLo and DecideHi bound the change at 1−2·EquivalenceAlpha(α)
+	// (90 % at the default α): same is decided on it (the two one-sided
+	// tests of equivalence).
 	DecideLo float64 `json:"decide_lo_pct,omitempty"`
 	DecideHi float64 `json:"decide_hi_pct,omitempty"`
 	// Geomean is the geometric mean of the values DeltaPct rests on (the
@@ -216,7 +217,7 @@ type Incomplete struct {
 // each configuration's mean log ratio, the standard error from their own
 // pair spreads, Student's t with Welch–Satterthwaite's degrees of
 // freedom). Lo and Hi bound a 95 % interval; DecideLo and DecideHi the
-// 1−2α one that same is decided on.
+// equivalence one (EquivalenceAlpha) that same is decided on.
 type Geomean struct {
 	Commit   string  `json:"commit"`
 	Metric   string  `json:"metric"`
@@ -235,7 +236,7 @@ type Geomean struct {
 	// Bar is where MinEffectPct came from (Options.Bar).
 	Bar Bar `json:"bar"`
 	// DetectablePct is the change it had 80 % power to call, and
-	// NeedRepeats the repeats its 1−2α interval would need to fit
+	// NeedRepeats the repeats its equivalence interval would need to fit
 	// ±MinEffectPct at the spread it measured (set when the verdict is
 	// unknown); HalfWidthPct is that interval's half-width now.
 	DetectablePct float64 `json:"detectable_pct,omitempty"`
@@ -401,11 +402,12 @@ func (g Geomean) Line(alpha float64) string {
 	s := fmt.Sprintf("run-level %s: geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s",
 		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
 	bar := barText(g.MinEffectPct, g.Bar)
+	level := 100 * (1 - 2*EquivalenceAlpha(alpha))
 	switch g.Verdict {
 	case results.Better, results.Worse:
 		s += fmt.Sprintf(" (%s, beyond %s)", pIs(g.P), bar)
 	case results.Same:
-		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within %s)", 100*(1-2*alpha), pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), bar)
+		s += fmt.Sprintf(" (its %.0f%% interval %s … %s lies within %s)", level, pct(100*(g.DecideLo-1)), pct(100*(g.DecideHi-1)), bar)
 	case results.Unknown:
 		s += " ("
 		if !math.IsInf(g.DetectablePct, 0) && g.DetectablePct > 0 {
@@ -413,7 +415,7 @@ func (g Geomean) Line(alpha float64) string {
 		}
 		s += "neither a change nor within " + bar
 		if lo, hi := g.DecideLo, g.DecideHi; !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && !math.IsNaN(lo) && !math.IsNaN(hi) {
-			s += fmt.Sprintf(": its %.0f%% interval is %s … %s", 100*(1-2*alpha), pct(100*(lo-1)), pct(100*(hi-1)))
+			s += fmt.Sprintf(": its %.0f%% interval is %s … %s", level, pct(100*(lo-1)), pct(100*(hi-1)))
 		}
 		if g.NeedRepeats > 0 {
 			s += fmt.Sprintf("; needs r ≥ %d or a quieter host: abtest doctor", g.NeedRepeats)

@@ -340,3 +340,34 @@ func TestCounterFamilyWiseAA(t *testing.T) {
 		t.Errorf("a real 3 %% counter change was called in %d of %d runs; want ≥ 99 %%", called, powerRuns)
 	}
 }
+
+// TestEquivalenceLevel: "same" is decided on the 90 % interval (two
+// one-sided tests at 5 %) while a change is still called at α = 0.01: a
+// spread whose 90 % interval fits ±2 % (its 98 % one does not) is same,
+// and a −3 % at p ≈ 0.03 stays unknown, never worse.
+func TestEquivalenceLevel(t *testing.T) {
+	pairs := func(mean, se float64) (b, c []float64) {
+		const n = 20
+		s := se * math.Sqrt(n) * math.Sqrt(float64(n-1)/n)
+		for i := range n {
+			d := mean + s
+			if i%2 == 1 {
+				d = mean - s
+			}
+			b, c = append(b, 1000), append(c, 1000*math.Exp(d))
+		}
+		return b, c
+	}
+	b, c := pairs(0, 1.5/100/tq(0.95, 19))
+	same := newTest(tpsDef, 2, b, c, true)
+	decide([]*test{same}, design{alpha: 0.01})
+	if same.verdict != results.Same || same.hi > 2 || tq(0.99, 19)*same.se*100 <= 2 {
+		t.Errorf("90 %% interval %.2f … %.2f %%: %v; want same, where the 98 %% one would not fit", same.lo, same.hi, same.verdict)
+	}
+	b, c = pairs(math.Log(0.97), 0.013)
+	drop := newTest(tpsDef, 2, b, c, true)
+	decide([]*test{drop}, design{alpha: 0.01})
+	if drop.verdict != results.Unknown || drop.p < 0.01 || drop.p > 0.05 {
+		t.Errorf("−3 %% at p = %.3f: %v; want unknown at α = 0.01", drop.p, drop.verdict)
+	}
+}

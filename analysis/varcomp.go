@@ -287,7 +287,7 @@ var cellSeconds = []float64{1, 2, 3, 5, 10, 20, 30, 60, 120, 300}
 // cell length, each configuration's block spread at that length
 // (SecondsFor; its measured paired spread where the model has no
 // within-cell part), the repeats at which the pooled test's decision
-// interval (1−2α) fits the bar in 9 runs of 10 when nothing changed
+// interval (1−2·EquivalenceAlpha(α)) fits the bar in 9 runs of 10 when nothing changed
 // (the estimate itself scatters: |Δ| + t·se ≤ bar needs
 // (t + z₀.₉₅)·se ≤ bar, not t·se ≤ bar, which answers half the time),
 // and the time those cells take at overheadS seconds a cell beyond its
@@ -329,7 +329,7 @@ func DesignFor(comps []Components, barPct, alpha, overheadS float64, commits int
 		n := 2
 		for ; n < 100000; n++ {
 			se := math.Sqrt(v/float64(n)) / float64(k)
-			if (tq(1-alpha, float64(k*(n-1)))+zq(0.95))*se <= bar {
+			if (tq(1-EquivalenceAlpha(alpha), float64(k*(n-1)))+zq(0.95))*se <= bar {
 				break
 			}
 		}

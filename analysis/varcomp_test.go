@@ -142,7 +142,8 @@ func TestGeomeanMatchesDelta(t *testing.T) {
 
 // TestDesignFor: noise between cells asks for short cells and more of
 // them; noise within cells for long ones; the design's interval fits
-// the bar with the margin that answers 9 runs in 10, one repeat fewer
+// the bar (at the equivalence level, 90 %) with the margin that answers
+// 9 runs in 10, one repeat fewer
 // does not.
 func TestDesignFor(t *testing.T) {
 	between := Components{Within: Component{Pct: 0.4}, Paired: Component{Pct: 6}, Seconds: 3, CellPct: 4.2}
@@ -160,7 +161,7 @@ func TestDesignFor(t *testing.T) {
 	}
 	fits := func(c Components, d RunDesign, n int) bool {
 		sd := c.SecondsFor(d.Seconds) / 100
-		return (tq(0.99, float64(2*(n-1)))+zq(0.95))*math.Sqrt(2*sd*sd/float64(n))/2 <= math.Log1p(0.02)
+		return (tq(1-EquivalenceAlpha(0.01), float64(2*(n-1)))+zq(0.95))*math.Sqrt(2*sd*sd/float64(n))/2 <= math.Log1p(0.02)
 	}
 	if !fits(between, b, b.Repeats) || fits(between, b, b.Repeats-1) {
 		t.Errorf("design %+v: not the least repeats whose interval fits ±2 %%", b)
