@@ -42,9 +42,15 @@ type Components struct {
 	// Paired is the spread of a block's log ratio (candidate over
 	// baseline), pooled over the candidates: what the paired test sees.
 	Paired Component `json:"paired"`
+	// Rho is the lag-1 autocorrelation of a cell's seconds (pooled,
+	// bias-corrected, within [0, 0.95]); NaN where cells are shorter
+	// than minRhoSeconds, too few seconds to tell it from 0.
+	Rho float64 `json:"rho"`
 	// CellPct is the part of a cell's spread the seconds inside it do
-	// not explain, √(Paired²/2 − Within²/Seconds) (0 when they explain
-	// it all; NaN without both): it does not shrink with a longer cell.
+	// not explain, √(Paired²/2 − Within²·f/Seconds) with f the variance
+	// factor of Rho (ar1Factor; 1 where Rho is unknown), 0 when they
+	// explain it all, NaN without both: it does not shrink with a
+	// longer cell.
 	CellPct float64 `json:"cell_pct"`
 }
 
@@ -87,7 +93,7 @@ func (c *Component) UnmarshalJSON(b []byte) error {
 // UnmarshalJSON reads null CellPct, and a missing component, as NaN.
 func (c *Components) UnmarshalJSON(b []byte) error {
 	type plain Components
-	p := plain{Within: noEstimate, Between: noEstimate, Paired: noEstimate, CellPct: math.NaN()}
+	p := plain{Within: noEstimate, Between: noEstimate, Paired: noEstimate, Rho: math.NaN(), CellPct: math.NaN()}
 	err := json.Unmarshal(b, &p)
 	*c = Components(p)
 	return err
@@ -143,7 +149,7 @@ func (a *analyzer) noise() {
 // components computes one configuration's components of metric m from
 // its usable records by commit, each in repeat order.
 func components(id, m, baseline string, byCommit map[string][]*results.Record) Components {
-	c := Components{Config: id, Metric: m, CellPct: math.NaN()}
+	c := Components{Config: id, Metric: m, Rho: math.NaN(), CellPct: math.NaN()}
 	var within, between, paired spread
 	var seconds []float64
 	commits := make([]string, 0, len(byCommit))
@@ -177,11 +183,48 @@ func components(id, m, baseline string, byCommit map[string][]*results.Record) C
 	if len(seconds) > 0 {
 		slices.Sort(seconds)
 		c.Seconds = median(seconds)
+		c.Rho = within.rho(c.Seconds)
 	}
 	if c.Seconds > 0 && isFinite(c.Within.Pct) && isFinite(c.Paired.Pct) {
-		c.CellPct = math.Sqrt(math.Max(0, c.Paired.Pct*c.Paired.Pct/2-c.Within.Pct*c.Within.Pct/c.Seconds))
+		w := c.Within.Pct * c.Within.Pct * ar1Factor(c.Rho, c.Seconds) / c.Seconds
+		c.CellPct = math.Sqrt(math.Max(0, c.Paired.Pct*c.Paired.Pct/2-w))
 	}
 	return c
+}
+
+// minRhoSeconds is the shortest cell whose seconds' autocorrelation
+// Components estimate: the bias of r₁ is about −(1+4ρ)/n, and from
+// 3 s cells it is all bias.
+const minRhoSeconds = 10
+
+// rho is the pooled lag-1 autocorrelation of groups of about n values
+// each, r₁ = Σ dᵢdᵢ₊₁ / Σ dᵢ² corrected for the mean each group's
+// deviations are taken from (Kendall: E r₁ ≈ ρ − (1+4ρ)/n), within
+// [0, 0.95]: a negative one is not trusted to shrink a longer cell's
+// spread faster than independent seconds would. NaN for n below
+// minRhoSeconds.
+func (s spread) rho(n float64) float64 {
+	if n < minRhoSeconds || s.ss <= 0 {
+		return math.NaN()
+	}
+	r := (n*s.lag/s.ss + 1) / (n - 4)
+	return math.Min(math.Max(r, 0), 0.95)
+}
+
+// ar1Factor is how much the variance of a mean of seconds consecutive
+// values exceeds that of independent ones when they are autocorrelated
+// as an AR(1) with lag-1 correlation rho: 1 + 2 Σₖ (1 − k/T) ρᵏ. 1 for
+// an unknown rho.
+func ar1Factor(rho, seconds float64) float64 {
+	if !isFinite(rho) || rho <= 0 {
+		return 1
+	}
+	f, pk := 1.0, 1.0
+	for k := 1.0; k < seconds; k++ {
+		pk *= rho
+		f += 2 * (1 - k/seconds) * pk
+	}
+	return f
 }
 
 // blockRatios are the log ratios of metric m of the blocks (repeats)
@@ -205,8 +248,8 @@ func blockRatios(base, cand []*results.Record, m string) []float64 {
 
 // spread pools sums of squares around each group's own mean.
 type spread struct {
-	ss float64
-	df int
+	ss, lag float64 // lag: consecutive deviations' products (addLogs)
+	df      int
 }
 
 func (s *spread) add(x []float64) {
@@ -230,6 +273,7 @@ func (s *spread) addLogs(l results.LogSpread) {
 	}
 	s.ss += l.SS
 	s.df += l.N - 1
+	s.lag += l.Lag
 }
 
 // component is the pooled standard deviation in percent and its 95 %
@@ -261,12 +305,13 @@ func chi2q(p, df float64) float64 {
 
 // SecondsFor is the components' model of a block's log-ratio spread,
 // in percent, at a cell of the given seconds: the between-cell part
-// stays, the within-cell part falls as 1/√seconds. NaN without both.
+// stays, the within-cell part falls as √(f/seconds), f the variance
+// factor of the seconds' autocorrelation (ar1Factor). NaN without both.
 func (c Components) SecondsFor(seconds float64) float64 {
 	if !isFinite(c.CellPct) || seconds <= 0 {
 		return math.NaN()
 	}
-	return math.Sqrt(2 * (c.CellPct*c.CellPct + c.Within.Pct*c.Within.Pct/seconds))
+	return math.Sqrt(2 * (c.CellPct*c.CellPct + c.Within.Pct*c.Within.Pct*ar1Factor(c.Rho, seconds)/seconds))
 }
 
 // RunDesign is a run's cell length and repeats, and how long its cells
@@ -302,12 +347,17 @@ func DesignFor(comps []Components, barPct, alpha, overheadS float64, commits int
 	// are not independent. Designed from 3 s cells, a real 2 s run's
 	// block spread was 6.7 % where it predicted 4.8 % (select1, PG 15,
 	// this project's VM, 2026-12-04).
-	shortest := 0.0
+	// Longer only where the seconds' autocorrelation was measured (cells
+	// of minRhoSeconds or more): 3 s windows of one 60 s run differed
+	// 5.0 % where independent seconds predicted 2.2 % (same VM), so
+	// 1/√seconds is optimistic up too.
+	shortest, longer := 0.0, true
 	for _, c := range comps {
 		shortest = math.Max(shortest, c.Seconds)
+		longer = longer && isFinite(c.Rho)
 	}
-	for _, secs := range cellSeconds {
-		if secs < shortest {
+	for _, secs := range append([]float64{shortest}, cellSeconds...) {
+		if secs <= 0 || secs < shortest || secs > shortest && !longer {
 			continue
 		}
 		var v float64
@@ -338,5 +388,5 @@ func DesignFor(comps []Components, barPct, alpha, overheadS float64, commits int
 			best = RunDesign{Seconds: secs, Repeats: n, Minutes: minutes}
 		}
 	}
-	return best, true
+	return best, !math.IsInf(best.Minutes, 1)
 }

@@ -258,3 +258,34 @@ func TestComponentsJSONRoundTrip(t *testing.T) {
 		t.Errorf("%s read back %+v, want %+v", data, got, in[0])
 	}
 }
+
+// TestDesignForAutocorrelatedSeconds: a design never lengthens cells
+// past those its noise was measured in without the seconds'
+// autocorrelation (Rho unknown: cells under minRhoSeconds), and with it
+// measured, correlated seconds make a long cell worth less than
+// independent ones would: the within part falls slower than 1/√T.
+func TestDesignForAutocorrelatedSeconds(t *testing.T) {
+	within := Components{Within: Component{Pct: 20}, Paired: Component{Pct: 6}, Seconds: 3, CellPct: 0.1, Rho: math.NaN()}
+	if d, ok := DesignFor([]Components{within, within}, 2, 0.01, 1.1, 2); !ok || d.Seconds != 3 {
+		t.Errorf("rho unknown: %+v, %v; want the measured 3 s cells", d, ok)
+	}
+	within.Seconds, within.Rho = 10, 0
+	indep, _ := DesignFor([]Components{within, within}, 2, 0.01, 1.1, 2)
+	within.Rho = 0.7
+	corr, _ := DesignFor([]Components{within, within}, 2, 0.01, 1.1, 2)
+	if indep.Seconds <= 10 || corr.Minutes <= indep.Minutes {
+		t.Errorf("independent seconds: %+v; correlated (ρ 0.7): %+v; want longer cells than measured, and correlated ones dearer", indep, corr)
+	}
+	if f := ar1Factor(0.7, 3); math.Abs(f-(1+2*(2.0/3*0.7+1.0/3*0.49))) > 1e-12 {
+		t.Errorf("ar1Factor(0.7, 3) = %v", f)
+	}
+	// r₁ of independent seconds in 10 s cells is about −1/n: corrected to
+	// about 0, and never below.
+	s := spread{ss: 1, lag: -0.1}
+	if r := s.rho(10); r != 0 {
+		t.Errorf("rho of r₁ = −0.1 from 10 s cells: %v; want 0", r)
+	}
+	if r := (spread{ss: 1, lag: 0.5}).rho(3); !math.IsNaN(r) {
+		t.Errorf("rho from 3 s cells: %v; want unknown", r)
+	}
+}

@@ -92,12 +92,14 @@ type Record struct {
 type ProgressReports []Progress
 
 // LogSpread summarizes positive values by their logarithms, as the
-// variance components pool them: how many, their mean and the sum of
-// squares around it.
+// variance components pool them: how many, their mean, the sum of
+// squares around it and the sum of the products of consecutive
+// values' deviations from it (the lag-1 autocovariance's numerator).
 type LogSpread struct {
 	N    int     `json:"n"`
 	Mean float64 `json:"mean"`
 	SS   float64 `json:"ss"`
+	Lag  float64 `json:"lag,omitempty"`
 }
 
 // TPSSeconds is the spread of the cell's per-second TPS (the progress
@@ -123,10 +125,15 @@ func (r *Record) TPSSeconds() LogSpread {
 			s.Mean += math.Log(p.TPS) / float64(s.N)
 		}
 	}
+	prev, first := 0.0, true
 	for _, p := range r.Progress {
 		if p.TPS > 0 {
 			d := math.Log(p.TPS) - s.Mean
 			s.SS += d * d
+			if !first {
+				s.Lag += prev * d
+			}
+			prev, first = d, false
 		}
 	}
 	return s

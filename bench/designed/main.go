@@ -66,7 +66,7 @@ func run(dir string, runs int, seed int64, bar, minutes float64) error {
 		if r := c.SecondsFor(d.Seconds) / c.SecondsFor(p.Options.DurationS); !math.IsNaN(r) {
 			f = math.Max(f, r)
 		}
-		fmt.Printf("%s: within %.2f %%, between %.2f %%, paired %.2f %%, per-cell part %.2f %%\n", c.Config, c.Within.Pct, c.Between.Pct, c.Paired.Pct, c.CellPct)
+		fmt.Printf("%s: within %.2f %%, between %.2f %%, paired %.2f %%, per-cell part %.2f %%, seconds ρ %.2f\n", c.Config, c.Within.Pct, c.Between.Pct, c.Paired.Pct, c.CellPct, c.Rho)
 	}
 	blocks, err := gatesim.ReadBlocks(dir)
 	if err != nil {
