@@ -312,14 +312,17 @@ func TestTPSSecondsKept(t *testing.T) {
 				logs = append(logs, math.Log(x))
 			}
 		}
-		var mean, ss float64
+		var mean, ss, lag float64
 		for _, l := range logs {
 			mean += l / float64(len(logs))
 		}
-		for _, l := range logs {
+		for j, l := range logs {
 			ss += (l - mean) * (l - mean)
+			if j > 0 {
+				lag += (logs[j-1] - mean) * (l - mean)
+			}
 		}
-		want := results.LogSpread{N: len(logs), Mean: mean, SS: ss}
+		want := results.LogSpread{N: len(logs), Mean: mean, SS: ss, Lag: lag}
 		if got := with[i].TPSSeconds(); got != want {
 			t.Errorf("%v: read with the reports %+v; want %+v", secs, got, want)
 		}
