@@ -57,11 +57,9 @@ type NightlyMatrix struct {
 	// Instructions adds instruction cells (matrix --instructions):
 	// instructions_per_tx, gated exactly.
 	Instructions bool `toml:"instructions"`
-	// Axes are the axes' keys LoadNightly was given (the registry's:
-	// clients, cpus, rates, vars, settings, conditions…), each value as
-	// text the way the axis' flag takes it: a list's items, a table's
-	// entries NAME=V1,V2 in name order (a value with a comma in double
-	// quotes), a string or number alone. nightly parses them.
+	// Axes are the values of the axes' keys LoadNightly was given
+	// (clients, cpus, rates, vars, settings, conditions…) as their
+	// flags' text (axisText); nightly parses them.
 	Axes map[string][]string `toml:"-"`
 }
 
@@ -88,9 +86,8 @@ func DefaultNightly(home string) Nightly {
 }
 
 // LoadNightly reads a nightly.toml strictly (unknown keys are errors
-// naming file and line) over the defaults, and expands ~/. axes are the
-// keys of [matrix] that are axes (NightlyMatrix.Axes): config knows no
-// axis, the caller names them.
+// naming file and line) over the defaults, and expands ~/. axes name
+// the keys of [matrix] that are axes: config knows none itself.
 func LoadNightly(path, home string, axes ...string) (*Nightly, error) {
 	n := DefaultNightly(home)
 	data, err := os.ReadFile(path)

@@ -184,7 +184,7 @@ func (o *Options) ParseAxes(r *Request) error {
 				return err
 			}
 		}
-		if d.Flag.Each {
+		if d.Flag.Each && len(o.Axes[d.Name]) > 0 {
 			r.Axes[d.Name] = slices.Clone(o.Axes[d.Name])
 		} else if list != "" {
 			r.Axes[d.Name] = []string{list}
