@@ -184,9 +184,8 @@ func fixture(t testing.TB, dir string, shard matrix.Shard) {
 			Patches: []results.Patch{{File: "/x/usage_dealloc_percent.patch", SHA256: "cccccccccccccccccccc"}}},
 	}
 	o := matrix.Request{
-		Workloads: []string{"select1", "churn"}, Clients: []int{2, 8},
-		Settings: []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
-		Repeats:  10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 7, Shard: shard,
+		Workloads: []string{"select1", "churn"}, Axes: map[string][]string{"clients": {"2,8"}, "settings": {"pg_stat_statements.max=1000"}},
+		Repeats: 10, Duration: 5 * time.Second, Warmup: 2 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 7, Shard: shard,
 	}
 	p, err := matrix.PlanFor(o, commits)
 	if err != nil {

@@ -26,7 +26,7 @@ func instrInput(t *testing.T) *Input { return instrRun(t, false) }
 func instrRun(t *testing.T, only bool) *Input {
 	t.Helper()
 	commits := []results.Commit{{Label: "base", Ref: "m", SHA: "1", Build: "base"}, {Label: "patch", Ref: "m", SHA: "2", Build: "patch"}, {Label: "aa", Ref: "m", SHA: "1", Build: "base"}}
-	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: !only, InstructionsOnly: only}, commits)
+	p, err := matrix.PlanFor(matrix.Request{Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"1"}}, Repeats: 1, Duration: 5 * time.Second, Order: matrix.ABBA, Instructions: !only, InstructionsOnly: only}, commits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -165,7 +166,10 @@ func (r *Request) step(good, sha, bad string, repeats int) matrix.Request {
 		// no confirmation run: good and bad differ by design (a
 		// confirmation doubled every step's cells), and the next step
 		// measures them again.
-		m.InstructionsOnly, m.Clients, m.CPUs = true, []int{1}, nil
+		m.Axes = maps.Clone(m.Axes)
+		m.Axes["clients"] = []string{"1"}
+		delete(m.Axes, "cpus")
+		m.InstructionsOnly = true
 		m.InstrRepeats, m.NoInstrConfirm = repeats, true
 	}
 	return m

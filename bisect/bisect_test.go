@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +20,8 @@ func request(dir string) *Request {
 	return &Request{
 		Good: "HEAD~3", Bad: "HEAD", Metric: "tps", Repeats: 2, MaxRepeats: 4, Dir: dir,
 		Matrix: matrix.Request{
-			Workloads: []string{"select1"}, Clients: []int{2}, Duration: 2 * time.Second, Protocol: "simple", Build: "release",
-			Settings: []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+			Workloads: []string{"select1"}, Duration: 2 * time.Second, Protocol: "simple", Build: "release",
+			Axes: map[string][]string{"clients": {"2"}, "settings": {"pg_stat_statements.max=1000"}},
 		},
 	}
 }
@@ -56,12 +57,12 @@ func TestPlanAndIdentity(t *testing.T) {
 	if id != want {
 		t.Errorf("identity %+v\nwant %+v", id, want)
 	}
-	r.Matrix.Rates = []float64{500}
+	r.Matrix.Axes["rate"] = []string{"500"}
 	if other, _ := Identify(d, r); other == id {
 		t.Error("an offered rate gave the same identity as the closed loop")
 	}
-	r.Matrix.Rates = nil
-	r.Matrix.Clients = []int{4}
+	delete(r.Matrix.Axes, "rate")
+	r.Matrix.Axes["clients"] = []string{"4"}
 	if other, _ := Identify(d, r); other == id {
 		t.Error("another client count gave the same identity")
 	}
@@ -106,10 +107,10 @@ func TestBadRequests(t *testing.T) {
 		"unknown metric":    func(r *Request) { r.Metric = "nope" },
 		"max below repeats": func(r *Request) { r.MaxRepeats = 1 },
 		"two workloads":     func(r *Request) { r.Matrix.Workloads = []string{"select1", "churn"} },
-		"a settings axis":   func(r *Request) { r.Matrix.Settings[0].Values = []string{"1000", "5000"} },
+		"a settings axis":   func(r *Request) { r.Matrix.Axes["settings"] = []string{"pg_stat_statements.max=1000,5000"} },
 		"zero duration":     func(r *Request) { r.Matrix.Duration = 0 },
 		"an abtest setting": func(r *Request) {
-			r.Matrix.Settings = append(r.Matrix.Settings, results.Axis{Name: "port", Values: []string{"1"}})
+			r.Matrix.Axes["settings"] = append(r.Matrix.Axes["settings"], "port=1")
 		},
 	} {
 		r := request(t.TempDir())
@@ -138,7 +139,7 @@ func TestExactMetricOneRepeat(t *testing.T) {
 		t.Fatalf("instructions_per_tx -r 1: %v", err)
 	}
 	m := r.step("good", "step", "bad", 1)
-	if !m.InstructionsOnly || len(m.Clients) != 1 || m.Clients[0] != 1 {
+	if !m.InstructionsOnly || fmt.Sprint(m.Axes["clients"]) != "[1]" || r.Matrix.Axes["clients"][0] != "2" {
 		t.Errorf("step request %+v: want instruction cells only, one client", m)
 	}
 	// One cell per arm and repeat, and no confirmation run: good and

@@ -58,10 +58,10 @@ func (o Options) Request() (*Request, error) {
 	if err := o.Matrix.ParseAxes(m); err != nil {
 		return nil, err
 	}
-	if len(m.Rates) == 1 && m.Rates[0] == 0 {
+	if rates, _, _ := matrix.ParseRateList(strings.Join(m.Axes["rate"], ",")); len(rates) == 1 && rates[0] == 0 {
 		// --rate 0 is the closed loop of no --rate: the same
 		// configuration, so the same bisection to resume.
-		m.Rates, m.RateUnit = nil, ""
+		delete(m.Axes, "rate")
 	}
 	var err error
 	if m.Duration, err = matrix.Seconds(o.Matrix.Seconds, "-d"); err != nil {

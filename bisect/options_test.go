@@ -23,8 +23,8 @@ func TestOptionsRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.Matrix
-	if r.Repeats != 8 || fmt.Sprint(m.Workloads, m.Clients, m.CPUs) != "[churn] [16] [2]" || m.Duration != 10*time.Second ||
-		m.Warmup != 2*time.Second || fmt.Sprint(m.Rates) != "[1500]" || fmt.Sprint(m.Settings) != "[{pg_stat_statements.max [1000]} {work_mem [8MB]}]" {
+	if r.Repeats != 8 || fmt.Sprint(m.Workloads, m.Axes["clients"], m.Axes["cpus"]) != "[churn] [16] [2]" || m.Duration != 10*time.Second ||
+		m.Warmup != 2*time.Second || fmt.Sprint(m.Axes["rate"]) != "[1500]" || fmt.Sprint(m.Axes["settings"]) != "[pg_stat_statements.max=1000 work_mem=8MB]" {
 		t.Errorf("request = %+v", r)
 	}
 	if fmt.Sprint(r.ReuseFrom()) != "[b-]" {
@@ -35,8 +35,8 @@ func TestOptionsRequest(t *testing.T) {
 		t.Errorf("--reuse pg- --reuse mine: ReuseFrom %v", r.ReuseFrom())
 	}
 	o.Matrix.Axes["rate"] = []string{"0"}
-	if r, _ := o.Request(); r.Matrix.Rates != nil {
-		t.Errorf("--rate 0: rates %v, want none (the closed loop of no --rate)", r.Matrix.Rates)
+	if r, _ := o.Request(); r.Matrix.Axes["rate"] != nil {
+		t.Errorf("--rate 0: rates %v, want none (the closed loop of no --rate)", r.Matrix.Axes["rate"])
 	}
 	o.Metric = "instructions_per_tx"
 	if r, _ := o.Request(); r.Repeats != 1 {

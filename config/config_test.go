@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/pgabtest/abtest/results"
 )
 
 func write(t *testing.T, path, content string) {
@@ -190,22 +192,32 @@ func TestInstallsTable(t *testing.T) {
 }
 
 func TestNightlyExample(t *testing.T) {
-	n, err := LoadNightly(filepath.Join("..", "nightly.example.toml"), "/h")
+	var axes []string
+	for _, d := range results.Axes {
+		if d.TOML != "" {
+			axes = append(axes, d.TOML)
+		}
+	}
+	n, err := LoadNightly(filepath.Join("..", "nightly.example.toml"), "/h", axes...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultNightly("/h")
 	want.WorktreesDir, want.InstallDir, want.DataDir = "/h/pg/nightly/worktrees", "/h/pg/nightly/install", "/h/pg/nightly/data"
 	want.path = filepath.Join("..", "nightly.example.toml")
-	want.ReuseFrom, want.Matrix.Rates = []string{}, []float64{} // the example's reuse_from = [] and rates = []
-	want.Matrix.Conditions = []string{}                         // the example's conditions = []; its empty tables stay nil
+	want.ReuseFrom = []string{} // the example's reuse_from = []
+	// The example's cpus, rates and conditions are [], its vars and
+	// settings empty tables: given, none.
+	for _, k := range []string{"cpus", "rates", "conditions", "vars", "settings"} {
+		want.Matrix.Axes[k] = []string{}
+	}
 	if !reflect.DeepEqual(*n, want) {
 		t.Errorf("example = %+v\nwant %+v", *n, want)
 	}
 	dir := t.TempDir()
 	f := filepath.Join(dir, "n.toml")
 	write(t, f, "branch = \"main\"\n\n[matrix]\nrepeats = 7\nworkload = [\"x\"]\n")
-	if _, err := LoadNightly(f, "/h"); err == nil || !strings.Contains(err.Error(), f+":5: unknown key \"matrix.workload\"") {
+	if _, err := LoadNightly(f, "/h", axes...); err == nil || !strings.Contains(err.Error(), f+":5: unknown key \"matrix.workload\"") {
 		t.Errorf("unknown key: %v", err)
 	}
 }

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -47,8 +49,6 @@ type Nightly struct {
 // NightlyMatrix is the matrix run every night.
 type NightlyMatrix struct {
 	Workloads []string `toml:"workloads"`
-	Clients   []int    `toml:"clients"`
-	CPUs      []int    `toml:"cpus"`
 	PgssMax   []int    `toml:"pgss_max"`
 	Repeats   int      `toml:"repeats"`
 	Duration  int      `toml:"duration"`
@@ -57,15 +57,10 @@ type NightlyMatrix struct {
 	// Instructions adds instruction cells (matrix --instructions):
 	// instructions_per_tx, gated exactly.
 	Instructions bool `toml:"instructions"`
-	// Rates are offered rates in transactions/s (matrix -R: open loop;
-	// 0 a closed loop); none is a closed loop.
-	Rates []float64 `toml:"rates"`
-	// Vars and Settings are pgbench variable axes (matrix --var) and
-	// server settings axes (--set) by name, each a list of values as
-	// strings; Conditions are background conditions (--condition).
-	Vars       map[string][]string `toml:"vars"`
-	Settings   map[string][]string `toml:"settings"`
-	Conditions []string            `toml:"conditions"`
+	// Axes are the values of the axes' keys LoadNightly was given
+	// (clients, cpus, rates, vars, settings, conditions…) as their
+	// flags' text (axisText); nightly parses them.
+	Axes map[string][]string `toml:"-"`
 }
 
 // NightlyGate decides a regression.
@@ -83,7 +78,7 @@ func DefaultNightly(home string) Nightly {
 	return Nightly{
 		SourceDir: filepath.Join(home, "pg", "source"), Remote: "origin", Branch: "master", Baseline: "last",
 		Root: filepath.Join(home, "pg", "nightly"), Keep: 14, TrendNights: 30,
-		Matrix: NightlyMatrix{Workloads: []string{"select1", "churn"}, Clients: []int{16, 64}, CPUs: []int{}, PgssMax: []int{5000},
+		Matrix: NightlyMatrix{Workloads: []string{"select1", "churn"}, Axes: map[string][]string{"clients": {"16", "64"}}, PgssMax: []int{5000},
 			Repeats: 12, Duration: 30, Warmup: 5, Build: "release"},
 		Gate: NightlyGate{Alpha: 0.01, Thresholds: map[string]float64{}},
 		home: home,
@@ -91,8 +86,9 @@ func DefaultNightly(home string) Nightly {
 }
 
 // LoadNightly reads a nightly.toml strictly (unknown keys are errors
-// naming file and line) over the defaults, and expands ~/.
-func LoadNightly(path, home string) (*Nightly, error) {
+// naming file and line) over the defaults, and expands ~/. axes name
+// the keys of [matrix] that are axes: config knows none itself.
+func LoadNightly(path, home string, axes ...string) (*Nightly, error) {
 	n := DefaultNightly(home)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -100,9 +96,18 @@ func LoadNightly(path, home string) (*Nightly, error) {
 	}
 	d := toml.NewDecoder(strings.NewReader(string(data)))
 	d.DisallowUnknownFields()
-	if err := d.Decode(&n); err != nil {
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+	err = d.Decode(&n)
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) {
+		sm.Errors = slices.DeleteFunc(sm.Errors, func(e toml.DecodeError) bool {
+			return len(e.Key()) > 1 && e.Key()[0] == "matrix" && slices.Contains(axes, e.Key()[1])
+		})
+		if len(sm.Errors) == 0 {
+			err = nil // axes' keys: read below
+		}
+	}
+	if err != nil {
+		if sm != nil {
 			row, _ := sm.Errors[0].Position()
 			return nil, fmt.Errorf("nightly config %s:%d: unknown key %q (see nightly.example.toml)", path, row, strings.Join(sm.Errors[0].Key(), "."))
 		}
@@ -112,6 +117,17 @@ func LoadNightly(path, home string) (*Nightly, error) {
 			return nil, fmt.Errorf("nightly config %s:%d: %s", path, row, de.Error())
 		}
 		return nil, fmt.Errorf("nightly config %s: %w", path, err)
+	}
+	var raw struct {
+		Matrix map[string]any `toml:"matrix"`
+	}
+	_ = toml.Unmarshal(data, &raw) // decoded above
+	for _, k := range axes {
+		if v, ok := raw.Matrix[k]; ok {
+			if n.Matrix.Axes[k], err = axisText(v, true); err != nil {
+				return nil, fmt.Errorf("nightly config %s: [matrix] %s: %w", path, k, err)
+			}
+		}
 	}
 	for _, p := range []*string{&n.SourceDir, &n.Root, &n.WorktreesDir, &n.InstallDir, &n.DataDir} {
 		*p = expand(*p, home)
@@ -135,6 +151,39 @@ func LoadNightly(path, home string) (*Nightly, error) {
 	}
 	n.path = path
 	return &n, nil
+}
+
+// axisText is an axis' TOML value as its flag's text: a list's items, a
+// value alone, or, where table, a table's entries NAME=V1,V2 in name
+// order (a value with a comma in double quotes). The axis checks them.
+func axisText(v any, table bool) ([]string, error) {
+	out := []string{} // an empty list is given, over the default
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			s, err := axisText(x, false)
+			if err != nil || len(s) != 1 {
+				return nil, fmt.Errorf("%v: want strings or numbers in the list", x)
+			}
+			out = append(out, s[0])
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			items, err := axisText(v[k], false)
+			if !table || err != nil {
+				return nil, fmt.Errorf("%s: want a list of strings or numbers, NAME = [V1, V2]", k)
+			}
+			for i, s := range items {
+				if strings.Contains(s, ",") {
+					items[i] = `"` + s + `"`
+				}
+			}
+			out = append(out, k+"="+strings.Join(items, ","))
+		}
+	default:
+		out = append(out, fmt.Sprint(v))
+	}
+	return out, nil
 }
 
 // Loaded is the abtest configuration a night runs with, by the package's

@@ -174,9 +174,12 @@ func checkRecords(t *testing.T, where string, in *analysis.Input, want map[strin
 func writeRun(t *testing.T, dir string, axes ...results.Axis) map[string]results.Config {
 	t.Helper()
 	commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
-	req := matrix.Request{Workloads: []string{"select1"}, Clients: []int{2},
-		Settings: append([]results.Axis{{Name: results.PgssMax, Values: []string{"1000"}}}, axes...),
-		Repeats:  3, Duration: 5 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1}
+	settings := []string{results.PgssMax + "=1000"}
+	for _, a := range axes {
+		settings = append(settings, a.Name+`="`+strings.Join(a.Values, `","`)+`"`)
+	}
+	req := matrix.Request{Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"2"}, "settings": settings},
+		Repeats: 3, Duration: 5 * time.Second, Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1}
 	p, err := matrix.PlanFor(req, commits)
 	if err != nil {
 		t.Fatal(err)

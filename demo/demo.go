@@ -17,7 +17,6 @@ import (
 	"github.com/pgabtest/abtest/internal/proc"
 	"github.com/pgabtest/abtest/internal/safefile"
 	"github.com/pgabtest/abtest/matrix"
-	"github.com/pgabtest/abtest/results"
 )
 
 // PatchName is the file name the demo patch is written under.
@@ -52,8 +51,7 @@ func Request(patch string, duration time.Duration, repeats int, seed int64) matr
 		Commits:      []matrix.Commit{{Label: "base", Ref: "HEAD"}, {Label: "patch", Ref: "HEAD", Patches: []string{patch}}},
 		NameTemplate: "demo-%c",
 		Workloads:    []string{"select1", "churn"},
-		Clients:      []int{8},
-		Settings:     []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000"}}},
+		Axes:         map[string][]string{"clients": {"8"}, "settings": {"pg_stat_statements.max=1000"}},
 		Repeats:      repeats, Duration: duration, Warmup: time.Second,
 		Protocol: "simple", Build: build.Release, Order: matrix.ABBA, Seed: seed,
 	}

@@ -23,19 +23,26 @@ func prebuiltDeps(t *testing.T) (*Deps, string) {
 	return &Deps{Proc: cm.Run, Clusters: cm, Workload: &workload.Runner{Proc: cm.Run, Getenv: func(string) string { return "" }}, SampleEvery: time.Second}, install
 }
 
-// plumbingRates is the offered rate of the cells of tests whose proof
-// is no figure (files, records, looks, servers, progress): open-loop at
+// plumbing are the axes of the cells of tests whose proof is no figure
+// (files, records, looks, servers, progress): one client, open-loop at
 // 500 tx/s, where a closed loop of select1 kept both cores busy in
 // pgbench's and the backend's send and receive for nothing the test
 // reads (issue 27: about 70 % of such a test's CPU was postgres and
-// pgbench in the kernel).
-var plumbingRates = []float64{500}
+// pgbench in the kernel); more are axis names and one item each, set
+// over those.
+func plumbing(more ...string) map[string][]string {
+	m := map[string][]string{"clients": {"1"}, "rate": {"500"}}
+	for i := 0; i+1 < len(more); i += 2 {
+		m[more[i]] = []string{more[i+1]}
+	}
+	return m
+}
 
 // TestRunUntilDecided: the Decider is asked after the planned repeats
 // (look 1) and after each extra one; undecided configurations get a new
 // repeat appended to plan.json and run; a resume in the middle runs the
 // missing cells of the extra repeat first, then asks the next look.
-// Its cells run open-loop (plumbingRates): the looks and the plan are
+// Its cells run open-loop (plumbing): the looks and the plan are
 // the proof, no figure; alone 4.7 CPU-s against 14.5 closed-loop, both
 // 13 s of wall (load 1.2-1.5, another agent's tests beside).
 func TestRunUntilDecided(t *testing.T) {
@@ -43,8 +50,8 @@ func TestRunUntilDecided(t *testing.T) {
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1, 2}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		Rates: plumbingRates, Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 4},
+		Workloads: []string{"select1"}, Axes: plumbing("clients", "1,2"), Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 4},
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {
@@ -92,7 +99,11 @@ func TestRunUntilDecided(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines[:len(lines)-1], "")+"\n"), 0o644)
 	looks = nil
 	out.Reset()
-	if err := Resume(context.Background(), deps, dir); err != nil {
+	stored, err = results.ReadPlan(dir)
+	if err == nil {
+		err = Run(context.Background(), deps, stored, dir)
+	}
+	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out.String())
 	}
 	if recs, _, _ := results.ReadRecords(dir); len(recs) != 8 || !strings.Contains(out.String(), "7 of 8 cells done") {
@@ -106,15 +117,15 @@ func TestRunUntilDecided(t *testing.T) {
 // TestRunUntilDecidedSteps: a look adds -r blocks, not one (the looks
 // share α: fewer looks keep more of it each), interleaved repeat by
 // repeat, and the plan records the step for the analysis. Open-loop
-// (plumbingRates): alone 3.9 CPU-s against 11.7 closed-loop, both 14 s
+// (plumbing): alone 3.9 CPU-s against 11.7 closed-loop, both 14 s
 // of wall (load 1.6).
 func TestRunUntilDecidedSteps(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 2, Duration: time.Second, Protocol: "simple",
-		Rates: plumbingRates, Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 5},
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 2, Duration: time.Second, Protocol: "simple",
+		Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 5},
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {

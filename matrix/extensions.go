@@ -58,7 +58,7 @@ func prepareExtras(ctx context.Context, deps *Deps, req Request, p *results.Plan
 		}
 		p.Options.Preload = append(p.Options.Preload, lib)
 	}
-	if len(req.Preload) > 0 && slices.ContainsFunc(req.Settings, func(a results.Axis) bool { return a.Name == "shared_preload_libraries" }) {
+	if len(req.Preload) > 0 && slices.ContainsFunc(p.Options.Settings, func(a results.Axis) bool { return a.Name == "shared_preload_libraries" }) {
 		return exitcode.BadInputf("--preload and --set shared_preload_libraries: give the libraries one way, --preload LIB")
 	}
 	if req.SetupSQL == "" {

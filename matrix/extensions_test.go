@@ -37,7 +37,7 @@ func extDeps(t *testing.T) (*Deps, string) {
 // install that lacks it, preloaded in every cluster, CREATE EXTENSION'd
 // by setup SQL that records a setting of the cell's configuration; a
 // second matrix builds nothing. Its eight cells run open-loop
-// (plumbingRates): alone 7.3 CPU-s against 14.1 closed-loop (the
+// (plumbing): alone 7.3 CPU-s against 14.1 closed-loop (the
 // extension's build included), 14-15 s of wall (load 2.4).
 func TestExtensionPreloadSetup(t *testing.T) {
 	t.Parallel()
@@ -52,9 +52,9 @@ func TestExtensionPreloadSetup(t *testing.T) {
 	os.WriteFile(sql, []byte("CREATE EXTENSION IF NOT EXISTS pg_prewarm;\nCREATE TABLE IF NOT EXISTS setup_log (v text);\nINSERT INTO setup_log VALUES ('${work_mem}');\n"), 0o644)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		Settings:   []results.Axis{{Name: "work_mem", Values: []string{"4MB", "8MB"}}},
-		Extensions: []string{ext}, Preload: []string{"pg_prewarm"}, SetupSQL: sql, Rates: plumbingRates,
+		Workloads: []string{"select1"}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Axes:       plumbing("settings", "work_mem=4MB,8MB"),
+		Extensions: []string{ext}, Preload: []string{"pg_prewarm"}, SetupSQL: sql,
 	}
 	run := func() (string, *results.Plan) {
 		t.Helper()
@@ -155,7 +155,7 @@ func checkCluster(t *testing.T, deps *Deps, install string) {
 // naming the file and line, nothing recorded); a declared metric's
 // query the server refuses stops the run after the first cell (exit 3,
 // one line naming the metric); no server left.
-// Open-loop (plumbingRates): alone 3.4 CPU-s against 4.8 closed-loop,
+// Open-loop (plumbing): alone 3.4 CPU-s against 4.8 closed-loop,
 // 5 s of wall (load 2.0-2.2).
 func TestExtensionBadInput(t *testing.T) {
 	t.Parallel()
@@ -163,7 +163,7 @@ func TestExtensionBadInput(t *testing.T) {
 	install := testpg.CopyInstallPGXS(t, pg, "fp-bad")
 	base := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple", Rates: plumbingRates,
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1, Duration: time.Second, Protocol: "simple",
 	}
 	ctx := context.Background()
 	req := base
@@ -270,8 +270,8 @@ func TestSetupFollowsPreload(t *testing.T) {
 	os.WriteFile(sql, []byte("CREATE EXTENSION IF NOT EXISTS needs_preload;\nSELECT needs_preload_ping();\nCREATE TABLE IF NOT EXISTS setup_runs (n int);\nINSERT INTO setup_runs VALUES (1);\n"), 0o644)
 	base := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		Extensions: []string{ext}, Preload: []string{"needs_preload"}, SetupSQL: sql, Rates: plumbingRates,
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Extensions: []string{ext}, Preload: []string{"needs_preload"}, SetupSQL: sql,
 	}
 	ctx := context.Background()
 	dryRun := func(req Request) string {
@@ -317,7 +317,7 @@ func TestSetupFollowsPreload(t *testing.T) {
 		t.Errorf("the same run again: %v; want no setup SQL:\n%s", err, out)
 	}
 	other := base
-	other.Settings = []results.Axis{{Name: "work_mem", Values: []string{"8MB"}}}
+	other.Axes = plumbing("settings", "work_mem=8MB")
 	if out, err := run(other); err != nil || !strings.Contains(out, ran) {
 		t.Errorf("another setting: %v; want the setup SQL run again:\n%s", err, out)
 	}

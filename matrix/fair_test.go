@@ -15,15 +15,15 @@ import (
 // TestServersRecorded: a run records what each commit's server ran with
 // (servers.json: version, --initdb-opt, pg_settings) and the one pgbench
 // of its cells; the report shows the servers and, for equal servers, no
-// difference. Open-loop (plumbingRates): alone 2.5 CPU-s against 3.6
+// difference. Open-loop (plumbing): alone 2.5 CPU-s against 3.6
 // closed-loop, 5 s of wall (load 1.8-2.4).
 func TestServersRecorded(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		InitdbOpts: []string{"--data-checksums"}, Rates: plumbingRates,
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1, Duration: time.Second, Protocol: "simple",
+		InitdbOpts: []string{"--data-checksums"},
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {
@@ -68,15 +68,15 @@ func TestServersRecorded(t *testing.T) {
 // makes PostgreSQL 18 equal to older servers, is given to PG 15's initdb
 // too, which does not know it (its checksums are off by default): its
 // cells run, with checksums off, the option recorded as asked.
-// Open-loop (plumbingRates): alone 2.6 CPU-s against 4.0 closed-loop,
+// Open-loop (plumbing): alone 2.6 CPU-s against 4.0 closed-loop,
 // 5 s of wall (load 2.2-2.3).
 func TestNoDataChecksumsBefore17(t *testing.T) {
 	t.Parallel()
 	deps, install := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		InitdbOpts: []string{"--no-data-checksums"}, Rates: plumbingRates,
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1, Duration: time.Second, Protocol: "simple",
+		InitdbOpts: []string{"--no-data-checksums"},
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestPrepareRefusesOthersInputs(t *testing.T) {
 	const nobody = 65534
 	base := Request{
 		Commits:   []Commit{{Label: "a", Install: pg}, {Label: "b", Install: pg}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple", Rates: plumbingRates,
+		Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1, Duration: time.Second, Protocol: "simple",
 	}
 	file("ext-ok/Makefile", "all:\n", 0o644, 0)
 	theirsTree := filepath.Dir(file("ext-theirs/Makefile", "all:\n", 0o644, nobody))
@@ -75,7 +75,7 @@ func TestPrepareRefusesOthersInputs(t *testing.T) {
 		{"setup SQL of mode 0666", func(r *Request) { r.SetupSQL = file("open.sql", "SELECT 1;\n", 0o666, 0) }, "writable by group or others"},
 		{"setup SQL /dev/zero", func(r *Request) { r.SetupSQL = "/dev/zero" }, "not a regular file"},
 		{"nobody's workload file", func(r *Request) { r.Workloads = []string{"file:" + file("w.sql", "SELECT 1;\n", 0o644, nobody)} }, "owned by uid 65534"},
-		{"a condition script of mode 0777", func(r *Request) { r.Conditions = []string{"file:" + file("c.sh", "#!/bin/sh\n", 0o777, 0)} }, "writable by group or others"},
+		{"a condition script of mode 0777", func(r *Request) { r.Axes = plumbing("condition", "file:"+file("c.sh", "#!/bin/sh\n", 0o777, 0)) }, "writable by group or others"},
 		{"nobody's patch", func(r *Request) {
 			r.Commits = []Commit{{Label: "a", Ref: "HEAD", Patches: []string{file("theirs.diff", diff, 0o644, nobody)}}, {Label: "b", Install: pg}}
 		}, "owned by uid 65534"},

@@ -38,7 +38,7 @@ func TestRunInstructionsSlowedBuild(t *testing.T) {
 	deps, _ := prebuiltDeps(t)
 	req := Request{
 		Commits:   []Commit{{Label: "base", Install: base}, {Label: "slow", Install: slow}, {Label: "aa", Install: base}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"1"}}, Repeats: 1, Duration: time.Second, Protocol: "simple",
 		Instructions: true, Adaptive: Adaptive{UntilDecided: true, MaxRepeats: 3},
 		// Plumbing, not the count's exactness (workload's tests, at
 		// the default N): a tenth of the transactions. The A/A arm

@@ -98,7 +98,7 @@ func TestPlanInstructions(t *testing.T) {
 // refuses a clients axis other than one client.
 func TestPlanInstructionsOnly(t *testing.T) {
 	o := opts()
-	o.InstructionsOnly, o.Clients = true, []int{1}
+	o.InstructionsOnly, o.Axes["clients"] = true, []string{"1"}
 	p, err := NewPlan(o)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestPlanInstructionsOnly(t *testing.T) {
 	if len(p.Cells) != 2*2*1*2 || !p.Options.Instructions {
 		t.Errorf("%d cells, options %+v", len(p.Cells), p.Options)
 	}
-	o.Clients = []int{1, 4}
+	o.Axes["clients"] = []string{"1,4"}
 	if _, err := NewPlan(o); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "one client") {
 		t.Errorf("-c 1,4 instruction-only: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestPlanInstructionsOnly(t *testing.T) {
 func TestInstrCellSkipsWithoutAMethod(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	o := opts()
-	o.InstructionsOnly, o.Clients = true, []int{1}
+	o.InstructionsOnly, o.Axes["clients"] = true, []string{"1"}
 	p, err := NewPlan(o)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestRunInstructionsLeavesUsersCluster(t *testing.T) {
 
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"1"}}, Repeats: 1, Duration: time.Second, Protocol: "simple",
 		// The clusters, not the count: 50 transactions, not 500 (about
 		// 0.7 CPU-seconds less a cell at select1's 0.49 ms a
 		// transaction under valgrind, InstrCellTime).
@@ -272,8 +272,8 @@ func TestOneInstructionRunDecides(t *testing.T) {
 		want  results.Verdict
 	}{{1.000012, results.Same}, {1.002, results.Worse}} {
 		commits := []results.Commit{{Label: "base", Install: "/x", Build: "base"}, {Label: "patch", Install: "/y", Build: "patch"}}
-		p, err := PlanFor(Request{Workloads: []string{"select1"}, Clients: []int{2}, Repeats: 3, Duration: 5 * time.Second, Protocol: "simple",
-			Build: "release", Order: ABBA, Seed: 1, Instructions: true, Settings: []results.Axis{{Name: results.PgssMax, Values: []string{"5000"}}}}, commits)
+		p, err := PlanFor(Request{Workloads: []string{"select1"}, Repeats: 3, Duration: 5 * time.Second, Protocol: "simple",
+			Build: "release", Order: ABBA, Seed: 1, Instructions: true, Axes: map[string][]string{"clients": {"2"}, "settings": {results.PgssMax + "=5000"}}}, commits)
 		if err != nil {
 			t.Fatal(err)
 		}

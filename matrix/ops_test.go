@@ -132,13 +132,16 @@ func TestPlanInOperationsRefused(t *testing.T) {
 		{[]string{byVar}, []float64{2000}, results.PerOp, []string{"1", "0"}, "--var n=0"},
 		{[]string{byVar}, []float64{2000}, results.PerOp, []string{"x"}, "--var n=x"},
 		{[]string{fixed}, []float64{0}, results.PerOp, []string{"1"}, "at least one offered rate"},
-		{[]string{fixed}, []float64{1}, "bogus", []string{"1"}, "rate unit"},
+		{[]string{fixed}, []float64{1}, "bogus", []string{"1"}, "want offered rates"},
 	} {
 		req := opts()
-		req.Workloads, req.Clients, req.CPUs, req.Settings = c.workloads, []int{1}, nil, nil
-		req.Rates, req.RateUnit = c.rates, c.unit
+		var rates []string
+		for _, r := range c.rates {
+			rates = append(rates, results.FormatRate(r))
+		}
+		req.Workloads, req.Axes = c.workloads, map[string][]string{"clients": {"1"}, "rate": {strings.Join(rates, ",") + string(c.unit)}}
 		if c.vars != nil {
-			req.Vars = []results.Axis{{Name: "n", Values: c.vars}}
+			req.Axes["vars"] = []string{"n=" + strings.Join(c.vars, ",")}
 		}
 		_, err := NewPlan(req)
 		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -152,8 +155,7 @@ func TestPlanInOperationsRefused(t *testing.T) {
 		unit      results.RateUnit
 	}{{[]string{fixed}, results.PerOp}, {[]string{"select1", plain, fixed}, results.PerTx}} {
 		req := opts()
-		req.Workloads, req.Clients, req.CPUs, req.Settings = c.workloads, []int{1}, nil, nil
-		req.Rates, req.RateUnit, req.Vars = []float64{2000}, c.unit, []results.Axis{{Name: "n", Values: []string{"1"}}}
+		req.Workloads, req.Axes = c.workloads, map[string][]string{"clients": {"1"}, "rate": {"2000" + string(c.unit)}, "vars": {"n=1"}}
 		if p, err := NewPlan(req); err != nil {
 			t.Errorf("%v %q: %v", c.workloads, c.unit, err)
 		} else if c.unit == results.PerOp && p.Options.TxRate(p.Configs[0]) != 500 {

@@ -1,7 +1,6 @@
 package matrix
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,9 +151,10 @@ func (o *Options) instructionsOnly(r *Request) error {
 		}
 	}
 	if !o.given("clients") {
-		r.Clients = []int{1}
+		r.Axes["clients"] = []string{"1"}
 	}
-	r.InstructionsOnly, r.CPUs = true, nil
+	delete(r.Axes, "cpus")
+	r.InstructionsOnly = true
 	return nil
 }
 
@@ -168,57 +168,101 @@ func (o *Options) lists(r *Request) error {
 }
 
 // ParseAxes sets r's workloads and axes from o's (matrix's and bisect's
-// flags), each axis of the registry in turn.
+// flags): the preset's lists where no flag was given, -m first among the
+// settings. It parses them as Request.Check does, so that a bad value is
+// refused here.
 func (o *Options) ParseAxes(r *Request) error {
 	var err error
 	if r.Workloads, err = WorkloadNames(o.preset("workloads", o.Workloads, PresetFull.Workloads)); err != nil {
 		return err
 	}
+	r.Axes = map[string][]string{}
 	for _, d := range results.Axes {
-		if err := o.parseAxis(d, r); err != nil {
-			return err
+		list := o.list(d)
+		if d.Name == "cpus" {
+			if list, err = o.cpuCounts(list); err != nil {
+				return err
+			}
+		}
+		if d.Flag.Each && len(o.Axes[d.Name]) > 0 {
+			r.Axes[d.Name] = slices.Clone(o.Axes[d.Name])
+		} else if list != "" {
+			r.Axes[d.Name] = []string{list}
 		}
 	}
-	r.Settings, err = ConditionSettings(r.Settings, r.Conditions)
+	pgss := o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax)
+	if _, err := splitInts("-m", pgss); err != nil {
+		return err
+	}
+	for _, s := range o.Axes["settings"] {
+		if name, _, _ := results.ParseSetting(s); name == results.PgssMax {
+			return exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", name)
+		}
+	}
+	r.Axes["settings"] = slices.Insert(r.Axes["settings"], 0, results.PgssMax+"="+pgss)
+	_, err = r.planAxes()
 	return err
 }
 
-// parseAxis sets r's field of the axis d from its flag's values.
-func (o *Options) parseAxis(d *results.AxisDef, r *Request) (err error) {
-	switch list := o.list(d); d.Name {
+// planAxes parses r's workloads and axes into a plan's options, each
+// axis of the registry in turn, a condition's own settings joined to the
+// settings (conditionSettings).
+func (r *Request) planAxes() (results.PlanOpts, error) {
+	o := results.PlanOpts{Workloads: r.Workloads}
+	for name := range r.Axes {
+		if d, ok := results.AxisNamed(name); !ok || d.Flag.Name == "" {
+			return o, exitcode.BadInputf("matrix: axis %q: not an axis of this abtest", name)
+		}
+	}
+	for _, d := range results.Axes {
+		if err := parseAxis(d, r.Axes[d.Name], &o); err != nil {
+			return o, err
+		}
+	}
+	var err error
+	o.Settings, err = conditionSettings(o.Settings, o.Conditions)
+	return o, err
+}
+
+// parseAxis sets o's field of the axis d from its flag's values: one
+// LIST in items, or one NAME=V1,V2 an item (settings, vars).
+func parseAxis(d *results.AxisDef, items []string, o *results.PlanOpts) (err error) {
+	switch list := strings.Join(items, ","); d.Name {
 	case "clients":
-		r.Clients, err = splitInts("-c", list)
+		o.Clients, err = splitInts("-c", list)
 	case "cpus":
-		r.CPUs, err = o.cpuCounts(list)
+		o.CPUs, err = splitInts("-C", list)
 	case "rate":
-		r.Rates, r.RateUnit, err = ParseRateList(list)
+		o.Rates, o.RateUnit, err = ParseRateList(list)
 	case "condition":
-		r.Conditions, err = ParseConditions(list)
-	case "settings":
-		r.Settings, err = SettingsAxes(o.preset("pgss-max", o.PgssMax, PresetFull.PgssMax), o.Axes[d.Name])
-	case "vars":
-		for _, v := range o.Axes[d.Name] {
-			ax, err := results.ParseVarAxis(v)
+		o.Conditions, err = parseConditions(list)
+	case "settings", "vars":
+		parse, axes := results.ParseAxis, &o.Settings
+		if d.Name == "vars" {
+			parse, axes = results.ParseVarAxis, &o.Vars
+		}
+		for _, s := range items {
+			ax, err := parse(s)
 			if err != nil {
 				return err
 			}
-			r.Vars = append(r.Vars, ax)
+			*axes = append(*axes, ax)
 		}
 	default:
 		if d.IsScalar() && list != "" {
 			ax, err := d.ParseScalar(list)
-			r.Extra = append(r.Extra, ax)
+			o.Extra = append(o.Extra, ax)
 			return err
 		}
 	}
 	return err
 }
 
-// ConditionSettings adds the settings the conditions need as fixed
+// conditionSettings adds the settings the conditions need as fixed
 // settings of every configuration (the condition stays the only
 // difference between a cell under it and one without), refusing a
 // settings axis that contradicts them.
-func ConditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
+func conditionSettings(axes []results.Axis, conds []string) ([]results.Axis, error) {
 	for _, c := range conds {
 		for name, v := range workload.ConditionSettings(c) {
 			i := slices.IndexFunc(axes, func(a results.Axis) bool { return a.Name == name })
@@ -268,21 +312,12 @@ func ParseRateList(list string) ([]float64, results.RateUnit, error) {
 	if given == string(results.PerOp) {
 		unit = results.PerOp
 	}
-	if checkRates(out) != nil {
-		return nil, "", badRates(list)
-	}
-	return out, unit, nil
-}
-
-// checkRates refuses offered rates pgbench cannot take and a rate given
-// twice (Request.Check: a nightly's rates come from its configuration).
-func checkRates(rates []float64) error {
-	for i, r := range rates {
-		if workload.CheckRate(r) != nil || slices.Contains(rates[:i], r) {
-			return badRates(fmt.Sprint(rates))
+	for i, r := range out {
+		if workload.CheckRate(r) != nil || slices.Contains(out[:i], r) {
+			return nil, "", badRates(list)
 		}
 	}
-	return nil
+	return out, unit, nil
 }
 
 // badRates says what -R takes.
@@ -290,9 +325,9 @@ func badRates(shown string) error {
 	return exitcode.BadInputf("-R %q: want offered rates a second, each once, from 0 (a closed loop) to %g, in transactions (-R 500,1000,4000) or, with ops after the list, in the workload's operations (-R 500,2000ops)", shown, workload.MaxRate)
 }
 
-// ParseConditions parses --condition: background conditions, each once
+// parseConditions parses --condition: background conditions, each once
 // (condition.Check). Empty is none alone.
-func ParseConditions(list string) ([]string, error) {
+func parseConditions(list string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, nil
 	}
@@ -389,49 +424,24 @@ func ParseSpecs(specs string) ([]Commit, error) {
 	return out, nil
 }
 
-// cpuCounts parses -C; the full preset's larger counts are dropped on a
-// smaller host.
-func (o *Options) cpuCounts(list string) ([]int, error) {
-	if list == "" {
-		return nil, nil
-	}
+// cpuCounts checks -C's list; the full preset's larger counts are
+// dropped on a smaller host.
+func (o *Options) cpuCounts(list string) (string, error) {
 	counts, err := splitInts("-C", list)
-	if err != nil || o.given("cpus") {
-		return counts, err
+	if err != nil || list == "" || o.given("cpus") {
+		return list, err
 	}
 	online, err := cluster.AllowedCPUs()
 	if err != nil {
-		return nil, exitcode.Failure(err)
+		return "", exitcode.Failure(err)
 	}
-	return slices.DeleteFunc(counts, func(n int) bool { return n > len(online) }), nil
-}
-
-// SettingsAxes are -m (pg_stat_statements.max values) and every --set
-// GUC=V1,V2 (one axis each).
-func SettingsAxes(pgss string, sets []string) ([]results.Axis, error) {
-	counts, err := splitInts("-m", pgss)
-	if err != nil {
-		return nil, err
-	}
-	ax := results.Axis{Name: results.PgssMax}
+	var kept []string
 	for _, n := range counts {
-		ax.Values = append(ax.Values, strconv.Itoa(n))
-	}
-	if err := ax.CheckSettings(); err != nil {
-		return nil, err
-	}
-	axes := []results.Axis{ax}
-	for _, s := range sets {
-		st, err := results.ParseAxis(s)
-		if err != nil {
-			return nil, err
+		if n <= len(online) {
+			kept = append(kept, strconv.Itoa(n))
 		}
-		if st.Name == ax.Name {
-			return nil, exitcode.BadInputf("--set %s: use -m for pg_stat_statements.max", st.Name)
-		}
-		axes = append(axes, st)
 	}
-	return axes, nil
+	return strings.Join(kept, ","), nil
 }
 
 // WorkloadNames checks a -w list and returns its items as typed (file:

@@ -28,11 +28,12 @@ func TestOptionsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Commits) != 2 || r.Commits[1].Ref != "REL_15_STABLE" || fmt.Sprint(r.Clients) != "[8 16]" || r.CPUs != nil ||
+	ax, _ := r.planAxes()
+	if len(r.Commits) != 2 || r.Commits[1].Ref != "REL_15_STABLE" || fmt.Sprint(ax.Clients) != "[8 16]" || ax.CPUs != nil ||
 		r.Duration != 20*time.Second || r.Warmup != 5*time.Second || r.PerfWindow != 20*time.Second || r.Seed != time.Unix(100, 7).UnixNano()%1_000_000_007 {
 		t.Errorf("request = %+v", r)
 	}
-	if got := fmt.Sprint(r.Settings); got != "[{pg_stat_statements.max [5000]} {search_path [a, b c]} {work_mem [4MB]}]" {
+	if got := fmt.Sprint(ax.Settings); got != "[{pg_stat_statements.max [5000]} {search_path [a, b c]} {work_mem [4MB]}]" {
 		t.Errorf("settings = %s", got)
 	}
 	o.Seed, o.Given = 42, func(f string) bool { return f == "seed" }
@@ -51,8 +52,9 @@ func TestOptionsPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(r.Workloads) != "[select1 churn slow_churn within_max]" || fmt.Sprint(r.Clients) != "[8 16]" || r.Repeats != 8 ||
-		r.Duration != 30*time.Second || fmt.Sprint(r.Settings[0].Values) != "[1000 5000]" || len(r.CPUs) == 0 || len(r.CPUs) > 3 {
+	ax, _ := r.planAxes()
+	if fmt.Sprint(r.Workloads) != "[select1 churn slow_churn within_max]" || fmt.Sprint(ax.Clients) != "[8 16]" || r.Repeats != 8 ||
+		r.Duration != 30*time.Second || fmt.Sprint(ax.Settings[0].Values) != "[1000 5000]" || len(ax.CPUs) == 0 || len(ax.CPUs) > 3 {
 		t.Errorf("preset request = %+v", r)
 	}
 }

@@ -71,30 +71,21 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{i, n}, nil
 }
 
-// newPlan builds the plan of a checked request with resolved commits.
-func newPlan(req Request, commits []results.Commit) *results.Plan {
+// newPlan builds the plan of a checked request with resolved commits; o
+// are its workloads and axes as check parsed them.
+func newPlan(req Request, o results.PlanOpts, commits []results.Commit) *results.Plan {
 	if req.Order == "" {
 		req.Order = ABBA
 	}
 	if req.Shard.N == 0 {
 		req.Shard = Shard{1, 1}
 	}
-	p := &results.Plan{
-		Version:  results.Version,
-		Commits:  commits,
-		Baseline: commits[0].Label,
-		Options: results.PlanOpts{
-			Workloads: req.Workloads, Clients: req.Clients, CPUs: req.CPUs, Settings: req.Settings, Repeats: req.Repeats,
-			DurationS: req.Duration.Seconds(), WarmupS: req.Warmup.Seconds(), WarmupTx: req.WarmupTx, RestartCells: req.RestartCells, Protocol: req.Protocol, SleepMS: req.SleepMS,
-			BuildType: string(req.Build), Order: string(req.Order), Seed: req.Seed, Perf: req.Perf, PerfWindowS: req.PerfWindow.Seconds(),
-			Instructions: req.Instructions || req.InstructionsOnly, InstructionsOnly: req.InstructionsOnly,
-			Profiling: req.BuildOptions.Profiling, MesonOpts: req.BuildOptions.MesonOpts, ConfigureOpts: req.BuildOptions.ConfigureOpts,
-			Rates: req.Rates, RateUnit: req.RateUnit, Vars: req.Vars, Conditions: req.Conditions, Extra: req.Extra, MustNotSaturate: req.MustNotSaturate,
-			InitdbOpts: req.InitdbOpts, Pgbench: req.Pgbench, Declares: planDeclares(req.Workloads),
-		},
-		Shard:   req.Shard.String(),
-		Metrics: planMetrics(req.Workloads),
-	}
+	o.Repeats, o.DurationS, o.WarmupS, o.WarmupTx, o.RestartCells = req.Repeats, req.Duration.Seconds(), req.Warmup.Seconds(), req.WarmupTx, req.RestartCells
+	o.Protocol, o.SleepMS, o.BuildType, o.Order, o.Seed = req.Protocol, req.SleepMS, string(req.Build), string(req.Order), req.Seed
+	o.Perf, o.PerfWindowS, o.Instructions, o.InstructionsOnly = req.Perf, req.PerfWindow.Seconds(), req.Instructions || req.InstructionsOnly, req.InstructionsOnly
+	o.Profiling, o.MesonOpts, o.ConfigureOpts = req.BuildOptions.Profiling, req.BuildOptions.MesonOpts, req.BuildOptions.ConfigureOpts
+	o.MustNotSaturate, o.InitdbOpts, o.Pgbench, o.Declares = req.MustNotSaturate, req.InitdbOpts, req.Pgbench, planDeclares(req.Workloads)
+	p := &results.Plan{Version: results.Version, Commits: commits, Baseline: commits[0].Label, Options: o, Shard: req.Shard.String(), Metrics: planMetrics(req.Workloads)}
 	if req.Adaptive.UntilDecided {
 		p.Options.UntilDecided = true
 		p.Options.MaxRepeats = req.maxRepeats()

@@ -18,9 +18,7 @@ func opts() Request {
 	return Request{
 		Commits:   []Commit{{Label: "base", Ref: "master"}, {Label: "patch", Ref: "master", Patches: []string{"/p"}}},
 		Workloads: []string{"select1", "churn"},
-		Clients:   []int{2, 4},
-		CPUs:      []int{1, 2},
-		Settings:  []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"100", "5000"}}},
+		Axes:      map[string][]string{"clients": {"2,4"}, "cpus": {"1,2"}, "settings": {"pg_stat_statements.max=100,5000"}},
 		Repeats:   2,
 		Duration:  3 * time.Second,
 		Order:     ABBA,
@@ -97,10 +95,10 @@ func TestInterleaving(t *testing.T) {
 // withConfigs is a request with n configurations per repeat.
 func withConfigs(n, commits, repeats int, order Order) Request {
 	o := opts()
-	o.CPUs, o.Settings, o.Repeats, o.Order, o.Seed = nil, nil, repeats, order, 11
-	o.Workloads, o.Clients = []string{"select1"}, []int{1, 2, 3, 4}[:n]
+	o.Repeats, o.Order, o.Seed = repeats, order, 11
+	o.Workloads, o.Axes = []string{"select1"}, map[string][]string{"clients": {"1,2,3,4"[:2*n-1]}}
 	if n == 4 {
-		o.Workloads, o.Clients = []string{"select1", "churn"}, []int{1, 2}
+		o.Workloads, o.Axes["clients"] = []string{"select1", "churn"}, []string{"1,2"}
 	}
 	for len(o.Commits) < commits {
 		o.Commits = append(o.Commits, Commit{Label: fmt.Sprintf("c%d", len(o.Commits)), Ref: "master", Patches: []string{fmt.Sprintf("/p%d", len(o.Commits))}})
@@ -247,7 +245,7 @@ func TestShardsCoverThePlanOnce(t *testing.T) {
 func TestBadPlans(t *testing.T) {
 	for name, mutate := range map[string]func(*Request){
 		"one commit, no repeats": func(o *Request) { o.Commits = o.Commits[:1]; o.Repeats = 1 },
-		"zero clients":           func(o *Request) { o.Clients = []int{0} },
+		"zero clients":           func(o *Request) { o.Axes["clients"] = []string{"0"} },
 		"zero repeats":           func(o *Request) { o.Repeats = 0 },
 		"bad order":              func(o *Request) { o.Order = "zigzag" },
 		"duplicate label":        func(o *Request) { o.Commits[1].Label = "base" },
@@ -299,7 +297,7 @@ func TestDiff(t *testing.T) {
 		t.Errorf("same plans differ: %v", d)
 	}
 	o := opts()
-	o.Clients = []int{2, 8}
+	o.Axes["clients"] = []string{"2,8"}
 	c, _ := NewPlan(o)
 	if d := results.Diff(a, c); len(d) != 1 || !strings.Contains(d[0], "[2,8]") {
 		t.Errorf("diff = %v", d)

@@ -23,9 +23,9 @@ import (
 func TestPreflightPlan(t *testing.T) {
 	req := Request{
 		Commits:   []Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
-		Workloads: []string{"select1", "churn"}, Clients: []int{1, 4}, Repeats: 3, Duration: time.Second, Protocol: "simple",
-		Settings: []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"1000", "5000"}}},
-		Rates:    []float64{100, 200}, Order: ABBA, Seed: 1,
+		Workloads: []string{"select1", "churn"}, Repeats: 3, Duration: time.Second, Protocol: "simple",
+		Axes:  map[string][]string{"clients": {"1,4"}, "settings": {"pg_stat_statements.max=1000,5000"}, "rate": {"100,200"}},
+		Order: ABBA, Seed: 1,
 	}
 	plan, err := PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a", Build: "base"}, {Label: "patch", Ref: "b", SHA: "b", Build: "patch"}})
 	if err != nil {
@@ -95,8 +95,8 @@ func TestPreflightRefusesBeforeTheFirstCell(t *testing.T) {
 	os.WriteFile(script, []byte("SELECT 1 WHERE :batch > 0;\n"), 0o644)
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"file:" + script}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Protocol: "simple",
-		Rates: plumbingRates, Vars: []results.Axis{{Name: "batch", Values: []string{"x"}}},
+		Workloads: []string{"file:" + script}, Repeats: 1, Duration: time.Second, Protocol: "simple",
+		Axes: plumbing("vars", "batch=x"),
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {
@@ -116,7 +116,7 @@ func TestPreflightRefusesBeforeTheFirstCell(t *testing.T) {
 	if _, running := cluster.PID(filepath.Join(deps.Clusters.Root, ClusterName("a"))); running {
 		t.Error("the preflight's server is left running")
 	}
-	req.Vars = []results.Axis{{Name: "batch", Values: []string{"10"}}}
+	req.Axes = plumbing("vars", "batch=10")
 	if plan, err = Prepare(context.Background(), deps, req); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ const tinyPatch = "diff --git a/progress-note.txt b/progress-note.txt\nnew file 
 // measurements normalised, and replayed with a fixed clock through the
 // renderer on a terminal and not; both outputs are golden files. The -n
 // estimate (builds included) is compared with the wall time. The cells
-// run open-loop (plumbingRates, r500 in their names): the console is
+// run open-loop (plumbing, r500 in their names): the console is
 // the proof, not the figures it prints, which are normalised away;
 // alone 13.6 CPU-s against 15.8 closed-loop, most of it the build
 // (load 1.6-1.8).
@@ -52,8 +52,8 @@ func TestProgressGolden(t *testing.T) {
 	deps.Worktrees, deps.Builder = e.WT, &b
 	req := Request{
 		Commits:      []Commit{{Label: "base", Ref: "base"}, {Label: "tiny", Ref: "base", Patches: []string{patch}}},
-		NameTemplate: "pg15-%c", Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1,
-		Duration: time.Second, Protocol: "simple", Build: build.Release, Seed: 1, Rates: plumbingRates,
+		NameTemplate: "pg15-%c", Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 1,
+		Duration: time.Second, Protocol: "simple", Build: build.Release, Seed: 1,
 	}
 	ctx := context.Background()
 	plan, err := Prepare(ctx, deps, req)

@@ -66,24 +66,12 @@ type Request struct {
 	// the short sha. Empty means "%c".
 	NameTemplate string
 	Workloads    []string
-	Clients      []int
-	// CPUs are server CPU counts; empty means not pinned.
-	CPUs []int
-	// Settings are axes: one value is a fixed setting.
-	Settings []results.Axis
-	// Rates, Vars and Conditions are the offered-rate, pgbench-variable
-	// and background-condition axes (results.PlanOpts); empty is one
-	// closed loop, no variables, no condition.
-	Rates      []float64
-	Vars       []results.Axis
-	Conditions []string
-	// Extra are the registry's Scalar axes (results.PlanOpts.Extra).
-	Extra []results.Axis
-	// RateUnit is what Rates count: transactions a second (the zero
-	// value) or the operations each workload file declares a
-	// transaction to carry (-- abtest:ops-per-tx), by which pgbench's
-	// rate is divided cell by cell.
-	RateUnit results.RateUnit
+	// Axes are the values of the registry's axes by axis name
+	// (results.Axes), as their flags give them (Options.Axes): one LIST
+	// (clients: {"1,16"}, rate: {"500,2000ops"}) or one NAME=V1,V2 an
+	// item (settings, pg_stat_statements.max among them; vars). Check
+	// parses them into the plan's options; nothing else reads them.
+	Axes map[string][]string
 	// MustNotSaturate: a saturated point fails the gate (PlanOpts).
 	MustNotSaturate bool
 	Repeats         int
@@ -164,26 +152,36 @@ const (
 
 // Check validates the request without touching anything: every error is
 // bad input (exit 2), and the size of the plan is bounded before it is
-// built.
-func (r *Request) Check() error {
+// built. It returns the plan's options of the workloads and axes.
+func (r *Request) Check() (results.PlanOpts, error) {
+	var o results.PlanOpts
 	if len(r.Commits) == 0 {
-		return exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
+		return o, exitcode.BadInputf("matrix: -k SPEC[,SPEC…] is required, e.g. -k base,patch")
 	}
 	if len(r.Commits) == 1 && r.Repeats < 2 {
-		return exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or repeat it (-r 5) for a noise run", r.Commits[0].Label)
+		return o, exitcode.BadInputf("-k %s: one commit has nothing to compare with; give two (-k base,patch), or repeat it (-r 5) for a noise run", r.Commits[0].Label)
 	}
 	if r.Repeats < 1 {
-		return exitcode.BadInputf("-r %d: want at least 1 repeat", r.Repeats)
+		return o, exitcode.BadInputf("-r %d: want at least 1 repeat", r.Repeats)
 	}
-	if len(r.Workloads) == 0 || len(r.Clients) == 0 {
-		return exitcode.BadInputf("matrix: need at least one workload (-w) and client count (-c)")
+	o, err := r.planAxes()
+	if err != nil {
+		return o, err
 	}
-	if err := checkAxes(r); err != nil {
-		return err
+	if len(r.Workloads) == 0 || len(o.Clients) == 0 {
+		return o, exitcode.BadInputf("matrix: need at least one workload (-w) and client count (-c)")
 	}
-	if r.InstructionsOnly && (len(r.Clients) != 1 || r.Clients[0] != 1) {
-		return exitcode.BadInputf("-c %v: instruction cells run one client; give -c 1", r.Clients)
+	if err := checkAxes(r, &o); err != nil {
+		return o, err
 	}
+	if r.InstructionsOnly && (len(o.Clients) != 1 || o.Clients[0] != 1) {
+		return o, exitcode.BadInputf("-c %v: instruction cells run one client; give -c 1", o.Clients)
+	}
+	return o, r.checkRest(&o)
+}
+
+// checkRest checks the request's options beside its axes.
+func (r *Request) checkRest(o *results.PlanOpts) error {
 	if r.Duration < time.Second || r.Duration > MaxDuration {
 		return exitcode.BadInputf("-d %s: want 1 s to %s", r.Duration, MaxDuration)
 	}
@@ -201,71 +199,6 @@ func (r *Request) Check() error {
 	default:
 		return exitcode.BadInputf("--order %q: use abba or random", r.Order)
 	}
-	seen := map[string]bool{}
-	for _, c := range r.Commits {
-		if seen[c.Label] {
-			return exitcode.BadInputf("-k: label %q given twice", c.Label)
-		}
-		seen[c.Label] = true
-	}
-	if err := r.checkAdaptive(); err != nil {
-		return err
-	}
-	return r.checkSize()
-}
-
-// checkAxes refuses duplicates and values no cell could run.
-func checkAxes(r *Request) error {
-	if d := firstDup(r.Workloads); d != "" {
-		return exitcode.BadInputf("-w: workload %s given twice", d)
-	}
-	if d := firstDup(r.Clients); d != "" {
-		return exitcode.BadInputf("-c: client count %s given twice", d)
-	}
-	if d := firstDup(r.CPUs); d != "" {
-		return exitcode.BadInputf("-C: CPU count %s given twice", d)
-	}
-	for _, c := range r.Clients {
-		if c < 1 || c > 100_000 {
-			return exitcode.BadInputf("-c %d: want client counts from 1 to 100000", c)
-		}
-		if err := workload.CheckClients(c); err != nil {
-			return err
-		}
-	}
-	for _, c := range r.CPUs {
-		if c < 1 {
-			return exitcode.BadInputf("-C %d: want CPU counts of at least 1", c)
-		}
-	}
-	if err := checkRates(r.Rates); err != nil {
-		return err
-	}
-	if !r.RateUnit.Valid() || r.RateUnit == results.PerOp && !slices.ContainsFunc(r.Rates, func(x float64) bool { return x > 0 }) {
-		return exitcode.BadInputf("matrix: rate unit %q: want rates in transactions a second, or ops with at least one offered rate (-R 2000ops)", r.RateUnit)
-	}
-	names := map[string]bool{}
-	for _, s := range r.Settings {
-		if names[s.Name] {
-			return exitcode.BadInputf("--set %s given twice: give one axis with all its values, --set %s=V1,V2", s.Name, s.Name)
-		}
-		names[s.Name] = true
-		if err := s.CheckSettings(); err != nil {
-			return err
-		}
-		if err := checkMaxConnections(s, slices.Max(r.Clients)); err != nil {
-			return err
-		}
-	}
-	if (r.Instructions || r.InstructionsOnly) && len(r.Rates)+len(r.Vars)+len(r.Conditions)+len(r.Extra) > 0 {
-		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var, --condition and the other axes")
-	}
-	if err := checkExtra(r.Extra); err != nil {
-		return err
-	}
-	if _, err := ConditionSettings(slices.Clip(r.Settings), r.Conditions); err != nil {
-		return err
-	}
 	if err := cluster.CheckInitdbOpts(r.InitdbOpts); err != nil {
 		return err
 	}
@@ -280,36 +213,60 @@ func checkAxes(r *Request) error {
 	if r.InstrTransactions < 0 || r.InstrTransactions > 1_000_000 {
 		return exitcode.BadInputf("--instr-transactions %d: want 1 to 1000000 transactions per instruction run", r.InstrTransactions)
 	}
-	if r.MustNotSaturate && len(r.Rates) == 0 {
-		return exitcode.BadInputf("--must-not-saturate goes with -R: only an offered rate can saturate")
-	}
-	vars := map[string]bool{}
-	for _, v := range r.Vars {
-		if vars[v.Name] {
-			return exitcode.BadInputf("--var %s given twice: give one axis with all its values, --var %s=V1,V2", v.Name, v.Name)
+	seen := map[string]bool{}
+	for _, c := range r.Commits {
+		if seen[c.Label] {
+			return exitcode.BadInputf("-k: label %q given twice", c.Label)
 		}
-		vars[v.Name] = true
-		if err := v.CheckVars(); err != nil {
-			return err
-		}
+		seen[c.Label] = true
 	}
-	return nil
+	if err := r.checkAdaptive(); err != nil {
+		return err
+	}
+	return r.checkSize(o)
 }
 
-// checkExtra checks the Scalar axes: each one the registry has, once,
-// its values checked (a request not parsed from flags: nightly's).
-func checkExtra(axes []results.Axis) error {
-	for i, a := range axes {
-		d, ok := results.AxisNamed(a.Name)
-		if !ok || !d.IsScalar() {
-			return exitcode.BadInputf("matrix: axis %q: not an axis of this abtest", a.Name)
+// checkAxes refuses duplicates and values no cell could run, beyond
+// what each axis' parse refuses (planAxes).
+func checkAxes(r *Request, o *results.PlanOpts) error {
+	if d := firstDup(r.Workloads); d != "" {
+		return exitcode.BadInputf("-w: workload %s given twice", d)
+	}
+	if d := firstDup(o.Clients); d != "" {
+		return exitcode.BadInputf("-c: client count %s given twice", d)
+	}
+	if d := firstDup(o.CPUs); d != "" {
+		return exitcode.BadInputf("-C: CPU count %s given twice", d)
+	}
+	for _, c := range o.Clients {
+		if c > 100_000 {
+			return exitcode.BadInputf("-c %d: want client counts from 1 to 100000", c)
 		}
-		if slices.ContainsFunc(axes[:i], func(b results.Axis) bool { return b.Name == a.Name }) {
-			return exitcode.BadInputf("--%s given twice: give one list", d.Flag.Name)
-		}
-		if _, err := d.ParseScalar(strings.Join(a.Values, ",")); err != nil {
+		if err := workload.CheckClients(c); err != nil {
 			return err
 		}
+	}
+	if o.RateUnit == results.PerOp && !slices.ContainsFunc(o.Rates, func(x float64) bool { return x > 0 }) {
+		return exitcode.BadInputf("matrix: rate unit %q: want rates in transactions a second, or ops with at least one offered rate (-R 2000ops)", o.RateUnit)
+	}
+	for i, s := range o.Settings {
+		if slices.ContainsFunc(o.Settings[:i], func(b results.Axis) bool { return b.Name == s.Name }) {
+			return exitcode.BadInputf("--set %s given twice: give one axis with all its values, --set %s=V1,V2", s.Name, s.Name)
+		}
+		if err := checkMaxConnections(s, slices.Max(o.Clients)); err != nil {
+			return err
+		}
+	}
+	for i, v := range o.Vars {
+		if slices.ContainsFunc(o.Vars[:i], func(b results.Axis) bool { return b.Name == v.Name }) {
+			return exitcode.BadInputf("--var %s given twice: give one axis with all its values, --var %s=V1,V2", v.Name, v.Name)
+		}
+	}
+	if (r.Instructions || r.InstructionsOnly) && len(o.Rates)+len(o.Vars)+len(o.Conditions)+len(o.Extra) > 0 {
+		return exitcode.BadInputf("--instructions counts one client's transactions on a quiet server: run it in a matrix without -R, --var, --condition and the other axes")
+	}
+	if r.MustNotSaturate && len(o.Rates) == 0 {
+		return exitcode.BadInputf("--must-not-saturate goes with -R: only an offered rate can saturate")
 	}
 	return nil
 }
@@ -385,25 +342,25 @@ func (r *Request) maxRepeats() int {
 	return 2 * r.Repeats
 }
 
-// Configs is the number of configurations (before sharding).
-func (r *Request) configs() float64 {
-	n := float64(len(r.Workloads) * len(r.Clients) * max(1, len(r.CPUs)))
+// configs is the number of configurations of o (before sharding).
+func (r *Request) configs(o *results.PlanOpts) float64 {
+	n := float64(len(r.Workloads) * len(o.Clients) * max(1, len(o.CPUs)))
 	if r.InstructionsOnly {
 		n = 0
 	}
 	if r.Instructions || r.InstructionsOnly {
 		n += float64(len(r.Workloads))
 	}
-	for _, s := range slices.Concat(r.Settings, r.Vars, r.Extra) {
+	for _, s := range slices.Concat(o.Settings, o.Vars, o.Extra) {
 		n *= float64(len(s.Values))
 	}
-	return n * float64(max(1, len(r.Rates))*max(1, len(r.Conditions)))
+	return n * float64(max(1, len(o.Rates))*max(1, len(o.Conditions)))
 }
 
 // checkSize bounds the worst case (adaptive repeats included) in float64
 // arithmetic, which cannot overflow at these sizes.
-func (r *Request) checkSize() error {
-	cells := r.configs() * float64(len(r.Commits)) * float64(r.maxRepeats())
+func (r *Request) checkSize(o *results.PlanOpts) error {
+	cells := r.configs(o) * float64(len(r.Commits)) * float64(r.maxRepeats())
 	if n := float64(max(1, r.Shard.N)); n > 1 {
 		cells /= n
 	}
@@ -430,7 +387,8 @@ func longTime(secs float64) string {
 // builds (arms with the same binaries share one: an A/A run) and returns
 // the plan. It changes nothing on disk.
 func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error) {
-	if err := req.Check(); err != nil {
+	o, err := req.Check()
+	if err != nil {
 		return nil, err
 	}
 	var wls []workload.Workload
@@ -445,19 +403,12 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 		}
 		wls = append(wls, wl)
 	}
-	// Again here, for a request not parsed from flags (nightly's): a
-	// custom condition's script must be one nobody else can write.
-	for _, c := range req.Conditions {
-		if err := workload.CheckCondition(c); err != nil {
-			return nil, err
-		}
-	}
-	if len(req.CPUs) > 0 {
+	if len(o.CPUs) > 0 {
 		online, err := deps.allowedCPUs()
 		if err != nil {
 			return nil, exitcode.Failure(err)
 		}
-		for _, n := range req.CPUs {
+		for _, n := range o.CPUs {
 			if n > len(online) {
 				return nil, exitcode.BadInputf("-C %d: this host has %d CPUs online", n, len(online))
 			}
@@ -467,24 +418,19 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDeclares(req, wls); err != nil {
+	if err := checkDeclares(&o, wls); err != nil {
 		return nil, err
 	}
-	p := newPlan(req, commits)
+	p := newPlan(req, o, commits)
 	if err := prepareExtras(ctx, deps, req, p); err != nil {
 		return nil, err
 	}
-	if err := checkVars(deps, req, wls, p.Options.SetupSQL); err != nil {
+	if err := checkVars(deps, o.Vars, wls, p.Options.SetupSQL); err != nil {
 		return nil, err
 	}
-	if slices.Contains(req.Rates, 0) && len(req.Rates) > 1 && (deps.Out != nil || deps.Progress != nil) {
+	if slices.Contains(o.Rates, 0) && len(o.Rates) > 1 && (deps.Out != nil || deps.Progress != nil) {
 		// Issue 40: -R 0,300 mixed the two without a word.
-		shown := make([]string, len(req.Rates))
-		for i, r := range req.Rates {
-			shown[i] = results.FormatRate(r)
-		}
-		shown[len(shown)-1] += string(req.RateUnit)
-		deps.warnf("-R %s: rate 0 is a closed loop (as fast as the server goes) beside open-loop points: its latencies and throughput answer another question than theirs", strings.Join(shown, ","))
+		deps.warnf("-R %s: rate 0 is a closed loop (as fast as the server goes) beside open-loop points: its latencies and throughput answer another question than theirs", strings.Join(req.Axes["rate"], ","))
 	}
 	p.Created = deps.Clock().UTC()
 	if deps.Host != nil {
@@ -497,14 +443,14 @@ func Prepare(ctx context.Context, deps *Deps, req Request) (*results.Plan, error
 // checkVars refuses --var names no workload (nor the setup SQL, as
 // ${name}) reads and :names a workload reads that nothing sets
 // (workload.CheckVars), and notes the --var names some workloads ignore.
-func checkVars(deps *Deps, req Request, wls []workload.Workload, setupSQL string) error {
+func checkVars(deps *Deps, axes []results.Axis, wls []workload.Workload, setupSQL string) error {
 	var vars, elsewhere []string
 	sql := ""
 	if setupSQL != "" {
 		data, _ := os.ReadFile(setupSQL) // read and checked by prepareExtras
 		sql = string(data)
 	}
-	for _, v := range req.Vars {
+	for _, v := range axes {
 		vars = append(vars, v.Name)
 		if strings.Contains(sql, "${"+v.Name+"}") {
 			elsewhere = append(elsewhere, v.Name)
@@ -580,7 +526,8 @@ func PlanFor(req Request, commits []results.Commit) (*results.Plan, error) {
 	for i, c := range commits {
 		req.Commits[i] = Commit{Label: c.Label, Ref: c.Ref, Install: c.Install}
 	}
-	if err := req.Check(); err != nil {
+	o, err := req.Check()
+	if err != nil {
 		return nil, err
 	}
 	var wls []workload.Workload
@@ -591,37 +538,37 @@ func PlanFor(req Request, commits []results.Commit) (*results.Plan, error) {
 		}
 		wls = append(wls, wl)
 	}
-	if err := checkDeclares(req, wls); err != nil {
+	if err := checkDeclares(&o, wls); err != nil {
 		return nil, err
 	}
-	return newPlan(req, commits), nil
+	return newPlan(req, o, commits), nil
 }
 
 // checkDeclares refuses, before anything runs, what a workload declares
 // that this run cannot evaluate (-- abtest:ops-per-tx :NAME without a
 // --var NAME, or with a value that is no positive number) and rates in
 // operations for a workload that does not say what one is. wls are
-// req.Workloads resolved, in order.
-func checkDeclares(req Request, wls []workload.Workload) error {
+// o.Workloads resolved, in order.
+func checkDeclares(o *results.PlanOpts, wls []workload.Workload) error {
 	for i, wl := range wls {
 		d := wl.Declares()
-		if req.RateUnit == results.PerOp && d.OpsPerTx == "" {
-			return exitcode.BadInputf("-R …ops: workload %s does not say what an operation is; declare -- abtest:ops-per-tx EXPR in its file, or give -R in transactions a second", req.Workloads[i])
+		if o.RateUnit == results.PerOp && d.OpsPerTx == "" {
+			return exitcode.BadInputf("-R …ops: workload %s does not say what an operation is; declare -- abtest:ops-per-tx EXPR in its file, or give -R in transactions a second", o.Workloads[i])
 		}
 		name := d.OpsVar()
 		if name == "" {
 			if _, err := d.Ops(nil); err != nil {
-				return exitcode.BadInputf("workload %s: %v", req.Workloads[i], err)
+				return exitcode.BadInputf("workload %s: %v", o.Workloads[i], err)
 			}
 			continue
 		}
-		j := slices.IndexFunc(req.Vars, func(a results.Axis) bool { return a.Name == name })
+		j := slices.IndexFunc(o.Vars, func(a results.Axis) bool { return a.Name == name })
 		if j < 0 {
-			return exitcode.BadInputf("workload %s: -- abtest:ops-per-tx %s: the run has no --var %s; give --var %s=V1,V2", req.Workloads[i], d.OpsPerTx, name, name)
+			return exitcode.BadInputf("workload %s: -- abtest:ops-per-tx %s: the run has no --var %s; give --var %s=V1,V2", o.Workloads[i], d.OpsPerTx, name, name)
 		}
-		for _, v := range req.Vars[j].Values {
+		for _, v := range o.Vars[j].Values {
 			if _, err := d.Ops(map[string]string{name: v}); err != nil {
-				return exitcode.BadInputf("workload %s: %v", req.Workloads[i], err)
+				return exitcode.BadInputf("workload %s: %v", o.Workloads[i], err)
 			}
 		}
 	}

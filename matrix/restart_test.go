@@ -46,7 +46,7 @@ func TestRestartCellsAndWarmupTx(t *testing.T) {
 		}
 		req := Request{
 			Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-			Workloads: []string{"select1"}, Clients: []int{1}, Rates: plumbingRates, Repeats: 2, Duration: time.Second,
+			Workloads: []string{"select1"}, Axes: plumbing(), Repeats: 2, Duration: time.Second,
 			WarmupTx: 20, RestartCells: restart, Protocol: "simple",
 		}
 		plan, err := Prepare(context.Background(), deps, req)
@@ -116,7 +116,7 @@ func TestWarmupOneWay(t *testing.T) {
 	neg.WarmupTx = -1
 	r, err := neg.Request()
 	if err == nil {
-		err = r.Check()
+		_, err = r.Check()
 	}
 	if exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("--warmup-tx -1: %v; want exit 2", err)

@@ -233,15 +233,6 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 	return nil
 }
 
-// Resume runs the rest of the plan stored in dir.
-func Resume(ctx context.Context, deps *Deps, dir string) error {
-	plan, err := results.ReadPlan(dir)
-	if err != nil {
-		return err
-	}
-	return Run(ctx, deps, plan, dir)
-}
-
 // adopt checks what dir holds already and repairs it for appending.
 func adopt(deps *Deps, plan *results.Plan, dir string) error {
 	stored, err := results.ReadPlan(dir)

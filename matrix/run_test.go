@@ -60,7 +60,7 @@ func TestAdoptRepairsAndRefuses(t *testing.T) {
 		t.Errorf("cells.jsonl after repair: %q", data)
 	}
 	o := opts()
-	o.Clients = []int{8}
+	o.Axes["clients"] = []string{"8"}
 	other, _ := NewPlan(o)
 	if err := adopt(&Deps{}, other, dir); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "another plan") {
 		t.Errorf("another plan: %v", err)
@@ -93,7 +93,7 @@ func TestTodoIgnoresUnknownRecords(t *testing.T) {
 func TestCheckBounds(t *testing.T) {
 	o := opts()
 	o.Repeats = 100_000_000
-	if err := o.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cells") || !strings.Contains(err.Error(), " years: above the limit of 100000 cells or 30 days") {
+	if _, err := o.Check(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "cells") || !strings.Contains(err.Error(), " years: above the limit of 100000 cells or 30 days") {
 		t.Errorf("huge -r: %v", err)
 	}
 	for secs, want := range map[float64]string{90: "1m30s", 3 * 86400: "3 days", 3 * 365.25 * 86400: "3 years"} {
@@ -103,7 +103,7 @@ func TestCheckBounds(t *testing.T) {
 	}
 	o = opts()
 	o.Repeats, o.Adaptive = 2, Adaptive{UntilDecided: true, MaxRepeats: 10_000}
-	if err := o.Check(); exitcode.Code(err) != exitcode.Usage {
+	if _, err := o.Check(); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("huge --max-repeats: %v", err)
 	}
 	o.Adaptive.MaxRepeats = 6
@@ -130,7 +130,7 @@ func TestWarmupFailureNamesItsLog(t *testing.T) {
 	}
 	req := Request{
 		Commits:   []Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 1, Duration: time.Second, Warmup: time.Second, Protocol: "simple",
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"1"}}, Repeats: 1, Duration: time.Second, Warmup: time.Second, Protocol: "simple",
 	}
 	plan, err := Prepare(context.Background(), deps, req)
 	if err != nil {

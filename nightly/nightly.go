@@ -34,10 +34,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,39 +97,42 @@ func ReuseFrom(nc *config.Nightly) []string {
 }
 
 // Request is the matrix a night runs: head against baseline ("" on the
-// first night: head alone, a noise run) with the configured axes.
+// first night: head alone, a noise run) with the configured axes, by the
+// registry's nightly keys (results.Axes), pgss_max first among the
+// settings as matrix's -m.
 func Request(nc *config.Nightly, head, baseline string, seed int64) matrix.Request {
 	m := nc.Matrix
 	commits := []matrix.Commit{{Label: HeadLabel, Ref: head}}
 	if baseline != "" {
 		commits = append([]matrix.Commit{{Label: BaseLabel, Ref: baseline}}, commits...)
 	}
-	pgss := results.Axis{Name: "pg_stat_statements.max"}
-	for _, n := range m.PgssMax {
-		pgss.Values = append(pgss.Values, fmt.Sprint(n))
+	axes := map[string][]string{}
+	for _, d := range results.Axes {
+		if v, ok := m.Axes[d.TOML]; ok && d.TOML != "" {
+			axes[d.Name] = v
+		}
 	}
-	// A condition's own settings join the axes as on the command line;
-	// one that contradicts an axis is refused by Request.Check.
-	settings, err := matrix.ConditionSettings(append([]results.Axis{pgss}, axesOf(m.Settings)...), m.Conditions)
-	if err != nil {
-		settings = append([]results.Axis{pgss}, axesOf(m.Settings)...)
+	pgss := make([]string, len(m.PgssMax))
+	for i, n := range m.PgssMax {
+		pgss[i] = strconv.Itoa(n)
 	}
+	axes["settings"] = append([]string{results.PgssMax + "=" + strings.Join(pgss, ",")}, axes["settings"]...)
 	return matrix.Request{
-		Commits: commits, NameTemplate: BuildPrefix + "%s",
-		Workloads: m.Workloads, Clients: m.Clients, CPUs: m.CPUs, Settings: settings, Vars: axesOf(m.Vars), Conditions: m.Conditions,
+		Commits: commits, NameTemplate: BuildPrefix + "%s", Workloads: m.Workloads, Axes: axes,
 		Repeats: m.Repeats, Duration: time.Duration(m.Duration) * time.Second, Warmup: time.Duration(m.Warmup) * time.Second,
-		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed, Instructions: m.Instructions, Rates: m.Rates,
+		Protocol: "simple", Build: build.Type(m.Build), Order: matrix.ABBA, Seed: seed, Instructions: m.Instructions,
 	}
 }
 
-// axesOf are nightly.toml's axes by name as axes, in name order (a
-// table's order is not kept), names as matrix parses them.
-func axesOf(m map[string][]string) []results.Axis {
-	var out []results.Axis
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, results.Axis{Name: strings.ToLower(strings.TrimSpace(k)), Values: m[k]})
+// AxisKeys are nightly.toml's keys of the registry's axes, in [matrix].
+func AxisKeys() []string {
+	var keys []string
+	for _, d := range results.Axes {
+		if d.TOML != "" {
+			keys = append(keys, d.TOML)
+		}
 	}
-	return out
+	return keys
 }
 
 // tip is the tracked branch's head.
@@ -467,7 +470,7 @@ func Load(path, home string, getenv func(string) string, ov []config.Override) (
 	if path == "" {
 		return nil, nil, exitcode.BadInputf("nightly: --config nightly.toml is required (see nightly.example.toml)")
 	}
-	nc, err := config.LoadNightly(path, home)
+	nc, err := config.LoadNightly(path, home, AxisKeys()...)
 	if err != nil {
 		return nil, nil, exitcode.BadInput(err)
 	}
@@ -477,7 +480,7 @@ func Load(path, home string, getenv func(string) string, ov []config.Override) (
 	// The nights' matrix, checked as matrix checks its flags (rates,
 	// axes, instruction cells beside rates, size), now and not at night.
 	req := Request(nc, "base", "head", 0)
-	if err := req.Check(); err != nil {
+	if _, err := req.Check(); err != nil {
 		return nil, nil, exitcode.BadInputf("nightly config %s: [matrix]: %v", path, err)
 	}
 	cfg, err := nc.Loaded(getenv, ov)

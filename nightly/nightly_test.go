@@ -33,7 +33,7 @@ func loadNightly(t *testing.T, toml string) *config.Nightly {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "nightly.toml")
 	os.WriteFile(f, []byte(toml), 0o644)
-	nc, err := config.LoadNightly(f, "/h")
+	nc, err := config.LoadNightly(f, "/h", AxisKeys()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +90,14 @@ build = "debug"
 		t.Errorf("first night: %d cells", len(p.Cells))
 	}
 	// rates: open-loop points of every configuration.
-	nc.Matrix.Rates = []float64{500}
+	nc.Matrix.Axes["rates"] = []string{"500"}
 	if p := planOf(t, Request(nc, head, base, 1)); len(p.Configs) != 8 || p.Configs[0].ID() != "select1/c4/cpuall/r500/pgss.max=1000" {
 		t.Errorf("rates = [500]: %d configurations, the first %s", len(p.Configs), p.Configs[0].ID())
 	}
-	nc.Matrix.Rates = nil
+	delete(nc.Matrix.Axes, "rates")
 	nc.Matrix.Repeats = 1
 	one := Request(nc, head, "", 1)
-	if err := one.Check(); exitcode.Code(err) != exitcode.Usage {
+	if _, err := one.Check(); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("a first night of one repeat: %v, want exit 2", err)
 	}
 }

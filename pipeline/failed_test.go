@@ -25,7 +25,7 @@ func failedRun(t *testing.T, commits ...string) (*results.Plan, string) {
 	t.Helper()
 	req := matrix.Request{
 		Commits:   []matrix.Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
-		Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 3, Protocol: "simple", Order: matrix.ABBA, Seed: 1, Duration: 1e9,
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"4"}}, Repeats: 3, Protocol: "simple", Order: matrix.ABBA, Seed: 1, Duration: 1e9,
 	}
 	plan, err := matrix.PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a"}, {Label: "patch", Ref: "b", SHA: "b"}})
 	if err != nil {

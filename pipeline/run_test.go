@@ -290,7 +290,7 @@ func TestRunHoldsTheLock(t *testing.T) {
 	deps := &matrix.Deps{Proc: cm.Run, Clusters: cm, Workload: &workload.Runner{Proc: cm.Run, Getenv: func(string) string { return "" }}, Out: io.Discard}
 	req := matrix.Request{
 		Commits:   []matrix.Commit{{Label: "a", Install: install}, {Label: "b", Install: install}},
-		Workloads: []string{"select1"}, Clients: []int{1}, Repeats: 3, Duration: time.Second, Protocol: "simple",
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"1"}}, Repeats: 3, Duration: time.Second, Protocol: "simple",
 	}
 	plan, err := matrix.Prepare(context.Background(), deps, req)
 	if err != nil {
@@ -362,7 +362,7 @@ func finishedRun(t *testing.T) (*results.Plan, string) {
 	t.Helper()
 	req := matrix.Request{
 		Commits:   []matrix.Commit{{Label: "base", Ref: "a"}, {Label: "patch", Ref: "b"}},
-		Workloads: []string{"select1"}, Clients: []int{4}, Repeats: 3, Duration: time.Second,
+		Workloads: []string{"select1"}, Axes: map[string][]string{"clients": {"4"}}, Repeats: 3, Duration: time.Second,
 		Protocol: "simple", Build: "release", Order: matrix.ABBA, Seed: 1,
 	}
 	plan, err := matrix.PlanFor(req, []results.Commit{{Label: "base", Ref: "a", SHA: "a"}, {Label: "patch", Ref: "b", SHA: "b"}})

@@ -31,9 +31,9 @@ func main() {
 	commits := []results.Commit{{Label: "base", Build: "base"}, {Label: "patch", Build: "patch"}}
 	o := matrix.Request{
 		Workloads: []string{"select1", "churn", "slow_churn", "within_max"},
-		Clients:   []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
-		Settings:  []results.Axis{{Name: "pg_stat_statements.max", Values: []string{"100", "500", "1000", "5000", "10000"}}},
-		Repeats:   *repeats, Duration: 20 * time.Second, Order: matrix.ABBA,
+		Axes: map[string][]string{"clients": {"1,2,4,8,16,32,64,128,256,512"},
+			"settings": {"pg_stat_statements.max=100,500,1000,5000,10000"}},
+		Repeats: *repeats, Duration: 20 * time.Second, Order: matrix.ABBA,
 	}
 	p, err := matrix.PlanFor(o, commits)
 	if err != nil {
