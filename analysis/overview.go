@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -184,11 +185,28 @@ func (r *Report) AnswerLines() []string {
 			}
 		}
 		if len(parts) == 0 {
-			parts = append(parts, "no change called")
+			parts = append(parts, r.nothingCalled(c))
 		}
 		out = append(out, fmt.Sprintf("%s vs %s: %s", c, r.Baseline, strings.Join(parts, "; ")))
 	}
 	return out
+}
+
+// nothingCalled is commit c's answer when it names no change: "no
+// change called", or, where cells are missing, that it could not
+// compare (a run whose every cell failed called nothing because it
+// measured nothing).
+func (r *Report) nothingCalled(c string) string {
+	n := 0
+	for _, in := range r.Incomplete {
+		if in.Commit == c && in.Metric == "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return "no change called"
+	}
+	return fmt.Sprintf("nothing compared: %s incomplete (failed cells)", text.Count(n, "configuration"))
 }
 
 // metric is the run-level answer in a few words: "tps −2.8 % worse",
