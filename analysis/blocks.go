@@ -15,7 +15,7 @@ import (
 )
 
 // Block is one piece of a section: *Heading, *Paragraph, *List, *Table,
-// *Plot, *Footnote, *Code or *Details.
+// *Plot, *Footnote, *Details or *Quote.
 type Block interface{ kind() string }
 
 // Span is a run of text; Strong, Code and Link say how markdown shows it
@@ -122,11 +122,6 @@ type Footnote struct {
 	Text string `json:"text"`
 }
 
-// Code is literal lines (a log tail).
-type Code struct {
-	Lines []string `json:"lines"`
-}
-
 // Details is a collapsed group of blocks (markdown's <details>).
 type Details struct {
 	Summary string  `json:"summary"`
@@ -144,7 +139,6 @@ func (*List) kind() string      { return "list" }
 func (*Table) kind() string     { return "table" }
 func (*Plot) kind() string      { return "plot" }
 func (*Footnote) kind() string  { return "footnote" }
-func (*Code) kind() string      { return "code" }
 func (*Details) kind() string   { return "details" }
 func (*Quote) kind() string     { return "quote" }
 
