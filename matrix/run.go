@@ -139,19 +139,6 @@ type run struct {
 	peakTPS map[string]float64
 }
 
-// Run executes plan into dir: it locks dir for the whole run
-// (results.LockRun) and runs it (RunLocked). A caller that writes dir
-// after the run (the report) takes the lock itself and calls RunLocked.
-func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
-	held, err := results.LockRun(dir)
-	if err != nil {
-		deps.sink().Emit(progress.Event{Kind: progress.Abort})
-		return err
-	}
-	defer held.Release()
-	return RunLocked(ctx, deps, plan, held)
-}
-
 // RunLocked executes plan into held.Dir, a results directory its caller
 // holds (results.LockRun) and releases: it builds every commit first,
 // then runs the preflight (each script once against each server) and
@@ -231,15 +218,6 @@ func RunLocked(ctx context.Context, deps *Deps, plan *results.Plan, held *result
 	}
 	deps.sink().Emit(progress.Event{Kind: progress.End})
 	return nil
-}
-
-// Resume runs the rest of the plan stored in dir.
-func Resume(ctx context.Context, deps *Deps, dir string) error {
-	plan, err := results.ReadPlan(dir)
-	if err != nil {
-		return err
-	}
-	return Run(ctx, deps, plan, dir)
 }
 
 // adopt checks what dir holds already and repairs it for appending.
