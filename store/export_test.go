@@ -46,3 +46,10 @@ func SetSortRun(t testing.TB, n int) {
 	sortRun = n
 	t.Cleanup(func() { sortRun = old })
 }
+
+// Version returns the store's schema version.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v)
+	return v, s.fail("reading the schema version", err)
+}
