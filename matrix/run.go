@@ -60,9 +60,6 @@ type Deps struct {
 	Decide Decider
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowedCPUs lists the CPUs cells may pin to; nil means
-	// cluster.AllowedCPUs.
-	AllowedCPUs func() ([]int, error)
 	// Host describes the host and what doctor finds on it, for plan.json;
 	// nil records nothing.
 	Host func() (host.Host, []results.Finding)
@@ -78,12 +75,7 @@ func (d *Deps) Clock() time.Time {
 	return time.Now()
 }
 
-func (d *Deps) allowedCPUs() ([]int, error) {
-	if d.AllowedCPUs != nil {
-		return d.AllowedCPUs()
-	}
-	return cluster.AllowedCPUs()
-}
+func (d *Deps) allowedCPUs() ([]int, error) { return cluster.AllowedCPUs() }
 
 // sink is Progress, made from Out on first use when nil.
 func (d *Deps) sink() progress.Sink {
