@@ -4,9 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,11 +173,7 @@ func (s *Store) putRun(ctx context.Context, tx execer, id string, src *source) e
 }
 
 func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]results.Config) error {
-	ids := make([]string, 0, len(configs))
-	for id := range configs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(configs))
 	for _, id := range ids {
 		c := configs[id]
 		settings := c.Settings
