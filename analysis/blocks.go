@@ -18,7 +18,7 @@ import (
 // *Plot, *Footnote, *Details or *Quote.
 type Block interface{ kind() string }
 
-// Span is a run of text; Strong, Code and Link say how markdown shows it
+// Span is a run of text; Strong, Code, Em and Link say how markdown shows it
 // (the text writer shows the text alone).
 type Span struct {
 	Text   string `json:"text"`
@@ -57,7 +57,7 @@ type Paragraph struct {
 	Text Inline `json:"text"`
 }
 
-// List is a bulleted list; an Item may hold a sub-list and a code block.
+// List is a bulleted list; an Item may hold a sub-list and code lines.
 type List struct {
 	Items []Item `json:"items"`
 }
@@ -70,7 +70,7 @@ type Item struct {
 }
 
 // Table is rows of cells under a head. Right aligns columns (markdown's
-// --:); NoHeadRule leaves the text writer's head without a label column.
+// --:).
 type Table struct {
 	Head  []string `json:"head"`
 	Right []bool   `json:"right,omitempty"`
