@@ -201,14 +201,13 @@ type cellRows struct {
 	prev       *results.Record // the last new record, of configuration prevID
 	prevID     string
 	buf        []byte
-	quotes     metricQuotes
 }
 
 // args appends the values of r's row, in cellsColumns' order; cfg is
 // its configuration's id.
 func (w *cellRows) args(args []any, r *results.Record, cfg string) []any {
 	var metrics string
-	w.buf, metrics = metricsText(w.buf, r.Metrics, &w.quotes)
+	w.buf, metrics = metricsText(w.buf, r.Metrics)
 	return append(columnArgs(args, r), w.run, w.shard, cfg, artifacts(r), cellDetail(r), metrics)
 }
 
