@@ -15,10 +15,10 @@ import (
 )
 
 // Block is one piece of a section: *Heading, *Paragraph, *List, *Table,
-// *Plot, *Footnote, *Code or *Details.
+// *Plot, *Footnote, *Details or *Quote.
 type Block interface{ kind() string }
 
-// Span is a run of text; Strong, Code and Link say how markdown shows it
+// Span is a run of text; Strong, Code, Em and Link say how markdown shows it
 // (the text writer shows the text alone).
 type Span struct {
 	Text   string `json:"text"`
@@ -57,7 +57,7 @@ type Paragraph struct {
 	Text Inline `json:"text"`
 }
 
-// List is a bulleted list; an Item may hold a sub-list and a code block.
+// List is a bulleted list; an Item may hold a sub-list and code lines.
 type List struct {
 	Items []Item `json:"items"`
 }
@@ -70,7 +70,7 @@ type Item struct {
 }
 
 // Table is rows of cells under a head. Right aligns columns (markdown's
-// --:); NoHeadRule leaves the text writer's head without a label column.
+// --:).
 type Table struct {
 	Head  []string `json:"head"`
 	Right []bool   `json:"right,omitempty"`
@@ -122,11 +122,6 @@ type Footnote struct {
 	Text string `json:"text"`
 }
 
-// Code is literal lines (a log tail).
-type Code struct {
-	Lines []string `json:"lines"`
-}
-
 // Details is a collapsed group of blocks (markdown's <details>).
 type Details struct {
 	Summary string  `json:"summary"`
@@ -144,7 +139,6 @@ func (*List) kind() string      { return "list" }
 func (*Table) kind() string     { return "table" }
 func (*Plot) kind() string      { return "plot" }
 func (*Footnote) kind() string  { return "footnote" }
-func (*Code) kind() string      { return "code" }
 func (*Details) kind() string   { return "details" }
 func (*Quote) kind() string     { return "quote" }
 

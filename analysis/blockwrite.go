@@ -51,8 +51,6 @@ func writeMarkdownBlocks(w io.Writer, bs []Block) {
 			mdTable(w, b)
 		case *Plot:
 			fmt.Fprintf(w, "![%s](%s)\n\n", mdInline(plain(b.Title)), b.Path)
-		case *Code:
-			fmt.Fprintf(w, "```\n%s\n```\n\n", strings.Join(b.Lines, "\n"))
 		case *Details:
 			fmt.Fprintf(w, "<details><summary>%s</summary>\n\n", mdInline(plain(b.Summary)))
 			writeMarkdownBlocks(w, b.Blocks)
@@ -199,10 +197,6 @@ func writeTextBlocks(w io.Writer, bs []Block) {
 			textTable(w, b)
 		case *Plot:
 			wrap(w, "  ", "    ", "plot: "+b.Path)
-		case *Code:
-			for _, l := range b.Lines {
-				fmt.Fprintf(w, "    %s\n", l)
-			}
 		case *Details:
 			wrap(w, "  ", "    ", b.Summary)
 			fmt.Fprintln(w)

@@ -197,28 +197,6 @@ func bestSplit(x []float64, minSize int) (int, float64) {
 	return best, bestQ
 }
 
-func qStat(a, b []float64) float64 {
-	m, n := float64(len(a)), float64(len(b))
-	var between, withinA, withinB float64
-	for _, x := range a {
-		for _, y := range b {
-			between += math.Abs(x - y)
-		}
-	}
-	for i := range a {
-		for j := i + 1; j < len(a); j++ {
-			withinA += math.Abs(a[i] - a[j])
-		}
-	}
-	for i := range b {
-		for j := i + 1; j < len(b); j++ {
-			withinB += math.Abs(b[i] - b[j])
-		}
-	}
-	e := 2*between/(m*n) - withinA/(m*(m-1)/2) - withinB/(n*(n-1)/2)
-	return m * n / (m + n) * e
-}
-
 // permutationP is the share of random orderings of x whose best split is
 // at least q.
 func permutationP(x []float64, q float64, minSize, perms int, rng *rand.Rand) float64 {

@@ -6,6 +6,30 @@ import (
 	"testing"
 )
 
+// qStat is the energy statistic Q̂ of splitting a sample into a and b,
+// by its definition (O(n²)).
+func qStat(a, b []float64) float64 {
+	m, n := float64(len(a)), float64(len(b))
+	var between, withinA, withinB float64
+	for _, x := range a {
+		for _, y := range b {
+			between += math.Abs(x - y)
+		}
+	}
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			withinA += math.Abs(a[i] - a[j])
+		}
+	}
+	for i := range b {
+		for j := i + 1; j < len(b); j++ {
+			withinB += math.Abs(b[i] - b[j])
+		}
+	}
+	e := 2*between/(m*n) - withinA/(m*(m-1)/2) - withinB/(n*(n-1)/2)
+	return m * n / (m + n) * e
+}
+
 // naiveSplit is the definition bestSplit computes faster: Q̂ at every τ
 // from scratch.
 func naiveSplit(x []float64, minSize int) (int, float64) {

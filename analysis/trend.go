@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -138,7 +139,7 @@ func trendPlot(t Trend, path string) error {
 	l.Color, pts.Color = palette[0], palette[0]
 	p.Add(l, pts)
 	for _, cp := range t.ChangePoints {
-		vl, err := plotter.NewLine(plotter.XYs{{X: float64(cp.Index) + 0.5, Y: minOf(xs)}, {X: float64(cp.Index) + 0.5, Y: maxOf(xs)}})
+		vl, err := plotter.NewLine(plotter.XYs{{X: float64(cp.Index) + 0.5, Y: slices.Min(xs)}, {X: float64(cp.Index) + 0.5, Y: slices.Max(xs)}})
 		if err == nil {
 			vl.Color = color.RGBA{214, 39, 40, 255}
 			if cp.Expected {
@@ -151,20 +152,4 @@ func trendPlot(t Trend, path string) error {
 	// As the report's other plots: axis from the data, white under all.
 	scaleY(p)
 	return save(p, path)
-}
-
-func minOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs {
-		m = min(m, x)
-	}
-	return m
-}
-
-func maxOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }

@@ -90,8 +90,6 @@ type Manager struct {
 	StartTimeout time.Duration
 	// Log receives one line per step ("initdb", "started"); nil discards.
 	Log io.Writer
-	// MemTotal sizes shared_buffers; zero reads /proc/meminfo.
-	MemTotal uint64
 
 	// socketParent replaces /tmp as the parent of socket directories
 	// (tests of this package, which prune).
@@ -755,9 +753,6 @@ func (m *Manager) checkInstall(ctx context.Context, install string) error {
 }
 
 func (m *Manager) memTotal() uint64 {
-	if m.MemTotal > 0 {
-		return m.MemTotal
-	}
 	return uint64(host.Memory("/").MemoryMB) << 20
 }
 

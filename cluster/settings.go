@@ -3,9 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,11 +53,7 @@ func checkOwned(settings []Setting) error {
 // library is loaded: Start checks them when the server starts. Errors are
 // ErrSetting with exit 2.
 func (m *Manager) CheckSettings(ctx context.Context, install string, settings map[string]string) error {
-	names := make([]string, 0, len(settings))
-	for k := range settings {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(settings))
 	list := make([]Setting, 0, len(names))
 	for _, k := range names {
 		list = append(list, Setting{Name: strings.ToLower(strings.TrimSpace(k)), Value: settings[k]})

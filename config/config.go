@@ -265,18 +265,6 @@ func decodeFile(path string, c *Config) ([]string, error) {
 	return slices.Collect(maps.Keys(raw)), nil
 }
 
-// Keys returns every TOML key of Config.
-func Keys() []string {
-	var keys []string
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		if k := tomlKey(t.Field(i)); k != "" {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
 func tomlKey(f reflect.StructField) string {
 	k, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 	return k

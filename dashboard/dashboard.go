@@ -122,8 +122,6 @@ const MetaPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img
 type Options struct {
 	// Title heads every page; empty means "abtest".
 	Title string
-	// ChangePoints are the E-divisive options of the trends.
-	ChangePoints analysis.ChangePointOptions
 	// Served: the site is written for Serve, which serves the runs'
 	// results directories beneath FilesPrefix, and its pages link their
 	// files there; else they link them relative to the page, for a site
@@ -208,7 +206,7 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if err != nil {
 		return nil, err
 	}
-	series, err := history.AllTrends(ctx, s, keys, o.ChangePoints)
+	series, err := history.AllTrends(ctx, s, keys)
 	if err != nil {
 		return nil, err
 	}

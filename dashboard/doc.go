@@ -29,7 +29,6 @@ type docBlock struct {
 	Head    []string
 	Right   []bool
 	Rows    [][]docCell
-	Lines   []string
 	Summary string
 	Blocks  []docBlock
 	// File is a plot's file: linked, or named with why not.
@@ -103,8 +102,6 @@ func (w *docWriter) block(b analysis.Block) docBlock {
 	case *analysis.Plot:
 		p := filepath.Join(w.dir, filepath.FromSlash(b.Path))
 		return docBlock{Kind: "plot", Text: []docSpan{{Text: b.Title}}, File: w.d.fileLink(w.from, b.Title, p, "not on this host")}
-	case *analysis.Code:
-		return docBlock{Kind: "code", Lines: b.Lines}
 	case *analysis.Details:
 		return docBlock{Kind: "details", Summary: b.Summary, Blocks: w.blocks(b.Blocks)}
 	}

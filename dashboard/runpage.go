@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -314,9 +315,9 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 		rows[r.Metric] = append(rows[r.Metric], r)
 	}
 	var tables []metricTable
-	for _, m := range sortedKeys(byRepeat) {
+	for _, m := range slices.Sorted(maps.Keys(byRepeat)) {
 		t := metricTable{Metric: m, Unit: d.unit(m)}
-		for _, rep := range sortedKeys(byRepeat[m]) {
+		for _, rep := range slices.Sorted(maps.Keys(byRepeat[m])) {
 			t.Repeats = append(t.Repeats, repeatRow{Repeat: rep, Values: byRepeat[m][rep]})
 		}
 		t.Verdicts = rows[m]
@@ -338,7 +339,7 @@ func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.
 // when the site is on disk, beneath FilesPrefix when it is served.
 func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 	cf := cellFiles{Commit: c.Commit, Repeat: c.Repeat, Status: c.Status, Failed: c.Status != results.StatusOK, Error: c.Error}
-	for _, n := range sortedKeys(c.Artifacts) {
+	for _, n := range slices.Sorted(maps.Keys(c.Artifacts)) {
 		p := c.Artifacts[n]
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(d.dirs[c.Shard], p)
@@ -350,13 +351,4 @@ func (d *runData) cellFiles(from string, c store.Cell) cellFiles {
 		cf.Files = append(cf.Files, l)
 	}
 	return cf
-}
-
-func sortedKeys[K interface{ ~string | ~int }, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

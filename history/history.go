@@ -190,23 +190,6 @@ func verdicts(rep *analysis.Report) []store.Verdict {
 	return out
 }
 
-// Noise returns run's variance components as the current analysis
-// judged them (judging the run first when its cache is stale).
-func Noise(ctx context.Context, st *store.Store, run string) ([]analysis.Components, error) {
-	if err := fresh(ctx, st, run); err != nil {
-		return nil, err
-	}
-	data, err := st.Noise(ctx, run, version)
-	if err != nil || data == "" {
-		return nil, err
-	}
-	var out []analysis.Components
-	if err := json.Unmarshal([]byte(data), &out); err != nil {
-		return nil, exitcode.Failure(fmt.Errorf("store %s: run %s: noise: %w", st.Where(), run, err))
-	}
-	return out, nil
-}
-
 // fresh judges run when its cache is missing or of another version.
 func fresh(ctx context.Context, st *store.Store, run string) error {
 	v, err := st.JudgedBy(ctx, run)

@@ -46,51 +46,50 @@ func Geomeans(ctx context.Context, st *store.Store, run string) ([]store.Geomean
 // changePoints adds to ser its change points (analysis.ChangePoints, a
 // function of the series alone), marked expected where an annotation
 // names their commit.
-func changePoints(ser *store.Series, o analysis.ChangePointOptions) {
+func changePoints(ser *store.Series) {
 	xs := make([]float64, len(ser.Points))
 	for i, p := range ser.Points {
 		xs[i] = p.Value
 	}
-	for _, cp := range analysis.ChangePoints(xs, o) {
+	for _, cp := range analysis.ChangePoints(xs, analysis.ChangePointOptions{}) {
 		ser.AddChangePoint(cp.Index, cp.DeltaPct, cp.P)
 	}
 }
 
 // Trend returns the trend of one metric in one configuration over the
-// stored runs (store.History) with its change points (the default
-// options, as nightly's trends have them).
+// stored runs (store.History) with its change points.
 func Trend(ctx context.Context, st *store.Store, q store.HistoryQuery) (*store.Series, error) {
 	ser, err := st.History(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	changePoints(ser, analysis.ChangePointOptions{})
+	changePoints(ser)
 	return ser, nil
 }
 
 // AllTrends returns the series of every key with their change points,
 // reading the runs once.
-func AllTrends(ctx context.Context, st *store.Store, keys []store.SeriesKey, o analysis.ChangePointOptions) ([]*store.Series, error) {
+func AllTrends(ctx context.Context, st *store.Store, keys []store.SeriesKey) ([]*store.Series, error) {
 	series, err := st.AllHistory(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
 	for _, ser := range series {
-		changePoints(ser, o)
+		changePoints(ser)
 	}
 	return series, nil
 }
 
 // SeriesUnder returns, for each metric, its series in every
 // configuration of the runs under dir (store.SeriesUnder) with their
-// change points under the default options.
+// change points.
 func SeriesUnder(ctx context.Context, st *store.Store, dir string, metrics []string) ([]*store.Series, error) {
 	series, err := st.SeriesUnder(ctx, dir, metrics)
 	if err != nil {
 		return nil, err
 	}
 	for _, ser := range series {
-		changePoints(ser, analysis.ChangePointOptions{})
+		changePoints(ser)
 	}
 	return series, nil
 }

@@ -60,9 +60,6 @@ type Deps struct {
 	Decide Decider
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowedCPUs lists the CPUs cells may pin to; nil means
-	// cluster.AllowedCPUs.
-	AllowedCPUs func() ([]int, error)
 	// Host describes the host and what doctor finds on it, for plan.json;
 	// nil records nothing.
 	Host func() (host.Host, []results.Finding)
@@ -78,12 +75,7 @@ func (d *Deps) Clock() time.Time {
 	return time.Now()
 }
 
-func (d *Deps) allowedCPUs() ([]int, error) {
-	if d.AllowedCPUs != nil {
-		return d.AllowedCPUs()
-	}
-	return cluster.AllowedCPUs()
-}
+func (d *Deps) allowedCPUs() ([]int, error) { return cluster.AllowedCPUs() }
 
 // sink is Progress, made from Out on first use when nil.
 func (d *Deps) sink() progress.Sink {
@@ -137,19 +129,6 @@ type run struct {
 	// peakTPS is the highest TPS each commit × configuration's windows
 	// ran at so far (peakKey): it sizes later cells' latency logs.
 	peakTPS map[string]float64
-}
-
-// Run executes plan into dir: it locks dir for the whole run
-// (results.LockRun) and runs it (RunLocked). A caller that writes dir
-// after the run (the report) takes the lock itself and calls RunLocked.
-func Run(ctx context.Context, deps *Deps, plan *results.Plan, dir string) error {
-	held, err := results.LockRun(dir)
-	if err != nil {
-		deps.sink().Emit(progress.Event{Kind: progress.Abort})
-		return err
-	}
-	defer held.Release()
-	return RunLocked(ctx, deps, plan, held)
 }
 
 // RunLocked executes plan into held.Dir, a results directory its caller

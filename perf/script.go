@@ -13,7 +13,6 @@ package perf
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -270,9 +269,4 @@ func shortDSO(dso string) string {
 		return dso[i+1:]
 	}
 	return dso
-}
-
-// String of a frame, for tests and messages.
-func (f Frame) String() string {
-	return fmt.Sprintf("%x %s (%s)", f.Addr, f.Func, f.DSO)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,7 +189,7 @@ func init() { Axes = append(Axes, unknownAxes) }
 // apart, +NAME=VALUE in the id, and are stored.
 var unknownAxes = &AxisDef{Name: "unknown", JSON: []string{"axes"}, Stored: true,
 	pairs: func(c *Config, dst []Pair) []Pair {
-		for _, k := range sortedKeys(c.Extra) {
+		for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
 			if d, ok := AxisNamed(k); !ok || !d.scalar {
 				dst = append(dst, Pair{k, c.Extra[k]})
 			}
@@ -430,7 +431,7 @@ func appendSorted(dst []Pair, m map[string]string) []Pair {
 			return append(dst, Pair{k, v})
 		}
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		dst = append(dst, Pair{k, m[k]})
 	}
 	return dst

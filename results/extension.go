@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ func ExpandSetupSQL(sql string, values map[string]string) (string, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		names := sortedKeys(values)
+		names := slices.Sorted(maps.Keys(values))
 		if len(names) == 0 {
 			names = []string{"none"}
 		}

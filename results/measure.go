@@ -2,6 +2,8 @@ package results
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -112,7 +114,7 @@ func (w Waits) Line(clients int) string {
 
 func (w Waits) top(n int) []WaitTop {
 	var out []WaitTop
-	for _, k := range sortedKeys(w.ByEvent) {
+	for _, k := range slices.Sorted(maps.Keys(w.ByEvent)) {
 		out = append(out, WaitTop{k, w.ByEvent[k]})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].N > out[j].N })

@@ -3,8 +3,9 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,7 +136,7 @@ func (c Config) Point() string {
 // "" without any.
 func (c Config) VarsLabel() string {
 	var parts []string
-	for _, k := range sortedKeys(c.Vars) {
+	for _, k := range slices.Sorted(maps.Keys(c.Vars)) {
 		parts = append(parts, ":"+k+"="+c.Vars[k])
 	}
 	return strings.Join(parts, " ")
@@ -447,15 +448,6 @@ func Diff(a, b *Plan) []string {
 		out = append(out, fmt.Sprintf("shard: %s -> %s", a.Shard, b.Shard))
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func jsonString(v any) string {

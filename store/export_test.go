@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"testing"
 )
 
 // DowngradeTo5 turns a store of schema 8 back into the one version 5
@@ -30,19 +29,9 @@ func DowngradeTo5(ctx context.Context, s *Store) error {
 	return nil
 }
 
-// ImportWhole imports dir as Import did before it stored cells.jsonl's
-// records as they were decoded: every record read first, then the cells
-// inserted in name order.
-func ImportWhole(ctx context.Context, s *Store, dir string) (ImportStats, error) {
-	readWhole = true
-	defer func() { readWhole = false }()
-	return s.Import(ctx, dir)
-}
-
-// SetSortRun sets how many cells an import makes rows of in name order
-// at a time, until the test ends.
-func SetSortRun(t testing.TB, n int) {
-	old := sortRun
-	sortRun = n
-	t.Cleanup(func() { sortRun = old })
+// Version returns the store's schema version.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v)
+	return v, s.fail("reading the schema version", err)
 }

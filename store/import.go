@@ -7,7 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,35 +35,31 @@ type ImportStats struct {
 // is. The cells are stored in one transaction. Import judges nothing:
 // the analysis runs when the run is read (history.Refresh), and the
 // history package's import warms that cache.
-//
-// Import reads the plan while the records decode, and hands the records
-// to the insert block by block as they come (PostgreSQL copies them at
-// once; SQLite sorts them whole first, see sortRun).
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	src, err := openSource(dir)
 	if err != nil {
 		return ImportStats{}, err
 	}
-	// Nothing is left reading the directory when Import returns.
-	defer src.records()
 	if err := checkPlan(dir, src.plan); err != nil {
 		return ImportStats{}, err
 	}
+	recs, warnings, readErr := results.ReadRecords(dir)
 	st := ImportStats{Run: RunID(src.plan)}
-	n, distinct, err := s.putRunCells(ctx, st.Run, src)
+	n, distinct, err := s.putRunCells(ctx, st.Run, src, recs, readErr)
 	if err != nil {
 		return st, err
 	}
-	st.Warnings = src.warnings
+	st.Warnings = warnings
 	st.Cells, st.Present = n, distinct-n
 	return st, nil
 }
 
 // putRunCells stores, in one transaction, the run, its configurations,
-// and those of its cells (with their metrics) that the store lacks, as
-// they are read, and returns how many cells it stored and how many
-// distinct cells the directory has.
-func (s *Store) putRunCells(ctx context.Context, run string, src *source) (stored, distinct int, err error) {
+// and those of its cells (with their metrics) that the store lacks, and
+// returns how many cells it stored and how many distinct cells the
+// directory has. readErr, when cells.jsonl was read only in part, makes
+// it store nothing.
+func (s *Store) putRunCells(ctx context.Context, run string, src *source, recs []results.Record, readErr error) (stored, distinct int, err error) {
 	fail := func(err error) (int, int, error) { return 0, 0, s.fail("importing "+src.dir, err) }
 	// One connection for the transaction and, on PostgreSQL, the COPY
 	// that runs in it.
@@ -83,7 +79,7 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (store
 	// The plan's configurations first: a cell's must be there before
 	// it, and a record's not in the plan comes with its batch.
 	configs := map[string]results.Config{}
-	w := &cellRows{run: run, shard: src.shardID, known: map[string]bool{}}
+	w := &cellRows{run: run, shard: src.shardID, known: map[string]bool{}, seen: map[string]bool{}}
 	for _, c := range src.plan.Configs {
 		id := c.ID()
 		configs[id], w.known[id] = c, true
@@ -91,7 +87,7 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (store
 	if err := s.putConfigs(ctx, tx, configs); err != nil {
 		return fail(err)
 	}
-	n, err := s.putCells(ctx, conn, tx, src, w)
+	n, err := s.putCells(ctx, conn, tx, recs, w)
 	if err != nil {
 		return fail(err)
 	}
@@ -103,8 +99,8 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source) (store
 		return 0, 0, exitcode.BadInputf("importing %s: cell %s is recorded more than once in its cells.jsonl; keep one record of it (or re-run it with --resume after removing both) and import again", src.dir, w.dup)
 	}
 	// A directory read only in part stores nothing.
-	if err := src.records(); err != nil {
-		return 0, 0, err
+	if readErr != nil {
+		return 0, 0, exitcode.Failure(readErr)
 	}
 	// New cells make the run's cached analysis stale: the next read
 	// judges it again (history.Refresh).
@@ -177,11 +173,7 @@ func (s *Store) putRun(ctx context.Context, tx execer, id string, src *source) e
 }
 
 func (s *Store) putConfigs(ctx context.Context, tx execer, configs map[string]results.Config) error {
-	ids := make([]string, 0, len(configs))
-	for id := range configs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(configs))
 	for _, id := range ids {
 		c := configs[id]
 		settings := c.Settings
@@ -209,57 +201,56 @@ type cellRows struct {
 	prev       *results.Record // the last new record, of configuration prevID
 	prevID     string
 	buf        []byte
-	quotes     metricQuotes
 }
 
 // args appends the values of r's row, in cellsColumns' order; cfg is
 // its configuration's id.
 func (w *cellRows) args(args []any, r *results.Record, cfg string) []any {
 	var metrics string
-	w.buf, metrics = metricsText(w.buf, r.Metrics, &w.quotes)
+	w.buf, metrics = metricsText(w.buf, r.Metrics)
 	return append(columnArgs(args, r), w.run, w.shard, cfg, artifacts(r), cellDetail(r), metrics)
 }
 
-// putCells inserts the cells of src's records (each once, the first
-// record of it; those not stored yet) as they are read, their metrics
-// with them, and returns how many it inserted: on PostgreSQL by COPY
-// into a temporary table and one insert from it in cell name order (two
-// processes inserting overlapping cells take the rows' locks in the
-// same order and cannot deadlock), on SQLite, whose import holds the
-// write lock, by multi-row inserts of the cells the run lacks.
-func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, src *source, w *cellRows) (int, error) {
+// putCells inserts the cells of recs (each once, the first record of
+// it; those not stored yet), their metrics with them, and returns how
+// many it inserted: on PostgreSQL by COPY into a temporary table and one
+// insert from it in cell name order (two processes inserting overlapping
+// cells take the rows' locks in the same order and cannot deadlock), on
+// SQLite, whose import holds the write lock, by multi-row inserts of the
+// cells the run lacks.
+func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, recs []results.Record, w *cellRows) (int, error) {
 	width := len(cellColumns(&results.Record{})) + 6
+	var present map[string]int64
+	if !s.postgres {
+		rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", w.run)
+		if err != nil {
+			return 0, err
+		}
+		present = map[string]int64{}
+		if err := scanIDs(rows, present); err != nil {
+			return 0, err
+		}
+	}
+	todo, configs := w.todo(recs, present)
+	if err := s.putConfigs(ctx, tx, configs); err != nil {
+		return 0, err
+	}
+	args := make([]any, 0, width*min(len(todo), cellBatch))
 	if s.postgres {
 		if _, err := tx.ExecContext(ctx, "CREATE TEMPORARY TABLE cells_in ON COMMIT DROP AS SELECT "+cellsColumns+" FROM cells WITH NO DATA"); err != nil {
 			return 0, err
 		}
-		batches, release, stop := w.batches(src.chunks.next, nil, 0, width, cellBatch)
-		defer stop()
-		// cells_in has no foreign keys: the configurations are stored
-		// before the insert from it.
-		configs := map[string]results.Config{}
-		var b *batch
-		k := 0
+		// pgx encodes each row before it asks for the next: args is
+		// used again.
 		err := copyFrom(ctx, conn, "cells_in", strings.Split(cellsColumns, ", "), pgx.CopyFromFunc(func() ([]any, error) {
-			if b == nil || k == len(b.args) {
-				// pgx has encoded the rows it was given.
-				if b != nil {
-					release(b)
-				}
-				var ok bool
-				if b, ok = <-batches; !ok {
-					return nil, nil
-				}
-				maps.Copy(configs, b.configs)
-				k = 0
+			if len(todo) == 0 {
+				return nil, nil
 			}
-			k += width
-			return b.args[k-width : k], nil
+			args = w.args(args[:0], todo[0].rec, todo[0].cfg)
+			todo = todo[1:]
+			return args, nil
 		}))
 		if err != nil {
-			return 0, err
-		}
-		if err := s.putConfigs(ctx, tx, configs); err != nil {
 			return 0, err
 		}
 		res, err := tx.ExecContext(ctx, "INSERT INTO cells ("+cellsColumns+") SELECT "+cellsColumns+" FROM cells_in ORDER BY cell ON CONFLICT (run_id, cell) DO NOTHING")
@@ -269,28 +260,19 @@ func (s *Store) putCells(ctx context.Context, conn *sql.Conn, tx execer, src *so
 		n, err := res.RowsAffected()
 		return int(n), err
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, cell FROM cells WHERE run_id = ?", w.run)
-	if err != nil {
-		return 0, err
-	}
-	present := map[string]int64{}
-	if err := scanIDs(rows, present); err != nil {
-		return 0, err
-	}
 	ins := &batcher{s: s, tx: tx, size: cellBatch, head: "INSERT INTO cells (" + cellsColumns + ") VALUES ", row: "(?" + strings.Repeat(",?", width-1) + ")"}
 	defer ins.close()
-	batches, release, stop := w.batches(src.chunks.next, present, sortRun, width, cellBatch)
-	defer stop()
-	stored := 0
-	for b := range batches {
-		if err := s.putConfigs(ctx, tx, b.configs); err != nil {
+	stored := len(todo)
+	for len(todo) > 0 {
+		n := min(len(todo), cellBatch)
+		args = args[:0]
+		for _, p := range todo[:n] {
+			args = w.args(args, p.rec, p.cfg)
+		}
+		if err := ins.exec(ctx, n, args); err != nil {
 			return 0, err
 		}
-		if err := ins.exec(ctx, len(b.args)/width, b.args); err != nil {
-			return 0, err
-		}
-		stored += len(b.args) / width
-		release(b)
+		todo = todo[n:]
 	}
 	return stored, nil
 }

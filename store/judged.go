@@ -119,14 +119,6 @@ func (s *Store) JudgedBy(ctx context.Context, run string) (string, error) {
 	return v, s.fail("reading the analysis of run "+run, err)
 }
 
-// Noise returns run's cached variance components (analysis.Report.Noise
-// as JSON) of version, "" when the run has no judgement of it.
-func (s *Store) Noise(ctx context.Context, run, version string) (string, error) {
-	var v string
-	err := s.db.QueryRowContext(ctx, s.q("SELECT COALESCE(MAX(noise), '') FROM run_judged WHERE run_id = ? AND analysis_version = ?"), run, version).Scan(&v)
-	return v, s.fail("reading the noise of run "+run, err)
-}
-
 // CellCount is how many cells the store has of run.
 func (s *Store) CellCount(ctx context.Context, run string) (int, error) {
 	var n int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pgabtest/abtest/internal/exitcode"
@@ -21,7 +22,7 @@ func (s *Store) CheckNames(ctx context.Context, metric, config string) error {
 		if err != nil {
 			return err
 		}
-		if !contains(metrics, metric) {
+		if !slices.Contains(metrics, metric) {
 			return exitcode.BadInputf("--metric %s: %w: no stored cell has it%s; stored metrics: %s", metric, ErrUnknown, nearest(metric, metrics), listNames(metrics))
 		}
 	}
@@ -54,15 +55,6 @@ func (s *Store) names(ctx context.Context, query string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, s.fail("listing names", rows.Err())
-}
-
-func contains(list []string, s string) bool {
-	for _, l := range list {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 // nearest is " (did you mean X?)" for a typo of one name, or for the one

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgabtest/abtest/internal/procfs"
+	"github.com/pgabtest/abtest/results"
 )
 
 // BenchmarkPutCells100k stores bench/gen100k's 100 000 cells into a new
@@ -22,9 +23,10 @@ func BenchmarkPutCells100k(b *testing.B) {
 	}
 	ctx := context.Background()
 	src, err := openSource(dir)
-	if err == nil {
-		err = src.records()
+	if err != nil {
+		b.Fatal(err)
 	}
+	recs, _, err := results.ReadRecords(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,12 +38,9 @@ func BenchmarkPutCells100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		src.chunks = newChunks()
-		src.chunks.put(src.recs)
-		src.chunks.end()
 		b.StartTimer()
 		cpu0 := procfs.SelfCPU()
-		if n, _, err := s.putRunCells(ctx, RunID(src.plan), src); err != nil || n != 100000 {
+		if n, _, err := s.putRunCells(ctx, RunID(src.plan), src, recs, nil); err != nil || n != 100000 {
 			b.Fatalf("stored %d cells, %v", n, err)
 		}
 		s.Close()

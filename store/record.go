@@ -218,39 +218,11 @@ func (t *utcTime) Scan(src any) error {
 	return err
 }
 
-// metricQuotes remembers metric names quoted as JSON keys: the last
-// record's in order (a run's cells mostly have the same names, and a
-// string compares equal at once to itself), the others by name.
-type metricQuotes struct {
-	last, lastQuoted []string
-	byName           map[string]string
-}
-
-func (q *metricQuotes) quote(i int, name string) string {
-	if i < len(q.last) && q.last[i] == name {
-		return q.lastQuoted[i]
-	}
-	quoted, ok := q.byName[name]
-	if !ok {
-		if q.byName == nil {
-			q.byName = map[string]string{}
-		}
-		quoted = jsonText(name)
-		q.byName[name] = quoted
-	}
-	if i < len(q.last) {
-		q.last[i], q.lastQuoted[i] = name, quoted
-	} else {
-		q.last, q.lastQuoted = append(q.last, name), append(q.lastQuoted, quoted)
-	}
-	return quoted
-}
-
 // metricsText is the metrics column of values: a JSON object by name in
 // name order, without the NaN and infinite values that JSON cannot
 // hold (nor a cell_metrics row could); names are quoted as json.Marshal
 // quotes them. buf is for the text's bytes.
-func metricsText(buf []byte, values results.Values, q *metricQuotes) ([]byte, string) {
+func metricsText(buf []byte, values results.Values) ([]byte, string) {
 	buf = append(buf[:0], '{')
 	i := 0
 	for name, v := range values.All() {
@@ -260,7 +232,7 @@ func metricsText(buf []byte, values results.Values, q *metricQuotes) ([]byte, st
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(append(buf, q.quote(i, name)...), ':')
+		buf = append(append(buf, jsonText(name)...), ':')
 		buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
 		i++
 	}

@@ -34,7 +34,7 @@ func TestOpenNeverFollowsALink(t *testing.T) {
 	os.WriteFile(nobodys, nil, 0o666)
 	os.Chown(nobodys, 65534, 65534)
 	for _, path := range []string{plant(DefaultFile), plant(DefaultFile + "-wal"), nobodys} {
-		for _, open := range []func(context.Context, string) (*Store, error){Open, OpenExisting} {
+		for _, open := range []func(context.Context, string) (*Store, error){Open, func(ctx context.Context, l string) (*Store, error) { return OpenFor(ctx, l, false) }} {
 			s, err := open(ctx, path)
 			if err == nil {
 				s.Close()

@@ -338,13 +338,6 @@ func (s *Store) newer(v int) error {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// Version returns the store's schema version.
-func (s *Store) Version(ctx context.Context) (int, error) {
-	var v int
-	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v)
-	return v, s.fail("reading the schema version", err)
-}
-
 // execer is a transaction or the database.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

@@ -92,15 +92,9 @@ func Open(ctx context.Context, location string) (*Store, error) {
 	return open(ctx, location, true, true)
 }
 
-// OpenExisting is Open for a reader (history, dashboard, analyze,
-// annotate): a SQLite file that does not exist is refused (exit 2), not
-// created.
-func OpenExisting(ctx context.Context, location string) (*Store, error) {
-	return open(ctx, location, true, false)
-}
-
-// OpenFor is Open when create, else OpenExisting: only a writer (store
-// import, a run) makes a SQLite file that is missing.
+// OpenFor is Open for a writer (store import, a run: create); a reader
+// (history, dashboard, analyze, annotate) is refused a SQLite file that
+// does not exist (exit 2) instead of creating it.
 func OpenFor(ctx context.Context, location string, create bool) (*Store, error) {
 	return open(ctx, location, true, create)
 }

@@ -80,8 +80,6 @@ type Manager struct {
 	Root string
 	// Run runs git and changes files.
 	Run *proc.Runner
-	// Now returns the time recorded in provenance; nil means time.Now.
-	Now func() time.Time
 
 	repo *git.Repository
 }
@@ -561,11 +559,7 @@ func ReadProvenance(dir string) (*Provenance, error) {
 }
 
 func (m *Manager) writeProvenance(ctx context.Context, dir string, p *Provenance) error {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
-	p.Time = now().UTC()
+	p.Time = time.Now().UTC()
 	if !m.Run.DryRun {
 		d, err := m.dirty(ctx, dir)
 		if err != nil {

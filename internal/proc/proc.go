@@ -128,8 +128,6 @@ type Cmd struct {
 	// Stderr, when set, also receives the command's standard error, e.g.
 	// a parser of pgbench's -P progress lines.
 	Stderr io.Writer
-	// Stdin is the command's standard input; nil means none.
-	Stdin io.Reader
 	// User, when set, runs the command with that account's credentials.
 	User *User
 	// ReadOnly marks a command that changes nothing: it runs in dry-run
@@ -306,7 +304,6 @@ func (r *Runner) start(ctx context.Context, c Cmd, out *bytes.Buffer, capture bo
 	} else if len(c.Env) > 0 || len(c.Unset) > 0 {
 		cmd.Env = mergeEnv(os.Environ(), c.Env, c.Unset)
 	}
-	cmd.Stdin = c.Stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if c.User != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.User.UID, Gid: c.User.GID, Groups: c.User.Groups}

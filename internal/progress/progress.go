@@ -127,7 +127,6 @@ type buildState struct {
 	name, phase, log string
 	start, phaseAt   time.Time
 	estimate         time.Duration
-	from             string
 	done, total      int
 	timings          []span
 }
@@ -226,7 +225,7 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 	b := r.build
 	switch e.Kind {
 	case BuildStart:
-		r.build = &buildState{name: e.Task, log: e.Log, start: t, estimate: e.Estimate, from: e.From}
+		r.build = &buildState{name: e.Task, log: e.Log, start: t, estimate: e.Estimate}
 		r.line(fmt.Sprintf("build %s (%s): %s; log %s", e.Task, e.Detail, estimate(e.Estimate, e.From), e.Log), false)
 	case BuildCached:
 		r.build = nil
@@ -249,7 +248,7 @@ func (r *Renderer) buildEvent(e Event, t time.Time) {
 		if b == nil {
 			return
 		}
-		b.estimate, b.from = e.Estimate, e.From
+		b.estimate = e.Estimate
 		r.line(fmt.Sprintf("build %s: %s, %s in%s", b.name, estimate(e.Estimate, e.From), Dur(t.Sub(b.start)), b.left(t, ", ")), false)
 	case BuildDone:
 		if b == nil {

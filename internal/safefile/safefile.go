@@ -150,13 +150,9 @@ func Rename(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
 }
 
-// Reused checks fi (of path, from an open file's Stat or Lstat) before
-// abtest writes to a file that was already there: a regular file of the
-// effective user's, with one link and writable by nobody else.
-func Reused(path string, fi fs.FileInfo) error {
-	return reused(path, fi, os.Geteuid())
-}
-
+// reused checks fi (of path, from an open file's Stat or Lstat) before
+// abtest writes to a file that was already there: a regular file of
+// uid's, with one link and writable by nobody else.
 func reused(path string, fi fs.FileInfo, uid int) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -98,7 +99,7 @@ func Describe(path string) (string, bool) {
 		return "", false
 	}
 	d := h.Description
-	if isOneOf(path, WithRepeats) {
+	if slices.Contains(WithRepeats, path) {
 		d += "\n\n" + Repeats
 	}
 	if path == "matrix" || path == "bisect" {
@@ -123,7 +124,7 @@ func Category(flag string) string {
 // CommandCategory groups abtest's commands in its help.
 func CommandCategory(path string) string {
 	for cat, names := range commandCategories {
-		if isOneOf(path, strings.Fields(names)) {
+		if slices.Contains(strings.Fields(names), path) {
 			return cat
 		}
 	}

@@ -8,6 +8,7 @@ package usage
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -58,7 +59,7 @@ func Path(args []string, known func(path string) bool) (string, int) {
 		switch {
 		case a == "--":
 			return path, start
-		case path == "" && isOneOf(a, RootValueFlags):
+		case path == "" && slices.Contains(RootValueFlags, a):
 			i++
 			continue
 		case strings.HasPrefix(a, "-"):
@@ -71,15 +72,6 @@ func Path(args []string, known func(path string) bool) (string, int) {
 		path, start = next, i+1
 	}
 	return path, start
-}
-
-func isOneOf(s string, list []string) bool {
-	for _, l := range list {
-		if s == l {
-			return true
-		}
-	}
-	return false
 }
 
 // RewriteArgs is Rewrite of a whole command line: args[0], the

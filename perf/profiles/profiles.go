@@ -247,13 +247,6 @@ func SortByMagnitude(ds []Delta) {
 	sort.SliceStable(ds, func(i, j int) bool { return math.Abs(ds[i].Diff) > math.Abs(ds[j].Diff) })
 }
 
-// SortBySignificance orders deltas by |Z|, the changes sampling noise
-// explains least first: a profile's big functions move by many samples
-// from noise alone, and would bury a small function that really changed.
-func SortBySignificance(ds []Delta) {
-	sort.SliceStable(ds, func(i, j int) bool { return math.Abs(ds[i].Z) > math.Abs(ds[j].Z) })
-}
-
 // Diff returns cur with base subtracted, as pprof's -diff_base does: base
 // samples negated and tagged pprof::base, so that pprof and flame-graph
 // viewers show what grew and what shrank. Values are scaled per
