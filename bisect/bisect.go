@@ -379,7 +379,7 @@ func stepOptions(metric string, threshold float64, baseline string) analysis.Opt
 // judge compares the step with good (vsGood, the step's report) and
 // with bad.
 func judge(s Step, vsGood *analysis.Report, metric string, threshold float64) (Step, error) {
-	in, err := analysis.Load(s.Dir)
+	in, err := analysis.LoadSummaries(s.Dir)
 	if err != nil {
 		return s, err
 	}

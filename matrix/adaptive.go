@@ -85,7 +85,7 @@ func (r *run) withinBudget(configs []indexed, blocks int) ([]indexed, error) {
 	if budget <= 0 {
 		return configs, nil
 	}
-	recs, _, err := results.ReadRecords(r.dir)
+	recs, _, err := results.ReadRecordsNoProgress(r.dir)
 	if err != nil {
 		return nil, exitcode.Failure(err)
 	}
@@ -155,7 +155,7 @@ func (r *run) confirmInstructions(ctx context.Context) error {
 	if !o.Instructions || o.InstrRepeats == 0 || o.NoInstrConfirm {
 		return nil
 	}
-	recs, _, err := results.ReadRecords(r.dir)
+	recs, _, err := results.ReadRecordsNoProgress(r.dir)
 	if err != nil {
 		return exitcode.Failure(err)
 	}

@@ -378,7 +378,7 @@ func current(prov *worktree.Provenance, c *results.Commit) bool {
 
 // Done returns the cells already recorded in the results directory.
 func Done(dir string) (map[string]bool, error) {
-	recs, _, err := results.ReadRecords(dir)
+	recs, _, err := results.ReadRecordsNoProgress(dir)
 	if err != nil {
 		return nil, err
 	}

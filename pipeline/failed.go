@@ -20,7 +20,7 @@ var ErrCellsFailed = errors.New("pipeline: failed cells")
 // error, which names the failed tool's own cause (pgbench's first
 // error, a server's FATAL line) and its log. Nil otherwise.
 func everyCellFailed(dir string) error {
-	recs, _, err := results.ReadRecords(dir)
+	recs, _, err := results.ReadRecordsNoProgress(dir)
 	if err != nil {
 		return exitcode.Failure(err)
 	}

@@ -61,7 +61,7 @@ func Summary(w io.Writer, dir string, rep *analysis.Report) {
 // Medians prints the median TPS per configuration and commit: what a
 // run prints when its report could not be made.
 func Medians(w io.Writer, dir string, p *results.Plan) error {
-	recs, _, err := results.ReadRecords(dir)
+	recs, _, err := results.ReadRecordsNoProgress(dir)
 	if err != nil {
 		return exitcode.Failure(err)
 	}
@@ -107,7 +107,11 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 // α over the looks).
 func Undecided(o analysis.Options) func(dir string, look int) ([]string, error) {
 	return func(dir string, _ int) ([]string, error) {
-		rep, err := analysis.AnalyzeDirs(o, dir)
+		in, err := analysis.LoadSummaries(dir)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := analysis.Analyze(in, o)
 		if err != nil {
 			return nil, err
 		}
