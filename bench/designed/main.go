@@ -48,7 +48,7 @@ func run(dir string, runs int, seed int64, bar, minutes float64) error {
 	if err != nil {
 		return err
 	}
-	recs, _, err := results.ReadRecords(dir)
+	recs, _, err := results.ReadRecordsNoProgress(dir) // NoiseOf reads the TPS spread it keeps
 	if err != nil {
 		return err
 	}
