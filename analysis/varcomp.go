@@ -192,6 +192,70 @@ func components(id, m, baseline string, byCommit map[string][]*results.Record) C
 	return c
 }
 
+// PoolComponents pools each configuration's components over several
+// runs of this host, weighting each run's variances by their degrees of
+// freedom (CellPct by the paired spread's, Rho by the within's): a
+// design from one 10-block run rests on 9 of them, whose 95 % interval
+// spans 2.7× (one such A/A on this VM measured select1's paired spread
+// at 11.6 % [8.0, 21.1] and asked for 3 s × r 106, where the runs
+// before it measured 4–7 %). Seconds is the longest measured (a design
+// is never shorter than any); the first run's configuration order and
+// metric are kept.
+func PoolComponents(runs [][]Components) []Components {
+	type acc struct {
+		c              Components
+		within, paired spread
+		between        spread
+		cell, cellDF   float64
+		rho, rhoDF     float64
+	}
+	var order []string
+	by := map[string]*acc{}
+	add := func(s *spread, c Component) {
+		if isFinite(c.Pct) && c.DF > 0 {
+			s.ss += (c.Pct / 100) * (c.Pct / 100) * float64(c.DF)
+			s.df += c.DF
+		}
+	}
+	for _, run := range runs {
+		for _, c := range run {
+			a := by[c.Config]
+			if a == nil {
+				a = &acc{c: c}
+				by[c.Config] = a
+				order = append(order, c.Config)
+			}
+			a.c.Seconds = math.Max(a.c.Seconds, c.Seconds)
+			add(&a.within, c.Within)
+			add(&a.between, c.Between)
+			add(&a.paired, c.Paired)
+			if isFinite(c.CellPct) && c.Paired.DF > 0 {
+				a.cell += c.CellPct * c.CellPct * float64(c.Paired.DF)
+				a.cellDF += float64(c.Paired.DF)
+			}
+			if isFinite(c.Rho) && c.Within.DF > 0 {
+				a.rho += c.Rho * float64(c.Within.DF)
+				a.rhoDF += float64(c.Within.DF)
+			}
+		}
+	}
+	out := make([]Components, 0, len(order))
+	for _, id := range order {
+		a := by[id]
+		c := a.c
+		c.Within, c.Between, c.Paired = a.within.component(), a.between.component(), a.paired.component()
+		c.CellPct, c.Rho = math.NaN(), math.NaN()
+		if a.cellDF > 0 {
+			c.CellPct = math.Sqrt(a.cell / a.cellDF)
+		}
+		if a.rhoDF > 0 {
+			c.Rho = a.rho / a.rhoDF
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // minRhoSeconds is the shortest cell whose seconds' autocorrelation
 // Components estimate: the bias of r₁ is about −(1+4ρ)/n, and from
 // 3 s cells it is all bias.
@@ -289,8 +353,15 @@ func (s spread) component() Component {
 }
 
 // chi2q is the χ² quantile p on df degrees of freedom, by bisection on
-// its distribution function.
+// its distribution function; past 200 degrees of freedom by
+// Wilson–Hilferty's cube-root normal approximation (relative error
+// under 1e-4 there), where mathx.GammaInc's series stops converging
+// and panics (from about 2 000: the seconds of 40 cells of 60 s).
 func chi2q(p, df float64) float64 {
+	if df > 200 {
+		v := 2 / (9 * df)
+		return df * math.Pow(1-v+zq(p)*math.Sqrt(v), 3)
+	}
 	lo, hi := 0.0, df+10*math.Sqrt(2*df)+10
 	for range 100 {
 		mid := (lo + hi) / 2

@@ -289,3 +289,49 @@ func TestDesignForAutocorrelatedSeconds(t *testing.T) {
 		t.Errorf("rho from 3 s cells: %v; want unknown", r)
 	}
 }
+
+// TestPoolComponents: runs pool by their degrees of freedom, so one
+// noisy 10-block run does not decide a design against a long one; an
+// unknown Rho or CellPct takes no weight; Seconds is the longest.
+func TestPoolComponents(t *testing.T) {
+	short := Components{Config: "x", Metric: "tps", Seconds: 3, Within: Component{Pct: 8.6, DF: 36}, Paired: Component{Pct: 11.6, DF: 9}, CellPct: 6.5, Rho: math.NaN()}
+	long := Components{Config: "x", Metric: "tps", Seconds: 20, Within: Component{Pct: 4, DF: 2000}, Paired: Component{Pct: 5, DF: 105}, CellPct: 3, Rho: 0.6}
+	other := Components{Config: "y", Metric: "tps", Seconds: 3, Within: Component{Pct: 2, DF: 10}, Paired: Component{Pct: 4, DF: 9}, CellPct: math.NaN(), Rho: math.NaN()}
+	got := PoolComponents([][]Components{{short, other}, {long}})
+	if len(got) != 2 || got[0].Config != "x" || got[1].Config != "y" {
+		t.Fatalf("pooled %+v", got)
+	}
+	x := got[0]
+	want := math.Sqrt((11.6*11.6*9 + 5*5*105) / 114)
+	if math.Abs(x.Paired.Pct-want) > 1e-9 || x.Paired.DF != 114 || !(x.Paired.Lo < want && want < x.Paired.Hi) {
+		t.Errorf("paired %+v; want %.3f on 114 df", x.Paired, want)
+	}
+	if w := math.Sqrt((6.5*6.5*9 + 3*3*105) / 114); math.Abs(x.CellPct-w) > 1e-9 || x.Rho != 0.6 || x.Seconds != 20 {
+		t.Errorf("cell %.3f (want %.3f), rho %v, seconds %v", x.CellPct, w, x.Rho, x.Seconds)
+	}
+	if y := got[1]; !math.IsNaN(y.CellPct) || !math.IsNaN(y.Rho) || y.Paired.Pct != 4 {
+		t.Errorf("a run alone: %+v", y)
+	}
+}
+
+// TestChi2qLargeDF: the χ² quantiles of the within-cell component's
+// degrees of freedom, which long cells make thousands (40 cells of
+// 60 s: 2 360), without mathx.GammaInc's panic, continuous where the
+// approximation takes over.
+func TestChi2qLargeDF(t *testing.T) {
+	for _, p := range []float64{0.025, 0.975} {
+		below, above := chi2q(p, 200), chi2q(p, 200.0001)
+		if math.Abs(below/above-1) > 1e-4 {
+			t.Errorf("χ²(%v) at 200 df: %v by bisection, %v approximated", p, below, above)
+		}
+		for _, df := range []float64{2036, 5900, 1e6} {
+			if q := chi2q(p, df); !(q > 0) || math.Abs(q/df-1) > 0.1 {
+				t.Errorf("χ²(%v, %v df) = %v", p, df, q)
+			}
+		}
+	}
+	c := spread{ss: 2036 * 0.04 * 0.04, df: 2036}.component()
+	if !(c.Lo < 4 && 4 < c.Hi) || math.Abs(c.Pct-4) > 1e-9 {
+		t.Errorf("component on 2 036 df: %+v", c)
+	}
+}
