@@ -24,12 +24,25 @@ import (
 // plan.json or cells.jsonl safefile.CheckInput refuses (another
 // account's, a FIFO or a device, or over its size bound).
 func NewestRun(root string) (string, error) {
+	runs, err := NewestRuns(root, 1)
+	if len(runs) == 0 {
+		return "", err
+	}
+	return runs[0], err
+}
+
+// NewestRuns are at most n of the runs under root NewestRun would
+// choose from, newest first.
+func NewestRuns(root string, n int) ([]string, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		return "", fmt.Errorf("doctor: newest run under %s: %w", root, err)
+		return nil, fmt.Errorf("doctor: newest run under %s: %w", root, err)
 	}
-	var newest string
-	var at time.Time
+	type run struct {
+		dir string
+		at  time.Time
+	}
+	var runs []run
 	for _, e := range ents {
 		if !e.IsDir() || e.Type()&os.ModeSymlink != 0 {
 			continue
@@ -46,11 +59,14 @@ func NewestRun(root string) (string, error) {
 		if safefile.CheckInput(filepath.Join(dir, results.PlanFile)) != nil || safefile.CheckInput(filepath.Join(dir, results.CellsFile)) != nil {
 			continue
 		}
-		if fi.ModTime().After(at) {
-			newest, at = dir, fi.ModTime()
-		}
+		runs = append(runs, run{dir, fi.ModTime()})
 	}
-	return newest, nil
+	slices.SortStableFunc(runs, func(a, b run) int { return b.at.Compare(a.at) })
+	var out []string
+	for _, r := range runs[:min(n, len(runs))] {
+		out = append(out, r.dir)
+	}
+	return out, nil
 }
 
 // measuredNoise is Noise of the newest run under root, when there is

@@ -15,12 +15,13 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// hostDesign is what the noise of this host's newest run (under the
-// directory that holds dir) asks of plan: the cell length and repeats
-// that answer the run-level question at the primary's bar soonest
-// (analysis.DesignFor), the run it was measured in, and how many of
-// plan's configurations that run measured. ok is false when it
-// measured none of them.
+// hostDesign is what the noise of this host's newest runs (under the
+// directory that holds dir; up to designRuns of them that measured
+// plan's configurations, pooled: analysis.PoolComponents) asks of
+// plan: the cell length and repeats that answer the run-level question
+// at the primary's bar soonest (analysis.DesignFor), the runs it was
+// measured in, and how many of plan's configurations they measured.
+// ok is false when they measured none of them.
 type hostDesign struct {
 	analysis.RunDesign
 	run     string
@@ -32,15 +33,7 @@ type hostDesign struct {
 }
 
 func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, bool) {
-	last, err := doctor.NewestRun(filepath.Dir(dir))
-	if err != nil || last == "" || filepath.Clean(last) == filepath.Clean(dir) {
-		return hostDesign{}, false
-	}
-	p, err := results.ReadPlan(last)
-	if err != nil {
-		return hostDesign{}, false
-	}
-	recs, _, err := results.ReadRecordsNoProgress(last) // NoiseOf reads the TPS spread kept in place of the reports
+	runs, err := doctor.NewestRuns(filepath.Dir(dir), designRuns+1)
 	if err != nil {
 		return hostDesign{}, false
 	}
@@ -48,13 +41,28 @@ func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, 
 	for _, c := range plan.Configs {
 		ids = append(ids, c.ID())
 	}
-	var comps []analysis.Components
-	df := math.MaxInt
-	for _, c := range analysis.NoiseOf(p, recs) {
-		if slices.Contains(ids, c.Config) {
-			comps = append(comps, c)
-			df = min(df, c.Paired.DF)
+	var measured [][]analysis.Components
+	var names []string
+	for _, run := range runs {
+		if filepath.Clean(run) == filepath.Clean(dir) || len(measured) == designRuns {
+			continue
 		}
+		if comps := runNoise(run, ids); len(comps) > 0 {
+			measured = append(measured, comps)
+			names = append(names, filepath.Base(run))
+		}
+	}
+	if len(measured) == 0 {
+		return hostDesign{}, false
+	}
+	comps := analysis.PoolComponents(measured)
+	df := math.MaxInt
+	for _, c := range comps {
+		df = min(df, c.Paired.DF)
+	}
+	name := names[0]
+	if len(names) > 1 {
+		name += fmt.Sprintf(" and %s before it", text.Count(len(names)-1, "run"))
 	}
 	bar := 2.0
 	if def, ok := plan.Metrics.Get(results.MetricTPS); ok {
@@ -69,7 +77,30 @@ func designFor(plan *results.Plan, dir string, o analysis.Options) (hostDesign, 
 	}
 	overhead := plan.Options.WarmupS + matrix.Overhead.Seconds()
 	d, ok := analysis.DesignFor(comps, bar, alpha, overhead, len(plan.Commits))
-	return hostDesign{RunDesign: d, run: filepath.Base(last), matched: len(comps), bar: bar, df: df}, ok
+	return hostDesign{RunDesign: d, run: name, matched: len(comps), bar: bar, df: df}, ok
+}
+
+// designRuns is how many of this host's newest runs a design pools.
+const designRuns = 5
+
+// runNoise is the variance components of the configurations ids that
+// the run in dir measured; none when it does not read.
+func runNoise(dir string, ids []string) []analysis.Components {
+	p, err := results.ReadPlan(dir)
+	if err != nil {
+		return nil
+	}
+	recs, _, err := results.ReadRecordsNoProgress(dir) // NoiseOf reads the TPS spread kept in place of the reports
+	if err != nil {
+		return nil
+	}
+	var comps []analysis.Components
+	for _, c := range analysis.NoiseOf(p, recs) {
+		if slices.Contains(ids, c.Config) {
+			comps = append(comps, c)
+		}
+	}
+	return comps
 }
 
 // designLine says what this host's noise asks of plan beside the plan's
@@ -111,7 +142,7 @@ var designMaxMinutes = 60.0
 
 // designed is plan with the cell length and repeats this host's noise
 // asks for, when the user gave neither (matrix.Request.Designable) and
-// the design is safe to choose: the newest run of this host measured
+// the design is safe to choose: the newest runs of this host measured
 // every configuration of plan, in at least 6 blocks each, with tps as
 // their primary, and the design stays within the bounds above.
 // Otherwise plan itself.

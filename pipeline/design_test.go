@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/internal/proc"
@@ -54,6 +55,30 @@ func TestDesignLine(t *testing.T) {
 	if !strings.HasPrefix(got, "design: this host's noise (run last, 2 configurations of this plan)") || !strings.Contains(got, "× r ") || !strings.Contains(got, "this plan: 3s × r 12") ||
 		!strings.HasSuffix(got, "(over 60 min: not chosen without -d and -r)") {
 		t.Errorf("design line %q", got)
+	}
+	// An earlier run of the same configurations pools with it: the same
+	// noise on twice the blocks, the same design, both runs named.
+	earlier := filepath.Join(root, "earlier")
+	if err := os.Mkdir(earlier, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"plan.json", "cells.jsonl"} {
+		b, _ := os.ReadFile(filepath.Join(last, n))
+		if err := os.WriteFile(filepath.Join(earlier, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(earlier, "cells.jsonl"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	pooled := designLine(plan, filepath.Join(root, "new"), analysis.Options{})
+	if !strings.HasPrefix(pooled, "design: this host's noise (run last and 1 run before it, 2 configurations of this plan)") ||
+		strings.SplitN(pooled, ")", 2)[1] != strings.SplitN(got, ")", 2)[1] {
+		t.Errorf("pooled with an identical earlier run: %q; want %q's design, both runs named", pooled, got)
+	}
+	if err := os.RemoveAll(earlier); err != nil {
+		t.Fatal(err)
 	}
 	if got := designLine(plan, last, analysis.Options{}); got != "" {
 		t.Errorf("the plan's own directory: %q, want nothing", got)
