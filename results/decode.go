@@ -219,13 +219,12 @@ const maxLine = 1 << 30
 const blockSize = 1 << 20
 
 // decodeRecords decodes r's lines, blocks of about a megabyte of lines
-// by one goroutine per CPU, gathered in order. each (when not nil) is
-// given each block's records as ReadRecordsEach says; noProgress leaves
-// their progress reports out. size is r's, when known (else 0): the
+// by one goroutine per CPU, gathered in order; noProgress leaves their
+// progress reports out. size is r's, when known (else 0): the
 // records then decode in place, into one slice as long as the first
 // block's lines predict, and only those past it are copied. A line that
 // does not decode is skipped with a warning.
-func decodeRecords(r io.Reader, name string, size int64, each func([]Record), noProgress bool) ([]Record, []string, error) {
+func decodeRecords(r io.Reader, name string, size int64, noProgress bool) ([]Record, []string, error) {
 	order := make(chan *block, 2*runtime.GOMAXPROCS(0))
 	work := make(chan *block)
 	for range runtime.GOMAXPROCS(0) {
@@ -274,9 +273,6 @@ func decodeRecords(r io.Reader, name string, size int64, each func([]Record), no
 			// Copied: past the slice in place, or moved back over
 			// the lines before it that were no record (blank, torn).
 			out = append(out, b.recs...)
-		}
-		if each != nil && len(b.recs) > 0 {
-			each(out[len(out)-len(b.recs):])
 		}
 		b.recs = nil
 	}

@@ -84,24 +84,19 @@ func TestDecodeRecordsManyBlocks(t *testing.T) {
 		}
 	}
 
-	// ReadRecordsEach hands the same records over block by block, in
-	// order, each as it was once the whole file is read.
+	// Read from a file (several blocks decoded in place), the same
+	// records and warnings.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var handed []results.Record
-	blocks := 0
-	all, warnings, err := results.ReadRecordsEach(dir, func(recs []results.Record) {
-		blocks++
-		handed = append(handed, recs...)
-	})
-	if err != nil || blocks < 2 || len(handed) != len(want) || len(all) != len(want) || len(warnings) != len(bad) {
-		t.Fatalf("ReadRecordsEach: %d records in %d blocks, %d returned, %d warnings, %v; want %d records", len(handed), blocks, len(all), len(warnings), err, len(want))
+	all, warnings, err := results.ReadRecords(dir)
+	if err != nil || len(all) != len(want) || len(warnings) != len(bad) {
+		t.Fatalf("ReadRecords: %d records, %d warnings, %v; want %d records", len(all), len(warnings), err, len(want))
 	}
 	for i := range want {
-		if !sameRecord(handed[i], want[i]) || !sameRecord(all[i], want[i]) {
-			t.Fatalf("ReadRecordsEach: record %d:\n%+v\n%+v\nwant\n%+v", i, handed[i], all[i], want[i])
+		if !sameRecord(all[i], want[i]) {
+			t.Fatalf("ReadRecords: record %d:\n%+v\nwant\n%+v", i, all[i], want[i])
 		}
 	}
 }
@@ -109,8 +104,7 @@ func TestDecodeRecordsManyBlocks(t *testing.T) {
 // TestReadRecordsInPlace: records read from a file block by block are
 // those decoded from its bytes streamed, where lines are no record (blank, torn: the records after
 // move back over them) and where the first lines are short (later
-// chunks fall past the slice the first predicts); the blocks handed to
-// each are, once all is read, still the records handed.
+// chunks fall past the slice the first predicts).
 func TestReadRecordsInPlace(t *testing.T) {
 	line := func(i int, long bool) string {
 		r := results.Record{Cell: fmt.Sprintf("select1/c%d/r%d/base", i%10, i), Seq: i, Commit: "base", Status: results.StatusOK,
@@ -161,22 +155,14 @@ func TestReadRecordsInPlace(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var handed [][]results.Record
-		got, warnings, err := results.ReadRecordsEach(dir, func(recs []results.Record) { handed = append(handed, recs) })
+		got, warnings, err := results.ReadRecords(dir)
 		if err != nil || len(got) != len(want) || strings.Join(warnings, "\n") != strings.Join(wantWarnings, "\n") {
 			t.Fatalf("%s: %d records, %q, %v; want %d, %q", name, len(got), warnings, err, len(want), wantWarnings)
 		}
-		i := 0
-		for _, block := range handed {
-			for _, r := range block {
-				if !sameRecord(r, want[i]) || !sameRecord(got[i], want[i]) {
-					t.Fatalf("%s: record %d: handed %+v, returned %+v, want %+v", name, i, r, got[i], want[i])
-				}
-				i++
+		for i := range want {
+			if !sameRecord(got[i], want[i]) {
+				t.Fatalf("%s: record %d: %+v, want %+v", name, i, got[i], want[i])
 			}
-		}
-		if i != len(want) {
-			t.Fatalf("%s: %d records handed, want %d", name, i, len(want))
 		}
 	}
 }

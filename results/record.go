@@ -341,18 +341,7 @@ func WriteJSON(dir, name string, v any) error {
 // ReadRecords reads dir/cells.jsonl. A line that does not parse (the
 // last one of a killed run, typically) is skipped with a warning.
 func ReadRecords(dir string) ([]Record, []string, error) {
-	return ReadRecordsEach(dir, nil)
-}
-
-// ReadRecordsEach is ReadRecords handing the records to each as they
-// are decoded, block by block (about a megabyte of lines) in the file's
-// order, the lines that do not decode left out: a reader such as the
-// store's import starts on the first records while the rest decode.
-// each runs on the decoding goroutine, which waits for it: it must hand
-// the records on, not work on them. The records it is given equal those
-// ReadRecordsEach returns: read them, never write them.
-func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error) {
-	return readRecords(dir, each, false)
+	return readRecords(dir, false)
 }
 
 // ReadRecordsNoProgress is ReadRecords without the records' progress
@@ -360,10 +349,10 @@ func ReadRecordsEach(dir string, each func([]Record)) ([]Record, []string, error
 // their TPSSeconds, which the variance components read. A line whose
 // reports do not decode does not either.
 func ReadRecordsNoProgress(dir string) ([]Record, []string, error) {
-	return readRecords(dir, nil, true)
+	return readRecords(dir, true)
 }
 
-func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []string, error) {
+func readRecords(dir string, noProgress bool) ([]Record, []string, error) {
 	f, err := os.Open(filepath.Join(dir, CellsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -376,12 +365,12 @@ func readRecords(dir string, each func([]Record), noProgress bool) ([]Record, []
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return decodeRecords(f, filepath.Join(dir, CellsFile), size, each, noProgress)
+	return decodeRecords(f, filepath.Join(dir, CellsFile), size, noProgress)
 }
 
 // DecodeRecords reads cells.jsonl lines from r; name is for warnings.
 func DecodeRecords(r io.Reader, name string) ([]Record, []string, error) {
-	return decodeRecords(r, name, 0, nil, false)
+	return decodeRecords(r, name, 0, false)
 }
 
 // AppendRecord appends one line to dir/cells.jsonl and fsyncs it: a
