@@ -127,9 +127,6 @@ type Options struct {
 	InitdbOpts []string
 	// Recreate runs initdb again over an existing data directory.
 	Recreate bool
-	// Force stops or restarts the server even while another process
-	// holds the cluster for a measurement (Acquire).
-	Force bool
 }
 
 func (m *Manager) logf(format string, args ...any) {
@@ -190,7 +187,7 @@ func (m *Manager) Start(ctx context.Context, name string, opts Options) (*State,
 	if !s.running {
 		// A stopped cluster another process holds is in a quiet period
 		// (Quiesce): something runs on its data directory.
-		if err := m.checkUse(name, "start", opts.Force); err != nil {
+		if err := m.checkUse(name, "start", false); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +286,7 @@ func (m *Manager) reinit(ctx context.Context, s *startup) error {
 		return nil
 	}
 	if s.running {
-		if err := m.checkUse(s.name, "recreate", s.opts.Force); err != nil {
+		if err := m.checkUse(s.name, "recreate", false); err != nil {
 			return err
 		}
 		if err := m.pgctlStop(ctx, s.dir, s.opts.Install, "fast"); err != nil {
@@ -370,7 +367,7 @@ func (m *Manager) decide(ctx context.Context, s *startup) (*State, error) {
 		s.prev.Action, s.prev.Reason = Unchanged, ""
 		return s.prev, nil
 	}
-	if err := m.checkUse(s.name, "restart", s.opts.Force); err != nil {
+	if err := m.checkUse(s.name, "restart", false); err != nil {
 		m.restore(s)
 		return nil, err
 	}

@@ -102,7 +102,12 @@ func (m *Manager) checkUse(name, what string, force bool) error {
 		m.logf("cluster %s: %s although pid %s holds it for a measurement (forced)", name, what, holder)
 		return nil
 	}
-	return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); use --force to %s it anyway", ErrBusy, name, holder, what)
+	// Only a stop can be forced (switch --stop --force): a start or a
+	// restart under a measurement has no flag that would force it.
+	if what == "stop" {
+		return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); use --force to stop it anyway", ErrBusy, name, holder)
+	}
+	return exitcode.BadInputf("%w: cluster %s is busy (held by pid %s for a measurement); wait for it to finish (only a stop can be forced: switch --stop --force)", ErrBusy, name, holder)
 }
 
 // heldBy is the pid of another process that holds name (Acquire), or "".

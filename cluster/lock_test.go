@@ -88,7 +88,7 @@ func TestAcquire(t *testing.T) {
 		t.Errorf("ForceStop = %v, %v", stopped, err)
 	}
 	// Held and stopped is a quiet period (Quiesce): no start.
-	if _, err := m.Start(ctx, "h", Options{Install: install}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "to start it") {
+	if _, err := m.Start(ctx, "h", Options{Install: install}); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "wait for it to finish") || strings.Contains(err.Error(), "use --force") {
 		t.Errorf("Start of a held, stopped cluster = %v, want ErrBusy", err)
 	}
 	if _, running := PID(st.DataDir); running {
