@@ -93,13 +93,13 @@ func checkAnnotation(a Annotation) error {
 		fmt.Sprintf("give a note of plain text of at most %d characters (tabs and newlines are kept)", MaxNote))
 }
 
-// CheckPlanOf refuses (exit 2) the results directory dir when its plan
-// holds a text the store does not take (CheckShown), before anything is
-// imported; a plan that cannot be read is left to Import to report.
+// CheckPlanOf refuses the results directory dir when its plan does not
+// read (ReadPlan's error) or holds a text the store does not take
+// (CheckShown, exit 2), before anything is imported or a store created.
 func CheckPlanOf(dir string) error {
 	p, err := results.ReadPlan(dir)
 	if err != nil {
-		return nil
+		return err
 	}
 	return checkPlan(dir, p)
 }
