@@ -174,10 +174,8 @@ func Import(ctx context.Context, st *store.Store, dir string) (store.ImportStats
 // A directory whose plan holds a text the store does not take
 // (store.CheckShown) is refused before any directory is imported.
 func ImportAll(ctx context.Context, st *store.Store, dirs []string, w, warn io.Writer) ([]store.ImportStats, error) {
-	for _, d := range dirs {
-		if err := store.CheckPlanOf(d); err != nil {
-			return nil, err
-		}
+	if err := store.CheckPlansOf(dirs...); err != nil {
+		return nil, err
 	}
 	var all []store.ImportStats
 	for _, d := range dirs {

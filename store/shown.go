@@ -93,13 +93,18 @@ func checkAnnotation(a Annotation) error {
 		fmt.Sprintf("give a note of plain text of at most %d characters (tabs and newlines are kept)", MaxNote))
 }
 
-// CheckPlanOf refuses the results directory dir when its plan does not
-// read (ReadPlan's error) or holds a text the store does not take
+// CheckPlansOf refuses the results directories dirs when a plan does
+// not read (ReadPlan's error) or holds a text the store does not take
 // (CheckShown, exit 2), before anything is imported or a store created.
-func CheckPlanOf(dir string) error {
-	p, err := results.ReadPlan(dir)
-	if err != nil {
-		return err
+func CheckPlansOf(dirs ...string) error {
+	for _, dir := range dirs {
+		p, err := results.ReadPlan(dir)
+		if err != nil {
+			return err
+		}
+		if err := checkPlan(dir, p); err != nil {
+			return err
+		}
 	}
-	return checkPlan(dir, p)
+	return nil
 }

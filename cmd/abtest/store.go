@@ -61,12 +61,9 @@ func storeCommand(env *Env) *cli.Command {
 				if cmd.Args().Len() == 0 {
 					return exitcode.BadInputf("store import: give at least one results directory")
 				}
-				// Before the store is opened, which creates a missing
-				// SQLite file: a refused import changes nothing on disk.
-				for _, d := range cmd.Args().Slice() {
-					if err := store.CheckPlanOf(d); err != nil {
-						return err
-					}
+				// Before openStore creates a missing SQLite file.
+				if err := store.CheckPlansOf(cmd.Args().Slice()...); err != nil {
+					return err
 				}
 				s, err := openStore(ctx, cmd, env)
 				if err != nil {
