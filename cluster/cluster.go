@@ -361,7 +361,7 @@ func (m *Manager) decide(ctx context.Context, s *startup) (*State, error) {
 		return nil, nil
 	}
 	s.action = Restarted
-	s.reason = m.restartReason(s.prev, s.pid, s.opts, s.id, string(s.oldConf) != s.newConf)
+	s.reason = m.restartReason(s.prev, s.pid, s.opts, s.id, confDiff(string(s.oldConf), s.newConf))
 	if s.reason == "" {
 		m.logf("cluster %s: already running (pid %d, port %d), as asked", s.name, s.pid, s.port)
 		s.prev.Action, s.prev.Reason = Unchanged, ""

@@ -192,6 +192,10 @@ func TestStartRestartRecreateStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = start(t, m, "a", Options{Install: install, PgssMax: 2000, Settings: []Setting{{"work_mem", "7MB"}}})
+	// The reason names the first line that changed, not just "changed".
+	if !strings.HasPrefix(st.Reason, "configuration changed: ") || !strings.Contains(st.Reason, "2000") && !strings.Contains(st.Reason, "7MB") {
+		t.Errorf("restart reason %q: want the changed line", st.Reason)
+	}
 	conn = envConn(t, st.EnvFile)
 	if got := show(t, conn, "pg_stat_statements.max"); got != "2000" {
 		t.Errorf("after restart pg_stat_statements.max = %s, want 2000", got)

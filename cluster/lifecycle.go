@@ -94,7 +94,7 @@ func (m *Manager) needsInitdb(ctx context.Context, name, dir string, opts Option
 
 // restartReason says why a running server (postmaster pid) is not what
 // opts ask for, or "" when it is.
-func (m *Manager) restartReason(prev *State, pid int, opts Options, id installID, confChanged bool) string {
+func (m *Manager) restartReason(prev *State, pid int, opts Options, id installID, confChange string) string {
 	if prev == nil {
 		return "no state recorded for the running server"
 	}
@@ -115,8 +115,8 @@ func (m *Manager) restartReason(prev *State, pid int, opts Options, id installID
 	if prev.Binary != (Binary{}) && prev.Binary != id.binary {
 		return fmt.Sprintf("%s changed since it started", id.postgres)
 	}
-	if confChanged {
-		return "configuration changed"
+	if confChange != "" {
+		return "configuration changed: " + confChange
 	}
 	if proc.CPUList(prev.CPUs) != proc.CPUList(opts.CPUs) {
 		return fmt.Sprintf("CPUs changed (%s -> %s)", proc.CPUList(prev.CPUs), proc.CPUList(opts.CPUs))
@@ -204,4 +204,27 @@ func (m *Manager) Identify(name string) (*Identity, error) {
 		return nil, exitcode.Failure(fmt.Errorf("cluster %s: reading the executable of pid %d: %w", name, pid, err))
 	}
 	return &Identity{PID: pid, Exe: exe, Replaced: strings.HasSuffix(exe, " (deleted)"), Fingerprint: st.Fingerprint, Version: st.ServerVersion}, nil
+}
+
+// confDiff is the first line of abtest.conf that differs between old and
+// new ("shared_buffers = '6026MB' -> '6020MB'"), "" when they are equal:
+// why a server restarts, in its own words.
+func confDiff(old, new string) string {
+	if old == new {
+		return ""
+	}
+	o, n := strings.Split(old, "\n"), strings.Split(new, "\n")
+	for i := range max(len(o), len(n)) {
+		var a, b string
+		if i < len(o) {
+			a = o[i]
+		}
+		if i < len(n) {
+			b = n[i]
+		}
+		if a != b {
+			return fmt.Sprintf("%q -> %q", a, b)
+		}
+	}
+	return ""
 }
