@@ -85,7 +85,7 @@ func TestBenchDryRun(t *testing.T) {
 	}
 	var trace, live bytes.Buffer
 	r := &Runner{Proc: &proc.Runner{DryRun: true, Trace: &trace}, Out: &live, Getenv: func(string) string { return "" }}
-	res, err := r.Bench(context.Background(), specs)
+	res, err := r.Bench(context.Background(), specs, time.Second)
 	if err != nil || len(res) != 0 {
 		t.Fatalf("dry run: %v, %v", res, err)
 	}
@@ -192,5 +192,39 @@ func TestExpandAll(t *testing.T) {
 	}
 	if got := ExpandAll("churn"); got != "churn" {
 		t.Errorf("ExpandAll(churn) = %q", got)
+	}
+}
+
+// TestBenchWarmupSizesLog: bench's default warm-up measures the
+// throughput that sizes a closed loop's latency log (issue 43: without
+// it, `bench -w select1 -c 4 -d 5` logged every transaction, 3 % of a
+// core); without a warm-up the log is sized for the upper bound, as
+// before.
+func TestBenchWarmupSizesLog(t *testing.T) {
+	t.Parallel()
+	st, install := startCluster(t, 1000)
+	b := okBench()
+	b.Conn = Conn{Host: st.SocketDir, Port: st.Port, User: cluster.SuperUser, Database: cluster.Database}
+	b.Workloads, b.Seconds, b.Pgbench = "select1", 2, filepath.Join(install, "bin", "pgbench")
+	specs, err := b.Specs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := samplingRate(specs[0])
+	for _, warmup := range []time.Duration{BenchWarmup, 0} {
+		var live bytes.Buffer
+		r := runner()
+		r.Out = &live
+		res, err := r.Bench(context.Background(), specs, warmup)
+		if err != nil || len(res) != 1 {
+			t.Fatalf("warm-up %s: %v, %d results", warmup, err, len(res))
+		}
+		said := strings.Contains(live.String(), "select1: warm-up 1s at ")
+		if warmup > 0 && (res[0].SamplingRate >= bound/2 || !said) {
+			t.Errorf("warm-up %s: sampling rate %g (the bound's %g), said %v; want the warm-up's throughput to size it:\n%s", warmup, res[0].SamplingRate, bound, said, live.String())
+		}
+		if warmup == 0 && (res[0].SamplingRate != bound || said) {
+			t.Errorf("no warm-up: sampling rate %g, want the bound's %g; said %v", res[0].SamplingRate, bound, said)
+		}
 	}
 }

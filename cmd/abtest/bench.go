@@ -22,6 +22,7 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "duration", Aliases: []string{"d", "T"}, Value: int(workload.DefaultDuration.Seconds()), Usage: "`SECONDS` per workload"},
 			&cli.IntFlag{Name: "transactions", Aliases: []string{"t"}, Usage: "run `N` transactions per client instead of -d"},
+			&cli.IntFlag{Name: "warmup", Value: int(workload.BenchWarmup.Seconds()), Usage: "unmeasured `SECONDS` before each workload; a closed loop's sizes its latency log (0: none)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "pgbench `THREADS`", DefaultText: "one per CPU pgbench may use, at most -c"},
 			&cli.StringFlag{Name: "workloads", Aliases: []string{"w"}, Value: "select1,churn,slow_churn,within_max", Usage: "comma-separated `LIST`: select1, churn, slow_churn, within_max, file:PATH; all", Action: allWorkloads},
 			&cli.StringFlag{Name: "protocol", Aliases: []string{"M"}, Value: "simple", Usage: "query `PROTOCOL`: simple, extended or prepared"},
@@ -53,7 +54,7 @@ abtest bench --instructions --cluster NAME [-w LIST] [-M PROTO] [-t N] [-o DIR] 
 func benchRequest(cmd *cli.Command, env *Env) (workload.Bench, error) {
 	b := workload.Bench{
 		Conn:    workload.Conn{Host: cmd.String("host"), Port: int(cmd.Int("port")), User: cmd.String("user"), Database: cmd.String("db")},
-		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
+		Seconds: int(cmd.Int("duration")), Transactions: int(cmd.Int("transactions")), WarmupS: int(cmd.Int("warmup")), Threads: int(cmd.Int("jobs")), Protocol: cmd.String("protocol"), SleepMS: int(cmd.Int("sleep")),
 		ExpectedTPS: cmd.Float("expected-tps"), SampleEvery: cmd.Duration("sample-every"), WaitEvery: cmd.Duration("wait-every"),
 		Pgbench: cmd.String("pgbench"), Workloads: env.Getwd.Items(cmd.String("workloads")), OutDir: env.Getwd.Path(cmd.String("output")),
 	}
@@ -90,7 +91,7 @@ func runBench(ctx context.Context, cmd *cli.Command, env *Env) error {
 		live = env.Stderr
 	}
 	r := &workload.Runner{Proc: runner(cmd, env), Out: live, Getenv: env.Getenv}
-	results, err := r.Bench(ctx, specs)
+	results, err := r.Bench(ctx, specs, time.Duration(b.WarmupS)*time.Second)
 	if err != nil || r.Proc.DryRun {
 		return err
 	}
