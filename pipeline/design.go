@@ -144,11 +144,15 @@ var designMaxMinutes = 60.0
 // asks for, when the user gave neither (matrix.Request.Designable) and
 // the design is safe to choose: the newest runs of this host measured
 // every configuration of plan, in at least 6 blocks each, with tps as
-// their primary, and the design stays within the bounds above.
-// Otherwise plan itself.
+// their primary, and the design stays within the bounds above. With
+// --until-decided the design's repeats are the planned ones (the one
+// look that answers 9 runs in 10), and the looks after them are
+// --until-decided's (up to --max-repeats, twice the design's by
+// default) for the configurations still undecided. Otherwise plan
+// itself.
 func designed(ctx context.Context, deps *matrix.Deps, req matrix.Request, plan *results.Plan, dir string) (*results.Plan, error) {
 	o := plan.Options
-	if !req.Designable || o.InstructionsOnly || o.UntilDecided || slices.ContainsFunc(o.Rates, func(r float64) bool { return r > 0 }) {
+	if !req.Designable || o.InstructionsOnly || slices.ContainsFunc(o.Rates, func(r float64) bool { return r > 0 }) {
 		return plan, nil
 	}
 	d, ok := designFor(plan, dir, analysis.Options{})
@@ -157,11 +161,18 @@ func designed(ctx context.Context, deps *matrix.Deps, req matrix.Request, plan *
 	}
 	req.Duration = time.Duration(math.Max(d.Seconds, designMinSeconds)) * time.Second
 	req.Repeats = max(d.Repeats, 3)
+	if m := req.Adaptive.MaxRepeats; req.Adaptive.UntilDecided && m > 0 {
+		req.Repeats = min(req.Repeats, m) // the user's bound holds
+	}
 	p, err := matrix.Prepare(ctx, deps, req)
 	if err != nil {
 		return nil, err
 	}
-	p.Options.Design = fmt.Sprintf("%gs cells × r %d, chosen from this host's noise (run %s) to answer ±%g%% in about %.0f min of cells (-d and -r not given; give either to choose your own)",
-		p.Options.DurationS, p.Options.Repeats, d.run, d.bar, d.Minutes)
+	more := ""
+	if p.Options.UntilDecided {
+		more = fmt.Sprintf(", then blocks of the undecided up to r %d", p.Options.MaxRepeats)
+	}
+	p.Options.Design = fmt.Sprintf("%gs cells × r %d%s, chosen from this host's noise (run %s) to answer ±%g%% in about %.0f min of cells (-d and -r not given; give either to choose your own)",
+		p.Options.DurationS, p.Options.Repeats, more, d.run, d.bar, d.Minutes)
 	return p, nil
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -116,6 +117,10 @@ func TestDesignChosen(t *testing.T) {
 		o := matrix.Options{Commits: "a=install:" + install + ",b=install:" + install, Workloads: "select1,churn", PgssMax: "1000", Axes: map[string][]string{"clients": {"8"}},
 			Seconds: 30, Warmup: 1, Repeats: 8, Build: "release", Protocol: "simple", Order: "abba",
 			Given: func(f string) bool { return slices.Contains(given, f) }}
+		o.UntilDecided = slices.Contains(given, "until-decided")
+		if slices.Contains(given, "max-repeats") {
+			o.MaxRepeats = 20
+		}
 		req, err := o.Request()
 		if err != nil {
 			t.Fatal(err)
@@ -138,6 +143,14 @@ func TestDesignChosen(t *testing.T) {
 	}
 	if !strings.Contains(p.Options.Design, "run last") || !strings.Contains(p.Options.Design, "give either to choose") {
 		t.Errorf("design %q: want the run it came from and how to choose", p.Options.Design)
+	}
+	// --until-decided: the design's repeats are planned, its looks after
+	// them go to twice that, or to the user's --max-repeats.
+	if u := prepare(root, "commits", "until-decided"); u.Options.Repeats != p.Options.Repeats || u.Options.MaxRepeats != 2*p.Options.Repeats || !strings.Contains(u.Options.Design, fmt.Sprintf("up to r %d", 2*p.Options.Repeats)) {
+		t.Errorf("--until-decided: r %d, max %d, design %q; want r %d, then up to %d", u.Options.Repeats, u.Options.MaxRepeats, u.Options.Design, p.Options.Repeats, 2*p.Options.Repeats)
+	}
+	if u := prepare(root, "commits", "until-decided", "max-repeats"); u.Options.Repeats != 20 || u.Options.MaxRepeats != 20 {
+		t.Errorf("--until-decided --max-repeats 20: r %d, max %d; want both 20 (the design's r %d capped)", u.Options.Repeats, u.Options.MaxRepeats, p.Options.Repeats)
 	}
 	if p := prepare(root, "commits", "repeats"); p.Options.Design != "" || p.Options.Repeats != 8 || p.Options.DurationS != 30 {
 		t.Errorf("-r given: %gs × r %d, design %q; want the defaults", p.Options.DurationS, p.Options.Repeats, p.Options.Design)
