@@ -200,7 +200,7 @@ func (a *analyzer) poolDecided(t *test) bool {
 func (a *analyzer) pooled(c string, pools []*test) {
 	for _, t := range pools {
 		g := Geomean{Commit: c, Metric: t.cfg, Configs: t.n, P: t.p, Verdict: t.verdict, MinEffectPct: t.minEffect, Bar: a.o.Bar, Look: t.look,
-			Ratio: 1 + t.est/100, Lo: 1 + t.lo95/100, Hi: 1 + t.hi95/100, DecideLo: 1 + t.lo/100, DecideHi: 1 + t.hi/100}
+			Ratio: 1 + t.est/100, Lo: 1 + t.lo95/100, Hi: 1 + t.hi95/100, DecideLo: 1 + t.lo/100, DecideHi: 1 + t.hi/100, DecidePct: 100 * (1 - 2*t.alpha)}
 		if t.verdict == results.Unknown {
 			g.DetectablePct = t.detectable()
 			g.NeedRepeats, g.HalfWidthPct = needRepeats(t), halfWidth(t)

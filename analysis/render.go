@@ -160,7 +160,7 @@ func (r *Report) provenanceBlocks(brief bool) []Block {
 		item("order: %s (seed %d), shard %s; %d of %d cells recorded", o.Order, o.Seed, p.Shard, len(r.records), r.PlannedCells)
 		st := "statistics: " + r.method()
 		if sq := r.Sequential; sq != nil {
-			st += fmt.Sprintf(", spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
+			st += fmt.Sprintf(", α and the equivalence level spent over sequential looks every %d blocks up to %d repeats (Pocock-type spending, union bound)", sq.Step, sq.MaxRepeats)
 		}
 		item("%s", st)
 		item("abtest %s; results: %s", text.OrDash(p.AbtestVersion), strings.Join(r.Dirs, ", "))

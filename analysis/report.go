@@ -217,16 +217,18 @@ type Incomplete struct {
 // each configuration's mean log ratio, the standard error from their own
 // pair spreads, Student's t with Welch–Satterthwaite's degrees of
 // freedom). Lo and Hi bound a 95 % interval; DecideLo and DecideHi the
-// equivalence one (EquivalenceAlpha) that same is decided on.
+// equivalence one that same is decided on, of confidence DecidePct
+// (1−2·EquivalenceAlpha, less at a sequential run's look).
 type Geomean struct {
-	Commit   string  `json:"commit"`
-	Metric   string  `json:"metric"`
-	Ratio    float64 `json:"ratio"`
-	Lo       float64 `json:"lo"`
-	Hi       float64 `json:"hi"`
-	DecideLo float64 `json:"decide_lo"`
-	DecideHi float64 `json:"decide_hi"`
-	Configs  int     `json:"configs"`
+	Commit    string  `json:"commit"`
+	Metric    string  `json:"metric"`
+	Ratio     float64 `json:"ratio"`
+	Lo        float64 `json:"lo"`
+	Hi        float64 `json:"hi"`
+	DecideLo  float64 `json:"decide_lo"`
+	DecideHi  float64 `json:"decide_hi"`
+	DecidePct float64 `json:"decide_pct,omitempty"`
+	Configs   int     `json:"configs"`
 	// P is the pooled test's p-value; Verdict its answer (better, worse,
 	// same or unknown), at the bar MinEffectPct (the mean of the
 	// configurations' bars).
@@ -402,7 +404,10 @@ func (g Geomean) Line(alpha float64) string {
 	s := fmt.Sprintf("run-level %s: geometric mean ×%.4f (%s, 95%% CI %s … %s) over %d configurations: %s",
 		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
 	bar := barText(g.MinEffectPct, g.Bar)
-	level := 100 * (1 - 2*EquivalenceAlpha(alpha))
+	level := g.DecidePct
+	if level == 0 { // a Geomean from before DecidePct
+		level = 100 * (1 - 2*EquivalenceAlpha(alpha))
+	}
 	switch g.Verdict {
 	case results.Better, results.Worse:
 		s += fmt.Sprintf(" (%s, beyond %s)", pIs(g.P), bar)

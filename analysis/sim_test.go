@@ -176,6 +176,48 @@ func TestSequentialAA(t *testing.T) {
 	}
 }
 
+// TestSequentialEquivalence: a change of exactly the bar (−2 % at ±2 %)
+// is called same in at most EquivalenceAlpha (5 %) of 2 000 sequential
+// runs (a look at 6 pairs, then every 2 up to 30), because the
+// equivalence level is spent over the looks as α is; testing every look
+// at the full 5 % (what the looks did before) is checked to exceed it.
+func TestSequentialEquivalence(t *testing.T) {
+	const runs, bar = 2000, 2.0
+	d := design{alpha: 0.01, r0: 6, step: 2, limit: 30}
+	sum := 0.0
+	for k := 1; k <= d.looks(); k++ {
+		sum += d.equivalence(k)
+	}
+	if d.equivalence(1) >= EquivalenceAlpha(0.01) || math.Abs(sum-EquivalenceAlpha(0.01)) > 1e-12 {
+		t.Fatalf("equivalence levels: %g at the first look, %g over all; want shares of %g", d.equivalence(1), sum, EquivalenceAlpha(0.01))
+	}
+	rng := rand.New(rand.NewSource(22))
+	same, naive := 0, 0
+	for range runs {
+		b, c := pairsOf(rng, d.limit, 0.03, -bar/100)
+		tt := newTest(tpsDef, bar, b, c, true)
+		decide([]*test{tt}, d)
+		if tt.verdict == results.Same {
+			same++
+		}
+		for k := 1; k <= d.looks(); k++ {
+			u := newTest(tpsDef, bar, b, c, true)
+			u.measure(d.n(k), EquivalenceAlpha(0.01))
+			if u.lo >= -bar && u.hi <= bar {
+				naive++
+				break
+			}
+		}
+	}
+	t.Logf("a change at the bar called same in %d of %d sequential runs; %d at the full level every look", same, runs, naive)
+	if float64(same) > EquivalenceAlpha(0.01)*runs {
+		t.Errorf("same for a change at the bar in %d of %d runs; want ≤ %v", same, runs, EquivalenceAlpha(0.01)*runs)
+	}
+	if float64(naive) <= EquivalenceAlpha(0.01)*runs {
+		t.Errorf("the full level at every look called same only %d of %d times: the simulation cannot tell spending from none", naive, runs)
+	}
+}
+
 // aaInput is an A/A run of 24 configurations (2 workloads × 6 client
 // counts × 2 CPU counts) with 5 repeats and metrics of given cell CVs;
 // failed_tx is 0 throughout.

@@ -5,4 +5,4 @@ package analysis
 // that judged them, and history judges a run again when its cache is of
 // another. Bump it (any new string) with every change that can change a
 // verdict, an interval, an answer line, a gate or a variance component.
-const Version = "2026-12-04.2"
+const Version = "2026-12-05.1"
