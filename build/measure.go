@@ -169,19 +169,22 @@ func (r *Reference) compileTo(share float64) float64 {
 // countUnits counts the object files under dir written since start:
 // the compile units of an autotools build, whose make runs silent
 // (-s) and so says nothing of them. Links are neither followed nor
-// counted: a compiler writes files.
-func countUnits(dir string, start time.Time) int {
-	n := 0
+// counted: a compiler writes files. last is when the newest was
+// written: the count was n then.
+func countUnits(dir string, start time.Time) (n int, last time.Time) {
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".o") {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil && !fi.ModTime().Before(start) {
 			n++
+			if fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
 		}
 		return nil
 	})
-	return n
+	return n, last
 }
 
 // unitsEvery is how often an autotools build's object files are
@@ -213,16 +216,26 @@ func (m *measure) pollUnits(ctx context.Context, dir string, total int) (stop fu
 
 // poll feeds m the object files of an autotools build directory every
 // interval, and once more when ctx ends; total is the reference's units.
+// Each count is told at the time its newest unit was written (no later
+// than now): the last count, taken once the last compile step ended, is
+// then within the compile phase, as its units are.
 func (m *measure) poll(ctx context.Context, dir string, total int, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	count := func(now time.Time) {
+		n, last := countUnits(dir, m.start)
+		if last.After(now) {
+			last = now
+		}
+		m.units(n, total, last)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			m.units(countUnits(dir, m.start), total, time.Now())
+			count(time.Now())
 			return
 		case now := <-t.C:
-			m.units(countUnits(dir, m.start), total, now)
+			count(now)
 		}
 	}
 }
