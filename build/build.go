@@ -346,20 +346,20 @@ type job struct {
 	info *Info
 	// measure, when set, times the compile units.
 	measure *measure
-	// unitsWatch, when set, ends the watch of the compile units
-	// (measure.watchUnits).
-	unitsWatch func()
+	// unitsPoll, when set, ends the count of the compile units
+	// (measure.pollUnits).
+	unitsPoll func()
 	// unsealed: the install was handed to the build account (unseal)
 	// and must be sealed again.
 	unsealed bool
 }
 
-// stopUnits ends the watch of the compile units, if any, once it has
+// stopUnits ends the count of the compile units, if any, once it has
 // counted them.
 func (j *job) stopUnits() {
-	if j.unitsWatch != nil {
-		j.unitsWatch()
-		j.unitsWatch = nil
+	if j.unitsPoll != nil {
+		j.unitsPoll()
+		j.unitsPoll = nil
 	}
 }
 
@@ -439,7 +439,7 @@ func (b *Builder) runSteps(ctx context.Context, j *job) ([]string, error) {
 	} else {
 		steps = b.autotoolsSteps(j)
 	}
-	// One watch of the units for the compile steps of a build that does
+	// One count of the units for the compile steps of a build that does
 	// not tell them (autotools: make, then make -C contrib/…), ended
 	// after the last, before the record reads the curve.
 	last := -1
@@ -493,12 +493,12 @@ func (b *Builder) runStep(ctx context.Context, j *job, s step) error {
 		m.compiling(t0)
 		if s.progress {
 			steps = stepsMeasured{p: b.Progress, m: m}
-		} else if j.unitsWatch == nil {
+		} else if j.unitsPoll == nil {
 			total := 0
 			if m.ref != nil {
 				total = m.ref.Units
 			}
-			j.unitsWatch = m.watchUnits(ctx, filepath.Join(j.wt, worktree.BuildDir), total)
+			j.unitsPoll = m.pollUnits(ctx, filepath.Join(j.wt, worktree.BuildDir), total)
 		}
 	}
 	if s.progress && steps != nil {

@@ -168,34 +168,74 @@ func (r *Reference) compileTo(share float64) float64 {
 
 // countUnits counts the object files under dir written since start:
 // the compile units of an autotools build, whose make runs silent
-// (-s) and so says nothing of them.
-func countUnits(dir string, start time.Time) int {
-	n := 0
+// (-s) and so says nothing of them. Links are neither followed nor
+// counted: a compiler writes files. last is when the newest was
+// written: the count was n then.
+func countUnits(dir string, start time.Time) (n int, last time.Time) {
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".o") {
+		if err != nil || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".o") {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil && !fi.ModTime().Before(start) {
 			n++
+			if fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
 		}
 		return nil
 	})
-	return n
+	return n, last
 }
 
-// pollUnits feeds m the object files of an autotools build directory
-// every interval, and once more when ctx ends; total is the reference's
-// units.
-func (m *measure) pollUnits(ctx context.Context, dir string, total int, interval time.Duration) {
+// unitsEvery is how often an autotools build's object files are
+// counted: the resolution of its curve and of the estimates said along
+// it (a cold PostgreSQL 15 build of minutes gives some hundred points, a
+// warm ccache one of a minute some thirty). A count walks the build
+// tree (about 1 200 objects among some thousand files) and stats each
+// object.
+var unitsEvery = 2 * time.Second
+
+// pollUnits counts the object files under dir (an autotools build's
+// compile units, of total in the reference) every unitsEvery into m
+// until stop: one count for every compile step, make's and contrib's
+// alike. stop counts once more, so that m's curve has every unit written
+// before it, and returns when the counting has ended. It ends with ctx
+// too.
+func (m *measure) pollUnits(ctx context.Context, dir string, total int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.poll(ctx, dir, total, unitsEvery)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// poll feeds m the object files of an autotools build directory every
+// interval, and once more when ctx ends; total is the reference's units.
+// Each count is told at the time its newest unit was written (no later
+// than now): the last count, taken once the last compile step ended, is
+// then within the compile phase, as its units are.
+func (m *measure) poll(ctx context.Context, dir string, total int, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	count := func(now time.Time) {
+		n, last := countUnits(dir, m.start)
+		if last.After(now) {
+			last = now
+		}
+		m.units(n, total, last)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			m.units(countUnits(dir, m.start), total, time.Now())
+			count(time.Now())
 			return
 		case now := <-t.C:
-			m.units(countUnits(dir, m.start), total, now)
+			count(now)
 		}
 	}
 }

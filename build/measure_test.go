@@ -167,6 +167,7 @@ func TestMeasureNinja(t *testing.T) {
 
 // TestCountUnits: the object files written since the build started are
 // its units; older ones (a rebuild in place) and other files are not.
+// The count is as of the newest one's write.
 func TestCountUnits(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
@@ -181,18 +182,23 @@ func TestCountUnits(t *testing.T) {
 			os.Chtimes(path, old, old)
 		}
 	}
-	if n := countUnits(dir, start.Add(-time.Second)); n != 3 {
-		t.Errorf("countUnits = %d, want 3", n)
+	newest := start.Add(time.Minute).Truncate(time.Second)
+	os.Chtimes(filepath.Join(dir, "src/port/b.o"), newest, newest)
+	if n, last := countUnits(dir, start.Add(-time.Second)); n != 3 || !last.Equal(newest) {
+		t.Errorf("countUnits = %d as of %s, want 3 as of %s (b.o's write)", n, last, newest)
 	}
 }
 
-// TestWatchUnits: inotify tells of the object files written in a build
-// tree, written in place or renamed into place, in a directory made
-// after the watch began too; not of other files, nor of those written
-// before. The watch ends with a read deadline, its stop or its context.
-func TestWatchUnits(t *testing.T) {
-	dir := t.TempDir()
-	write := func(f string) {
+// TestPollUnits: the count tells of the object files written in a build
+// tree since the build started, in a directory made after the count
+// began too; not of other files, of those written before, nor of those
+// behind a link planted in the tree. stop returns once the units written
+// before it are counted; the count ends with its context too.
+func TestPollUnits(t *testing.T) {
+	defer func(d time.Duration) { unitsEvery = d }(unitsEvery)
+	unitsEvery = 20 * time.Millisecond
+	dir, outside := t.TempDir(), t.TempDir()
+	write := func(dir, f string) {
 		t.Helper()
 		path := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -202,75 +208,56 @@ func TestWatchUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("src/port/old.o")
-	write("src/backend/.deps/c.Po")
-	w, err := newUnitWatch(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := make(chan int, 100)
-	done := make(chan error, 1)
-	go func() { done <- w.read(func(n int, _ time.Time) { counts <- n }) }()
-	write("src/port/a.o")
-	write("src/port/a.c")
-	write("src/backend/.deps/c.Po")
-	write("src/backend/tmp.XXXX")
+	write(dir, "src/port/old.o")
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "src/port/old.o"), old, old)
+	m := &measure{start: time.Now()}
+	m.compiling(m.start)
+	stop := m.pollUnits(context.Background(), dir, 0)
+	write(dir, "src/port/a.o")
+	write(dir, "src/port/a.c")
+	write(dir, "src/backend/.deps/c.Po")
+	write(dir, "src/backend/tmp.XXXX")
 	if err := os.Rename(filepath.Join(dir, "src/backend/tmp.XXXX"), filepath.Join(dir, "src/backend/b.o")); err != nil {
 		t.Fatal(err)
 	}
-	write("src/port/a.o") // once more: still one unit
-	write("contrib/new/d.o")
-	deadline := time.After(10 * time.Second)
-	for n := 0; n != 3; {
-		select {
-		case n = <-counts:
-		case <-deadline:
-			t.Fatalf("%d units seen, want 3 (%v)", n, w.seen)
-		}
+	write(dir, "src/port/a.o") // once more: still one unit
+	write(dir, "contrib/new/d.o")
+	for i := range 5 {
+		write(outside, fmt.Sprintf("u%d.o", i))
 	}
-	w.f.SetReadDeadline(time.Now())
-	if err := <-done; err != nil {
-		t.Errorf("read after its deadline: %v", err)
-	}
-	w.f.Close()
-
-	// A read past its deadline takes in the events queued before it: a
-	// watch stopped as make ends has all of make's units.
-	if w, err = newUnitWatch(dir); err != nil {
+	if err := os.Symlink(outside, filepath.Join(dir, "src/planted")); err != nil {
 		t.Fatal(err)
 	}
-	defer w.f.Close()
-	for i := range 200 {
-		write(fmt.Sprintf("src/queued/u%d.o", i))
+	if err := os.Symlink(filepath.Join(outside, "u0.o"), filepath.Join(dir, "src/planted.o")); err != nil {
+		t.Fatal(err)
 	}
-	w.f.SetReadDeadline(time.Now())
-	n := 0
-	if err := w.read(func(k int, _ time.Time) { n = k }); err != nil || n != 200 {
-		t.Errorf("read past its deadline: %d units (%v), want the 200 queued", n, err)
+	// Seen while the build runs, not only at stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for c := m.measured(); len(c) == 0 || c[len(c)-1].Units < 3; c = m.measured() {
+		if time.Now().After(deadline) {
+			t.Fatalf("curve %v, want 3 units while the count runs", c)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-
-	// stop returns once the units written before it are counted: those
-	// the kernel has queued and the watch has not read yet too.
-	m := &measure{start: time.Now()}
-	m.compiling(time.Now())
-	stop := m.watchUnits(context.Background(), dir, 0)
 	for i := range 200 {
-		write(fmt.Sprintf("src/late/u%d.o", i))
+		write(dir, fmt.Sprintf("src/late/u%d.o", i))
 	}
 	stop()
-	if c := m.measured(); len(c) == 0 || c[len(c)-1].Units != 200 {
-		t.Errorf("after stop: curve %v, want 200 units at its end", c)
+	c := m.measured()
+	if len(c) < 2 || c[len(c)-1].Units != 203 {
+		t.Errorf("after stop: curve %v, want 3 units, then 203 at its end (the link planted in the tree not followed)", c)
 	}
-	// The watch ends with its context too.
+	// The count ends with its context too.
 	ctx, cancel := context.WithCancel(context.Background())
-	stop = m.watchUnits(ctx, dir, 0)
+	stop = m.pollUnits(ctx, dir, 0)
 	cancel()
 	ended := make(chan bool)
 	go func() { stop(); ended <- true }()
 	select {
 	case <-ended:
 	case <-time.After(5 * time.Second):
-		t.Fatal("watchUnits still runs after its context ended")
+		t.Fatal("pollUnits still runs after its context ended")
 	}
 }
 
@@ -286,13 +273,17 @@ touch config.status
 `
 
 // TestUnitsOfEveryCompileStep: an autotools build's curve counts the
-// units of all its compile steps, make's and contrib's (one watch from
-// the first to the last, not one per step counting from 0 again), and
-// has them all once Build returns. A second build in place (its make
-// writes every object again) counts them from 0 again, not on top of the
-// first build's.
+// units of all its compile steps, make's and contrib's (one count from
+// the first to the last, not one per step counting from 0 again), along
+// the build and all of them once Build returns. A second build in place
+// (its make writes every object again) counts them from 0 again, not on
+// top of the first build's.
 func TestUnitsOfEveryCompileStep(t *testing.T) {
 	testenv.RequireTools(t, "make", "cc")
+	// The units are written 0.1 s apart: counted every 20 ms, the curve
+	// has points along the build, not only the count at its end.
+	defer func(d time.Duration) { unitsEvery = d }(unitsEvery)
+	unitsEvery = 20 * time.Millisecond
 	b, prov, dir, _ := fakeTreeWith(t, false, map[string]string{"configure": unitsConfigure})
 	b.Run = &proc.Runner{}
 	for _, want := range []int{5, 5} {
@@ -301,8 +292,8 @@ func TestUnitsOfEveryCompileStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := res.Info.Curve
-		if len(c) == 0 || c[len(c)-1].Units != want {
-			t.Fatalf("curve %v, want %d units at its end", c, want)
+		if len(c) < 2 || c[len(c)-1].Units != want {
+			t.Fatalf("curve %v, want points along the build and %d units at its end", c, want)
 		}
 		for i := 1; i < len(c); i++ {
 			if c[i].Units <= c[i-1].Units || c[i].Seconds < c[i-1].Seconds {

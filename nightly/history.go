@@ -1,10 +1,6 @@
 package nightly
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
-	"sort"
 	"time"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -13,9 +9,9 @@ import (
 	"github.com/pgabtest/abtest/results"
 )
 
-// Night is one night of the job: a line of history.jsonl, or a run of
-// the results store under root/runs (fromStore turns one into a night,
-// without Subject, Expected or Medians).
+// Night is one night of the job: a run of the results store under
+// root/runs (fromStore turns one into a night, without Subject, Expected
+// or Medians), or the line a night appends to history.jsonl, the export.
 type Night struct {
 	// Date is the night's day (UTC; day).
 	Date     string `json:"date"`
@@ -66,74 +62,5 @@ func medians(r *analysis.Report, commit string) map[string]map[string]Interval {
 	return out
 }
 
-// ReadHistory reads history.jsonl; a missing file is an empty history, a
-// line that does not parse is skipped.
-func ReadHistory(path string) ([]Night, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Night
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var n Night
-		if json.Unmarshal(sc.Bytes(), &n) == nil && n.SHA != "" {
-			out = append(out, n)
-		}
-	}
-	return out, sc.Err()
-}
-
 // AppendHistory appends one night, fsynced.
 func AppendHistory(path string, n Night) error { return jsonl.Append(path, n) }
-
-// historyTrends makes the trends of metrics over the last n nights of
-// history.jsonl, one per configuration and metric with a value, with
-// E-divisive's change points (history.jsonl knows no annotations).
-func historyTrends(nights []Night, n int, metrics []string) []analysis.Trend {
-	if len(nights) > n {
-		nights = nights[len(nights)-n:]
-	}
-	var out []analysis.Trend
-	for _, id := range trendConfigs(nights) {
-		for _, m := range metrics {
-			t := analysis.Trend{Config: id, Metric: m}
-			for _, nt := range nights {
-				if iv, ok := nt.Medians[id][m]; ok {
-					t.Values = append(t.Values, iv.Median)
-					t.Labels = append(t.Labels, label(nt.Date, nt.SHA))
-				}
-			}
-			if len(t.Values) == 0 {
-				continue
-			}
-			for _, cp := range analysis.ChangePoints(t.Values, analysis.ChangePointOptions{Seed: 1}) {
-				t.ChangePoints = append(t.ChangePoints, analysis.TrendChange{ChangePoint: cp})
-			}
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// trendConfigs are the configurations with a median in any of nights,
-// sorted.
-func trendConfigs(nights []Night) []string {
-	configs := map[string]bool{}
-	for _, nt := range nights {
-		for c := range nt.Medians {
-			configs[c] = true
-		}
-	}
-	ids := make([]string, 0, len(configs))
-	for c := range configs {
-		ids = append(ids, c)
-	}
-	sort.Strings(ids)
-	return ids
-}

@@ -8,10 +8,10 @@
 // verdict, history, trend section and summary line as the pipeline's
 // hooks; nothing goes through the CLI.
 //
-// A night (Night) is defined here and nowhere else: a line of
-// history.jsonl, or a run the results store has under root/runs that ran
-// a head (the store knows runs under a directory and their gates, not
-// nights); its date is the UTC day it started (day).
+// A night (Night) is defined here and nowhere else: a run the results
+// store has under root/runs that ran a head (the store knows runs under
+// a directory and their gates, not nights), written out as a line of
+// history.jsonl; its date is the UTC day it started (day).
 //
 // The past nights come from the results store (Deps.Store): the job's
 // nights are the stored runs whose results directories lie under
@@ -19,12 +19,13 @@
 // section are read from them, with the store's annotations (abtest
 // annotate): a regression an annotation explains is shown as expected
 // and not gated, and an annotated night starts a new baseline (see
-// baselineOf). history.jsonl stays: it is written every night, a night
-// whose matrix failed included (the store never sees those), as the
-// export that scripts and mail read, and it is the fallback when the
-// store cannot be opened or has no night of this job yet (a store
-// created after the job started); the fallback is said in one line and
-// knows no annotations. Jobs are told apart by their runs directory, so
+// baselineOf). The store is the only source of the past: a night whose
+// store cannot be opened, or has no night of this job while its runs
+// directory holds analysed runs (a store created after the job started:
+// abtest store import fills it), exits 3 in one line. history.jsonl is
+// written every night, a night whose matrix failed included (the store
+// never sees those), as the export that scripts and mail read; nothing
+// reads it back. Jobs are told apart by their runs directory, so
 // two jobs that share a PostgreSQL store need different roots. A dry run
 // (-n) reads a store that exists and creates none.
 package nightly
@@ -55,7 +56,6 @@ import (
 	"github.com/pgabtest/abtest/matrix"
 	"github.com/pgabtest/abtest/pipeline"
 	"github.com/pgabtest/abtest/results"
-	"github.com/pgabtest/abtest/store"
 )
 
 // ErrRunning: another nightly holds the lock.
@@ -82,7 +82,7 @@ type Deps struct {
 	Record pipeline.Recorder
 	// Store is the results database the past nights are read from (a
 	// postgres:// URL or a SQLite file, the one Record writes); empty
-	// reads history.jsonl.
+	// knows no past nights.
 	Store string
 }
 
@@ -160,13 +160,9 @@ func Run(ctx context.Context, deps *Deps, nc *config.Nightly, o Options) error {
 		}
 		return err
 	}
-	loc := deps.Store
-	if o.DryRun && !store.Exists(loc) {
-		loc = ""
-	}
-	p, err := readPast(ctx, loc, nc, o.DryRun, func(f string, a ...any) { fmt.Fprintf(deps.Err, f, a...) })
+	p, err := readPast(ctx, deps.Store, nc, o.DryRun)
 	if err != nil {
-		return exitcode.Failure(err)
+		return err
 	}
 	defer p.close()
 	last := lastGood(p.nights)
@@ -338,13 +334,13 @@ func (n *night) verdict(rep *analysis.Report) (Night, error) {
 	return nt, verdict
 }
 
-// trend is the report's trend section: from the store when the night
+// trend is the report's trend section, from the store when the night
 // read its past there and is stored (the pipeline records the night
-// before it writes the report, so the store's trend has it), else from
-// history.
+// before it writes the report, so the store's trend has it); none
+// otherwise.
 func (n *night) trend(ctx context.Context, rep *analysis.Report, stored bool) error {
-	trends, nights, err := n.trends(ctx, append(n.past.history, n.nt), stored)
-	if err != nil {
+	trends, nights, err := n.trends(ctx, stored)
+	if err != nil || trends == nil {
 		return err
 	}
 	rep.Trend = &analysis.TrendSection{Trends: trends, Nights: nights}

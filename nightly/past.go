@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/config"
 	hist "github.com/pgabtest/abtest/history"
+	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
@@ -30,53 +32,56 @@ var TrendMetrics = []string{results.MetricTPS, results.MetricInstructionsPerTx}
 
 // past is what a night knows of the nights before it.
 type past struct {
-	// nights, oldest first: the store's nights of this job, or
-	// history.jsonl's lines.
+	// nights, oldest first: the store's nights of this job.
 	nights []Night
-	// history is history.jsonl, which every night appends to.
-	history []Night
-	// store is nil when the nights come from history.jsonl.
+	// store is nil on a dry run with no store yet (no past nights).
 	store *store.Store
-	// annotated maps a sha to its annotations (the store's only).
+	// annotated maps a sha to its annotations.
 	annotated map[string][]store.Annotation
 }
 
-// readPast reads the past nights from the store at location (when it
-// opens and has nights of this job), else from history.jsonl, saying on
-// errOut why it fell back.
-func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun bool, errOut func(string, ...any)) (*past, error) {
-	histPath := filepath.Join(nc.Root, "history.jsonl")
-	history, err := ReadHistory(histPath)
-	if err != nil {
-		return nil, err
+// readPast reads the past nights from the store at location. A dry run
+// opens a store that exists and creates none: without one (and with no
+// location) there are no past nights. A store that does not open fails
+// the night (the baseline and the trend come from nowhere else), as does
+// one with no night of this job while root/runs holds analysed runs: a
+// store made after the job started, to be filled first.
+func readPast(ctx context.Context, location string, nc *config.Nightly, dryRun bool) (*past, error) {
+	p, where := &past{nights: []Night{}}, location
+	if location != "" && (!dryRun || store.Exists(location)) {
+		open := store.Open
+		if dryRun {
+			open = store.OpenCurrent
+		}
+		s, err := open(ctx, location)
+		if err != nil {
+			return nil, exitcode.Failure(fmt.Errorf("nightly: %w (the baseline and trend are read from the store: fix it, or set store in the nightly config or --store)", err))
+		}
+		if p, err = fromStore(ctx, s, nc); err != nil {
+			s.Close()
+			return nil, exitcode.Failure(fmt.Errorf("nightly: reading the past nights from store %s: %w", s.Where(), err))
+		}
+		where = s.Where()
 	}
-	fallback := &past{nights: history, history: history}
-	if location == "" {
-		return fallback, nil
+	runs := filepath.Join(nc.Root, "runs")
+	if n := analysed(runs); len(p.nights) == 0 && n > 0 {
+		p.close()
+		return nil, exitcode.Failure(fmt.Errorf("nightly: store %s has no night of %s, though %s holds %d analysed runs: fill it first with abtest store import %s/*", where, nc.Root, runs, n, runs))
 	}
-	open := store.Open
-	if dryRun {
-		open = store.OpenCurrent
+	return p, nil
+}
+
+// analysed counts the result directories under runs with a report: the
+// nights that were judged, which a night records in the store.
+func analysed(runs string) int {
+	ents, _ := os.ReadDir(runs)
+	n := 0
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(runs, e.Name(), "report.json")); e.IsDir() && err == nil {
+			n++
+		}
 	}
-	s, err := open(ctx, location)
-	if err != nil {
-		errOut("abtest nightly: %v; reading %s instead\n", err, histPath)
-		return fallback, nil
-	}
-	p, err := fromStore(ctx, s, nc)
-	switch {
-	case err != nil:
-		errOut("abtest nightly: %v; reading %s instead\n", err, histPath)
-	case len(p.nights) == 0 && len(history) > 0:
-		// A store that started after the job: `abtest store import
-		// ROOT/runs/*` fills it with the runs still kept.
-		errOut("abtest nightly: store %s has no night of %s yet; reading %s instead\n", s.Where(), nc.Root, histPath)
-	default:
-		p.history = history
-		return p, nil
-	}
-	s.Close()
-	return fallback, nil
+	return n
 }
 
 // fromStore reads this job's nights and the annotations from s: the
@@ -241,14 +246,14 @@ func (n *night) inRange(sha string) bool {
 	return err == nil && !in
 }
 
-// trends are the trend section's series: from the store when the night
-// read its past there and is stored now, else from history.jsonl. The
-// store's change points are found in each whole series (as `abtest
-// history` finds them) and those in the last TrendNights nights shown.
-func (n *night) trends(ctx context.Context, history []Night, stored bool) ([]analysis.Trend, int, error) {
+// trends are the trend section's series, from the store, when the
+// night is stored there (none otherwise: the night then exits 3 for the
+// store). The store's change points are found in each whole series (as
+// `abtest history` finds them) and those in the last TrendNights nights
+// shown.
+func (n *night) trends(ctx context.Context, stored bool) ([]analysis.Trend, int, error) {
 	if n.past.store == nil || !stored {
-		trends := historyTrends(history, n.nc.TrendNights, TrendMetrics)
-		return trends, min(len(history), n.nc.TrendNights), nil
+		return nil, 0, nil
 	}
 	series, err := hist.SeriesUnder(ctx, n.past.store, filepath.Join(n.nc.Root, "runs"), TrendMetrics)
 	if err != nil {

@@ -1,9 +1,13 @@
 package nightly
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -187,7 +191,7 @@ func TestNightlyFromStore(t *testing.T) {
 	if err != nil || !strings.Contains(out, ": ok; expected: select1/c16/cpuall tps -6.") || !strings.Contains(out, "(annotated: expected: a safer default)") {
 		t.Errorf("annotated drop: %v\n%s", err, out)
 	}
-	hist, _ := ReadHistory(filepath.Join(nc.Root, "history.jsonl"))
+	hist := readExport(t, filepath.Join(nc.Root, "history.jsonl"))
 	if len(hist) != 2 || hist[0].Status != "regression" || hist[1].Status != "ok" || len(hist[1].Expected) != 1 || len(hist[1].Regressions) != 0 {
 		t.Errorf("history.jsonl (the export): %+v", hist)
 	}
@@ -196,11 +200,29 @@ func TestNightlyFromStore(t *testing.T) {
 
 func readPastOK(t *testing.T, loc string, nc *config.Nightly) *past {
 	t.Helper()
-	p, err := readPast(context.Background(), loc, nc, false, func(f string, a ...any) { t.Errorf("fell back: "+f, a...) })
+	p, err := readPast(context.Background(), loc, nc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// readExport reads history.jsonl, the export nothing else reads back.
+func readExport(t *testing.T, path string) []Night {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Night
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var n Night
+		if err := json.Unmarshal([]byte(l), &n); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // judgeNight judges the night in dir (head against night 59's head) with
@@ -286,10 +308,16 @@ func checkTrend(t *testing.T, s *store.Store, dir string) {
 	}
 }
 
-// TestPastFallsBack: an unreachable store, or one that has no night of
-// the job while history.jsonl has some, is said in one line and the
-// nights come from history.jsonl.
-func TestPastFallsBack(t *testing.T) {
+// TestPastFailsClosed: the past nights come from the store alone. A
+// store that does not open (unreachable, in a directory another account
+// can write, a link planted at its name), or that has no night of the
+// job while root/runs holds an analysed run, fails the night: exit 3, one
+// line naming the store and what to do, nothing written through the
+// link, history.jsonl not read instead. A store with no night and runs
+// that were never analysed (a first night whose matrix failed) is a
+// first night; so is a dry run with no store, which creates none.
+func TestPastFailsClosed(t *testing.T) {
+	ctx := context.Background()
 	nc := loadNightly(t, "")
 	nc.Root = t.TempDir()
 	if err := AppendHistory(filepath.Join(nc.Root, "history.jsonl"), Night{Date: "2025-01-01", SHA: "abc", Run: "r", Status: "ok"}); err != nil {
@@ -297,18 +325,67 @@ func TestPastFallsBack(t *testing.T) {
 	}
 	blocker := filepath.Join(nc.Root, "file")
 	os.WriteFile(blocker, nil, 0o644)
-	for _, tc := range []struct{ loc, want string }{
-		{filepath.Join(blocker, "abtest.db"), "unreachable"},
-		{filepath.Join(nc.Root, "other", store.DefaultFile), "has no night of " + nc.Root},
+	open := filepath.Join(nc.Root, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777) // past the umask, without the sticky bit
+	other, err := store.Open(ctx, filepath.Join(t.TempDir(), store.DefaultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	planted := filepath.Join(nc.Root, "planted", store.DefaultFile)
+	os.Mkdir(filepath.Dir(planted), 0o755)
+	if err := os.Symlink(other.Where(), planted); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(other.Where())
+	failed := filepath.Join(nc.Root, "runs", "20250101T020000Z-aaaa")
+	os.MkdirAll(failed, 0o755)
+	os.WriteFile(filepath.Join(failed, "plan.json"), []byte("{}"), 0o644)
+	fresh := filepath.Join(nc.Root, "fresh", store.DefaultFile)
+	dry := filepath.Join(nc.Root, "dry", store.DefaultFile)
+	for _, tc := range []struct {
+		loc        string
+		dry        bool
+		analysed   bool
+		want, todo string
+	}{
+		{filepath.Join(blocker, store.DefaultFile), false, false, "unreachable", "fix it, or set store"},
+		{filepath.Join(open, store.DefaultFile), false, false, "writable by others", "chmod o-w"},
+		{planted, false, false, planted, "fix it, or set store"},
+		{planted, true, false, planted, "fix it, or set store"},
+		{fresh, false, false, "", ""},
+		{dry, true, false, "", ""},
+		{"", false, false, "", ""},
+		{fresh, false, true, "has no night of " + nc.Root, "abtest store import " + filepath.Join(nc.Root, "runs") + "/*"},
+		{dry, true, true, "store " + dry + " has no night", "abtest store import"},
 	} {
-		var said []string
-		p, err := readPast(context.Background(), tc.loc, nc, false, func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })
-		if err != nil || p.store != nil || len(p.nights) != 1 || p.nights[0].SHA != "abc" {
-			t.Errorf("%s: %+v, %v", tc.loc, p, err)
+		if tc.analysed {
+			os.WriteFile(filepath.Join(failed, "report.json"), []byte("{}"), 0o644)
 		}
-		if len(said) != 1 || !strings.Contains(said[0], tc.want) || !strings.Contains(said[0], "reading "+filepath.Join(nc.Root, "history.jsonl")+" instead") {
-			t.Errorf("%s: said %q, want one line with %q", tc.loc, said, tc.want)
+		p, err := readPast(ctx, tc.loc, nc, tc.dry)
+		if tc.want == "" {
+			if err != nil || len(p.nights) != 0 {
+				t.Errorf("%s (dry run %v): %+v, %v; want a first night", tc.loc, tc.dry, p, err)
+			} else {
+				p.close()
+			}
+			continue
 		}
+		t.Logf("%s (dry run %v): %v", tc.loc, tc.dry, err)
+		if exitcode.Code(err) != exitcode.Infra || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.todo) ||
+			!strings.Contains(err.Error(), filepath.Dir(tc.loc)) {
+			t.Errorf("%s (dry run %v): exit %d, %v; want exit 3 in one line naming the store, with %q and %q", tc.loc, tc.dry, exitcode.Code(err), err, tc.want, tc.todo)
+		}
+	}
+	if _, err := os.Stat(dry); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dry run made a store: %v", err)
+	}
+	if after, _ := os.ReadFile(other.Where()); !bytes.Equal(before, after) {
+		t.Errorf("the store behind the planted link was written")
+	}
+	if _, err := os.Lstat(planted + "-wal"); err == nil {
+		t.Errorf("a -wal file was made beside the planted link")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,7 @@ allow_unknown = true
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "abtest nightly ") || !strings.Contains(last, "report: ") {
 		t.Errorf("night 1 summary line: %q", last)
 	}
-	hist, _ := nightly.ReadHistory(filepath.Join(root, "history.jsonl"))
+	hist := readHistory(t, filepath.Join(root, "history.jsonl"))
 	if len(hist) != 1 || hist[0].Baseline != "" || hist[0].Medians["select1/c2/cpuall/r500/pgss.max=1000"]["tps"].Median <= 0 {
 		t.Fatalf("history after night 1: %+v", hist)
 	}
@@ -89,7 +90,7 @@ allow_unknown = true
 	if code != 0 && code != 1 {
 		t.Fatalf("night 2: exit %d\n%s\n%s", code, out, stderr)
 	}
-	hist, _ = nightly.ReadHistory(filepath.Join(root, "history.jsonl"))
+	hist = readHistory(t, filepath.Join(root, "history.jsonl"))
 	if len(hist) != 2 || hist[1].Baseline != hist[0].SHA || hist[1].SHA == hist[0].SHA {
 		t.Fatalf("history after night 2: %+v", hist)
 	}
@@ -112,6 +113,20 @@ allow_unknown = true
 	if code != 3 || !strings.Contains(stderr, "already running") {
 		t.Errorf("concurrent nightly: %d %q", code, stderr)
 	}
+}
+
+// readHistory reads history.jsonl, the nights' export.
+func readHistory(t *testing.T, path string) []nightly.Night {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	var out []nightly.Night
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var n nightly.Night
+		if json.Unmarshal([]byte(l), &n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestNightlyExampleDryRun: -n nightly with nightly.example.toml on a
