@@ -16,22 +16,22 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/internal/exitcode"
+	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 
 // runData is what the pages of one run are made of.
 type runData struct {
-	run      *store.Run
-	verdicts []store.Verdict
-	cells    []store.Cell
-	values   map[string]map[string]float64
-	geomeans []store.Geomean
+	run    *store.Run
+	cells  []store.Cell
+	values map[string]map[string]float64
 	// dirs are the shards' directories by shard.
 	dirs map[string]string
 	// site is the site's directory; served: the site is written to be
@@ -39,29 +39,29 @@ type runData struct {
 	site   string
 	served bool
 	// report is the run judged now (history.Judge, the statistics of
-	// this version): the page's answer, overview and report, and each
-	// row's marks (stats); judgeErr says why there is none.
+	// this version): the index's and the pages' answer, gate and
+	// regressions, the overview and report, every row (verdicts) and
+	// its marks (stats); judgeErr says why there is none.
 	report   *analysis.Report
 	judgeErr error
+	verdicts []Verdict
 	stats    map[statKey]*analysis.Stat
 }
 
 // statKey names a commit's Stat in a configuration and metric.
 type statKey struct{ commit, config, metric string }
 
+// judge judges a run from the store: history.Judge, which a test
+// replaces to count the judgements of a site.
+var judge = history.Judge
+
 func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, served bool) (*runData, error) {
 	d := &runData{run: r, dirs: map[string]string{}, site: site, served: served}
 	var err error
-	if d.verdicts, err = history.Verdicts(ctx, s, r.ID); err != nil {
-		return nil, err
-	}
 	if d.cells, err = s.Cells(ctx, r.ID); err != nil {
 		return nil, err
 	}
 	if d.values, err = s.CellMetrics(ctx, r.ID); err != nil {
-		return nil, err
-	}
-	if d.geomeans, err = history.Geomeans(ctx, s, r.ID); err != nil {
 		return nil, err
 	}
 	for _, sh := range r.Shards {
@@ -71,11 +71,10 @@ func loadRun(ctx context.Context, s *store.Store, r *store.Run, site string, ser
 }
 
 // judge reads the run's report model: the run judged from the store
-// under the store's options (those its cached rows were judged under).
-// A run the analysis refuses (its every cell failed) has none: the page
-// says why instead.
+// under the store's options, once for all its pages and its index row.
+// A run the analysis refuses has none: the pages say why instead.
 func (d *runData) judge(ctx context.Context, s *store.Store) error {
-	rep, err := history.Judge(ctx, s, d.run.ID, analysis.Options{})
+	rep, err := judge(ctx, s, d.run.ID, analysis.Options{})
 	if err != nil {
 		if exitcode.Code(err) != exitcode.Usage {
 			return err
@@ -83,7 +82,7 @@ func (d *runData) judge(ctx context.Context, s *store.Store) error {
 		d.judgeErr = err
 		return nil
 	}
-	d.report, d.stats = rep, map[statKey]*analysis.Stat{}
+	d.report, d.stats, d.verdicts = rep, map[statKey]*analysis.Stat{}, verdicts(rep)
 	for _, row := range rep.Rows {
 		for i := range row.Stats {
 			st := &row.Stats[i]
@@ -91,6 +90,109 @@ func (d *runData) judge(ctx context.Context, s *store.Store) error {
 		}
 	}
 	return nil
+}
+
+// gate is the run's gate status and its one-line reason: the report's
+// (Report.Gate), failed with why when there is no report.
+func (d *runData) gate() (results.GateStatus, string) {
+	if d.report == nil {
+		return results.GateFailed, "not analysable from the store: " + text.OneLine(d.judgeErr.Error())
+	}
+	g := d.report.Gate()
+	if g == nil {
+		return analysis.GateStatus(g), ""
+	}
+	return analysis.GateStatus(g), text.OneLine(g.Error())
+}
+
+// answerLines are each compared commit's answer in one line, the
+// report's (Report.AnswerLines): the index and the run page say the
+// same words.
+func (d *runData) answerLines() map[string]string {
+	out := map[string]string{}
+	if d.report == nil {
+		for _, c := range compared(d.run) {
+			out[c] = c + " vs " + d.run.Baseline + ": nothing compared: no report"
+		}
+		return out
+	}
+	lines, i := d.report.AnswerLines(), 0
+	for _, c := range d.report.Commits {
+		if c == d.report.Baseline {
+			continue
+		}
+		if i < len(lines) {
+			out[c] = lines[i]
+		}
+		i++
+	}
+	return out
+}
+
+// Verdict is one comparison of a run as the pages show it: a commit
+// against the baseline in one configuration and metric, from the
+// report's Stat (nil where a number is not finite or has no meaning).
+type Verdict struct {
+	Commit         string
+	Config         string
+	Metric         string
+	Verdict        results.Verdict
+	N              int
+	BaselineMedian *float64
+	Median         *float64
+	Lo, Hi         *float64
+	DeltaPct, P    *float64
+	// Gated: the row gated the run (a gated change); Role says how the
+	// row counts in its commit's answer.
+	Gated bool
+	Role  results.Role
+	Note  string
+	// DeltaLo and DeltaHi bound DeltaPct at 95 %; DetectablePct is the
+	// smallest change the run could have detected (unknown verdicts).
+	DeltaLo, DeltaHi, DetectablePct *float64
+}
+
+// verdicts are rep's rows, one per commit but the baseline, by
+// configuration, metric and commit.
+func verdicts(rep *analysis.Report) []Verdict {
+	gated := map[[3]string]bool{}
+	for _, c := range rep.Changes {
+		gated[[3]string{c.Commit, c.Config, c.Metric}] = c.Gated
+	}
+	var out []Verdict
+	for _, row := range rep.Rows {
+		var base *analysis.Stat
+		for i := range row.Stats {
+			if row.Stats[i].Commit == rep.Baseline {
+				base = &row.Stats[i]
+			}
+		}
+		for _, s := range row.Stats {
+			if s.Commit == rep.Baseline {
+				continue
+			}
+			v := Verdict{Commit: s.Commit, Config: row.Config, Metric: row.Metric, Verdict: s.Verdict, N: s.N,
+				Gated: gated[[3]string{s.Commit, row.Config, row.Metric}], Note: s.Note, Role: s.Role()}
+			if base != nil && base.N > 0 {
+				v.BaselineMedian = analysis.Finite(base.Median)
+			}
+			if s.N > 0 {
+				v.Median, v.Lo, v.Hi = analysis.Finite(s.Median), analysis.Finite(s.Lo), analysis.Finite(s.Hi)
+			}
+			if base != nil && base.N > 0 && s.N > 0 {
+				v.DeltaPct, v.P = analysis.Finite(s.DeltaPct), analysis.Finite(s.P)
+				v.DeltaLo, v.DeltaHi = analysis.Finite(s.DeltaLo), analysis.Finite(s.DeltaHi)
+				if s.DetectablePct > 0 {
+					v.DetectablePct = analysis.Finite(s.DetectablePct)
+				}
+			}
+			out = append(out, v)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Verdict) int {
+		return cmp.Or(cmp.Compare(a.Config, b.Config), cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Commit, b.Commit))
+	})
+	return out
 }
 
 // slug names a page: readable, and unique through a hash of the exact
@@ -232,7 +334,7 @@ func (d *runData) diffs(from, commit string) (perf, instr []link) {
 // vrow is a verdict as the compare and configuration pages show it,
 // marked as the report model marks its Stat.
 type vrow struct {
-	store.Verdict
+	Verdict
 	Unit       string
 	ConfigPage string
 	Trend      string
@@ -326,15 +428,6 @@ type count struct {
 // verdictOrder is the order the table's rows are counted in.
 var verdictOrder = []results.Verdict{results.Worse, results.Better, results.Higher, results.Lower, results.Incomplete, results.Unknown, results.Same}
 
-// counts counts every row, whatever its role: what a table lists.
-func counts(rows []vrow) []count {
-	n := map[results.Verdict]int{}
-	for _, r := range rows {
-		n[r.Verdict.Verdict]++
-	}
-	return ordered(n, verdictOrder)
-}
-
 // noSignal is how a table's counts name its rows with no signal.
 const noSignal results.Verdict = "with no signal"
 
@@ -362,64 +455,50 @@ func ordered(n map[results.Verdict]int, order []results.Verdict) []count {
 	return out
 }
 
-// answer is a commit's answer as the report's summary line says it,
-// counted by each row's role through analysis.Summary.Count: the
-// headline (Counts), the secondary tests not run (Behind), and the
-// report-only higher and lower apart. Rows stored without a role (before
-// schema 5) cannot be told apart: Roleless, and every row is counted.
+// answer is a commit's answer as the report says it: its line
+// (Report.AnswerLines), and its summary's counts by each row's role
+// (analysis.Summary): the headline (Counts), the secondary tests not run
+// (Behind), and the report-only higher and lower apart. None: the
+// report has no summary of the commit.
 type answer struct {
 	Counts, ReportOnly []count
 	Behind             int
-	Roleless, None     bool
-	// Stored: the counts are the report's, as the store kept them
-	// (Line names what changed); else counted from the stored rows.
-	Stored bool
-	Line   string
+	None               bool
+	Line               string
 }
 
-// storedAnswer is the answer the store kept of a commit: the report's
-// summary counts.
-func storedAnswer(a store.Answer) answer {
-	head, ro := a.Counts()
-	out := answer{Behind: a.Behind, Stored: true, Line: a.Line}
-	for _, c := range head {
-		out.Counts = append(out.Counts, count{c.Verdict, c.N})
+// answer is commit's answer in the run's report.
+func (d *runData) answer(commit string) answer {
+	a := answer{None: true, Line: d.answerLines()[commit]}
+	if d.report == nil {
+		return a
 	}
-	for _, c := range ro {
-		out.ReportOnly = append(out.ReportOnly, count{c.Verdict, c.N})
-	}
-	return out
-}
-
-func answerOf(rows []vrow) answer {
-	var sm analysis.Summary
-	for _, r := range rows {
-		if r.Role == "" {
-			return answer{Counts: counts(rows), Roleless: true}
+	for _, sm := range d.report.Summaries {
+		if sm.Commit != commit {
+			continue
 		}
-		sm.Count(r.Role, r.Verdict.Verdict)
+		a.None = false
+		a.Counts = ordered(map[results.Verdict]int{results.Worse: sm.Worse, results.Better: sm.Better, results.Incomplete: sm.Incomplete,
+			results.Unknown: sm.Unknown, results.Same: sm.Same}, []results.Verdict{results.Worse, results.Better, results.Incomplete, results.Unknown, results.Same})
+		a.ReportOnly = ordered(map[results.Verdict]int{results.Higher: sm.Higher, results.Lower: sm.Lower}, []results.Verdict{results.Higher, results.Lower})
+		a.Behind = sm.Behind
 	}
-	return answer{
-		Counts: ordered(map[results.Verdict]int{results.Worse: sm.Worse, results.Better: sm.Better, results.Incomplete: sm.Incomplete,
-			results.Unknown: sm.Unknown, results.Same: sm.Same}, []results.Verdict{results.Worse, results.Better, results.Incomplete, results.Unknown, results.Same}),
-		ReportOnly: ordered(map[results.Verdict]int{results.Higher: sm.Higher, results.Lower: sm.Lower}, []results.Verdict{results.Higher, results.Lower}),
-		Behind:     sm.Behind,
-		None:       len(rows) == 0,
-	}
+	return a
 }
 
 // geomeanLine says a run-level pooled test in words.
-func geomeanLine(g store.Geomean) string {
-	if g.Ratio == nil || g.Lo == nil || g.Hi == nil {
+func geomeanLine(g analysis.Geomean) string {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if !finite(g.Ratio) || !finite(g.Lo) || !finite(g.Hi) {
 		return fmt.Sprintf("%s geometric mean over %d configurations: %s (no finite interval)", g.Metric, g.Configs, g.Verdict)
 	}
 	s := fmt.Sprintf("%s geometric mean ×%.4f (%s, 95 %% CI %s … %s) over %d configurations: %s",
-		g.Metric, *g.Ratio, pct(100*(*g.Ratio-1)), pct(100*(*g.Lo-1)), pct(100*(*g.Hi-1)), g.Configs, g.Verdict)
+		g.Metric, g.Ratio, pct(100*(g.Ratio-1)), pct(100*(g.Lo-1)), pct(100*(g.Hi-1)), g.Configs, g.Verdict)
 	switch {
-	case g.Verdict == results.Unknown && g.DetectablePct != nil:
-		s += fmt.Sprintf(" (could not detect < %.2f %%)", *g.DetectablePct)
-	case g.Verdict == results.Same && g.MinEffectPct != nil:
-		s += fmt.Sprintf(" (within ±%.2f %%)", *g.MinEffectPct)
+	case g.Verdict == results.Unknown && g.DetectablePct > 0 && finite(g.DetectablePct):
+		s += fmt.Sprintf(" (could not detect < %.2f %%)", g.DetectablePct)
+	case g.Verdict == results.Same && finite(g.MinEffectPct):
+		s += fmt.Sprintf(" (within ±%.2f %%)", g.MinEffectPct)
 	}
 	return s
 }

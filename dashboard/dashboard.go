@@ -1,8 +1,10 @@
 // Package dashboard writes a static web site from the results store.
 //
-// The index lists the runs first, each by the name the user gave it (its
-// results directory's base name, what -o chose), its date, each
-// commit's answer as the store kept it and its gate, the id secondary;
+// The index lists the runs first, newest first, each by the name the
+// user gave it (its results directory's base name, what -o chose), its
+// date, each commit's answer line and its gate as the run's report says
+// them (the run is judged once, for its row and its pages), the id
+// secondary;
 // then the trends, grouped by configuration with a sparkline per series
 // of 3 points or more that moves. A run's compare page (one per commit against the
 // baseline, with links to switch) reads the run's report model (the run
@@ -54,6 +56,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,7 +201,7 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if err := copyAssets(filepath.Join(abs, "assets")); err != nil {
 		return nil, exitcode.Failure(fmt.Errorf("dashboard: %w", err))
 	}
-	runs, err := history.Runs(ctx, s)
+	runs, err := s.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,19 +231,22 @@ func Write(ctx context.Context, s *store.Store, dir string, o Options) (*Site, e
 	if o.Served {
 		site.files = runDirs{}
 	}
+	rows := make([]indexRun, 0, len(runs))
 	for i := range runs {
 		if o.Served {
 			site.files.addRun(&runs[i])
 		}
-		page, err := writeRun(ctx, s, abs, o, &runs[i], site.Trends)
+		row, err := writeRun(ctx, s, abs, o, &runs[i], site.Trends)
 		if err != nil {
 			return nil, err
 		}
-		site.Runs = append(site.Runs, page)
+		site.Runs = append(site.Runs, row.Page)
+		rows = append(rows, row)
 	}
+	slices.Reverse(rows)
 	groups, hidden := trendGroups(series, site.Trends)
 	err = render(site.Index, "index.html", map[string]any{
-		"Title": o.Title, "Root": ".", "Runs": indexRuns(runs), "Groups": groups, "Hidden": hidden, "Trends": len(site.Trends),
+		"Title": o.Title, "Root": ".", "Runs": rows, "Groups": groups, "Hidden": hidden, "Trends": len(site.Trends),
 		"Generated": time.Now().UTC(), "Store": s.Where(),
 	})
 	return site, err

@@ -82,13 +82,13 @@ func TestConfigIDsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := history.Verdicts(ctx, s, st.Run)
+	judged, err := history.Judge(ctx, s, st.Run, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got = map[string]bool{}
-	for _, v := range vs {
-		got[v.Config] = true
+	for _, row := range judged.Rows {
+		got[row.Config] = true
 	}
 	if g := slices.Sorted(maps.Keys(got)); !slices.Equal(g, ids) {
 		t.Errorf("store verdict configurations %q, want %q", g, ids)

@@ -3,23 +3,36 @@ package dashboard
 import (
 	"html/template"
 
+	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 )
 
-// indexRun is a run as the index lists it: by the name the user gave it.
+// indexRun is a run as the index lists it: by the name the user gave it,
+// with each compared commit's answer line, the gate and the regressions
+// of the report its pages were written from.
 type indexRun struct {
 	*store.Run
-	Name, Page string
+	Name, Page  string
+	Answers     []string
+	Gate        results.GateStatus
+	GateDetail  string
+	Regressions int
 }
 
-// indexRuns lists runs newest first.
-func indexRuns(runs []store.Run) []indexRun {
-	out := make([]indexRun, 0, len(runs))
-	for i := len(runs) - 1; i >= 0; i-- {
-		r := &runs[i]
-		out = append(out, indexRun{Run: r, Name: r.Name(), Page: RunPage(r.ID)})
+// indexRow is the run's row of the index.
+func (d *runData) indexRow() indexRun {
+	row := indexRun{Run: d.run, Name: d.run.Name(), Page: RunPage(d.run.ID)}
+	row.Gate, row.GateDetail = d.gate()
+	lines := d.answerLines()
+	for _, c := range compared(d.run) {
+		if l, ok := lines[c]; ok {
+			row.Answers = append(row.Answers, l)
+		}
 	}
-	return out
+	if d.report != nil {
+		row.Regressions = len(d.report.Regressions)
+	}
+	return row
 }
 
 // spark is one metric's trend in a configuration's group.

@@ -13,9 +13,14 @@ import (
 // primaries (tps, instructions per transaction).
 func (d *runData) primaries() []string {
 	var out []string
-	for _, g := range d.geomeans {
-		if !slices.Contains(out, g.Metric) {
-			out = append(out, g.Metric)
+	if d.report != nil {
+		gs := slices.SortedStableFunc(slices.Values(d.report.Geomeans), func(a, b analysis.Geomean) int {
+			return cmp.Or(cmp.Compare(a.Commit, b.Commit), cmp.Compare(a.Metric, b.Metric))
+		})
+		for _, g := range gs {
+			if !slices.Contains(out, g.Metric) {
+				out = append(out, g.Metric)
+			}
 		}
 	}
 	for _, m := range analysis.DefaultPrimary {

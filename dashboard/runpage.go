@@ -26,11 +26,12 @@ func (d *runData) unit(metric string) string {
 }
 
 // writeRun writes a run's compare pages (one per commit against the
-// baseline) and configuration pages, and returns its first compare page.
-func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (string, error) {
+// baseline) and configuration pages, and returns its row of the index,
+// which links its first compare page: the run is judged once for both.
+func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *store.Run, trends []Trend) (indexRun, error) {
 	d, err := loadRun(ctx, s, r, site, o.Served)
 	if err != nil {
-		return "", err
+		return indexRun{}, err
 	}
 	trendOf := map[store.SeriesKey]string{}
 	for _, t := range trends {
@@ -42,7 +43,7 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 	}
 	for _, c := range commits {
 		if err := d.writeCompare(site, o, c, trendOf); err != nil {
-			return "", err
+			return indexRun{}, err
 		}
 	}
 	// Each configuration's cells and verdicts, grouped once: a run of
@@ -51,16 +52,16 @@ func writeRun(ctx context.Context, s *store.Store, site string, o Options, r *st
 	for _, c := range d.cells {
 		cells[c.Config] = append(cells[c.Config], c)
 	}
-	verdicts := map[string][]store.Verdict{}
+	verdicts := map[string][]Verdict{}
 	for _, v := range d.verdicts {
 		verdicts[v.Config] = append(verdicts[v.Config], v)
 	}
 	for _, cfg := range d.configs() {
 		if err := d.writeConfig(site, o, cfg, cells[cfg], verdicts[cfg], trendOf); err != nil {
-			return "", err
+			return indexRun{}, err
 		}
 	}
-	return RunPage(r.ID), nil
+	return d.indexRow(), nil
 }
 
 // configs are the run's configurations, by id.
@@ -103,7 +104,7 @@ func (d *runData) configLabels() map[string]string {
 
 // rows are the verdicts vs (of commit, unless commit is "") as rows
 // linked from a page in the site directory from (relative to the site).
-func (d *runData) rows(vs []store.Verdict, commit, from string, trendOf map[store.SeriesKey]string) []vrow {
+func (d *runData) rows(vs []Verdict, commit, from string, trendOf map[store.SeriesKey]string) []vrow {
 	var out []vrow
 	for _, v := range vs {
 		if commit != "" && v.Commit != commit {
@@ -148,9 +149,11 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 		}
 	}
 	var geomeans []string
-	for _, g := range d.geomeans {
-		if g.Commit == commit {
-			geomeans = append(geomeans, geomeanLine(g))
+	if d.report != nil {
+		for _, g := range d.report.Geomeans {
+			if g.Commit == commit {
+				geomeans = append(geomeans, geomeanLine(g))
+			}
 		}
 	}
 	pageDir := filepath.Join(site, from)
@@ -160,28 +163,19 @@ func (d *runData) writeCompare(site string, o Options, commit string, trendOf ma
 	for _, c := range d.configs() {
 		configs = append(configs, pairLink{Label: cmp.Or(labels[c], c), Href: relLink(from, ConfigPage(d.run.ID, c))})
 	}
-	ans := answerOf(rows)
-	if a, ok := d.run.Answer(commit); ok {
-		ans = storedAnswer(a)
-	}
-	m := d.model(from, commit)
-	if m.Line != "" {
-		ans.Line = m.Line
-	}
+	gate, detail := d.gate()
 	return render(filepath.Join(site, page), "run.html", map[string]any{
 		"Title": o.Title, "Root": "..", "Run": d.run, "Name": d.run.Name(), "Commit": commit, "Pairs": pairs,
-		"Answer": ans, "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
+		"Answer": d.answer(commit), "Gate": gate, "GateDetail": detail, "Geomeans": geomeans, "Regressions": regressions, "Changes": changes, "Quiet": quiet,
 		"QuietCounts": tableCounts(quiet), "Reports": d.reports(pageDir), "Perf": perf, "Instr": instr, "Configs": configs,
-		"Model": m, "Failed": d.failures(),
+		"Model": d.model(from, commit), "Failed": d.failures(),
 	})
 }
 
-// model is what a compare page shows of the report model: commit's
-// answer line (Report.AnswerLines), its overview and the rest of the
-// report, as blocks for the page in the site directory from; or why the
-// run has no report.
+// model is what a compare page shows of the report model: its
+// overview and the rest of the report, as blocks for the page in the
+// site directory from; or why the run has no report.
 type model struct {
-	Line           string
 	Overview, Rest []docBlock
 	Error          string
 }
@@ -193,21 +187,9 @@ func (d *runData) model(from, commit string) model {
 		}
 		return model{}
 	}
-	var m model
-	lines, i := d.report.AnswerLines(), 0
-	for _, c := range d.report.Commits {
-		if c == d.report.Baseline {
-			continue
-		}
-		if c == commit && i < len(lines) {
-			m.Line = lines[i]
-		}
-		i++
-	}
 	overview, rest := reportParts(d.report.Doc(), commit, d.report.Baseline)
 	w := d.docWriter(from)
-	m.Overview, m.Rest = w.blocks(overview), w.blocks(rest)
-	return m
+	return model{Overview: w.blocks(overview), Rest: w.blocks(rest)}
 }
 
 // failure is one way a run's cells failed: the error, how many cells
@@ -274,7 +256,7 @@ type cellFiles struct {
 	Files  []link
 }
 
-func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.Cell, verdicts []store.Verdict, trendOf map[store.SeriesKey]string) error {
+func (d *runData) writeConfig(site string, o Options, cfg string, cells []store.Cell, verdicts []Verdict, trendOf map[store.SeriesKey]string) error {
 	page := ConfigPage(d.run.ID, cfg)
 	from := filepath.Dir(page)
 	pageDir := filepath.Join(site, from)

@@ -123,6 +123,20 @@ func TestRunPageEveryCellFailed(t *testing.T) {
 	if strings.Contains(page, `<table id="changes"`) || strings.Contains(page, `<table id="quiet"`) || !strings.Contains(page, `id="no-rows"`) {
 		t.Errorf("the run page shows tables of verdicts for a run without any, or does not say there is none")
 	}
+	// The index and the run page say it alike: nothing compared, and
+	// the gate could not answer.
+	line := regexp.MustCompile(`<p class="answer">([^<]*)</p>`).FindStringSubmatch(page)
+	index, err := os.ReadFile(site.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := regexp.MustCompile(`(?s)<td class="answer">(.*?)</td>`).FindStringSubmatch(string(index))
+	if line == nil || !strings.HasPrefix(line[1], "patch vs base: nothing compared") || cell == nil || cell[1] != "<div>"+line[1]+"</div>" {
+		t.Errorf("answer on the run page %q, on the index %q; want the same, nothing compared", line, cell)
+	}
+	if !strings.Contains(page, `gate: <b>incomplete</b>`) || !strings.Contains(string(index), `<td class="gate" title="`) || !strings.Contains(string(index), `">incomplete</td>`) {
+		t.Errorf("a run whose every cell failed does not read incomplete on both pages")
+	}
 }
 
 // failCells rewrites dir's cells as failed with the error errOf gives,

@@ -14,7 +14,7 @@ func TestRunPageConfigsInPlanOrder(t *testing.T) {
 	d := &runData{cells: []store.Cell{
 		{Config: "w/c4/cpuall/r500"}, {Config: "w/c4/cpuall/r500"},
 		{Config: "w/c4/cpuall/r1000"}, {Config: "w/c4/cpuall/r4000", Saturated: true}, {Config: "w/c4/cpuall/r4000"},
-	}, verdicts: []store.Verdict{{Config: "w/instr"}}}
+	}, verdicts: []Verdict{{Config: "w/instr"}}}
 	if got, want := d.configs(), []string{"w/c4/cpuall/r500", "w/c4/cpuall/r1000", "w/c4/cpuall/r4000", "w/instr"}; !slices.Equal(got, want) {
 		t.Errorf("configs %v, want %v", got, want)
 	}

@@ -46,13 +46,6 @@ func openStore(t *testing.T) *store.Store {
 	return s
 }
 
-// setVersion plays a change of the statistics until the test ends.
-func setVersion(t *testing.T, v string) {
-	old := version
-	version = v
-	t.Cleanup(func() { version = old })
-}
-
 // fileVerdicts are the analysis of the files, by commit, configuration
 // and metric.
 func fileVerdicts(t *testing.T, dir string) map[string]results.Verdict {
@@ -72,116 +65,53 @@ func fileVerdicts(t *testing.T, dir string) map[string]results.Verdict {
 	return out
 }
 
-// checkEqualsFiles: the verdicts read are the analysis of the files.
-func checkEqualsFiles(t *testing.T, when string, got []store.Verdict, want map[string]results.Verdict) {
+// checkEqualsFiles: the report judged from the store is the analysis
+// of the files.
+func checkEqualsFiles(t *testing.T, when string, rep *analysis.Report, want map[string]results.Verdict) {
 	t.Helper()
-	if len(got) != len(want) || len(got) == 0 {
-		t.Fatalf("%s: %d verdicts, the files' analysis has %d", when, len(got), len(want))
-	}
-	for _, v := range got {
-		if w, ok := want[v.Commit+" "+v.Config+" "+v.Metric]; !ok || w != v.Verdict {
-			t.Errorf("%s: %s %s %s: %s, the files say %s", when, v.Commit, v.Config, v.Metric, v.Verdict, w)
+	n := 0
+	for _, row := range rep.Rows {
+		for _, st := range row.Stats {
+			if st.Commit == rep.Baseline {
+				continue
+			}
+			n++
+			if w, ok := want[st.Commit+" "+row.Config+" "+row.Metric]; !ok || w != st.Verdict {
+				t.Errorf("%s: %s %s %s: %s, the files say %s", when, st.Commit, row.Config, row.Metric, st.Verdict, w)
+			}
 		}
 	}
+	if n != len(want) || n == 0 {
+		t.Fatalf("%s: %d verdicts, the files' analysis has %d", when, n, len(want))
+	}
 }
 
-// TestVersionChangeJudgesAgain: an import stores raw cells and warms
-// the cache; reading again judges nothing; a new analysis version makes
-// the next read judge the run again (the counter moves once), and what
-// it reads equals the analysis of the files.
-func TestVersionChangeJudgesAgain(t *testing.T) {
+// TestJudgeEqualsFiles: an import stores raw cells and judges nothing;
+// the run judged from the store is the analysis of its files, and it
+// has a gate and an answer for its commit.
+func TestJudgeEqualsFiles(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ab")
 	abRun(t, dir, "head")
 	want := fileVerdicts(t, dir)
 	s := openStore(t)
-	stats, err := Import(ctx, s, dir)
-	if err != nil || stats.Verdicts != len(want) {
-		t.Fatalf("import: %+v, %v; want %d verdicts", stats, err, len(want))
+	all, err := ImportAll(ctx, s, []string{dir}, nil, nil)
+	if err != nil || len(all) != 1 || all[0].Cells == 0 {
+		t.Fatalf("import: %+v, %v", all, err)
 	}
-	before := judgements.Load()
-	got, err := Verdicts(ctx, s, stats.Run)
+	rep, err := Judge(ctx, s, all[0].Run, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEqualsFiles(t, "warm cache", got, want)
-	if _, err := Runs(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if n := judgements.Load() - before; n != 0 {
-		t.Fatalf("a current cache was judged again %d times", n)
-	}
-	setVersion(t, "next")
-	if stale, err := s.Stale(ctx, version); err != nil || len(stale) != 1 {
-		t.Fatalf("after a version change: stale %v, %v", stale, err)
-	}
-	runs, err := Runs(ctx, s)
-	if err != nil || len(runs) != 1 || runs[0].Gate == "" || len(runs[0].Answers) != 1 {
-		t.Fatalf("runs read after a version change: %+v, %v", runs, err)
-	}
-	if n := judgements.Load() - before; n != 1 {
-		t.Fatalf("after a version change the run was judged %d times, want once", n)
-	}
-	if got, err = Verdicts(ctx, s, stats.Run); err != nil {
-		t.Fatal(err)
-	}
-	checkEqualsFiles(t, "after a version change", got, want)
-	if by, err := s.JudgedBy(ctx, stats.Run); err != nil || by != "next" {
-		t.Errorf("the cache is of version %q, %v; want next", by, err)
-	}
-	var noise string
-	if err := s.DB().QueryRowContext(ctx, "SELECT noise FROM run_judged WHERE run_id = ? AND analysis_version = 'next'", stats.Run).Scan(&noise); err != nil || len(noise) < 3 {
-		t.Errorf("noise: %q, %v", noise, err)
+	checkEqualsFiles(t, "from the store", rep, want)
+	if lines := rep.AnswerLines(); len(lines) != 1 || !strings.HasPrefix(lines[0], "head vs base: ") {
+		t.Errorf("answer lines %q", lines)
 	}
 }
 
-// TestOtherVersionNeverCurrent: a cache written by another (a future)
-// analysis version, with a verdict the files do not support, is never
-// read as current: the store's rows of this version are empty, and a
-// read through history judges the run again and shows the files'
-// answer.
-func TestOtherVersionNeverCurrent(t *testing.T) {
-	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "ab")
-	abRun(t, dir, "head")
-	want := fileVerdicts(t, dir)
-	s := openStore(t)
-	stats, err := s.Import(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := &store.Judged{Version: "9999.future", Cells: stats.Cells, Gate: results.GateOK, GateDetail: "forged",
-		Answers: []store.Answer{{Commit: "head", Better: 9, Line: "forged: everything better"}}}
-	for k := range want {
-		f := strings.Fields(k)
-		forged.Verdicts = append(forged.Verdicts, store.Verdict{Commit: f[0], Config: f[1], Metric: f[2], Verdict: results.Better, Role: results.RoleGated})
-	}
-	if ok, err := s.PutJudged(ctx, stats.Run, forged); !ok || err != nil {
-		t.Fatalf("forging a cache: %v, %v", ok, err)
-	}
-	if vs, err := s.Verdicts(ctx, stats.Run, version); err != nil || len(vs) != 0 {
-		t.Fatalf("the store read %d rows of another version as this one's, %v", len(vs), err)
-	}
-	if runs, err := s.Runs(ctx, version); err != nil || runs[0].Gate != "" || len(runs[0].Answers) != 0 {
-		t.Fatalf("the store read another version's gate or answers as this one's: %+v, %v", runs, err)
-	}
-	runs, err := Runs(ctx, s)
-	if err != nil || len(runs) != 1 {
-		t.Fatal(runs, err)
-	}
-	if a, ok := runs[0].Answer("head"); !ok || strings.Contains(a.Line, "forged") || a.Better == 9 || runs[0].GateDetail == "forged" {
-		t.Errorf("the forged cache was shown: %+v, gate %s (%s)", a, runs[0].Gate, runs[0].GateDetail)
-	}
-	got, err := Verdicts(ctx, s, stats.Run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkEqualsFiles(t, "after a forged cache", got, want)
-}
-
-// TestNewCellsDropCache: cells imported after the run was judged
-// makes its cache stale, and the next read judges every cell.
-func TestNewCellsDropCache(t *testing.T) {
+// TestJudgeReadsNewCells: cells imported after the run was first judged
+// are in its next judgement: every cell, as the files have them.
+func TestJudgeReadsNewCells(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ab")
 	abRun(t, dir, "head")
@@ -195,8 +125,11 @@ func TestNewCellsDropCache(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), []byte(strings.Join(lines[:len(lines)/2], "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	first, err := Import(ctx, s, dir)
+	first, err := s.Import(ctx, dir)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Judge(ctx, s, first.Run, analysis.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, results.CellsFile), data, 0o644); err != nil {
@@ -205,18 +138,16 @@ func TestNewCellsDropCache(t *testing.T) {
 	if _, err := s.Import(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if by, err := s.JudgedBy(ctx, first.Run); err != nil || by != "" {
-		t.Fatalf("new cells left the cache of version %q, %v", by, err)
-	}
-	got, err := Verdicts(ctx, s, first.Run)
+	rep, err := Judge(ctx, s, first.Run, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEqualsFiles(t, "after the rest of the cells", got, fileVerdicts(t, dir))
+	checkEqualsFiles(t, "after the rest of the cells", rep, fileVerdicts(t, dir))
 }
 
-// TestAllCellsFailedReads: a run whose every cell failed is stored,
-// reads (gate failed, with why) and is not judged again on every read.
+// TestAllCellsFailedReads: a run whose every cell failed is stored and
+// listed (every cell failed); judged, it could not answer: gate failed,
+// and its answer says nothing was compared.
 func TestAllCellsFailedReads(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "failed")
@@ -240,27 +171,27 @@ func TestAllCellsFailedReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openStore(t)
-	stats, err := Import(ctx, s, dir)
+	stats, err := s.Import(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := Runs(ctx, s)
+	runs, err := s.Runs(ctx)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %+v, %v", runs, err)
 	}
 	r := runs[0]
-	if r.Gate != results.GateFailed || r.GateDetail == "" || r.Failed != r.Cells || r.Cells == 0 {
-		t.Errorf("a run whose cells all failed: gate %q (%s), %d of %d cells failed", r.Gate, r.GateDetail, r.Failed, r.Cells)
+	if r.Failed != r.Cells || r.Cells == 0 {
+		t.Errorf("a run whose cells all failed: %d of %d cells failed", r.Failed, r.Cells)
 	}
-	before := judgements.Load()
-	if _, err := Runs(ctx, s); err != nil {
+	rep, err := Judge(ctx, s, stats.Run, analysis.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Verdicts(ctx, s, stats.Run); err != nil {
-		t.Fatal(err)
+	if g := analysis.GateStatus(rep.Gate()); g != results.GateFailed {
+		t.Errorf("gate %q, want failed", g)
 	}
-	if n := judgements.Load() - before; n != 0 {
-		t.Errorf("a failed run was judged again %d times on read", n)
+	if lines := rep.AnswerLines(); len(lines) != 1 || !strings.Contains(lines[0], "nothing compared") {
+		t.Errorf("answer lines %q, want nothing compared", lines)
 	}
 	// The label is kept as written: the pages escape it (dashboard's
 	// xss tests), the store does not rewrite it.

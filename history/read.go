@@ -14,35 +14,6 @@ import (
 	"github.com/pgabtest/abtest/store"
 )
 
-// Runs returns every stored run, oldest first, with its gate, answers
-// and regressions as the current analysis judges them: the runs whose
-// cache is stale are judged first (Refresh); one that cannot be
-// analysed reads with gate failed and why.
-func Runs(ctx context.Context, st *store.Store) ([]store.Run, error) {
-	if _, err := Refresh(ctx, st); err != nil {
-		return nil, err
-	}
-	return st.Runs(ctx, version)
-}
-
-// Verdicts returns run's verdict rows as the current analysis judges
-// them.
-func Verdicts(ctx context.Context, st *store.Store, run string) ([]store.Verdict, error) {
-	if err := fresh(ctx, st, run); err != nil {
-		return nil, err
-	}
-	return st.Verdicts(ctx, run, version)
-}
-
-// Geomeans returns run's pooled run-level tests as the current analysis
-// judges them.
-func Geomeans(ctx context.Context, st *store.Store, run string) ([]store.Geomean, error) {
-	if err := fresh(ctx, st, run); err != nil {
-		return nil, err
-	}
-	return st.Geomeans(ctx, run, version)
-}
-
 // changePoints adds to ser its change points (analysis.ChangePoints, a
 // function of the series alone), marked expected where an annotation
 // names their commit.
@@ -149,26 +120,7 @@ func RunsUnder(ctx context.Context, st *store.Store, dir string, o analysis.Opti
 	return out, nil
 }
 
-// Import loads the results directory dir into the store (store.Import)
-// and, when the run's cache is stale (new cells, or another analysis
-// version), judges the run and caches it: the import warms the cache a
-// reader would otherwise fill.
-func Import(ctx context.Context, st *store.Store, dir string) (store.ImportStats, error) {
-	stats, err := st.Import(ctx, dir)
-	if err != nil {
-		return stats, err
-	}
-	v, err := st.JudgedBy(ctx, stats.Run)
-	if err != nil || v == version {
-		return stats, err
-	}
-	n, w, err := refresh(ctx, st, stats.Run)
-	stats.Verdicts = n
-	stats.Warnings = append(stats.Warnings, w...)
-	return stats, err
-}
-
-// ImportAll imports dirs in order (Import), saying on w one line per
+// ImportAll imports dirs in order (store.Import), saying on w one line per
 // directory and on warn each warning; nil writers are silent.
 //
 // A directory whose plan holds a text the store does not take
@@ -179,13 +131,13 @@ func ImportAll(ctx context.Context, st *store.Store, dirs []string, w, warn io.W
 	}
 	var all []store.ImportStats
 	for _, d := range dirs {
-		stats, err := Import(ctx, st, d)
+		stats, err := st.Import(ctx, d)
 		if err != nil {
 			return all, err
 		}
 		all = append(all, stats)
 		if w != nil {
-			fmt.Fprintf(w, "%s: run %s: %d cells stored, %d already there, %d verdicts\n", d, stats.Run, stats.Cells, stats.Present, stats.Verdicts)
+			fmt.Fprintf(w, "%s: run %s: %d cells stored, %d already there\n", d, stats.Run, stats.Cells, stats.Present)
 		}
 		for _, m := range stats.Warnings {
 			if warn != nil {
@@ -213,7 +165,7 @@ func Record(ctx context.Context, loc string, w io.Writer, dirs ...string) error 
 	}
 	defer st.Close()
 	for _, d := range dirs {
-		stats, err := Import(ctx, st, d)
+		stats, err := st.Import(ctx, d)
 		if err != nil {
 			return fmt.Errorf("the results are in %s, but %w", d, err)
 		}

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/pgabtest/abtest/analysis"
@@ -49,4 +51,24 @@ func TestHistoryBaseline(t *testing.T) {
 	if p.Commit == rep.Baseline || b.Commit != rep.Baseline || p.Value != median[p.Commit] || b.Value != median[b.Commit] || p.Value == b.Value {
 		t.Errorf("points %+v, baseline %+v; the report's medians %v (baseline %s)", p, b, median, rep.Baseline)
 	}
+}
+
+// demoRun copies the demo's recorded run (demo/testdata/run) into a
+// temporary directory named demo-run.
+func demoRun(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "demo-run")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{results.PlanFile, results.CellsFile} {
+		data, err := os.ReadFile(filepath.Join("..", "demo", "testdata", "run", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

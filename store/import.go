@@ -22,19 +22,15 @@ type ImportStats struct {
 	Run string `json:"run"`
 	// Cells were stored now; Present were there already (an import
 	// again, or another shard's process got there first).
-	Cells   int `json:"cells"`
-	Present int `json:"present"`
-	// Verdicts is the number of verdicts the history package's import
-	// stored for the run, when it judged it.
-	Verdicts int      `json:"verdicts"`
+	Cells    int      `json:"cells"`
+	Present  int      `json:"present"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Import loads the results directory dir (one run, or one shard of one)
 // into the store. It is idempotent: a cell already stored is left as it
 // is. The cells are stored in one transaction. Import judges nothing:
-// the analysis runs when the run is read (history.Refresh), and the
-// history package's import warms that cache.
+// the analysis runs when the run is read (history.Judge).
 func (s *Store) Import(ctx context.Context, dir string) (ImportStats, error) {
 	src, err := openSource(dir)
 	if err != nil {
@@ -101,13 +97,6 @@ func (s *Store) putRunCells(ctx context.Context, run string, src *source, recs [
 	// A directory read only in part stores nothing.
 	if readErr != nil {
 		return 0, 0, exitcode.Failure(readErr)
-	}
-	// New cells make the run's cached analysis stale: the next read
-	// judges it again (history.Refresh).
-	if n > 0 {
-		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM run_judged WHERE run_id = ?"), run); err != nil {
-			return fail(err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(err)

@@ -25,19 +25,8 @@ type Run struct {
 	Shards        []Shard   `json:"shards"`
 	Cells         int       `json:"cells"`
 	Failed        int       `json:"failed"`
-	// Regressions counts gated verdicts for the worse.
-	Regressions int `json:"regressions"`
-	// Gate is the run's gate status under the store's options and
-	// GateDetail its one-line reason, as the analysis version read
-	// judged it; "" when the run has no judgement of that version.
-	Gate       results.GateStatus `json:"gate,omitempty"`
-	GateDetail string             `json:"gate_detail,omitempty"`
 	// Metrics are the plan's metric definitions (units, directions).
 	Metrics results.Metrics `json:"metrics,omitempty"`
-	// Answers are each compared commit's answer, in plan order; none for
-	// a run of one commit, or one without a judgement of the version
-	// read.
-	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Name is the name the user gave the run: its results directory's base
@@ -84,49 +73,6 @@ type Host struct {
 	host.Host
 }
 
-// Verdict is one comparison of a run: a commit against the baseline in
-// one configuration and metric, as the analysis judged it.
-type Verdict struct {
-	Commit         string          `json:"commit"`
-	Config         string          `json:"config"`
-	Metric         string          `json:"metric"`
-	Verdict        results.Verdict `json:"verdict"`
-	N              int             `json:"n"`
-	BaselineMedian *float64        `json:"baseline_median"`
-	Median         *float64        `json:"median"`
-	Lo             *float64        `json:"ci_lo"`
-	Hi             *float64        `json:"ci_hi"`
-	DeltaPct       *float64        `json:"delta_pct"`
-	P              *float64        `json:"p"`
-	// Gated: the row gated the run (a gated change); Role says how the
-	// row counts in its commit's answer ("" when stored before schema 5).
-	Gated bool         `json:"gated"`
-	Role  results.Role `json:"role"`
-	Note  string       `json:"note,omitempty"`
-	// DeltaLo and DeltaHi bound DeltaPct at 95 %; DetectablePct is the
-	// smallest change the run could have detected (unknown verdicts).
-	// All three are nil in verdicts stored before schema 3.
-	DeltaLo       *float64 `json:"delta_lo"`
-	DeltaHi       *float64 `json:"delta_hi"`
-	DetectablePct *float64 `json:"detectable_pct,omitempty"`
-}
-
-// Geomean is a run-level pooled test of one commit against the
-// baseline (analysis.Geomean): the geometric mean ratio of a metric over
-// the configurations, its 95 % interval and its verdict.
-type Geomean struct {
-	Commit        string          `json:"commit"`
-	Metric        string          `json:"metric"`
-	Ratio         *float64        `json:"ratio"`
-	Lo            *float64        `json:"lo"`
-	Hi            *float64        `json:"hi"`
-	P             *float64        `json:"p"`
-	Verdict       results.Verdict `json:"verdict"`
-	Configs       int             `json:"configs"`
-	MinEffectPct  *float64        `json:"min_effect_pct"`
-	DetectablePct *float64        `json:"detectable_pct,omitempty"`
-}
-
 // Cell is one stored cell without its metrics.
 type Cell struct {
 	Cell      string            `json:"cell"`
@@ -145,11 +91,11 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-// Runs returns every run, oldest first, with what analysis version
-// judged of it (gate, answers, regressions; nothing for a run not
-// judged by that version: history.Runs judges those first).
-func (s *Store) Runs(ctx context.Context, version string) ([]Run, error) {
-	runs, index, err := s.runList(ctx, version)
+// Runs returns every run, oldest first, with its commits, shards and
+// cell counts. What the analysis makes of a run is not stored: a reader
+// judges it (history.Judge).
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	runs, index, err := s.runList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -165,38 +111,15 @@ func (s *Store) Runs(ctx context.Context, version string) ([]Run, error) {
 	if err := s.addShards(ctx, runs, index); err != nil {
 		return nil, err
 	}
-	if err := s.addCellCounts(ctx, runs, index); err != nil {
-		return nil, err
-	}
-	if err := s.addAnswers(ctx, runs, index, version); err != nil {
-		return nil, err
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.run_id, count(*) FROM verdicts t`+judgedAs+` WHERE t.gated = 1 AND t.verdict = ? GROUP BY t.run_id`), version, string(results.Worse))
-	if err != nil {
-		return nil, s.fail("listing runs", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var run string
-		var n int
-		if err := rows.Scan(&run, &n); err != nil {
-			return nil, s.fail("listing runs", err)
-		}
-		if i, ok := index[run]; ok {
-			runs[i].Regressions = n
-		}
-	}
-	return runs, s.fail("listing runs", rows.Err())
+	return runs, s.addCellCounts(ctx, runs, index)
 }
 
 // runList returns the runs without their commits, shards and counts,
 // oldest first, and their index in it by ID.
-func (s *Store) runList(ctx context.Context, version string) ([]Run, map[string]int, error) {
+func (s *Store) runList(ctx context.Context) ([]Run, map[string]int, error) {
 	var runs []Run
 	index := map[string]int{}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.id, r.created, r.baseline, r.abtest_version,
-		CASE WHEN j.analysis_version = ? THEN r.gate ELSE '' END, CASE WHEN j.analysis_version = ? THEN r.gate_detail ELSE '' END, r.metric_defs
-		FROM runs r LEFT JOIN run_judged j ON j.run_id = r.id ORDER BY r.created, r.id`), version, version)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, created, baseline, abtest_version, metric_defs FROM runs ORDER BY created, id`)
 	if err != nil {
 		return nil, nil, s.fail("listing runs", err)
 	}
@@ -204,7 +127,7 @@ func (s *Store) runList(ctx context.Context, version string) ([]Run, map[string]
 	for rows.Next() {
 		var r Run
 		var created, defs string
-		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion, &r.Gate, &r.GateDetail, &defs); err != nil {
+		if err := rows.Scan(&r.ID, &created, &r.Baseline, &r.AbtestVersion, &defs); err != nil {
 			return nil, nil, s.fail("listing runs", err)
 		}
 		r.Created = parseTime(created)
@@ -285,50 +208,6 @@ func (s *Store) commits(ctx context.Context, run string) (map[string][]Commit, e
 		out[id] = append(out[id], c)
 	}
 	return out, s.fail("reading commits", rows.Err())
-}
-
-// Verdicts returns run's verdicts as analysis version judged them, by
-// configuration, metric and commit; none when the run has no judgement
-// of that version.
-func (s *Store) Verdicts(ctx context.Context, run, version string) ([]Verdict, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.commit_label, t.config, t.metric, t.verdict, t.n, t.baseline_median, t.median, t.ci_lo, t.ci_hi, t.delta_pct, t.p, t.gated, t.note,
-		t.delta_lo, t.delta_hi, t.detectable_pct, t.role FROM verdicts t`+judgedAs+` WHERE t.run_id = ? ORDER BY t.config, t.metric, t.commit_label`), version, run)
-	if err != nil {
-		return nil, s.fail("reading verdicts", err)
-	}
-	defer rows.Close()
-	var out []Verdict
-	for rows.Next() {
-		var v Verdict
-		var g int
-		if err := rows.Scan(&v.Commit, &v.Config, &v.Metric, &v.Verdict, &v.N, &v.BaselineMedian, &v.Median, &v.Lo, &v.Hi, &v.DeltaPct, &v.P, &g, &v.Note, &v.DeltaLo, &v.DeltaHi, &v.DetectablePct, &v.Role); err != nil {
-			return nil, s.fail("reading verdicts", err)
-		}
-		v.Gated = g == 1
-		out = append(out, v)
-	}
-	return out, s.fail("reading verdicts", rows.Err())
-}
-
-// Geomeans returns run's run-level pooled tests as analysis version
-// judged them, by commit and metric; none when the run has no judgement
-// of that version.
-func (s *Store) Geomeans(ctx context.Context, run, version string) ([]Geomean, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.commit_label, t.metric, t.ratio, t.lo, t.hi, t.p, t.verdict, t.configs, t.min_effect_pct, t.detectable_pct
-		FROM run_geomeans t`+judgedAs+` WHERE t.run_id = ? ORDER BY t.commit_label, t.metric`), version, run)
-	if err != nil {
-		return nil, s.fail("reading geometric means", err)
-	}
-	defer rows.Close()
-	var out []Geomean
-	for rows.Next() {
-		var g Geomean
-		if err := rows.Scan(&g.Commit, &g.Metric, &g.Ratio, &g.Lo, &g.Hi, &g.P, &g.Verdict, &g.Configs, &g.MinEffectPct, &g.DetectablePct); err != nil {
-			return nil, s.fail("reading geometric means", err)
-		}
-		out = append(out, g)
-	}
-	return out, s.fail("reading geometric means", rows.Err())
 }
 
 // CellMetrics returns the metrics of run's cells by cell name.

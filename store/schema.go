@@ -250,6 +250,18 @@ var migrations = []migration{
 			judged_at TEXT NOT NULL,
 			noise TEXT NOT NULL)`,
 	}},
+	// Version 9: the store keeps no analysis. Its only reader, the
+	// dashboard, judged every run it wrote anyway (history.Judge), so
+	// the cache of versions 3–8 never saved a judgement and a stale one
+	// cost two; the index and the run page now read one report.
+	{9, "the analysis of a run is no longer stored: readers judge it", []string{
+		`DROP TABLE run_judged`,
+		`DROP TABLE run_answers`,
+		`DROP TABLE run_geomeans`,
+		`DROP TABLE verdicts`,
+		`ALTER TABLE runs DROP COLUMN gate`,
+		`ALTER TABLE runs DROP COLUMN gate_detail`,
+	}},
 }
 
 // SchemaVersion is the schema this binary writes.

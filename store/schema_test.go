@@ -54,7 +54,7 @@ func TestMigrateVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 8 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion || v != 9 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	var got []string
@@ -80,48 +80,66 @@ func TestMigrateVersion1(t *testing.T) {
 	}
 }
 
-// TestMigrateVersion4Roles: a store written at schema version 4 (its
-// verdicts without a role) opens migrated, and its run's cached
-// judgement, written before the analysis was a cache, is stale: no
-// verdict of it is read as current, and Stale lists the run to judge
-// again (history's tests show the judgement then has roles).
-func TestMigrateVersion4Roles(t *testing.T) {
+// TestMigrateVersion8Cache: a store of schema 8, whose runs carry a
+// cached analysis (verdicts, pooled tests, answers, gate, run_judged),
+// opens migrated: the cache's tables and columns are gone, the run is
+// still listed with its commits, shards and cells, its cells read as
+// before, and an import again finds every cell there.
+func TestMigrateVersion8Cache(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFile)
+	saved := migrations
+	migrations = migrations[:8]
 	s, err := Open(ctx, path)
 	if err != nil {
+		migrations = saved
 		t.Fatal(err)
 	}
 	dir := filepath.Join("..", "results", "testdata", "v1")
 	st, err := s.Import(ctx, dir)
+	migrations = saved
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &Judged{Version: "v-test", Cells: st.Cells, Verdicts: []Verdict{{Commit: "patch", Config: "c", Metric: "tps", Verdict: "same", Role: "gated"}}}
-	if ok, err := s.PutJudged(ctx, st.Run, j); !ok || err != nil {
-		t.Fatalf("caching a judgement: %v, %v", ok, err)
-	}
-	if got, err := s.Verdicts(ctx, st.Run, "v-test"); err != nil || len(got) != 1 || got[0].Role != "gated" {
-		t.Fatalf("cached verdicts: %+v, %v", got, err)
-	}
-	// Back to version 4, as an older abtest left it.
-	if err := DowngradeTo5(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"ALTER TABLE verdicts DROP COLUMN role", "DELETE FROM schema_version WHERE version = 5"} {
+	for _, q := range []string{
+		`INSERT INTO run_judged VALUES ('` + st.Run + `', 'v-old', '2025-01-01T00:00:00Z', '[]')`,
+		`INSERT INTO verdicts (run_id, commit_label, config, metric, verdict, n, gated, note, role) VALUES ('` + st.Run + `', 'patch', 'c', 'tps', 'worse', 3, 1, '', 'gated')`,
+		`INSERT INTO run_answers VALUES ('` + st.Run + `', 'patch', 0, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, 'tps worse')`,
+		`INSERT INTO run_geomeans (run_id, commit_label, metric, verdict, configs) VALUES ('` + st.Run + `', 'patch', 'tps', 'worse', 1)`,
+		`UPDATE runs SET gate = 'regression', gate_detail = 'cached'`,
+	} {
 		if _, err := s.db.Exec(q); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	before, err := s.CellMetrics(ctx, st.Run)
+	if err != nil || len(before) != st.Cells {
+		t.Fatalf("%d cells' metrics at version 8 (%d cells), %v", len(before), st.Cells, err)
+	}
 	s.Close()
+
 	if s, err = Open(ctx, path); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got, err := s.Verdicts(ctx, st.Run, "v-test"); err != nil || len(got) != 0 {
-		t.Fatalf("after the migration: %d verdicts read as current (want none: the run was judged before the cache), %v", len(got), err)
+	if v, err := s.Version(ctx); err != nil || v != 9 {
+		t.Fatalf("version %d after the migration, %v", v, err)
 	}
-	if stale, err := s.Stale(ctx, "v-test"); err != nil || len(stale) != 1 || stale[0] != st.Run {
-		t.Fatalf("after the migration: stale %v (want [%s]), %v", stale, st.Run, err)
+	for _, q := range []string{"SELECT 1 FROM run_judged", "SELECT 1 FROM verdicts", "SELECT 1 FROM run_answers", "SELECT 1 FROM run_geomeans", "SELECT gate FROM runs"} {
+		if _, err := s.db.Exec(q); err == nil {
+			t.Errorf("after the migration, %q still reads", q)
+		}
+	}
+	runs, err := s.Runs(ctx)
+	if err != nil || len(runs) != 1 || runs[0].ID != st.Run || runs[0].Cells != st.Cells || len(runs[0].Commits) != 2 || len(runs[0].Shards) != 1 {
+		t.Fatalf("after the migration: runs %+v, %v", runs, err)
+	}
+	after, err := s.CellMetrics(ctx, st.Run)
+	if err != nil || len(after) != len(before) {
+		t.Errorf("after the migration: %d cells' metrics, %d before, %v", len(after), len(before), err)
+	}
+	again, err := s.Import(ctx, dir)
+	if err != nil || again.Cells != 0 || again.Present != st.Cells {
+		t.Errorf("importing again after the migration: %+v, %v", again, err)
 	}
 }

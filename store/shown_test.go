@@ -57,7 +57,7 @@ func TestCheckShown(t *testing.T) {
 func counts(t *testing.T, s *store.Store) string {
 	t.Helper()
 	var out []string
-	for _, table := range []string{"runs", "run_shards", "hosts", "commits", "configurations", "cells", "verdicts", "annotations"} {
+	for _, table := range []string{"runs", "run_shards", "hosts", "commits", "configurations", "cells", "annotations"} {
 		var n int
 		if err := s.DB().QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

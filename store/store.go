@@ -30,9 +30,8 @@
 // --store): each shard's plan.json is kept as written, and each cell's
 // record but for its series (samples, progress, waits, final state,
 // probe counters; record.go says what is stored where), so the verdicts
-// are those of the files. The history package judges a run when it is
-// read and keeps the judgement here as a cache tagged with the analysis
-// version (judged.go); new cells of a run drop its cache.
+// are those of the files. The history package judges a run each time
+// it is read; nothing of a judgement is stored.
 //
 // The schema is versioned (table schema_version) and migrated forward on
 // Open; a store written by a newer abtest is refused with one line.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pgabtest/abtest/analysis"
 	"github.com/pgabtest/abtest/cluster"
@@ -127,7 +125,7 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 		t.Errorf("first import: %+v, want %d new cells of run %s", st, len(recs), store.RunID(plan))
 	}
 
-	runs, err := history.Runs(ctx, s)
+	runs, err := s.Runs(ctx)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %+v, %v", runs, err)
 	}
@@ -172,27 +170,10 @@ func checkRoundTrip(t *testing.T, s *store.Store) {
 		t.Errorf("%d metric values stored, %d in the files", len(got), want)
 	}
 
-	// The verdicts are the analysis' comparisons.
-	rep := analyze(t, dir)
-	verdicts, err := history.Verdicts(ctx, s, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmp := comparisons(rep)
-	if len(verdicts) != len(cmp) || len(verdicts) == 0 {
-		t.Errorf("%d verdicts stored, the report has %d comparisons", len(verdicts), len(cmp))
-	}
-	for _, v := range verdicts {
-		if w, ok := cmp[v.Commit+" "+v.Config+" "+v.Metric]; !ok || w.Verdict != v.Verdict || w.N != v.N ||
-			(v.DeltaPct != nil && math.Abs(*v.DeltaPct-w.DeltaPct) > 1e-9) {
-			t.Errorf("verdict %+v, report %+v", v, w)
-		}
-	}
-
 	checkFromStore(t, s, r.ID, dir)
 
 	// Import again: nothing new, nothing doubled.
-	tables := []string{"runs", "run_shards", "commits", "hosts", "configurations", "cells", "metrics", "verdicts"}
+	tables := []string{"runs", "run_shards", "commits", "hosts", "configurations", "cells", "metrics"}
 	before := map[string]int{}
 	for _, tb := range tables {
 		before[tb] = count(t, s, tb)
@@ -266,19 +247,6 @@ func analyze(t *testing.T, dirs ...string) *analysis.Report {
 	return rep
 }
 
-// comparisons are the report's stats of every commit but the baseline.
-func comparisons(rep *analysis.Report) map[string]analysis.Stat {
-	out := map[string]analysis.Stat{}
-	for _, row := range rep.Rows {
-		for _, st := range row.Stats {
-			if st.Commit != rep.Baseline {
-				out[st.Commit+" "+row.Config+" "+row.Metric] = st
-			}
-		}
-	}
-	return out
-}
-
 func TestStoreRoundTripSQLite(t *testing.T) {
 	checkRoundTrip(t, openSQLite(t))
 }
@@ -312,65 +280,6 @@ func TestSQLitePageSize(t *testing.T) {
 	defer s.Close()
 	pages(s, 4096)
 	checkRoundTrip(t, s)
-}
-
-// TestManyVerdicts: a run of more verdicts than one statement stores
-// (1 200: 600 configurations, 2 metrics, a commit against the baseline)
-// keeps each, as the analysis of its files has it, on both engines.
-func TestManyVerdictsSQLite(t *testing.T) {
-	checkManyVerdicts(t, openSQLite(t))
-}
-
-func TestManyVerdictsPostgres(t *testing.T) {
-	checkManyVerdicts(t, openDatabase(t, startPostgres(t), "verdicts"))
-}
-
-func checkManyVerdicts(t *testing.T, s *store.Store) {
-	dir := filepath.Join(t.TempDir(), "run")
-	var configs []results.Config
-	for i := range 600 {
-		configs = append(configs, results.Config{Workload: "select1", Clients: 1 + i, Settings: map[string]string{}})
-	}
-	_, err := storetest.Write(dir, storetest.Run{
-		Created: time.Date(2025, 1, 1, 2, 0, 0, 0, time.UTC), Seed: 1, Repeats: 3, Configs: configs,
-		Commits: []results.Commit{{Label: "base", SHA: storetest.BaseSHA, Build: "base"}, {Label: "head", SHA: storetest.NightSHA(1), Build: "head"}},
-		Value: func(k results.Commit, c results.Config, rep int) map[string]float64 {
-			v := float64(1000 + c.Clients%7 + rep)
-			if k.Label == "head" && c.Clients%3 == 0 {
-				v *= 0.9
-			}
-			return map[string]float64{results.MetricTPS: v, results.MetricLatencyP99: 1000 / v}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := history.Import(context.Background(), s, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := comparisons(analyze(t, dir))
-	rows, err := s.DB().Query("SELECT commit_label, config, metric, verdict, n, median FROM verdicts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var commit, config, metric, verdict string
-		var cells int
-		var median float64
-		if err := rows.Scan(&commit, &config, &metric, &verdict, &cells, &median); err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if w, ok := want[commit+" "+config+" "+metric]; !ok || string(w.Verdict) != verdict || w.N != cells || w.Median != median {
-			t.Errorf("stored %s %s %s: %s of %d, median %g; the files' %+v", commit, config, metric, verdict, cells, median, w)
-		}
-	}
-	if err := rows.Err(); err != nil || n != 1200 || st.Verdicts != n || len(want) != n {
-		t.Errorf("%d verdicts stored, %d said, %d in the analysis, %v; want 1 200", n, st.Verdicts, len(want), err)
-	}
 }
 
 func TestStoreRoundTripPostgres(t *testing.T) {
@@ -448,19 +357,9 @@ func TestStorePostgresConcurrentShards(t *testing.T) {
 	if n := count(t, s, "metrics"); n != wantMetrics {
 		t.Errorf("%d metric values stored, the shards have %d", n, wantMetrics)
 	}
-	runs, _ := history.Runs(context.Background(), s)
+	runs, _ := s.Runs(context.Background())
 	if len(runs) != 1 || len(runs[0].Shards) != len(dirs) {
 		t.Fatalf("runs: %+v", runs)
-	}
-	verdicts, _ := history.Verdicts(context.Background(), s, runs[0].ID)
-	cmp := comparisons(analyze(t, dirs...))
-	if len(verdicts) != len(cmp) {
-		t.Errorf("%d verdicts, the merged analysis has %d", len(verdicts), len(cmp))
-	}
-	for _, v := range verdicts {
-		if w := cmp[v.Commit+" "+v.Config+" "+v.Metric]; w.Verdict != v.Verdict || w.N != v.N {
-			t.Errorf("verdict %+v, merged analysis %+v", v, w)
-		}
 	}
 	checkFromStore(t, s, runs[0].ID, dirs...)
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgabtest/abtest/history"
 	"github.com/pgabtest/abtest/results"
 	"github.com/pgabtest/abtest/store"
 
@@ -135,7 +134,7 @@ func TestMatrixAAOnPrebuiltInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	runs, err := history.Runs(context.Background(), st)
+	runs, err := st.Runs(context.Background())
 	if err != nil || len(runs) != 1 || runs[0].Cells != 4 || !strings.Contains(stdout, "store: run ") {
 		t.Fatalf("store after the run: %+v, %v\n%s", runs, err, stdout)
 	}
