@@ -333,19 +333,32 @@ func readProfile(dirs []string, rel string) (*profile.Profile, error) {
 	return nil, last
 }
 
-// writeDiffs writes each diff profile into dir.
+// writeDiffs writes each diff profile into dir: perf's (diff-…) and
+// the instructions' (instr-diff-…), each path kept relative to relTo.
 func (r *Report) writeDiffs(dir, relTo string) error {
-	for i := range r.TimeWent {
-		tw := &r.TimeWent[i]
-		if tw.diff == nil {
-			continue
+	write := func(prefix, config, commit string, p *profile.Profile, rel *string) error {
+		if p == nil {
+			return nil
 		}
-		path := filepath.Join(dir, "diff-"+fileSafe.ReplaceAllString(tw.Config, "_")+"-"+tw.Commit+".pb.gz")
-		if err := profiles.Write(tw.diff, path); err != nil {
+		path := filepath.Join(dir, prefix+fileSafe.ReplaceAllString(config, "_")+"-"+commit+".pb.gz")
+		if err := profiles.Write(p, path); err != nil {
 			return err
 		}
-		if rel, err := filepath.Rel(relTo, path); err == nil {
-			tw.Diff = rel
+		if r, err := filepath.Rel(relTo, path); err == nil {
+			*rel = r
+		}
+		return nil
+	}
+	for i := range r.TimeWent {
+		tw := &r.TimeWent[i]
+		if err := write("diff-", tw.Config, tw.Commit, tw.diff, &tw.Diff); err != nil {
+			return err
+		}
+	}
+	for i := range r.Instructions {
+		iw := &r.Instructions[i]
+		if err := write("instr-diff-", iw.Config, iw.Commit, iw.diff, &iw.DiffProfile); err != nil {
+			return err
 		}
 	}
 	return nil
