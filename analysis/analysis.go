@@ -427,7 +427,7 @@ func measureTier(def results.Metric, forced bool, th float64, spreads []float64,
 	if len(finite) > 0 {
 		s := append([]float64(nil), finite...)
 		slices.Sort(s)
-		t.SpreadPct = median(s)
+		t.SpreadPct = Median(s)
 	}
 	switch {
 	case def.Direction == results.Descriptive && !forced:
@@ -510,7 +510,7 @@ func changeFirst(a, b Change) bool {
 // relative range for fewer than 4 values; of values sorted (s), *dev a
 // buffer for the deviations.
 func spreadSorted(s []float64, dev *[]float64) float64 {
-	med := median(s)
+	med := Median(s)
 	if med == 0 {
 		if s[0] == s[len(s)-1] {
 			return 0
@@ -526,17 +526,18 @@ func spreadSorted(s []float64, dev *[]float64) float64 {
 	}
 	*dev = d
 	sort.Float64s(d)
-	mad := median(d)
+	mad := Median(d)
 	if mad == 0 && s[0] != s[len(s)-1] {
 		return 100 * (s[len(s)-1] - s[0]) / math.Abs(med) / 4
 	}
 	return 100 * 1.4826 * mad / math.Abs(med)
 }
 
-// median is the median of s, in any order: unsorted values are sorted in
-// a copy (the conditions' tables once showed the middle cell in record
-// order as a median: issue 40). Sorted input costs one pass to check.
-func median(s []float64) float64 {
+// Median is the median of s, in any order, NaN for none: unsorted
+// values are sorted in a copy (the conditions' tables once showed the
+// middle cell in record order as a median: issue 40). Sorted input costs
+// one pass to check. The console's summaries use it too: one median.
+func Median(s []float64) float64 {
 	n := len(s)
 	if n == 0 {
 		return math.NaN()

@@ -108,12 +108,12 @@ func newTest(def results.Metric, minEffect float64, base, cand []float64, paired
 	if len(base) > 0 {
 		s := append([]float64(nil), base...)
 		slices.Sort(s)
-		bmed = median(s)
+		bmed = Median(s)
 	}
 	return newTestMedian(def, minEffect, base, cand, paired, bmed)
 }
 
-// newTestMedian is newTest given the median of base (median()).
+// newTestMedian is newTest given the median of base (Median()).
 func newTestMedian(def results.Metric, minEffect float64, base, cand []float64, paired bool, bmed float64) *test {
 	t := &test{dir: def.Direction, minEffect: minEffect, base: base, cand: cand, paired: paired, log: true}
 	for _, v := range base {

@@ -233,7 +233,7 @@ func (a *analyzer) cellSeconds() float64 {
 	if len(gaps) == 0 {
 		return 0
 	}
-	return median(gaps)
+	return Median(gaps)
 }
 
 // needRepeats is how many repeats an unknown test would need to answer

@@ -648,7 +648,7 @@ func med(xs []float64) string {
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	return num(median(s))
+	return num(Median(s))
 }
 
 func ints(xs []int) string {

@@ -50,7 +50,7 @@ type rowInputs struct {
 	tier  Tier
 	bg    *group
 	base  []float64
-	// bmed is the median of base (median()), 0 without values.
+	// bmed is the median of base (Median()), 0 without values.
 	bmed float64
 }
 
