@@ -483,10 +483,11 @@ func (d design) level(k int) float64 {
 // sum to α (the union bound); a closed test's α is never handed on.
 // Replaying the looks from the data makes the verdict of a resumed or
 // re-analysed run the one the run stopped on.
-func decide(tests []*test, d design) { decideGraph(tests, d, hierarchy(tests)) }
+func decide(tests []*test, d design) { decideWith(tests, d, hierarchy(tests).reject) }
 
-// decideGraph is decide with the family's graph given.
-func decideGraph(tests []*test, d design, g graph) {
+// decideWith is decide with the family's procedure given: a graph's
+// reject, or holm for a flat family.
+func decideWith(tests []*test, d design, reject func(ps []float64, alpha float64) ([]bool, []float64)) {
 	index := make(map[*test]int, len(tests))
 	for i, t := range tests {
 		index[t] = i
@@ -515,7 +516,7 @@ func decideGraph(tests []*test, d design, g graph) {
 				ps[index[t]] = t.p // NaN: no test to reject, a counter inside the range
 			}
 		}
-		sig, w := g.reject(ps, a)
+		sig, w := reject(ps, a)
 		var next []*test
 		for _, t := range open {
 			i := index[t]
@@ -574,18 +575,6 @@ func hierarchy(ts []*test) graph {
 		f.wirePrimary(g, ts, grp, share)
 	}
 	f.wireSecondaries(g, ts)
-	return g
-}
-
-// holmGraph is Holm's procedure over m tests as a graph: equal weights,
-// a rejected test's α shared by the others.
-func holmGraph(m int) graph {
-	g := graph{w: make([]float64, m), g: newMatrix(m)}
-	all := make([]int, m)
-	for i := range all {
-		all[i] = i
-	}
-	holmEdges(g, all)
 	return g
 }
 

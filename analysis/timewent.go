@@ -244,7 +244,7 @@ func shareShifts(b *perfGroup, bs map[string]int64, nb int64, cs map[string]int6
 		}
 		ps[i] = d.P
 	}
-	rejected := holm(ps, perfAlpha)
+	rejected, _ := holm(ps, perfAlpha)
 	var out []profiles.Delta
 	for i, d := range all {
 		if rejected[i] && math.Abs(d.Diff) >= perfMinShift && math.Abs(d.Diff) > b.spread(d.Name) {
