@@ -425,9 +425,7 @@ func measureTier(def results.Metric, forced bool, th float64, spreads []float64,
 		}
 	}
 	if len(finite) > 0 {
-		s := append([]float64(nil), finite...)
-		slices.Sort(s)
-		t.SpreadPct = Median(s)
+		t.SpreadPct = Median(finite)
 	}
 	switch {
 	case def.Direction == results.Descriptive && !forced:

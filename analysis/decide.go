@@ -104,11 +104,9 @@ type test struct {
 }
 
 func newTest(def results.Metric, minEffect float64, base, cand []float64, paired bool) *test {
-	var bmed float64
+	var bmed float64 // 0 without values
 	if len(base) > 0 {
-		s := append([]float64(nil), base...)
-		slices.Sort(s)
-		bmed = Median(s)
+		bmed = Median(base)
 	}
 	return newTestMedian(def, minEffect, base, cand, paired, bmed)
 }

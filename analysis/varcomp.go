@@ -181,7 +181,6 @@ func components(id, m, baseline string, byCommit map[string][]*results.Record) C
 	}
 	c.Within, c.Between, c.Paired = within.component(), between.component(), paired.component()
 	if len(seconds) > 0 {
-		slices.Sort(seconds)
 		c.Seconds = Median(seconds)
 		c.Rho = within.rho(c.Seconds)
 	}
