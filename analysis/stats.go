@@ -65,16 +65,13 @@ func holm(ps []float64, alpha float64) ([]bool, []float64) {
 // zq is the standard normal quantile.
 func zq(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
 
+// sdOf is the sample standard deviation of d, NaN for fewer than two.
 func sdOf(d []float64) float64 {
 	n := len(d)
 	if n < 2 {
 		return math.NaN()
 	}
-	var sum float64
-	for _, x := range d {
-		sum += x
-	}
-	mean := sum / float64(n)
+	mean := meanOf(d)
 	var ss float64
 	for _, x := range d {
 		ss += (x - mean) * (x - mean)
@@ -180,19 +177,10 @@ func meanTest(mean, se, v, a float64) (p, lo, hi float64) {
 
 // meanSE returns the mean of d and its standard error.
 func meanSE(d []float64) (mean, se float64) {
-	n := len(d)
-	if n == 0 {
+	if len(d) == 0 {
 		return math.NaN(), math.NaN()
 	}
-	var sum float64
-	for _, x := range d {
-		sum += x
-	}
-	mean = sum / float64(n)
-	if n < 2 {
-		return mean, math.NaN()
-	}
-	return mean, sdOf(d) / math.Sqrt(float64(n))
+	return meanOf(d), sdOf(d) / math.Sqrt(float64(len(d))) // sdOf: NaN for one value
 }
 
 // mdeT is the smallest true shift of the mean the t test with v degrees
