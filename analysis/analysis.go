@@ -189,7 +189,7 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	if r.Baseline == "" {
 		r.Baseline = p.Baseline
 	}
-	if !contains(r.Commits, r.Baseline) {
+	if !slices.Contains(r.Commits, r.Baseline) {
 		return nil, exitcode.BadInputf("--baseline %q: the plan's commits are %s", r.Baseline, strings.Join(r.Commits, ", "))
 	}
 	for name, pct := range o.Thresholds {
@@ -261,7 +261,7 @@ func (a *analyzer) sequentialDesign() error {
 // options ask for, in the plan's order.
 func (a *analyzer) chooseMetrics() {
 	for _, m := range a.p.Metrics {
-		if a.present[m.Name] && (len(a.o.Metrics) == 0 || contains(a.o.Metrics, m.Name)) {
+		if a.present[m.Name] && (len(a.o.Metrics) == 0 || slices.Contains(a.o.Metrics, m.Name)) {
 			a.r.Metrics = append(a.r.Metrics, m.Name)
 		}
 	}
@@ -375,7 +375,7 @@ func (a *analyzer) measureTiers() {
 				a.minEffect[m][id] = math.Max(th, noiseK*s)
 			}
 		}
-		forced := contains(o.Gate, m) || contains(o.Primary, m)
+		forced := slices.Contains(o.Gate, m) || slices.Contains(o.Primary, m)
 		t := measureTier(def, forced, th, spreads, o.Bar)
 		if n := a.primaryIn(m); n > 0 && !t.Gated && !forced {
 			// A primary always gates where it is one (latency_p99_ms
@@ -547,13 +547,4 @@ func Median(s []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
