@@ -39,7 +39,7 @@ func (r *Report) aa() {
 		builds[c.Build] = append(builds[c.Build], c.Label)
 	}
 	for _, arms := range builds {
-		if len(arms) < 2 || !contains(arms, r.Baseline) {
+		if len(arms) < 2 || !slices.Contains(arms, r.Baseline) {
 			continue
 		}
 		a := &AA{Arms: arms, Metric: r.aaMetric()}
@@ -53,12 +53,12 @@ func (r *Report) aa() {
 				if st.Commit == r.Baseline {
 					base = st.N
 				}
-				if contains(arms, st.Commit) {
+				if slices.Contains(arms, st.Commit) {
 					usable += st.N
 				}
 			}
 			for _, st := range row.Stats {
-				if st.Commit == r.Baseline || !contains(arms, st.Commit) {
+				if st.Commit == r.Baseline || !slices.Contains(arms, st.Commit) {
 					continue
 				}
 				if !math.IsInf(st.DeltaPct, 0) && !math.IsNaN(st.DeltaPct) {

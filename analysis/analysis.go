@@ -189,7 +189,7 @@ func newAnalyzer(in *Input, o Options) (*analyzer, error) {
 	if r.Baseline == "" {
 		r.Baseline = p.Baseline
 	}
-	if !contains(r.Commits, r.Baseline) {
+	if !slices.Contains(r.Commits, r.Baseline) {
 		return nil, exitcode.BadInputf("--baseline %q: the plan's commits are %s", r.Baseline, strings.Join(r.Commits, ", "))
 	}
 	for name, pct := range o.Thresholds {
@@ -261,7 +261,7 @@ func (a *analyzer) sequentialDesign() error {
 // options ask for, in the plan's order.
 func (a *analyzer) chooseMetrics() {
 	for _, m := range a.p.Metrics {
-		if a.present[m.Name] && (len(a.o.Metrics) == 0 || contains(a.o.Metrics, m.Name)) {
+		if a.present[m.Name] && (len(a.o.Metrics) == 0 || slices.Contains(a.o.Metrics, m.Name)) {
 			a.r.Metrics = append(a.r.Metrics, m.Name)
 		}
 	}
@@ -375,7 +375,7 @@ func (a *analyzer) measureTiers() {
 				a.minEffect[m][id] = math.Max(th, noiseK*s)
 			}
 		}
-		forced := contains(o.Gate, m) || contains(o.Primary, m)
+		forced := slices.Contains(o.Gate, m) || slices.Contains(o.Primary, m)
 		t := measureTier(def, forced, th, spreads, o.Bar)
 		if n := a.primaryIn(m); n > 0 && !t.Gated && !forced {
 			// A primary always gates where it is one (latency_p99_ms
@@ -425,9 +425,7 @@ func measureTier(def results.Metric, forced bool, th float64, spreads []float64,
 		}
 	}
 	if len(finite) > 0 {
-		s := append([]float64(nil), finite...)
-		slices.Sort(s)
-		t.SpreadPct = median(s)
+		t.SpreadPct = Median(finite)
 	}
 	switch {
 	case def.Direction == results.Descriptive && !forced:
@@ -510,7 +508,7 @@ func changeFirst(a, b Change) bool {
 // relative range for fewer than 4 values; of values sorted (s), *dev a
 // buffer for the deviations.
 func spreadSorted(s []float64, dev *[]float64) float64 {
-	med := median(s)
+	med := Median(s)
 	if med == 0 {
 		if s[0] == s[len(s)-1] {
 			return 0
@@ -526,17 +524,18 @@ func spreadSorted(s []float64, dev *[]float64) float64 {
 	}
 	*dev = d
 	sort.Float64s(d)
-	mad := median(d)
+	mad := Median(d)
 	if mad == 0 && s[0] != s[len(s)-1] {
 		return 100 * (s[len(s)-1] - s[0]) / math.Abs(med) / 4
 	}
 	return 100 * 1.4826 * mad / math.Abs(med)
 }
 
-// median is the median of s, in any order: unsorted values are sorted in
-// a copy (the conditions' tables once showed the middle cell in record
-// order as a median: issue 40). Sorted input costs one pass to check.
-func median(s []float64) float64 {
+// Median is the median of s, in any order, NaN for none: unsorted
+// values are sorted in a copy (the conditions' tables once showed the
+// middle cell in record order as a median: issue 40). Sorted input costs
+// one pass to check. The console's summaries use it too: one median.
+func Median(s []float64) float64 {
 	n := len(s)
 	if n == 0 {
 		return math.NaN()
@@ -548,13 +547,4 @@ func median(s []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }

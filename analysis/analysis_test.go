@@ -422,11 +422,11 @@ func TestMedianAnyOrder(t *testing.T) {
 		{[]float64{2}, 2},
 	} {
 		in := slices.Clone(c.in)
-		if got := median(in); got != c.want || !slices.Equal(in, c.in) {
-			t.Errorf("median(%v) = %v (input now %v), want %v", c.in, got, in, c.want)
+		if got := Median(in); got != c.want || !slices.Equal(in, c.in) {
+			t.Errorf("Median(%v) = %v (input now %v), want %v", c.in, got, in, c.want)
 		}
 	}
-	if !math.IsNaN(median(nil)) {
+	if !math.IsNaN(Median(nil)) {
 		t.Error("the median of nothing is a number")
 	}
 }

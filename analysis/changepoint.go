@@ -118,17 +118,6 @@ func seriesSeed(x []float64) int64 {
 	return int64(h)
 }
 
-// Median returns the median of xs (sorting a copy); 0 for no values.
-// The store and the console summaries use it too: one median.
-func Median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return median(s)
-}
-
 // bestSplit returns the split τ (values [0,τ) and [τ,n)) maximising
 // Q̂ = mn/(m+n) · Ê, with Ê the energy distance of the two parts.
 //

@@ -20,7 +20,7 @@ import (
 type column struct {
 	reps []int
 	vals []float64
-	// median is median() of the values; center, lo and hi are
+	// median is Median() of the values; center, lo and hi are
 	// benchmath's median and its 95 % interval (AssumeNothing.Summary);
 	// spread is spreadSorted's, in the baseline's groups (NaN
 	// elsewhere, or under 2 values). Not set without values.
@@ -89,7 +89,7 @@ func (a *analyzer) summarize(g *group, buf *sortBuffers) {
 		buf.sorted = append(buf.sorted[:0], c.vals...)
 		s := buf.sorted
 		slices.Sort(s)
-		c.median = median(s)
+		c.median = Median(s)
 		// What benchmath.NewSample makes, of the values sorted here.
 		sum := benchmath.AssumeNothing.Summary(&benchmath.Sample{Values: s, Thresholds: &benchmath.Thresholds{CompareAlpha: a.o.Alpha}}, 0.95)
 		c.center, c.lo, c.hi = sum.Center, sum.Lo, sum.Hi

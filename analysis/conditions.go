@@ -117,7 +117,7 @@ func medians(cells []*results.Record, columns []metricColumn) map[string]float64
 			}
 		}
 		if len(vs) > 0 {
-			out[c.metric] = median(vs)
+			out[c.metric] = Median(vs)
 		}
 	}
 	return out
@@ -164,7 +164,7 @@ func factMedians(cells []*results.Record) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for k, vs := range by {
-		out[k] = median(vs)
+		out[k] = Median(vs)
 	}
 	return out
 }

@@ -36,7 +36,7 @@ func exactVerdict(t *test, observed bool) bool {
 	t.p, t.lo, t.hi, t.lo95, t.hi95, t.mde = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), t.minEffect
 	cs := append([]float64(nil), t.cand...)
 	slices.Sort(cs)
-	cmed := median(cs)
+	cmed := Median(cs)
 	if t.bmed == 0 {
 		t.est, t.abs = math.NaN(), cmed-t.bmed
 		if cmed == 0 {
@@ -81,7 +81,7 @@ func (t *test) measureRange() {
 	bmin, bmax := slices.Min(t.base), slices.Max(t.base)
 	s := append([]float64(nil), t.cand...)
 	slices.Sort(s)
-	t.est = deltaPct(t.bmed, median(s))
+	t.est = deltaPct(t.bmed, Median(s))
 	t.p, t.lo, t.hi, t.sd = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	if s[0] > bmax || s[len(s)-1] < bmin {
 		t.p = minUP(len(t.base), len(s))

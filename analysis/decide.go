@@ -104,16 +104,14 @@ type test struct {
 }
 
 func newTest(def results.Metric, minEffect float64, base, cand []float64, paired bool) *test {
-	var bmed float64
+	var bmed float64 // 0 without values
 	if len(base) > 0 {
-		s := append([]float64(nil), base...)
-		slices.Sort(s)
-		bmed = median(s)
+		bmed = Median(base)
 	}
 	return newTestMedian(def, minEffect, base, cand, paired, bmed)
 }
 
-// newTestMedian is newTest given the median of base (median()).
+// newTestMedian is newTest given the median of base (Median()).
 func newTestMedian(def results.Metric, minEffect float64, base, cand []float64, paired bool, bmed float64) *test {
 	t := &test{dir: def.Direction, minEffect: minEffect, base: base, cand: cand, paired: paired, log: true}
 	for _, v := range base {
@@ -496,10 +494,11 @@ func (d design) share(k int) float64 {
 // sum to α (the union bound); a closed test's α is never handed on.
 // Replaying the looks from the data makes the verdict of a resumed or
 // re-analysed run the one the run stopped on.
-func decide(tests []*test, d design) { decideGraph(tests, d, hierarchy(tests)) }
+func decide(tests []*test, d design) { decideWith(tests, d, hierarchy(tests).reject) }
 
-// decideGraph is decide with the family's graph given.
-func decideGraph(tests []*test, d design, g graph) {
+// decideWith is decide with the family's procedure given: a graph's
+// reject, or holm for a flat family.
+func decideWith(tests []*test, d design, reject func(ps []float64, alpha float64) ([]bool, []float64)) {
 	index := make(map[*test]int, len(tests))
 	for i, t := range tests {
 		index[t] = i
@@ -528,7 +527,7 @@ func decideGraph(tests []*test, d design, g graph) {
 				ps[index[t]] = t.p // NaN: no test to reject, a counter inside the range
 			}
 		}
-		sig, w := g.reject(ps, a)
+		sig, w := reject(ps, a)
 		var next []*test
 		for _, t := range open {
 			i := index[t]
@@ -587,18 +586,6 @@ func hierarchy(ts []*test) graph {
 		f.wirePrimary(g, ts, grp, share)
 	}
 	f.wireSecondaries(g, ts)
-	return g
-}
-
-// holmGraph is Holm's procedure over m tests as a graph: equal weights,
-// a rejected test's α shared by the others.
-func holmGraph(m int) graph {
-	g := graph{w: make([]float64, m), g: newMatrix(m)}
-	all := make([]int, m)
-	for i := range all {
-		all[i] = i
-	}
-	holmEdges(g, all)
 	return g
 }
 

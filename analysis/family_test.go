@@ -109,7 +109,7 @@ func TestEventCountsOwnFamily(t *testing.T) {
 	t.Logf("README design (4 configurations, r 8, the demo's noise): median run-level tps MDE %.2f%% with churn's pgss_deallocs ×3, %.2f%% without it", medianOf(with), medianOf(without))
 }
 
-func medianOf(xs []float64) float64 { return median(slices.Clone(xs)) }
+func medianOf(xs []float64) float64 { return Median(slices.Clone(xs)) }
 
 // TestDerivedAgree (issue 40 item 11): in a closed loop latency_avg_ms
 // is clients/tps, so its Δ and intervals are the reciprocal of tps's

@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,24 +194,6 @@ func groupUnresolved(ds []profiles.Delta) []profiles.Delta {
 		out = append(out, *sum)
 	}
 	return out
-}
-
-// writeInstrDiffs writes each instruction diff profile into dir.
-func (r *Report) writeInstrDiffs(dir, relTo string) error {
-	for i := range r.Instructions {
-		iw := &r.Instructions[i]
-		if iw.diff == nil {
-			continue
-		}
-		path := filepath.Join(dir, "instr-diff-"+fileSafe.ReplaceAllString(iw.Config, "_")+"-"+iw.Commit+".pb.gz")
-		if err := profiles.Write(iw.diff, path); err != nil {
-			return err
-		}
-		if rel, err := filepath.Rel(relTo, path); err == nil {
-			iw.DiffProfile = rel
-		}
-	}
-	return nil
 }
 
 // instructionBlocks are the instruction section: a row per

@@ -98,16 +98,13 @@ func judge(cts []*cellTest, d design) (family, exact, mirrored int, pools []*tes
 		fam = append(fam, pt)
 	}
 	decide(fam, d)
-	decideGraph(events, d, holmGraph(len(events)))
+	decideWith(events, d, holm)
 	ps := make([]float64, len(loose))
 	for i, t := range loose {
 		t.measure(len(t.cand), EquivalenceAlpha(d.alpha))
 		ps[i] = t.p
-		if math.IsNaN(ps[i]) {
-			ps[i] = 1
-		}
 	}
-	sig := holm(ps, d.alpha)
+	sig, _ := holm(ps, d.alpha)
 	for i, t := range loose {
 		t.classify(sig[i], d.alpha/float64(len(loose)))
 	}
@@ -233,7 +230,7 @@ func (a *analyzer) cellSeconds() float64 {
 	if len(gaps) == 0 {
 		return 0
 	}
-	return median(gaps)
+	return Median(gaps)
 }
 
 // needRepeats is how many repeats an unknown test would need to answer

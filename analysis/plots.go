@@ -85,9 +85,6 @@ func (r *Report) writePlots(dir, relTo string, early *timePlots) error {
 	if err := r.writeDiffs(dir, relTo); err != nil {
 		return err
 	}
-	if err := r.writeInstrDiffs(dir, relTo); err != nil {
-		return err
-	}
 	w := newPlotWriter(r, dir, relTo)
 	err := w.stripPlots()
 	for _, g := range w.clientGroups() {

@@ -5,6 +5,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pgabtest/abtest/results"
@@ -80,7 +81,7 @@ func (a *analyzer) choosePrimary() {
 					break
 				}
 			}
-			if has && contains(a.r.Metrics, m) {
+			if has && slices.Contains(a.r.Metrics, m) {
 				a.primary[id] = append(a.primary[id], m)
 				if !explicit {
 					break
@@ -151,7 +152,7 @@ func (a *analyzer) noPrimary(id string, want []string) {
 func (a *analyzer) primaryIn(m string) int {
 	n := 0
 	for _, id := range a.configs {
-		if contains(a.primary[id], m) {
+		if slices.Contains(a.primary[id], m) {
 			n++
 		}
 	}
@@ -163,5 +164,5 @@ func (a *analyzer) primaryIn(m string) int {
 // (latency_p99_ms, declared report-only, is the primary of the open
 // loop and reported in a closed one), or as id's own primary.
 func (a *analyzer) gatedIn(m, id string) bool {
-	return a.tiers[m].Gated && !a.primaryOnly[m] || contains(a.primary[id], m)
+	return a.tiers[m].Gated && !a.primaryOnly[m] || slices.Contains(a.primary[id], m)
 }

@@ -646,9 +646,7 @@ func med(xs []float64) string {
 	if len(xs) == 0 {
 		return "-"
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return num(median(s))
+	return num(Median(xs))
 }
 
 func ints(xs []int) string {

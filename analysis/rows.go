@@ -50,7 +50,7 @@ type rowInputs struct {
 	tier  Tier
 	bg    *group
 	base  []float64
-	// bmed is the median of base (median()), 0 without values.
+	// bmed is the median of base (Median()), 0 without values.
 	bmed float64
 }
 
@@ -101,7 +101,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 		st.Verdict = results.VerdictBaseline
 		return st, nil
 	}
-	isPrimary := contains(a.primary[in.id], in.m)
+	isPrimary := slices.Contains(a.primary[in.id], in.m)
 	aroundZero := in.tier.Tier == results.TierBand && a.aroundZero[in.m][in.id] && !isPrimary
 	if isPrimary {
 		// The primary always gates: its answer is the run's.
@@ -169,7 +169,7 @@ func (a *analyzer) planStat(in *rowInputs, c string, stat int) (Stat, *cellTest)
 // placeTest gives a cell test its place: the metric it mirrors, if
 // any, and its role in the commit's families.
 func (a *analyzer) placeTest(in *rowInputs, ct *cellTest, gated, isPrimary bool) {
-	if in.def.SameAs != "" && contains(a.r.Metrics, in.def.SameAs) && a.gatedIn(in.def.SameAs, in.id) == gated && !a.cfgs[in.id].Open() {
+	if in.def.SameAs != "" && slices.Contains(a.r.Metrics, in.def.SameAs) && a.gatedIn(in.def.SameAs, in.id) == gated && !a.cfgs[in.id].Open() {
 		// A function of another metric in a closed loop only
 		// (latency_avg_ms is clients/tps there); with -R it is
 		// pgbench's own measurement, and tested as itself.
@@ -227,7 +227,7 @@ func (a *analyzer) metricMissing(in *rowInputs, c string, g *group, vs []float64
 // baseline's cells exited 0).
 func (a *analyzer) declaredGated(m, id string) bool {
 	def, _ := a.p.Metrics.Get(m)
-	return contains(a.o.Gate, m) || contains(a.o.Primary, m) || contains(a.primary[id], m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
+	return slices.Contains(a.o.Gate, m) || slices.Contains(a.o.Primary, m) || slices.Contains(a.primary[id], m) || def.Direction != results.Descriptive && def.Tier != results.TierReport
 }
 
 // methodsDiffer refuses to compare a metric that depends on how it was

@@ -226,7 +226,7 @@ func (w *plotWriter) drawMetricVsVar(m string, axis results.Axis, series string,
 		var xys plotter.XYs
 		for _, v := range axis.Values {
 			if vals := l.byX[v]; len(vals) > 0 {
-				xys = append(xys, plotter.XY{X: xOf[v], Y: median(vals)})
+				xys = append(xys, plotter.XY{X: xOf[v], Y: Median(vals)})
 			}
 		}
 		if len(xys) < 2 {

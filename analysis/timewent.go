@@ -244,7 +244,7 @@ func shareShifts(b *perfGroup, bs map[string]int64, nb int64, cs map[string]int6
 		}
 		ps[i] = d.P
 	}
-	rejected := holm(ps, perfAlpha)
+	rejected, _ := holm(ps, perfAlpha)
 	var out []profiles.Delta
 	for i, d := range all {
 		if rejected[i] && math.Abs(d.Diff) >= perfMinShift && math.Abs(d.Diff) > b.spread(d.Name) {
@@ -333,19 +333,32 @@ func readProfile(dirs []string, rel string) (*profile.Profile, error) {
 	return nil, last
 }
 
-// writeDiffs writes each diff profile into dir.
+// writeDiffs writes each diff profile into dir: perf's (diff-…) and
+// the instructions' (instr-diff-…), each path kept relative to relTo.
 func (r *Report) writeDiffs(dir, relTo string) error {
-	for i := range r.TimeWent {
-		tw := &r.TimeWent[i]
-		if tw.diff == nil {
-			continue
+	write := func(prefix, config, commit string, p *profile.Profile, rel *string) error {
+		if p == nil {
+			return nil
 		}
-		path := filepath.Join(dir, "diff-"+fileSafe.ReplaceAllString(tw.Config, "_")+"-"+tw.Commit+".pb.gz")
-		if err := profiles.Write(tw.diff, path); err != nil {
+		path := filepath.Join(dir, prefix+fileSafe.ReplaceAllString(config, "_")+"-"+commit+".pb.gz")
+		if err := profiles.Write(p, path); err != nil {
 			return err
 		}
-		if rel, err := filepath.Rel(relTo, path); err == nil {
-			tw.Diff = rel
+		if r, err := filepath.Rel(relTo, path); err == nil {
+			*rel = r
+		}
+		return nil
+	}
+	for i := range r.TimeWent {
+		tw := &r.TimeWent[i]
+		if err := write("diff-", tw.Config, tw.Commit, tw.diff, &tw.Diff); err != nil {
+			return err
+		}
+	}
+	for i := range r.Instructions {
+		iw := &r.Instructions[i]
+		if err := write("instr-diff-", iw.Config, iw.Commit, iw.diff, &iw.DiffProfile); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -132,7 +132,7 @@ func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]dra
 		}
 		var xys plotter.XYs
 		for _, t := range slices.Sorted(maps.Keys(at)) {
-			xys = append(xys, plotter.XY{X: t, Y: median(at[t])})
+			xys = append(xys, plotter.XY{X: t, Y: Median(at[t])})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {

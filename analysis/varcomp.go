@@ -181,8 +181,7 @@ func components(id, m, baseline string, byCommit map[string][]*results.Record) C
 	}
 	c.Within, c.Between, c.Paired = within.component(), between.component(), paired.component()
 	if len(seconds) > 0 {
-		slices.Sort(seconds)
-		c.Seconds = median(seconds)
+		c.Seconds = Median(seconds)
 		c.Rho = within.rho(c.Seconds)
 	}
 	if c.Seconds > 0 && isFinite(c.Within.Pct) && isFinite(c.Paired.Pct) {

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"iter"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Values are a cell's measured values by metric name (Record.Metrics),
@@ -147,30 +148,11 @@ func (v Values) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an object as json.Unmarshal reads it into a map
 // (the last of a repeated name counts), a null value as NaN: not a
-// measurement, where 0 would be taken for a tps of 0.
+// measurement, where 0 would be taken for a tps of 0. It is the one
+// decoder, UnmarshalJSONFrom, for encoding/json's callers (a stored
+// cell's detail in the store, tests).
 func (v *Values) UnmarshalJSON(data []byte) error {
-	if string(bytes.TrimSpace(data)) == "null" {
-		*v = Values{}
-		return nil
-	}
-	var m map[string]*float64
-	if err := json.Unmarshal(data, &m); err != nil {
-		return err
-	}
-	if len(m) == 0 {
-		*v = Values{}
-		return nil
-	}
-	names := slices.Sorted(maps.Keys(m))
-	vals := make([]float64, len(names))
-	for i, n := range names {
-		vals[i] = math.NaN()
-		if x := m[n]; x != nil {
-			vals[i] = *x
-		}
-	}
-	*v = Values{names: names, vals: vals}
-	return nil
+	return jsonv2.Unmarshal(data, v, v1Semantics)
 }
 
 // String shows the values as a map does (tests' messages).

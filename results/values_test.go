@@ -55,3 +55,44 @@ func TestValuesAreTheMapInJSON(t *testing.T) {
 		t.Errorf("after Set: %s, the copy has %d", got, w.Len())
 	}
 }
+
+// TestValuesOneDecoder: encoding/json (UnmarshalJSON) and the lines'
+// decoder (UnmarshalJSONFrom) read a metrics object alike, being one:
+// a repeated name's last value, names out of order, null as NaN, an
+// invalid UTF-8 or HTML name, an empty object and null as no metrics;
+// what is not a number, a number no float holds and bad syntax are
+// errors for both.
+func TestValuesOneDecoder(t *testing.T) {
+	for _, c := range []struct {
+		obj  string
+		want string // Values.String, or "error"
+	}{
+		{`{"tps":1,"b":2,"tps":3}`, "map[b:2 tps:3]"},
+		{`{"z":1,"a":-0.5e1,"m":0}`, "map[a:-5 m:0 z:1]"},
+		{`{"tps":null}`, "map[tps:NaN]"},
+		{"{\"<script>\":1,\"t\xffps\":2}", "map[<script>:1 t\ufffdps:2]"},
+		{`{}`, "map[]"},
+		{`null`, "map[]"},
+		{`{"tps":"1"}`, "error"},
+		{`{"tps":1e999}`, "error"},
+		{`{"tps":[1]}`, "error"},
+		{`{"tps":1`, "error"},
+		{`["tps"]`, "error"},
+	} {
+		var v1 struct {
+			M Values `json:"metrics"`
+		}
+		err1 := json.Unmarshal([]byte(`{"metrics":`+c.obj+`}`), &v1)
+		rec, err2 := DecodeLine([]byte(`{"cell":"x","metrics":` + c.obj + `}`))
+		got1, got2 := v1.M.String(), rec.Metrics.String()
+		if err1 != nil {
+			got1 = "error"
+		}
+		if err2 != nil {
+			got2 = "error"
+		}
+		if got1 != c.want || got2 != c.want {
+			t.Errorf("%s: encoding/json %s (%v), the lines' decoder %s (%v), want %s", c.obj, got1, err1, got2, err2, c.want)
+		}
+	}
+}

@@ -2,15 +2,11 @@ package workload
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgabtest/abtest/cluster"
 	"github.com/pgabtest/abtest/internal/procfs"
 	"github.com/pgabtest/abtest/results"
 )
@@ -52,23 +48,13 @@ func (sv *server) hasWAL() bool   { return sv.versionNum >= 140000 }
 func (sv *server) hasFlush() bool { return sv.versionNum >= 150000 }
 
 // locate finds the postmaster of a local server through its data
-// directory's postmaster.pid, so the server's CPU time can be read from
-// /proc.
+// directory's postmaster.pid (cluster.PID: a live postgres working in
+// that directory, started when the file says), so the server's CPU time
+// can be read from /proc. A directory the server names may be another
+// server's, or a file planted there: their pids do not count.
 func (sv *server) locate(ctx context.Context, conn *pgx.Conn) {
-	if err := conn.QueryRow(ctx, marker+" SELECT current_setting('data_directory')").Scan(&sv.dataDir); err != nil {
-		return
-	}
-	data, err := os.ReadFile(filepath.Join(sv.dataDir, "postmaster.pid"))
-	if err != nil {
-		return
-	}
-	first, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return
-	}
-	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.HasPrefix(string(comm), "postgres") {
-		sv.postmaster = pid
+	if err := conn.QueryRow(ctx, marker+" SELECT current_setting('data_directory')").Scan(&sv.dataDir); err == nil {
+		sv.postmaster, _ = cluster.PID(sv.dataDir)
 	}
 }
 
