@@ -3,10 +3,12 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/procfs"
@@ -48,7 +50,7 @@ func (e *staleError) Error() string {
 // postmaster included. The error is errNoPIDFile, a *staleError, or the
 // failure to read the file.
 func postmaster(dir string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, pidFileName))
+	data, err := readPIDFile(filepath.Join(dir, pidFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, errNoPIDFile
 	}
@@ -150,4 +152,24 @@ func ClientBackends(dataDir string) int {
 		}
 	}
 	return n
+}
+
+// readPIDFile reads a postmaster.pid, which the server's account writes,
+// as root may: without following a link, without blocking on a FIFO
+// planted in its place, a regular file of at most 4 KiB read.
+func readPIDFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, not a postmaster's pid file", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s), not a postmaster's pid file", path, fi.Mode().Type())
+	}
+	return io.ReadAll(io.LimitReader(f, 4096))
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pgabtest/abtest/internal/proc"
 )
@@ -100,5 +102,38 @@ func TestStalePIDOfOtherProgram(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "stale postmaster.pid: pid "+strconv.Itoa(p.Pid())+` is "sleep"`) {
 		t.Errorf("no note about the stale file in %q", log.String())
+	}
+}
+
+// TestPIDFileHostile: a FIFO or a symbolic link planted as
+// postmaster.pid (the server's account owns the data directory) is no
+// postmaster, and reading it never blocks root on the FIFO or follows
+// the link to a file of another cluster.
+func TestPIDFileHostile(t *testing.T) {
+	t.Parallel()
+	fifo := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifo, pidFileName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := t.TempDir()
+	other := filepath.Join(t.TempDir(), pidFileName)
+	if err := os.WriteFile(other, []byte(strconv.Itoa(os.Getpid())+"\n"+link+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(link, pidFileName)); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{fifo: "not a regular file", link: "is a symbolic link"} {
+		name := filepath.Base(dir)
+		done := make(chan error, 1)
+		go func() { _, err := postmaster(dir); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), pidFileName) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want an error naming %s: %s", name, err, pidFileName, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: reading the planted postmaster.pid blocked", name)
+		}
 	}
 }
