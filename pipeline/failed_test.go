@@ -133,3 +133,16 @@ func TestUnrecordedStoreExits3(t *testing.T) {
 		t.Errorf("%v (exit %d); want exit 3 naming the store and the regression", err, exitcode.Code(err))
 	}
 }
+
+// TestMediansOfFailedCommit: the medians printed when no report could
+// be made show "—" for a commit whose every cell failed, never NaN.
+func TestMediansOfFailedCommit(t *testing.T) {
+	plan, dir := failedRun(t, "patch")
+	var out bytes.Buffer
+	if err := Medians(&out, dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "NaN") || !strings.Contains(s, "—") || !strings.Contains(s, "1001") {
+		t.Errorf("medians:\n%s\nwant base's median and — for patch", s)
+	}
+}

@@ -87,7 +87,11 @@ func Medians(w io.Writer, dir string, p *results.Plan) error {
 	for _, cfg := range p.Configs {
 		fmt.Fprintf(tw, "%s\t", cfg.ID())
 		for _, c := range p.Commits {
-			fmt.Fprintf(tw, "%.0f\t", analysis.Median(tps[cfg.ID()][c.Label]))
+			if vs := tps[cfg.ID()][c.Label]; len(vs) > 0 {
+				fmt.Fprintf(tw, "%.0f\t", analysis.Median(vs))
+			} else {
+				fmt.Fprint(tw, "—\t") // no cell measured
+			}
 		}
 		fmt.Fprintln(tw)
 	}

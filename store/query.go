@@ -626,7 +626,7 @@ func (s *Store) AllHistory(ctx context.Context, keys []SeriesKey) ([]*Series, er
 }
 
 // median is the middle value of xs (the mean of the two middle ones),
-// as analysis.Median has it; 0 for none.
+// as analysis.Median has it (which is NaN for none); 0 for none.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
