@@ -3,12 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pgabtest/abtest/internal/procfs"
@@ -155,21 +153,14 @@ func ClientBackends(dataDir string) int {
 }
 
 // readPIDFile reads a postmaster.pid, which the server's account writes,
-// as root may: without following a link, without blocking on a FIFO
-// planted in its place, a regular file of at most 4 KiB read.
+// as root may (readChecked): a link or a FIFO planted in its place is
+// refused, a regular file read to 4 KiB; its pid is checked against
+// /proc after.
 func readPIDFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, not a postmaster's pid file", path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s), not a postmaster's pid file", path, fi.Mode().Type())
-	}
-	return io.ReadAll(io.LimitReader(f, 4096))
+	return readChecked(path, 4096, func(fi os.FileInfo) error {
+		if !fi.Mode().IsRegular() {
+			return untrusted(path, "is not a regular file")
+		}
+		return nil
+	})
 }

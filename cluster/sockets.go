@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,22 +141,7 @@ func (m *Manager) markSocketDir(dir, dataDir string) error {
 // and only when the server's account (or root) wrote it.
 func (m *Manager) readMarker(dir string) (string, error) {
 	path := filepath.Join(dir, socketMarker)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return "", untrusted(path, "is a symbolic link")
-	}
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if err := checkTrusted(path, fi, append(m.trustedUIDs(), 0), false); err != nil {
-		return "", err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	data, err := readChecked(path, 4096, func(fi os.FileInfo) error { return checkTrusted(path, fi, append(m.trustedUIDs(), 0), false) })
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,14 @@ func joinInts(v []int) string {
 // accounts wrote it (checkTrusted on the opened file). A missing file is
 // os.ErrNotExist.
 func (m *Manager) readTrusted(path string) ([]byte, error) {
+	return readChecked(path, math.MaxInt64, func(fi os.FileInfo) error { return checkTrusted(path, fi, m.trustedUIDs(), false) })
+}
+
+// readChecked reads at most limit bytes of path when check passes on
+// the opened file: opened without following a link (an untrusted
+// error) and without blocking on a FIFO, so root never reads through
+// what another account planted. A missing file is os.ErrNotExist.
+func readChecked(path string, limit int64, check func(os.FileInfo) error) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, untrusted(path, "is a symbolic link")
@@ -105,10 +114,10 @@ func (m *Manager) readTrusted(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTrusted(path, fi, m.trustedUIDs(), false); err != nil {
+	if err := check(fi); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // checkDataDirOwned refuses to act (stop, remove) on a data directory
