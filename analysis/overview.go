@@ -158,38 +158,43 @@ func overviewValue(st Stat, geo, other float64) Cell {
 func (r *Report) AnswerLines() []string {
 	var out []string
 	for _, c := range r.others() {
-		var parts []string
-		seen := map[string]bool{}
-		for _, ch := range r.Changes {
-			if ch.Commit != c || !(ch.Verdict == results.Better || ch.Verdict == results.Worse) {
-				continue
-			}
-			wl := strings.SplitN(r.shownConfig(ch.Config), "/", 2)[0]
-			key := ch.Metric + " " + wl
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			parts = append(parts, fmt.Sprintf("%s %s %s on %s", ch.Metric, pctShort(ch.DeltaPct), ch.Verdict, wl))
-		}
-		pooled := map[string]bool{}
-		for _, g := range r.Geomeans {
-			if g.Commit == c {
-				parts = append(parts, g.metric())
-				pooled[g.Metric] = true
-			}
-		}
-		for _, m := range r.primaryMetrics(c) {
-			if !pooled[m] && !seenMetric(seen, m) {
-				parts = append(parts, r.primaryAnswer(c, m))
-			}
-		}
-		if len(parts) == 0 {
-			parts = append(parts, r.nothingCalled(c))
-		}
-		out = append(out, fmt.Sprintf("%s vs %s: %s", c, r.Baseline, strings.Join(parts, "; ")))
+		out = append(out, r.AnswerLine(c))
 	}
 	return out
+}
+
+// AnswerLine is commit c's line of AnswerLines.
+func (r *Report) AnswerLine(c string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, ch := range r.Changes {
+		if ch.Commit != c || !(ch.Verdict == results.Better || ch.Verdict == results.Worse) {
+			continue
+		}
+		wl := strings.SplitN(r.shownConfig(ch.Config), "/", 2)[0]
+		key := ch.Metric + " " + wl
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		parts = append(parts, fmt.Sprintf("%s %s %s on %s", ch.Metric, pctShort(ch.DeltaPct), ch.Verdict, wl))
+	}
+	pooled := map[string]bool{}
+	for _, g := range r.Geomeans {
+		if g.Commit == c {
+			parts = append(parts, g.metric())
+			pooled[g.Metric] = true
+		}
+	}
+	for _, m := range r.primaryMetrics(c) {
+		if !pooled[m] && !seenMetric(seen, m) {
+			parts = append(parts, r.primaryAnswer(c, m))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, r.nothingCalled(c))
+	}
+	return fmt.Sprintf("%s vs %s: %s", c, r.Baseline, strings.Join(parts, "; "))
 }
 
 // nothingCalled is commit c's answer when it names no change: "no

@@ -116,15 +116,10 @@ func (d *runData) answerLines() map[string]string {
 		}
 		return out
 	}
-	lines, i := d.report.AnswerLines(), 0
 	for _, c := range d.report.Commits {
-		if c == d.report.Baseline {
-			continue
+		if c != d.report.Baseline {
+			out[c] = d.report.AnswerLine(c)
 		}
-		if i < len(lines) {
-			out[c] = lines[i]
-		}
-		i++
 	}
 	return out
 }
