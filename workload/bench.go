@@ -197,7 +197,12 @@ func (r *Runner) warmUp(ctx context.Context, s Spec, warmup time.Duration) (Spec
 		return s, nil
 	}
 	warm := s
-	warm.Duration, warm.Transactions, warm.OutDir, warm.KeepTxLog = warmup, 0, "", false
+	warm.Duration, warm.Transactions, warm.KeepTxLog = warmup, 0, false
+	if s.OutDir != "" {
+		// Beside the window's, as a matrix cell's: a failed warm-up's
+		// error names a log that is kept.
+		warm.OutDir = filepath.Join(s.OutDir, "warm-up")
+	}
 	quiet := *r
 	quiet.Out = nil
 	res, err := quiet.Run(ctx, warm)

@@ -37,8 +37,10 @@ type Runner struct {
 	Sessions *Sessions
 }
 
-// Run runs one workload against the server and measures it.
-func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
+// Run runs one workload against the server and measures it. Without
+// s.OutDir its files are in a temporary directory, removed unless the
+// run failed: a failure's error names a log in it (pgbench.log).
+func (r *Runner) Run(ctx context.Context, s Spec) (_ *Result, err error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -51,7 +53,11 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
+	defer func() {
+		if err == nil {
+			cleanup()
+		}
+	}()
 	script := filepath.Join(dir, s.Workload.Name+".sql")
 	text := WithThinkTime(s.Workload.Script, s.SleepMS)
 	sampling := samplingRate(s)

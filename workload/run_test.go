@@ -414,3 +414,29 @@ func TestTempDirsHaveOneLength(t *testing.T) {
 		t.Errorf("temporary directories of %d lengths: %v", len(lengths), lengths)
 	}
 }
+
+// TestFailedRunKeepsItsLog: a run without OutDir whose pgbench aborts
+// names its log, and the log is there to read (its temporary directory
+// is kept when the run failed, removed when it did not).
+func TestFailedRunKeepsItsLog(t *testing.T) {
+	t.Parallel()
+	st, install := startCluster(t, 1000)
+	w, _ := Builtin("select1")
+	w.Name, w.Script = "broken", "SELECT no_such_column FROM pg_class;\n"
+	s := spec(st, install, w)
+	s.Duration = time.Second
+	_, err := runner().Run(context.Background(), s)
+	if err == nil {
+		t.Fatal("a script selecting a missing column ran")
+	}
+	i := strings.Index(err.Error(), "pgbench.log")
+	j := strings.LastIndex(err.Error()[:max(i, 0)], "/tmp/")
+	if i < 0 || j < 0 {
+		t.Fatalf("the error names no log: %v", err)
+	}
+	log := err.Error()[j : i+len("pgbench.log")]
+	if _, serr := os.Stat(log); serr != nil {
+		t.Errorf("the error names %s: %v", log, serr)
+	}
+	os.RemoveAll(filepath.Dir(log))
+}
