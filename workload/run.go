@@ -53,11 +53,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err == nil {
-			cleanup()
-		}
-	}()
+	defer func() { cleanup(err != nil) }()
 	script := filepath.Join(dir, s.Workload.Name+".sql")
 	text := WithThinkTime(s.Workload.Script, s.SleepMS)
 	sampling := samplingRate(s)
@@ -132,18 +128,24 @@ func (r *Runner) Run(ctx context.Context, s Spec) (_ *Result, err error) {
 
 // outDir is where a run writes: s.OutDir, made if missing, or a
 // temporary directory cleanup removes.
-func (r *Runner) outDir(s Spec) (dir string, cleanup func(), err error) {
+func (r *Runner) outDir(s Spec) (dir string, cleanup func(failed bool), err error) {
 	if s.OutDir == "" {
 		tmp, err := safefile.MkdirTemp(os.TempDir(), "abtest-bench-")
 		if err != nil {
 			return "", nil, exitcode.Failure(err)
 		}
-		return tmp, func() { os.RemoveAll(tmp) }, nil
+		return tmp, func(failed bool) {
+			if failed {
+				os.Remove(tmp) // only when empty: a failure before any file
+			} else {
+				os.RemoveAll(tmp)
+			}
+		}, nil
 	}
 	if err := r.Proc.MkdirAll(s.OutDir, 0o755); err != nil {
 		return "", nil, exitcode.Failure(err)
 	}
-	return s.OutDir, func() {}, nil
+	return s.OutDir, func(bool) {}, nil
 }
 
 // beforeRun notes the backends already on db, resets

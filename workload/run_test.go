@@ -402,7 +402,7 @@ func TestTempDirsHaveOneLength(t *testing.T) {
 			t.Fatal(err)
 		}
 		lengths[len(dir)] = true
-		cleanup()
+		cleanup(false)
 		idir, err := instrOutDir("", false)
 		if err != nil {
 			t.Fatal(err)
