@@ -8,7 +8,6 @@ package analysis
 // marks what a Span asks for (strong, code, a link).
 
 import (
-	"encoding/json"
 	"math"
 
 	"github.com/pgabtest/abtest/results"
@@ -22,9 +21,9 @@ type Block interface{ kind() string }
 // (the text writer shows the text alone).
 type Span struct {
 	Text   string `json:"text"`
-	Strong bool   `json:"strong,omitempty"`
-	Code   bool   `json:"code,omitempty"`
-	Em     bool   `json:"em,omitempty"`
+	Strong bool   `json:"strong,omitzero"`
+	Code   bool   `json:"code,omitzero"`
+	Em     bool   `json:"em,omitzero"`
 	Link   string `json:"link,omitempty"`
 }
 
@@ -93,12 +92,6 @@ type Cell struct {
 	Why string `json:"why,omitempty"`
 }
 
-// MarshalJSON writes a cell's numbers, null where there are none.
-func (c Cell) MarshalJSON() ([]byte, error) {
-	type plainCell Cell
-	return finiteJSON(plainCell(c))
-}
-
 // txt is a cell of text alone (no value).
 func txt(s string) Cell {
 	return Cell{Text: plain(s), Value: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
@@ -150,7 +143,7 @@ type Doc struct {
 
 // MarshalJSON writes each block with its kind.
 func (d Doc) MarshalJSON() ([]byte, error) {
-	return json.Marshal(blocksJSON(d.Blocks))
+	return marshalJSON(blocksJSON(d.Blocks))
 }
 
 func blocksJSON(bs []Block) []any {
@@ -172,11 +165,11 @@ type kinded struct {
 }
 
 func (k kinded) MarshalJSON() ([]byte, error) {
-	body, err := json.Marshal(k.block)
+	body, err := marshalJSON(k.block)
 	if err != nil || len(body) < 2 {
 		return body, err
 	}
-	head, _ := json.Marshal(k.kind)
+	head, _ := marshalJSON(k.kind)
 	out := append([]byte(`{"kind":`), head...)
 	if len(body) > 2 {
 		out = append(out, ',')

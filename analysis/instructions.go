@@ -38,8 +38,8 @@ type InstrWent struct {
 	Deltas []profiles.Delta `json:"deltas,omitempty"`
 	// ProfileBase and ProfileNew are the profiles' instructions per
 	// transaction over all functions: what the rows add up to.
-	ProfileBase float64 `json:"profile_base,omitempty"`
-	ProfileNew  float64 `json:"profile_new,omitempty"`
+	ProfileBase float64 `json:"profile_base,omitzero"`
+	ProfileNew  float64 `json:"profile_new,omitzero"`
 	// Unresolved is the share of each side's instructions in functions
 	// valgrind could not name, when over unresolvedHintPct.
 	Unresolved []Unresolved `json:"unresolved,omitempty"`

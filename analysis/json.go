@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/pgabtest/abtest/results"
 )
 
@@ -31,22 +33,8 @@ type jsonRow struct {
 }
 
 type jsonChange struct {
-	Commit        string          `json:"commit"`
-	Config        string          `json:"config"`
-	Configuration Configuration   `json:"configuration"`
-	Metric        string          `json:"metric"`
-	DeltaPct      float64         `json:"delta_pct"`
-	P             float64         `json:"p"`
-	Verdict       results.Verdict `json:"verdict"`
-	Gated         bool            `json:"gated"`
-	Note          string          `json:"note,omitempty"`
-}
-
-// MarshalJSON writes an infinite change or an undefined p as null
-// (finiteJSON).
-func (c jsonChange) MarshalJSON() ([]byte, error) {
-	type plain jsonChange
-	return finiteJSON(plain(c))
+	Change
+	Configuration Configuration `json:"configuration"`
 }
 
 type jsonIncomplete struct {
@@ -57,8 +45,9 @@ type jsonIncomplete struct {
 // jsonReport is the report as report.json has it: the Report's fields,
 // with these shadowing its lists of the same names.
 type jsonReport struct {
-	SchemaVersion int           `json:"schema_version"`
-	Plan          *results.Plan `json:"plan"`
+	SchemaVersion int `json:"schema_version"`
+	// Plan is encoded by encoding/json, as plan.json is.
+	Plan jsontext.Value `json:"plan"`
 	*Report
 	Incomplete  []jsonIncomplete `json:"incomplete"`
 	Rows        []jsonRow        `json:"rows"`
@@ -88,7 +77,6 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	plan.Options.Clients = nonNil(plan.Options.Clients)
 	plan.Options.CPUs = nonNil(plan.Options.CPUs)
 	plan.Options.Settings = nonNil(plan.Options.Settings)
-	out.Plan = &plan
 	cp.Dirs = nonNil(cp.Dirs)
 	cp.Commits = nonNil(cp.Commits)
 	cp.Metrics = nonNil(cp.Metrics)
@@ -105,7 +93,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		out.Rows = append(out.Rows, jsonRow{row.Config, configs[row.Config], row.Metric, nonNil(row.Stats)})
 	}
 	change := func(c Change) jsonChange {
-		return jsonChange{c.Commit, c.Config, configs[c.Config], c.Metric, c.DeltaPct, c.P, c.Verdict, c.Gated, c.Note}
+		return jsonChange{c, configs[c.Config]}
 	}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, change(c))
@@ -113,9 +101,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	for _, c := range r.Regressions {
 		out.Regressions = append(out.Regressions, change(c))
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	planJSON, err := json.Marshal(&plan)
+	if err != nil {
+		return err
+	}
+	out.Plan = planJSON
+	data, err := marshalJSON(out, jsontext.WithIndent("  "))
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
 }
 
 func configuration(c results.Config) Configuration {

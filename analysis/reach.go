@@ -34,7 +34,7 @@ type Reach struct {
 	Level float64 `json:"level"`
 	// Exact: the metric is compared, not tested (instructions), so one
 	// repeat answers and no MDE applies.
-	Exact bool `json:"exact,omitempty"`
+	Exact bool `json:"exact,omitzero"`
 	// CVPct is the cell spread the MDEs assume; RunMDEPct and
 	// ConfigMDEPct the changes the run-level test and one
 	// configuration's detect with 80 % power at it.

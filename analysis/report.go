@@ -47,10 +47,10 @@ type Stat struct {
 	// MediansDisagree: DeltaPct points the other way than the medians
 	// (Median against the baseline's): the report marks the Δ and says
 	// why (boundDeltas).
-	MediansDisagree bool `json:"medians_disagree,omitempty"`
+	MediansDisagree bool `json:"medians_disagree,omitzero"`
 	// DeltaAbs is the mean difference in the metric's unit where the
 	// baseline is 0 and a change in percent has no size.
-	DeltaAbs float64 `json:"delta_abs,omitzero"`
+	DeltaAbs float64 `json:"delta_abs,omitzero,omitempty"`
 	// P is the test's raw p-value (NaN for exact and baseline rows).
 	P float64 `json:"p,omitempty"`
 	// Method is how the verdict was reached: "paired", "unpaired",
@@ -66,17 +66,17 @@ type Stat struct {
 	// Look is the look (1-based) the verdict was reached at, and Blocks,
 	// under a sequential design (--until-decided), how many interleaved
 	// blocks (pairs) it rests on: what the run needed to decide.
-	Look    int             `json:"look,omitempty"`
-	Blocks  int             `json:"blocks,omitempty"`
+	Look    int             `json:"look,omitzero"`
+	Blocks  int             `json:"blocks,omitzero"`
 	Verdict results.Verdict `json:"verdict"`
 	Gated   bool            `json:"gated"`
 	// Primary: the metric is its configuration's primary (PrimaryFor,
 	// or --primary): the answer a run gives first.
-	Primary bool `json:"primary,omitempty"`
+	Primary bool `json:"primary,omitzero"`
 	// Behind: a secondary gated metric left untested because its
 	// configuration's primary was not called better or worse (its verdict is unknown;
 	// it is counted apart, as Summary.Behind).
-	Behind bool `json:"behind_primary,omitempty"`
+	Behind bool `json:"behind_primary,omitzero"`
 	// Note explains the verdict when it needs it.
 	Note string `json:"note,omitempty"`
 	// NoSignal says why the row has nothing to judge against the
@@ -86,7 +86,7 @@ type Stat struct {
 }
 
 // MarshalJSON writes every number that is not finite as null
-// (finiteJSON), and says why in "undefined". The baseline's Stat has no
+// (marshalJSON), and says why in "undefined". The baseline's Stat has no
 // change, interval of the change or p; a row without a signal no change
 // either (validity.go).
 func (s Stat) MarshalJSON() ([]byte, error) {
@@ -137,7 +137,7 @@ func (s Stat) MarshalJSON() ([]byte, error) {
 	if len(und) > 0 {
 		out.Undefined = und
 	}
-	return finiteJSON(out)
+	return marshalJSON(out)
 }
 
 // Finite is x, or nil (JSON null, SQL NULL) when x is ±Inf or NaN.
@@ -168,13 +168,6 @@ type Tier struct {
 	Why          string  `json:"why"`
 }
 
-// MarshalJSON writes a spread that is not finite (a baseline around a
-// median of 0) as null (finiteJSON).
-func (t Tier) MarshalJSON() ([]byte, error) {
-	type plain Tier
-	return finiteJSON(plain(t))
-}
-
 // Change is a called change (better, worse, higher, lower), for the
 // summary and the gate.
 type Change struct {
@@ -186,13 +179,6 @@ type Change struct {
 	Verdict  results.Verdict `json:"verdict"`
 	Gated    bool            `json:"gated"`
 	Note     string          `json:"note,omitempty"`
-}
-
-// MarshalJSON writes an infinite change (from a zero baseline) or an
-// undefined p (an exact comparison) as null.
-func (c Change) MarshalJSON() ([]byte, error) {
-	type plain Change
-	return finiteJSON(plain(c))
 }
 
 // Incomplete is a commit × configuration (× metric, when only a metric
@@ -242,19 +228,13 @@ type Geomean struct {
 	// ±MinEffectPct at the spread it measured (set when the verdict is
 	// unknown); HalfWidthPct is that interval's half-width now.
 	DetectablePct float64 `json:"detectable_pct,omitempty"`
-	NeedRepeats   int     `json:"need_repeats,omitempty"`
+	NeedRepeats   int     `json:"need_repeats,omitzero"`
 	// NeedMinutes is what NeedRepeats would take here: repeats ×
 	// configurations × commits × the median time from one cell's start
 	// to the next in this run (0 when the run does not show it).
 	NeedMinutes  float64 `json:"need_minutes,omitempty"`
-	HalfWidthPct float64 `json:"half_width_pct,omitzero"`
-	Look         int     `json:"look,omitempty"`
-}
-
-// MarshalJSON writes non-finite numbers as null (finiteJSON).
-func (g Geomean) MarshalJSON() ([]byte, error) {
-	type plain Geomean
-	return finiteJSON(plain(g))
+	HalfWidthPct float64 `json:"half_width_pct,omitzero,omitempty"`
+	Look         int     `json:"look,omitzero"`
 }
 
 // Summary is one commit's answer.
@@ -282,7 +262,7 @@ type Summary struct {
 	Mirrored int `json:"mirrored"`
 	// NoChangePct is set when every gated verdict is same: no gated
 	// metric changed by this much or more.
-	NoChangePct float64 `json:"no_change_pct,omitzero"`
+	NoChangePct float64 `json:"no_change_pct,omitzero,omitempty"`
 	// DetectablePct is the largest smallest-detectable change over the
 	// gated unknown verdicts: changes below it could have been missed
 	// (in JSON only when there are some).
@@ -292,17 +272,17 @@ type Summary struct {
 	Unreachable int `json:"unreachable"`
 	// Blocks, under a sequential design, is the most blocks a gated
 	// verdict of the commit rested on.
-	Blocks int `json:"blocks,omitempty"`
+	Blocks int `json:"blocks,omitzero"`
 }
 
-// MarshalJSON writes an infinite detectable change as null
-// (finiteJSON).
+// MarshalJSON leaves the detectable change out when no gated verdict
+// is unknown.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
 	if s.GatedUnknown == 0 {
 		s.DetectablePct = math.NaN()
 	}
-	return finiteJSON(plain(s))
+	return marshalJSON(plain(s))
 }
 
 // CellNote is a failed or saturated cell.

@@ -21,7 +21,7 @@ type ServerDiff struct {
 	Setting string            `json:"setting"`
 	Values  map[string]string `json:"values"`
 	// Performance marks a setting known to change what is measured.
-	Performance bool `json:"performance,omitempty"`
+	Performance bool `json:"performance,omitzero"`
 }
 
 // ownSettings differ by construction (paths, ports, the version) or are

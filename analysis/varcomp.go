@@ -63,19 +63,6 @@ type Component struct {
 	DF  int     `json:"df"`
 }
 
-// MarshalJSON writes the numbers that are not finite as null
-// (finiteJSON).
-func (c Component) MarshalJSON() ([]byte, error) {
-	type plain Component
-	return finiteJSON(plain(c))
-}
-
-// MarshalJSON writes CellPct as null when it is not finite.
-func (c Components) MarshalJSON() ([]byte, error) {
-	type plain Components
-	return finiteJSON(plain(c))
-}
-
 // noEstimate is a Component with no estimate: what null reads as.
 var noEstimate = Component{Pct: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 

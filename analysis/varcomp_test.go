@@ -103,7 +103,7 @@ func TestNoiseHostile(t *testing.T) {
 	if len(c) != 1 || c[0].Within.DF != 0 || !math.IsNaN(c[0].Within.Pct) || !math.IsNaN(c[0].CellPct) {
 		t.Fatalf("components %+v; want no within-cell estimate", c)
 	}
-	b, err := json.Marshal(c)
+	b, err := marshalJSON(c)
 	if err != nil || strings.Contains(string(b), "NaN") || !strings.Contains(string(b), `"pct":null`) {
 		t.Errorf("json %s, %v; want nulls", b, err)
 	}
@@ -199,7 +199,7 @@ func TestNoiseWithinInJSON(t *testing.T) {
 		if withins == 0 {
 			t.Fatalf("%s: no within-cell component in the markdown report's analysis: %+v", dir, rep.Noise)
 		}
-		want, err := json.Marshal(rep.Noise)
+		want, err := marshalJSON(rep.Noise)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestComponentsJSONRoundTrip(t *testing.T) {
 	in := []Components{{Config: "select1/c8", Metric: "tps", Seconds: 3,
 		Within: Component{Pct: 3.8, Lo: 3.05, Hi: 4.99, DF: 400}, Between: Component{Pct: 3.1, Lo: 2.4, Hi: 4.6, DF: 18},
 		Paired: Component{Pct: nan, Lo: nan, Hi: nan}, CellPct: nan}}
-	data, err := json.Marshal(in)
+	data, err := marshalJSON(in)
 	if err != nil {
 		t.Fatal(err)
 	}
