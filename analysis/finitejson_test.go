@@ -23,15 +23,15 @@ func TestFiniteJSON(t *testing.T) {
 	}
 	type outer struct {
 		inner
-		N    float64 `json:"n"`
-		E    float64 `json:"e,omitempty"`
-		Z    float64 `json:"z,omitempty"`
-		Zero float64 `json:"zero,omitzero"`
-		Keep float64 `json:"keep,omitzero"`
-		Both float64 `json:"both,omitzero,omitempty"`
-		Skip float64 `json:"-"`
-		X    string  `json:"x"`
-		I    int     `json:"i,omitzero"`
+		N    float64           `json:"n"`
+		E    float64           `json:"e,omitempty"`
+		Z    float64           `json:"z,omitempty"`
+		Zero float64           `json:"zero,omitzero"`
+		Keep float64           `json:"keep,omitzero"`
+		Both float64           `json:"both,omitzero,omitempty"`
+		Skip float64           `json:"-"`
+		X    string            `json:"x"`
+		I    int               `json:"i,omitzero"`
 		Vals []float64         `json:"vals"`
 		M    map[string]string `json:"m"`
 	}
