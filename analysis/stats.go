@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/aclements/go-moremath/mathx"
+	"github.com/aclements/go-moremath/stats"
 )
 
 // minUP is the smallest two-sided p-value of the Mann–Whitney U test
@@ -15,15 +16,7 @@ func minUP(n, m int) float64 {
 	if n == 0 || m == 0 {
 		return 1
 	}
-	lc := lchoose(n+m, n)
-	return math.Min(1, 2*math.Exp(-lc))
-}
-
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n + 1))
-	b, _ := math.Lgamma(float64(k + 1))
-	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c
+	return math.Min(1, 2*math.Exp(-mathx.Lchoose(n+m, n)))
 }
 
 // holm is Holm's step-down procedure at family-wise level alpha: the
@@ -99,9 +92,10 @@ func tTail(t, v float64) float64 {
 	return mathx.BetaInc(v/(v+t*t), v/2, 0.5)
 }
 
-// tq is Student's t quantile with v degrees of freedom (p > 0.5), by
-// bisection on tTail: exact to 1e-10, and only called a few times per
-// test.
+// tq is Student's t quantile with v degrees of freedom (p > 0.5):
+// go-moremath's inverse of its CDF (bisection on the incomplete beta
+// function, which keeps its precision in the far tail where a small
+// family level lies).
 func tq(p, v float64) float64 {
 	if v <= 0 || math.IsInf(v, 1) || math.IsNaN(v) {
 		return zq(p)
@@ -113,7 +107,7 @@ func tq(p, v float64) float64 {
 	if ok {
 		return q
 	}
-	q = tqSearch(p, v)
+	q = stats.InvCDF(stats.TDist{V: v})(p)
 	tqMu.Lock()
 	if len(tqCache) > 1<<16 {
 		clear(tqCache)
@@ -129,26 +123,6 @@ var (
 	tqMu    sync.Mutex
 	tqCache = map[[2]float64]float64{}
 )
-
-func tqSearch(p, v float64) float64 {
-	target := 2 * (1 - p) // two-sided tail
-	lo, hi := 0.0, 1.0
-	for tTail(hi, v) > target {
-		hi *= 2
-	}
-	for range 200 {
-		mid := (lo + hi) / 2
-		if tTail(mid, v) > target {
-			lo = mid
-		} else {
-			hi = mid
-		}
-		if hi-lo < 1e-10*hi {
-			break
-		}
-	}
-	return (lo + hi) / 2
-}
 
 // meanTest is the paired t test of "the differences d are centred on 0"
 // given their mean, standard error and degrees of freedom: its two-sided

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aclements/go-moremath/mathx"
+
 	"github.com/pgabtest/abtest/internal/text"
 	"github.com/pgabtest/abtest/perf/profiles"
 	"github.com/pgabtest/abtest/results"
@@ -268,7 +270,7 @@ const fisherExactMax = 5000
 func fisherTwoSided(a, n, b, m int64) float64 {
 	k := int(a + b)
 	logP := func(x int) float64 {
-		return lchoose(k, x) + lchoose(int(n+m)-k, int(m)-x) - lchoose(int(n+m), int(m))
+		return mathx.Lchoose(k, x) + mathx.Lchoose(int(n+m)-k, int(m)-x) - mathx.Lchoose(int(n+m), int(m))
 	}
 	obs := logP(int(b))
 	var p float64
