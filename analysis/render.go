@@ -532,21 +532,26 @@ func pIs(p float64) string {
 func isFinite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
 
 // deltaCI writes the change and, when there is one, its 95 % interval
-// with prec decimals; from a baseline of 0, the absolute difference; a
-// change whose sign contradicts the medians beside it is marked with
-// DisagreeMark (explained under the table, DisagreeNote).
+// with prec decimals (none for prec < 0: the text tables, whose
+// intervals are in the markdown and the JSON); from a baseline of 0, the
+// absolute difference; a change whose sign contradicts the medians
+// beside it is marked with DisagreeMark (explained under the table,
+// DisagreeNote).
 func deltaCI(st Stat, prec int) string {
 	if st.N == 0 {
 		return "-"
 	}
 	if math.IsNaN(st.DeltaPct) && st.DeltaAbs != 0 && isFinite(st.DeltaAbs) {
+		if prec < 0 {
+			return signed(st.DeltaAbs) + " abs"
+		}
 		return signed(st.DeltaAbs) + " (absolute, from 0)"
 	}
 	s := pct(st.DeltaPct)
 	if st.MediansDisagree {
 		s += DisagreeMark
 	}
-	if isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
+	if prec >= 0 && isFinite(st.DeltaLo) && isFinite(st.DeltaHi) {
 		s += fmt.Sprintf(" [%+.*f, %+.*f]", prec, st.DeltaLo, prec, st.DeltaHi)
 	}
 	return s

@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/pgabtest/abtest/results"
@@ -39,7 +38,7 @@ func (r *Report) configBlocks() []Block {
 					if base == nil || cand == nil {
 						continue
 					}
-					d, v := deltaCell(*cand, textDelta(*cand)), verdictCell(*cand, shortVerdict(*cand))
+					d, v := deltaCell(*cand, deltaCI(*cand, -1)), verdictCell(*cand, shortVerdict(*cand))
 					if why := noSignal(*base, *cand); why != "" {
 						d, v = txt("—"+notes.mark(why)), txt("— no signal")
 						d.Why = why
@@ -76,21 +75,6 @@ func textMedian(st Stat) string {
 		return "-"
 	}
 	return num(st.Median)
-}
-
-// textDelta is the change, marked when it contradicts the medians.
-func textDelta(st Stat) string {
-	if st.N == 0 {
-		return "-"
-	}
-	if math.IsNaN(st.DeltaPct) && st.DeltaAbs != 0 && isFinite(st.DeltaAbs) {
-		return signed(st.DeltaAbs) + " abs"
-	}
-	s := pct(st.DeltaPct)
-	if st.MediansDisagree {
-		s += DisagreeMark
-	}
-	return s
 }
 
 // shortVerdict is a verdict in a few characters: "unknown <63%"
