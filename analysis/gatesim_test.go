@@ -909,3 +909,28 @@ func readDemoRecords(t testing.TB) []results.Record {
 	}
 	return recs
 }
+
+// TestUntilDecidedPoolAtTheBar: under --until-decided (two
+// configurations, -r 20, one look more at 40), a change of exactly the
+// bar (−2 % at ±2 %, 5 % noise) is called same by the run-level answer
+// in at most 5 % of runs (+ 1 % for the simulation's error, 600
+// runs). Before, a configuration that looked same stopped while the
+// pool went on without it, and the pool was judged again on the same
+// pairs at the next look's level: 7 % with the exact boundaries.
+func TestUntilDecidedPoolAtTheBar(t *testing.T) {
+	const runs = 600
+	rng := rand.New(rand.NewSource(43))
+	same := 0
+	for range runs {
+		r, _ := untilDecided(t, rng, gatesim.Design{Configs: 2, Repeats: 20, Effect: -0.02, Noise: gatesim.Noise{CV: 0.05}}, 20, 40)
+		for _, g := range r.Geomeans {
+			if g.Metric == results.MetricTPS && g.Verdict == results.Same {
+				same++
+			}
+		}
+	}
+	t.Logf("−2 %% at ±2 %%: the run-level answer same in %d of %d runs", same, runs)
+	if float64(same) > 0.06*runs {
+		t.Errorf("a change at the bar was same in %d of %d runs; want ≤ %d", same, runs, int(0.06*runs))
+	}
+}

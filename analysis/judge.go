@@ -192,6 +192,31 @@ func (a *analyzer) poolDecided(t *test) bool {
 	return false
 }
 
+// poolOpen says whether more blocks of t's configuration may still
+// decide a run-level test covering it: the test is unknown with a look
+// left, no part of it was called better or worse (that part stops, and
+// the pool can look again only on whole blocks), and t is below the
+// most repeats.
+func (a *analyzer) poolOpen(t *test) bool {
+	if len(t.cand) >= a.d.limit {
+		return false
+	}
+	for _, p := range a.pools {
+		if !slices.Contains(p.parts, t) || p.verdict != results.Unknown || p.look >= a.d.looks() {
+			continue
+		}
+		if !slices.ContainsFunc(p.parts, func(pt *test) bool { return called(pt.verdict) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// called says whether v is a change: better, worse, higher or lower.
+func called(v results.Verdict) bool {
+	return v == results.Better || v == results.Worse || v == results.Higher || v == results.Lower
+}
+
 // pooled records a commit's run-level answers: each pooled test as a
 // Geomean, and its regression, as the gate's.
 func (a *analyzer) pooled(c string, pools []*test) {

@@ -45,9 +45,8 @@ func (r *Report) overviewRows(c string) []overviewRow {
 		if base == nil || cand == nil || cand.N == 0 {
 			continue
 		}
-		called := cand.Verdict == results.Better || cand.Verdict == results.Worse || cand.Verdict == results.Higher || cand.Verdict == results.Lower
 		matters := cand.Primary || mattersMetric(row.Metric) && !(row.Metric == results.MetricTPS && openLoop[row.Config])
-		if !matters && !called && !excludesZero(*cand) {
+		if !matters && !called(cand.Verdict) && !excludesZero(*cand) {
 			continue
 		}
 		out = append(out, overviewRow{row.Config, row.Metric, *base, *cand, noSignal(*base, *cand)})

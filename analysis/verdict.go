@@ -133,6 +133,15 @@ func (a *analyzer) testVerdict(ct *cellTest, row *Row, st *Stat, sum *Summary) {
 			a.undecided[row.Config] = true
 		}
 	}
+	if ct.answer && t.role == primary && t.verdict == results.Same && a.poolOpen(t) {
+		// A configuration decided same goes on while the run-level
+		// answer that covers it is open, so that the pooled test sees
+		// whole blocks: had it stopped because it looked same, it left
+		// the pool a sample chosen for lying near 0. One called better
+		// or worse stops (the gate has its answer), and the pool with
+		// it, at its last whole block.
+		a.undecided[row.Config] = true
+	}
 	if ct.exact && ct.observed && t.verdict == results.Unknown {
 		st.Note = "constant on the baseline, but only some of this commit's cells differ from it: an event, not a shift"
 	}
