@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -51,18 +50,6 @@ var v1Semantics = jsonv2.JoinOptions(
 	jsontext.AllowInvalidUTF8(true),
 	jsonv2.MatchCaseInsensitiveNames(true),
 )
-
-// decodeLine decodes one line of cells.jsonl into rec; a record must
-// name its cell.
-func decodeLine(line []byte, rec *Record) error {
-	if err := jsonv2.Unmarshal(line, rec, v1Semantics); err != nil {
-		return err
-	}
-	if rec.Cell == "" {
-		return errors.New("no cell id")
-	}
-	return nil
-}
 
 // metricNames are the built-in metrics' names: a decoded name that is
 // one of them is that string, not a new one (12 a record at 10⁵ cells).
@@ -229,8 +216,9 @@ func decodeRecords(r io.Reader, name string, size int64, noProgress bool) ([]Rec
 	work := make(chan *block)
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
+			d := newLineDecoder(noProgress)
 			for b := range work {
-				b.decode(name, noProgress)
+				b.decode(d, name)
 				close(b.done)
 			}
 		}()
@@ -339,23 +327,18 @@ func readBlocks(r io.Reader, send func(*block)) error {
 	}
 }
 
-// decode decodes the block's lines; name is for warnings.
-func (b *block) decode(name string, noProgress bool) {
+// decode decodes the block's lines with d; name is for warnings.
+func (b *block) decode(d *lineDecoder, name string) {
 	n := b.first
 	for line := range bytes.Lines(b.data) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			b.recs = append(b.recs, Record{})
 			rec := &b.recs[len(b.recs)-1]
-			if err := decodeLine(line, rec); err != nil {
+			if err := d.decode(line, rec); err != nil {
 				b.recs = b.recs[:len(b.recs)-1]
 				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
-			} else {
-				if noProgress {
-					rec.DropProgress()
-				}
-				if len(b.recs) > 1 {
-					rec.share(&b.recs[len(b.recs)-2])
-				}
+			} else if len(b.recs) > 1 {
+				rec.share(&b.recs[len(b.recs)-2])
 			}
 		}
 		n++
@@ -363,24 +346,13 @@ func (b *block) decode(name string, noProgress bool) {
 	b.data = nil
 }
 
-// share makes r's metric names and settings prev's where they are
-// equal (a run's records come a configuration at a time): each record's
-// own were a third of what 100 000 records kept alive, and of the
-// collector's work. They are read, never written (Values.Set copies).
+// share makes r's metric names prev's where they are equal (a run's
+// records come a configuration at a time): each record's own were a
+// third of what 100 000 records kept alive, and of the collector's
+// work. They are read, never written (Values.Set copies). Settings and
+// variables are shared as they decode (mapCache).
 func (r *Record) share(prev *Record) {
 	if names := prev.Metrics.names; slices.Equal(r.Metrics.names, names) {
 		r.Metrics.names = names
 	}
-	if sameMap(r.Settings, prev.Settings) {
-		r.Settings = prev.Settings
-	}
-	if sameMap(r.Vars, prev.Vars) {
-		r.Vars = prev.Vars
-	}
-}
-
-// sameMap: a and b are equal, nil or empty alike (JSON tells them
-// apart).
-func sameMap(a, b map[string]string) bool {
-	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }
