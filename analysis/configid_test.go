@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -44,5 +45,49 @@ func TestConfigIDsAreID(t *testing.T) {
 		if i%1000 == 0 {
 			runtime.GC()
 		}
+	}
+}
+
+// TestSameFieldsEveryField: configurations that differ in any one field
+// of results.Config are not the same to sameFields, and the IDs they are
+// given are their own, asked one after the other; a field this test
+// cannot vary fails it (teach sameFields and the test the new field).
+func TestSameFieldsEveryField(t *testing.T) {
+	base := results.Config{Workload: "churn", Clients: 8, CPUs: 2, Settings: map[string]string{"work_mem": "4MB"},
+		Instructions: false, Rate: 100, RateUnit: "ops", Vars: map[string]string{"batch": "10"}, Condition: "xmin-holder",
+		Extra: map[string]string{"think_ms": "5"}}
+	typ := reflect.TypeFor[results.Config]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		other := base
+		v := reflect.ValueOf(&other).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Int:
+			v.SetInt(v.Int() + 1)
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Float64:
+			v.SetFloat(v.Float() + 1)
+		case reflect.Map:
+			m := reflect.MakeMap(v.Type())
+			m.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("v"))
+			v.Set(m)
+		default:
+			t.Fatalf("results.Config.%s is a %s: teach sameFields and this test to compare it", f.Name, v.Kind())
+		}
+		if sameFields(&base, &other) || sameFields(&other, &base) {
+			t.Errorf("configurations differing in %s are the same to sameFields", f.Name)
+		}
+		ids := newConfigIDs()
+		for _, c := range []results.Config{base, other, other, base} {
+			if got, want := ids.of(c), c.ID(); got != want {
+				t.Errorf("differing in %s: ID %q, want %q", f.Name, got, want)
+			}
+		}
+	}
+	if copy := base; !sameFields(&base, &copy) {
+		t.Error("a configuration is not the same as its copy")
 	}
 }
