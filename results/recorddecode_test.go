@@ -155,3 +155,36 @@ func TestConfigFieldsShadow(t *testing.T) {
 		t.Errorf("Config's string maps are %q; configFields shadows %q", names, want)
 	}
 }
+
+// TestDecodePlanCellsRoom: a plan's cells get about the room their mean
+// size predicts (they grow longer as their numbers do); a hostile plan
+// whose first cell is tiny and the rest huge gets no more than one a 64
+// bytes of plan (and a size class).
+func TestDecodePlanCellsRoom(t *testing.T) {
+	plan := func(first string, n int, id string) []byte {
+		var b strings.Builder
+		b.WriteString(`{"version":2,"commits":[{"label":"base"}],"cells":[` + first)
+		for i := range n {
+			fmt.Fprintf(&b, `,{"id":"%s%d","seq":%d,"commit":"base","repeat":1,"workload":"select1","clients":8,"cpus":0,"settings":{"pg_stat_statements.max":"100"}}`, id, i, i)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	data := plan(`{"id":"first","seq":0,"commit":"base","repeat":1,"workload":"select1","clients":8,"cpus":0,"settings":{"pg_stat_statements.max":"100"}}`, 4999, "select1/c8/r1/base/")
+	p, err := results.DecodePlan(data, "plan.json")
+	if err != nil || len(p.Cells) != 5000 || p.Cells[4999].ID != "select1/c8/r1/base/4998" || p.Cells[4999].Settings["pg_stat_statements.max"] != "100" {
+		t.Fatalf("%d cells, %v", len(p.Cells), err)
+	}
+	// The first cell, shorter than the mean, predicts a fifth more.
+	if c := cap(p.Cells); c > 5000*13/10 {
+		t.Errorf("5000 cells have room for %d", c)
+	}
+	data = plan(`{}`, 100, strings.Repeat("x", 10000))
+	p, err = results.DecodePlan(data, "plan.json")
+	if err != nil || len(p.Cells) != 101 || p.Cells[100].Clients != 8 {
+		t.Fatalf("%d cells, %v", len(p.Cells), err)
+	}
+	if c := cap(p.Cells); c > len(data)/64*11/10 {
+		t.Errorf("a plan of %d bytes has room for %d cells", len(data), c)
+	}
+}
