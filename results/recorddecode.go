@@ -109,12 +109,9 @@ func (f *progressField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if !f.drop {
 		return jsonv2.UnmarshalDecode(dec, &f.reports)
 	}
-	buf := f.buf[:0]
-	err := jsonv2.UnmarshalDecode(dec, &buf)
-	if buf != nil {
-		f.buf = buf
-	}
-	f.reports = buf
+	f.buf = f.buf[:0] // f's, not a variable of its own: on the heap
+	err := jsonv2.UnmarshalDecode(dec, &f.buf)
+	f.reports = f.buf
 	return err
 }
 
