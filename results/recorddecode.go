@@ -6,9 +6,8 @@ package results
 // without (progressField). Their fields are found before the Record's
 // (the Cell's) of the same JSON name, by Go's rule and the library's: the
 // shallower field wins. They decode in their place, then move in.
-//
-// 100 000 cells of bench/gen100k, abtest analyze --format json, user
-// CPU-s: see the commits that brought each.
+// What each saves is in decode.go's opening comment and the commits
+// that brought it.
 
 import (
 	"bytes"
