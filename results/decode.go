@@ -18,10 +18,19 @@ package results
 // The load step alone (bench/analyzeprof -count 3, CPU-s): 0.77–0.84 by
 // hand, 2.83–2.90 with encoding/json, 0.96–1.04 here; the rest of the
 // gap is the analysis, slower since 12e0d13 (0.27 → 0.46 CPU-s) whatever
-// the decoder. What is left here is v2's own work: strconv for each
-// float (0.2 CPU-s), reflection over each record's fields, the plan
-// (0.2), and, for json, progress reports decoded to be dropped (their
-// TPS summary kept: ReadRecordsNoProgress).
+// the decoder.
+//
+// Since (recorddecode.go: maps shared as they decode, dropped progress
+// reports in a reused buffer, the plan's cells sized once; block buffers
+// reused; analysis' configuration IDs by their fields), same runs, load
+// average 3.1–3.4: abtest analyze --format json 1.60–1.65 → 1.25–1.31
+// user CPU-s, wall 1.84 → 1.44 s, peak RSS 197–237 → 163–168 MB; md
+// 3.49 → 3.04 (most of it the plots); the load step 1.02–1.12 → 0.83–
+// 0.91 CPU-s. What is left is v2's own work: strconv for each float
+// (0.1 CPU-s), reflection over each record's fields, progress reports
+// decoded, every field checked, to be dropped (0.2; their TPS summary
+// kept: ReadRecordsNoProgress), the plan's 10⁵ cells (0.13), each with
+// its configuration: the analysis counts the planned cells of each.
 
 import (
 	"bufio"
@@ -30,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -51,18 +59,6 @@ var v1Semantics = jsonv2.JoinOptions(
 	jsontext.AllowInvalidUTF8(true),
 	jsonv2.MatchCaseInsensitiveNames(true),
 )
-
-// decodeLine decodes one line of cells.jsonl into rec; a record must
-// name its cell.
-func decodeLine(line []byte, rec *Record) error {
-	if err := jsonv2.Unmarshal(line, rec, v1Semantics); err != nil {
-		return err
-	}
-	if rec.Cell == "" {
-		return errors.New("no cell id")
-	}
-	return nil
-}
 
 // metricNames are the built-in metrics' names: a decoded name that is
 // one of them is that string, not a new one (12 a record at 10⁵ cells).
@@ -227,10 +223,22 @@ const blockSize = 1 << 20
 func decodeRecords(r io.Reader, name string, size int64, noProgress bool) ([]Record, []string, error) {
 	order := make(chan *block, 2*runtime.GOMAXPROCS(0))
 	work := make(chan *block)
+	// Blocks' buffers, decoded, are read into again: records keep none
+	// of their bytes (the library copies strings). A new megabyte a
+	// block was 85 MB of garbage at 10⁵ cells, cleared and faulted in.
+	free := make(chan []byte, cap(order)+runtime.GOMAXPROCS(0)+1)
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
+			d := newLineDecoder(noProgress)
 			for b := range work {
-				b.decode(name, noProgress)
+				b.decode(d, name)
+				if cap(b.buf) == blockSize {
+					select {
+					case free <- b.buf:
+					default:
+					}
+				}
+				b.buf = nil
 				close(b.done)
 			}
 		}()
@@ -243,7 +251,7 @@ func decodeRecords(r io.Reader, name string, size int64, noProgress bool) ([]Rec
 		defer close(order)
 		defer close(work)
 		start := 0
-		readErr = readBlocks(r, func(b *block) {
+		readErr = readBlocks(r, free, func(b *block) {
 			if all == nil && size > 0 && b.lines > 0 {
 				// As many as the first block's lines predict, 5 % more.
 				all = make([]Record, int(size*int64(b.lines)/int64(len(b.data))*21/20)+1)
@@ -287,6 +295,7 @@ func decodeRecords(r io.Reader, name string, size int64, noProgress bool) ([]Rec
 type block struct {
 	first int    // the number of data's first line
 	data  []byte // the lines, each but the last one of r ended by a newline
+	buf   []byte // data's buffer, whole
 	lines int    // how many
 	// start is the index in the slice in place of recs' first record,
 	// -1 when recs are the block's own.
@@ -296,14 +305,23 @@ type block struct {
 	done     chan struct{}
 }
 
-// readBlocks reads r's lines into blocks of about blockSize bytes and
-// hands each to send. A read error ends the lines before the one it
-// cut.
-func readBlocks(r io.Reader, send func(*block)) error {
+// readBlocks reads r's lines into blocks of about blockSize bytes, in
+// a buffer from free if there is one, and hands each to send. A read
+// error ends the lines before the one it cut.
+func readBlocks(r io.Reader, free <-chan []byte, send func(*block)) error {
 	n := 1           // the number of the next line
 	var carry []byte // the start of a line the last block did not end
 	for {
-		data := make([]byte, max(blockSize, 2*len(carry)))
+		var data []byte
+		if len(carry) > blockSize/2 {
+			data = make([]byte, 2*len(carry))
+		} else {
+			select {
+			case data = <-free:
+			default:
+				data = make([]byte, blockSize)
+			}
+		}
 		copy(data, carry)
 		k, err := io.ReadFull(r, data[len(carry):])
 		data = data[:len(carry)+k]
@@ -322,7 +340,7 @@ func readBlocks(r io.Reader, send func(*block)) error {
 		}
 		if cut > 0 {
 			carry = append([]byte(nil), data[cut:]...)
-			b := &block{first: n, data: data[:cut], done: make(chan struct{})}
+			b := &block{first: n, data: data[:cut], buf: data, done: make(chan struct{})}
 			b.lines = bytes.Count(b.data, []byte{'\n'})
 			if b.data[cut-1] != '\n' {
 				b.lines++
@@ -339,23 +357,18 @@ func readBlocks(r io.Reader, send func(*block)) error {
 	}
 }
 
-// decode decodes the block's lines; name is for warnings.
-func (b *block) decode(name string, noProgress bool) {
+// decode decodes the block's lines with d; name is for warnings.
+func (b *block) decode(d *lineDecoder, name string) {
 	n := b.first
 	for line := range bytes.Lines(b.data) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			b.recs = append(b.recs, Record{})
 			rec := &b.recs[len(b.recs)-1]
-			if err := decodeLine(line, rec); err != nil {
+			if err := d.decode(line, rec); err != nil {
 				b.recs = b.recs[:len(b.recs)-1]
 				b.warnings = append(b.warnings, fmt.Sprintf("%s line %d does not decode (%v); skipped: a run killed while writing it, or a value JSON cannot hold (NaN, 1e999)", name, n, err))
-			} else {
-				if noProgress {
-					rec.DropProgress()
-				}
-				if len(b.recs) > 1 {
-					rec.share(&b.recs[len(b.recs)-2])
-				}
+			} else if len(b.recs) > 1 {
+				rec.share(&b.recs[len(b.recs)-2])
 			}
 		}
 		n++
@@ -363,24 +376,13 @@ func (b *block) decode(name string, noProgress bool) {
 	b.data = nil
 }
 
-// share makes r's metric names and settings prev's where they are
-// equal (a run's records come a configuration at a time): each record's
-// own were a third of what 100 000 records kept alive, and of the
-// collector's work. They are read, never written (Values.Set copies).
+// share makes r's metric names prev's where they are equal (a run's
+// records come a configuration at a time): each record's own were a
+// third of what 100 000 records kept alive, and of the collector's
+// work. They are read, never written (Values.Set copies). Settings and
+// variables are shared as they decode (mapCache).
 func (r *Record) share(prev *Record) {
 	if names := prev.Metrics.names; slices.Equal(r.Metrics.names, names) {
 		r.Metrics.names = names
 	}
-	if sameMap(r.Settings, prev.Settings) {
-		r.Settings = prev.Settings
-	}
-	if sameMap(r.Vars, prev.Vars) {
-		r.Vars = prev.Vars
-	}
-}
-
-// sameMap: a and b are equal, nil or empty alike (JSON tells them
-// apart).
-func sameMap(a, b map[string]string) bool {
-	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/pgabtest/abtest/internal/exitcode"
 	"github.com/pgabtest/abtest/internal/jsonl"
 	"github.com/pgabtest/abtest/internal/safefile"
@@ -283,27 +281,6 @@ func DecodePlan(data []byte, name string) (*Plan, error) {
 		}
 	}
 	return p, nil
-}
-
-// decodePlan decodes a plan as json.Unmarshal does (v1Semantics). Its cells' maps are
-// shared: read them, never write them.
-func decodePlan(data []byte) (*Plan, error) {
-	var p Plan
-	if err := jsonv2.Unmarshal(data, &p, v1Semantics); err != nil {
-		return nil, err
-	}
-	// The cells of one configuration come together: one settings map
-	// for them all, not one per cell (100 000 cells).
-	for i := 1; i < len(p.Cells); i++ {
-		c, prev := &p.Cells[i].Config, &p.Cells[i-1].Config
-		if sameMap(c.Settings, prev.Settings) {
-			c.Settings = prev.Settings
-		}
-		if sameMap(c.Vars, prev.Vars) {
-			c.Vars = prev.Vars
-		}
-	}
-	return &p, nil
 }
 
 // WritePlan writes dir/plan.json atomically.
