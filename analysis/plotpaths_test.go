@@ -256,26 +256,71 @@ func TestRingsOnePath(t *testing.T) {
 	}
 }
 
-// TestRingsLookLikeScatter: a ring is drawn as draw.RingGlyph draws it
-// for plotter.Scatter: the same arcs, the same style; the plot's padding
-// (GlyphBoxes) and range the same.
-func TestRingsLookLikeScatter(t *testing.T) {
-	xys := plotter.XYs{{X: 1, Y: 10}, {X: 2, Y: 30}, {X: 3, Y: 20}}
-	sc, err := plotter.NewScatter(xys)
-	if err != nil {
-		t.Fatal(err)
+// TestLookLikeGonums: rings draw as draw.RingGlyph draws for
+// plotter.Scatter, polylines as plotter.Line draws (points a column
+// apart or more): the same path data in one path, the same style, the
+// plot's range and padding (GlyphBoxes) the same, on axes from the data,
+// narrower than it, or a log one.
+func TestLookLikeGonums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var xys plotter.XYs
+	for i := range 60 {
+		xys = append(xys, plotter.XY{X: float64(i) + rng.Float64()/2, Y: 1 + 100*rng.Float64()})
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: palette[0], Radius: vg.Points(2.5), Shape: draw.RingGlyph{}}
-	p := plot.New()
-	p.Add(sc)
-	path := filepath.Join(t.TempDir(), "scatter.svg")
-	if err := save(p, path); err != nil {
-		t.Fatal(err)
+	xys[15].Y, xys[25].Y = 20, 80
+	axes := map[string]func(p *plot.Plot){
+		"data": func(*plot.Plot) {},
+		// Points beyond the axes, and on their ends (padded for).
+		"narrow": func(p *plot.Plot) {
+			p.X.Min, p.X.Max = xys[10].X, xys[40].X
+			p.Y.Min, p.Y.Max = 20, 80
+		},
+		"log": func(p *plot.Plot) { p.Y.Scale = plot.LogScale{} },
 	}
-	old := svgPaths(readFile(t, path), "#1F77B4")
-	now := svgPaths(ringsSVG(t, xys, ""), "#1F77B4")
-	if len(old) != 3 || len(now) != 1 || now[0].d != old[0].d+old[1].d+old[2].d || now[0].style != old[0].style {
-		t.Errorf("rings %v, want the scatter's %v in one path", now, old)
+	draw1 := func(name string, ps ...plot.Plotter) []svgPath {
+		p := plot.New()
+		p.Add(ps...)
+		axes[name](p)
+		path := filepath.Join(t.TempDir(), "p.svg")
+		if err := save(p, path); err != nil {
+			t.Fatal(err)
+		}
+		return svgPaths(readFile(t, path), "#1F77B4")
+	}
+	joined := func(ps []svgPath) string {
+		var d strings.Builder
+		for _, p := range ps {
+			d.WriteString(p.d)
+		}
+		return d.String()
+	}
+	for name := range axes {
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: palette[0], Radius: vg.Points(2.5), Shape: draw.RingGlyph{}}
+		old := draw1(name, sc)
+		now := draw1(name, newRings(xys, draw.GlyphStyle{Color: palette[0], Radius: vg.Points(2.5)}))
+		if len(old) < 10 || len(now) != 1 || now[0].d != joined(old) || now[0].style != old[0].style {
+			t.Errorf("%s axes: rings %d paths %q, want the scatter's %d in one path %q", name, len(now), joined(now), len(old), joined(old))
+		}
+		var lines []plot.Plotter
+		pl := &polylines{LineStyle: plotter.DefaultLineStyle}
+		pl.Color = palette[0]
+		for k := 0; k < len(xys); k += 20 {
+			l, err := plotter.NewLine(xys[k : k+20])
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Color = palette[0]
+			lines = append(lines, l)
+			pl.add(xys[k : k+20])
+		}
+		old, now = draw1(name, lines...), draw1(name, pl)
+		if len(old) < 2 || len(now) != 1 || now[0].d != joined(old) || now[0].style != old[0].style {
+			t.Errorf("%s axes: polylines %v, want the lines' %v in one path", name, now, old)
+		}
 	}
 }
 
