@@ -324,13 +324,7 @@ func (w *plotWriter) addCommitByClients(p *plot.Plot, g *clientGroup, commit str
 		return nil
 	}
 	slices.SortFunc(meds, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-	sc, err := plotter.NewScatter(reps)
-	if err != nil {
-		return err
-	}
-	sc.GlyphStyle.Color = faded(w.colour[commit])
-	sc.GlyphStyle.Radius = vg.Points(2)
-	sc.GlyphStyle.Shape = draw.RingGlyph{}
+	sc := newRings(reps, draw.GlyphStyle{Color: faded(w.colour[commit]), Radius: vg.Points(2)})
 	l, err := plotter.NewLine(meds)
 	if err != nil {
 		return err

@@ -110,13 +110,7 @@ func (w *plotWriter) addStrip(p *plot.Plot, st Stat, x float64) error {
 		// the same plot.
 		pts[j] = plotter.XY{X: x - 0.15 + 0.3*float64(j+1)/float64(len(st.Values)+1), Y: v}
 	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return err
-	}
-	sc.GlyphStyle.Color = w.colour[st.Commit]
-	sc.GlyphStyle.Radius = vg.Points(2.5)
-	sc.GlyphStyle.Shape = draw.RingGlyph{}
+	sc := newRings(pts, draw.GlyphStyle{Color: w.colour[st.Commit], Radius: vg.Points(2.5)})
 	med, err := plotter.NewLine(plotter.XYs{{X: x - 0.25, Y: st.Median}, {X: x + 0.25, Y: st.Median}})
 	if err != nil {
 		return err

@@ -48,27 +48,33 @@ func (w *plotWriter) tpsOverTime(id string, recs []int) error {
 	} else {
 		p.X.Label.Text = "seconds into the cell (thin: a line per cell; bold: median per second)"
 	}
-	legend := map[string]draw.LineStyle{} // by commit
+	// A commit's cells are one path (polylines).
+	lines := map[string]*polylines{} // by commit
+	var order []string               // the commits, as their first cell
 	for _, i := range recs {
 		rec := &w.r.records[i]
 		if len(rec.Progress) < 2 {
 			continue
 		}
-		l, err := plotter.NewLine(progressTPS{rec.Progress, offsets[i]})
-		if err != nil {
-			return err
+		l := lines[rec.Commit]
+		if l == nil {
+			l = &polylines{LineStyle: plotter.DefaultLineStyle}
+			l.Color = faded(w.colour[rec.Commit])
+			if offsets != nil {
+				l.Color = w.colour[rec.Commit]
+			}
+			lines[rec.Commit] = l
+			order = append(order, rec.Commit)
 		}
-		l.Color = faded(w.colour[rec.Commit])
-		if offsets != nil {
-			l.Color = w.colour[rec.Commit]
-		}
-		legend[rec.Commit] = l.LineStyle
-		p.Add(l)
+		l.add(progressTPS{rec.Progress, offsets[i]})
+	}
+	legend := map[string]draw.LineStyle{} // by commit
+	for _, c := range order {
+		p.Add(lines[c])
+		legend[c] = lines[c].LineStyle
 	}
 	if offsets == nil {
-		if err := w.medianLines(p, recs, legend); err != nil {
-			return err
-		}
+		w.medianLines(p, recs, legend)
 	}
 	for _, c := range w.r.Commits {
 		if sty, ok := legend[c]; ok {
@@ -115,7 +121,7 @@ func (w *plotWriter) runOffsets(recs []int) map[int]float64 {
 // medianLines adds to lines, for each commit, its median TPS at each
 // second of its cells' reports (a report's T rounded: pgbench's are
 // 2.1 s as often as 2 s) as a bold line, which is the commit's legend.
-func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]draw.LineStyle) error {
+func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]draw.LineStyle) {
 	for _, c := range w.r.Commits {
 		at := map[float64][]float64{}
 		for _, i := range recs {
@@ -124,7 +130,9 @@ func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]dra
 				continue
 			}
 			for _, pr := range rec.Progress {
-				at[math.Round(pr.T)] = append(at[math.Round(pr.T)], pr.TPS)
+				if isFinite(pr.T) && isFinite(pr.TPS) {
+					at[math.Round(pr.T)] = append(at[math.Round(pr.T)], pr.TPS)
+				}
 			}
 		}
 		if len(at) < 2 {
@@ -134,15 +142,11 @@ func (w *plotWriter) medianLines(p *plot.Plot, recs []int, legend map[string]dra
 		for _, t := range slices.Sorted(maps.Keys(at)) {
 			xys = append(xys, plotter.XY{X: t, Y: Median(at[t])})
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return err
-		}
-		l.LineStyle = draw.LineStyle{Color: w.colour[c], Width: vg.Points(2)}
+		l := &polylines{LineStyle: draw.LineStyle{Color: w.colour[c], Width: vg.Points(2)}}
+		l.add(xys)
 		p.Add(l)
 		legend[c] = l.LineStyle
 	}
-	return nil
 }
 
 // progressTPS are progress reports as points (seconds, TPS), at dt
