@@ -83,6 +83,19 @@
 #   analyzeprof -count 3, load step: by hand 0.77–0.84 CPU-s, encoding/
 #   json 2.83–2.90, new 0.96–1.04; the analysis step is 0.27 → 0.46
 #   CPU-s since 12e0d13, whatever the decoder.
+# Then (session of 2026-12-05, this VM quiet, load 1.5–2): the plots on
+# two small plotters of gonum's canvas (a commit's lines and rings as one
+# path each, M4 per device column; analysis/plotpaths.go), the decoder's
+# maps and dropped progress in place and configurations looked up by
+# their fields (results/recorddecode.go, analysis/configid.go). Binaries
+# of d9a945f and d2b436e alternated, 3 rounds each:
+#   100k md:   1.98–2.67 s wall, 3.29–4.54 user CPU-s, 226–237 MB
+#           -> 1.38–1.40 s wall, 2.07–2.18 user CPU-s, 215–218 MB
+#              (plots 31 MB -> 11 MB; report.md byte-identical)
+#   100k json: 1.29–1.39 s wall, 1.78–1.91 user CPU-s, 189–212 MB
+#           -> 1.01–1.07 s wall, 1.35–1.53 user CPU-s, 168–169 MB
+# against the hand-written decoder and canvas of 12e0d13 (md 1.05–1.14,
+# json 0.74–0.87 user CPU-s): 1.9× and 1.8×.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
