@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/pgabtest/abtest/results"
@@ -66,8 +67,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		configs[c.ID()] = configuration(c)
 	}
 	cp := *r
-	out := jsonReport{SchemaVersion: SchemaVersion, Report: &cp,
-		Incomplete: []jsonIncomplete{}, Rows: []jsonRow{}, Changes: []jsonChange{}, Regressions: []jsonChange{}}
+	out := jsonReport{SchemaVersion: SchemaVersion, Report: &cp}
 	plan := *r.Plan
 	plan.Cells = nonNil(plan.Cells)
 	plan.Commits = nonNil(plan.Commits)
@@ -77,20 +77,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	plan.Options.Clients = nonNil(plan.Options.Clients)
 	plan.Options.CPUs = nonNil(plan.Options.CPUs)
 	plan.Options.Settings = nonNil(plan.Options.Settings)
-	cp.Dirs = nonNil(cp.Dirs)
-	cp.Commits = nonNil(cp.Commits)
-	cp.Metrics = nonNil(cp.Metrics)
-	cp.Summaries = nonNil(cp.Summaries)
-	cp.Tiers = nonNil(cp.Tiers)
-	cp.Geomeans = nonNil(cp.Geomeans)
-	cp.Failed = nonNil(cp.Failed)
-	cp.Saturated = nonNil(cp.Saturated)
-	cp.Warnings = nonNil(cp.Warnings)
 	for _, in := range r.Incomplete {
 		out.Incomplete = append(out.Incomplete, jsonIncomplete{in, configs[in.Config]})
 	}
 	for _, row := range r.Rows {
-		out.Rows = append(out.Rows, jsonRow{row.Config, configs[row.Config], row.Metric, nonNil(row.Stats)})
+		out.Rows = append(out.Rows, jsonRow{row.Config, configs[row.Config], row.Metric, row.Stats})
 	}
 	change := func(c Change) jsonChange {
 		return jsonChange{c, configs[c.Config]}
@@ -106,7 +97,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return err
 	}
 	out.Plan = planJSON
-	data, err := marshalJSON(out, jsontext.WithIndent("  "))
+	// Every list is a list and every map an object, [] and {} when
+	// empty (v1's nil as null is kept elsewhere: a plan's own JSON).
+	data, err := marshalJSON(out, jsontext.WithIndent("  "), jsonv2.FormatNilSliceAsNull(false), jsonv2.FormatNilMapAsNull(false))
 	if err != nil {
 		return err
 	}
@@ -115,11 +108,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 func configuration(c results.Config) Configuration {
-	s := c.Settings
-	if s == nil {
-		s = map[string]string{}
-	}
-	return Configuration{Workload: c.Workload, Clients: c.Clients, CPUs: c.CPUs, Settings: s}
+	return Configuration{Workload: c.Workload, Clients: c.Clients, CPUs: c.CPUs, Settings: c.Settings}
 }
 
 func nonNil[T any](xs []T) []T {
