@@ -50,6 +50,12 @@ func (s siTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	if largest == 0 || largest >= 0.01 && largest < 1e5 {
+		for i, t := range ticks {
+			// gonum pads to the ticks' precision: 50000.00, 0.00.
+			if strings.Contains(t.Label, ".") && !strings.ContainsAny(t.Label, "eE") {
+				ticks[i].Label = strings.TrimRight(strings.TrimRight(t.Label, "0"), ".")
+			}
+		}
 		return ticks
 	}
 	_, isLog := s.Ticker.(plot.LogTicks)

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 
 	"github.com/pgabtest/abtest/matrix"
 )
@@ -113,5 +116,29 @@ func TestPlotsShowData(t *testing.T) {
 	r.WriteMarkdown(&md)
 	if !strings.Contains(md.String(), "- tps-time-select1_c2_cpuall_pgss.max=1000.svg: not drawn") {
 		t.Errorf("the report does not say which plot was not drawn")
+	}
+}
+
+// TestTickLabelsTrimmed: a linear axis's labels lose gonum's padding
+// (50000.00 read as a precision the data do not have) and keep what
+// tells ticks apart; tiny and huge axes keep their SI prefixes.
+func TestTickLabelsTrimmed(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 52000, []string{"0", "25000", "50000"}},
+		{0, 1.2, []string{"0", "0.5", "1"}},
+		{0, 2.6e-5, []string{"0", "25µ"}},
+	} {
+		var got []string
+		for _, tk := range (siTicks{plot.DefaultTicks{}}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ticks of %g … %g: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
 	}
 }
