@@ -33,8 +33,10 @@ func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 func normPDF(z float64) float64 { return math.Exp(-z*z/2) / math.Sqrt(2*math.Pi) }
 
 // seqGrid is how many points the density between looks is kept on: the
-// levels it gives differ from a 4 000-point grid's by < 0.5 % of α.
-const seqGrid = 400
+// last of 25 looks' level is 0.03221 on it, 0.03209 on 4 000 points
+// (0.2 % of α more); 25 looks take ~20 ms, 500 looks ~0.35 s (the
+// density is carried look to look at seqGrid² normal densities).
+const seqGrid = 200
 
 // nominalLevels is each look's one-sided nominal level, for looks at
 // information fractions ts (increasing, the last 1), such that a
