@@ -12,7 +12,6 @@ package analysis
 // (Report.Noise).
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"sort"
@@ -61,29 +60,6 @@ type Component struct {
 	Lo  float64 `json:"lo_pct"`
 	Hi  float64 `json:"hi_pct"`
 	DF  int     `json:"df"`
-}
-
-// noEstimate is a Component with no estimate: what null reads as.
-var noEstimate = Component{Pct: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
-
-// UnmarshalJSON is MarshalJSON's inverse: null (no estimate) reads as
-// NaN, not as a spread of 0 (a cached component of a store read back
-// as 0 % noise would design a run of no repeats).
-func (c *Component) UnmarshalJSON(b []byte) error {
-	type plain Component
-	p := plain(noEstimate) // null leaves a field as it is
-	err := json.Unmarshal(b, &p)
-	*c = Component(p)
-	return err
-}
-
-// UnmarshalJSON reads null CellPct, and a missing component, as NaN.
-func (c *Components) UnmarshalJSON(b []byte) error {
-	type plain Components
-	p := plain{Within: noEstimate, Between: noEstimate, Paired: noEstimate, Rho: math.NaN(), CellPct: math.NaN()}
-	err := json.Unmarshal(b, &p)
-	*c = Components(p)
-	return err
 }
 
 // NoiseOf is the variance components of every configuration of a run

@@ -234,31 +234,6 @@ func TestNoiseWithinInJSON(t *testing.T) {
 	}
 }
 
-// TestComponentsJSONRoundTrip: a component with no estimate (NaN,
-// written null) reads back as NaN, never as a spread of 0; finite ones
-// read back as written.
-func TestComponentsJSONRoundTrip(t *testing.T) {
-	nan := math.NaN()
-	in := []Components{{Config: "select1/c8", Metric: "tps", Seconds: 3,
-		Within: Component{Pct: 3.8, Lo: 3.05, Hi: 4.99, DF: 400}, Between: Component{Pct: 3.1, Lo: 2.4, Hi: 4.6, DF: 18},
-		Paired: Component{Pct: nan, Lo: nan, Hi: nan}, CellPct: nan}}
-	data, err := marshalJSON(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []Components
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	got := out[0]
-	if !math.IsNaN(got.Paired.Pct) || !math.IsNaN(got.Paired.Hi) || !math.IsNaN(got.CellPct) {
-		t.Errorf("%s read back %+v: want NaN where nothing was estimated", data, got)
-	}
-	if got.Within != in[0].Within || got.Between != in[0].Between || got.Seconds != 3 || got.Config != "select1/c8" {
-		t.Errorf("%s read back %+v, want %+v", data, got, in[0])
-	}
-}
-
 // TestDesignForAutocorrelatedSeconds: a design never lengthens cells
 // past those its noise was measured in without the seconds'
 // autocorrelation (Rho unknown: cells under minRhoSeconds), and with it
