@@ -55,7 +55,7 @@ func TestRecordedConfigNames(t *testing.T) {
 	ids := newConfigIDs()
 	keyID := map[string]string{}
 	for _, c := range cfgs {
-		key := string(configKey(nil, c))
+		key := string(c.AppendKey(nil))
 		if id, ok := keyID[key]; ok && id != c.ID() {
 			t.Errorf("grouping key %q: ids %s and %s", key, id, c.ID())
 		}

@@ -87,11 +87,6 @@ func (r *Report) configID(c results.Config) string {
 	return r.ids.of(c)
 }
 
-// configKey appends to b a key that tells configurations apart as
-// their ids do (results.Config.AppendKey): at 10⁵ cells, c.ID() and fmt
-// were a tenth of Analyze.
-func configKey(b []byte, c results.Config) []byte { return c.AppendKey(b) }
-
 // groupCells sorts the planned cells and the records into groups, and
 // notes the failed and saturated cells and the metrics present. A cell
 // recorded more than once (identical or not: a shard merged twice, a

@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"image/color"
-	"io"
 	"path/filepath"
 	"slices"
 
@@ -106,18 +105,6 @@ func (s *TrendSection) blocks() []Block {
 		out.add(&s.plots[i])
 	}
 	return out
-}
-
-// WriteTrends writes the trend section of the last nights nights, its
-// plots in plotsDir linked relative to relTo (TrendSection as a
-// report's last section has it).
-func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string) error {
-	s := &TrendSection{Trends: trends, Nights: nights}
-	if err := s.WritePlots(plotsDir, relTo); err != nil {
-		return err
-	}
-	writeMarkdown(w, s.blocks())
-	return nil
 }
 
 // trendPlot saves to path the SVG plot of one trend, a dashed line at

@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,4 +53,16 @@ func TestWriteTrends(t *testing.T) {
 	if !strings.Contains(w.String(), "Not enough history yet") {
 		t.Errorf("one night: %s", w.String())
 	}
+}
+
+// WriteTrends writes the trend section of the last nights nights, its
+// plots in plotsDir linked relative to relTo (TrendSection as a
+// report's last section has it).
+func WriteTrends(w io.Writer, trends []Trend, nights int, plotsDir, relTo string) error {
+	s := &TrendSection{Trends: trends, Nights: nights}
+	if err := s.WritePlots(plotsDir, relTo); err != nil {
+		return err
+	}
+	writeMarkdown(w, s.blocks())
+	return nil
 }
