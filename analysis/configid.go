@@ -70,6 +70,7 @@ func fieldsKey(b []byte, c *results.Config) []byte {
 	b = strconv.AppendInt(b, int64(c.CPUs), 10)
 	b = strconv.AppendBool(b, c.Instructions)
 	b = strconv.AppendUint(b, math.Float64bits(c.Rate), 16)
+	b = append(b, ',') // hex digits would run into the length after
 	str(string(c.RateUnit))
 	str(c.Condition)
 	for _, m := range [...]map[string]string{c.Settings, c.Vars, c.Extra} {

@@ -111,9 +111,9 @@ type Delta struct {
 	// BaseSamples and NewSamples are the function's flat samples in each
 	// side, and P the two-sided p-value of the change, when the delta
 	// comes from a test of sample counts (the analysis's perf diff).
-	BaseSamples int64   `json:"base_samples,omitempty"`
-	NewSamples  int64   `json:"new_samples,omitempty"`
-	P           float64 `json:"p,omitempty"`
+	BaseSamples int64   `json:"base_samples,omitzero"`
+	NewSamples  int64   `json:"new_samples,omitzero"`
+	P           float64 `json:"p,omitzero,omitempty"`
 }
 
 // FlatSamples returns the number of samples with each function on top
