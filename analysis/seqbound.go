@@ -28,15 +28,18 @@ func obfSpend(t, alpha float64) float64 {
 	return math.Erfc(zq(1-alpha/2) / math.Sqrt(math.Min(t, 1)) / math.Sqrt2)
 }
 
-func normCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
-
 func normPDF(z float64) float64 { return math.Exp(-z*z/2) / math.Sqrt(2*math.Pi) }
 
-// seqGrid is how many points the density between looks is kept on: the
-// last of 25 looks' level is 0.03221 on it, 0.03209 on 4 000 points
-// (0.2 % of α more); 25 looks take ~20 ms, 500 looks ~0.35 s (the
-// density is carried look to look at seqGrid² normal densities).
-const seqGrid = 200
+// seqSteps is how many grid steps one standard deviation of the next
+// look's increment spans: the density is kept on a grid that fine, and
+// carried to the next look through the normal densities within 8 of
+// those deviations (a band, not the whole grid). A grid of a fixed 200
+// points gave the last of 500 looks (-r 2 to 1 000) a level of 0.0302
+// where the converged one is 0.0266, and crossed in 5.56 % of simulated
+// paths, not 5 % (found by review); at 6 steps the levels of 25, 100 and
+// 500 looks are within 0.3 % of those at 12 steps, and take 11 ms,
+// 82 ms and 0.85 s (once per design in a process).
+const seqSteps = 6
 
 // nominalLevels is each look's one-sided nominal level, for looks at
 // information fractions ts (increasing, the last 1), such that a
@@ -45,69 +48,98 @@ const seqGrid = 200
 // spend(t_{k−1}) of it first at look k.
 func nominalLevels(ts []float64, spend func(float64) float64) []float64 {
 	out := make([]float64, len(ts))
-	var xs, gs []float64 // the last look's continuation grid (score scale) and density
-	prevT, spent := 0.0, 0.0
+	var cur density // the path's density at the last look, below its boundary
+	spent := 0.0
 	for k, t := range ts {
 		target := spend(t) - spent
+		var u float64 // the boundary on the score scale (Z·√t)
 		if k == 0 {
 			// z above which a standard normal lies with probability
 			// target, capped: a look that spends nothing stops nothing.
-			u := math.Sqrt(t) * math.Min(math.Sqrt2*math.Erfcinv(2*target), 40)
-			out[0] = target
-			xs, gs = densityGrid(-8*math.Sqrt(t), u, func(y float64) float64 { return normPDF(y/math.Sqrt(t)) / math.Sqrt(t) })
-			prevT, spent = t, spend(t)
-			continue
-		}
-		sd := math.Sqrt(t - prevT)
-		cross := func(u float64) float64 {
-			p := 0.0
-			for i, x := range xs {
-				p += gs[i] * (1 - normCDF((u-x)/sd))
+			u = math.Sqrt(t) * math.Min(math.Sqrt2*math.Erfcinv(2*target), 40)
+			out[0], spent = target, spend(t)
+		} else {
+			sd := math.Sqrt(t - ts[k-1])
+			lo, hi := cur.lo, cur.top()+10*sd+10
+			for range 80 {
+				mid := (lo + hi) / 2
+				if cur.cross(mid, sd) > target {
+					lo = mid
+				} else {
+					hi = mid
+				}
 			}
-			return p
+			u = (lo + hi) / 2
+			out[k] = 0.5 * math.Erfc(u/math.Sqrt(t)/math.Sqrt2)
+			spent += cur.cross(u, sd)
 		}
-		lo, hi := xs[0], xs[len(xs)-1]+10*sd+10
-		for range 100 {
-			mid := (lo + hi) / 2
-			if cross(mid) > target {
-				lo = mid
-			} else {
-				hi = mid
-			}
+		if k+1 == len(ts) {
+			break
 		}
-		u := (lo + hi) / 2
-		out[k] = 0.5 * math.Erfc(u/math.Sqrt(t)/math.Sqrt2)
-		spent += cross(u)
-		oldX, oldG := xs, gs
-		xs, gs = densityGrid(-8*math.Sqrt(t), u, func(y float64) float64 {
-			d := 0.0
-			for i, x := range oldX {
-				d += oldG[i] * normPDF((y-x)/sd) / sd
-			}
-			return d
-		})
-		prevT = t
+		f := func(y float64) float64 { return normPDF(y/math.Sqrt(t)) / math.Sqrt(t) }
+		if k > 0 {
+			prev, sd := cur, math.Sqrt(t-ts[k-1])
+			f = func(y float64) float64 { return prev.after(y, sd) }
+		}
+		cur = newDensity(-8*math.Sqrt(t), u, math.Sqrt(ts[k+1]-t)/seqSteps, f)
 	}
 	return out
 }
 
-// densityGrid is f on seqGrid points from lo to hi, as weights for the
-// trapezoidal rule: gs[i] is f(xs[i]) times its share of the width.
-func densityGrid(lo, hi float64, f func(float64) float64) (xs, gs []float64) {
-	if hi <= lo {
-		return []float64{lo}, []float64{0}
+// density is a density on a grid from lo, h apart, each point's value
+// times its trapezoidal weight.
+type density struct {
+	lo, h float64
+	g     []float64
+}
+
+// newDensity is f on a grid from lo to hi at most h apart.
+func newDensity(lo, hi, h float64, f func(float64) float64) density {
+	if !(hi > lo) {
+		return density{lo: lo, h: 1, g: []float64{0}}
 	}
-	h := (hi - lo) / (seqGrid - 1)
-	xs, gs = make([]float64, seqGrid), make([]float64, seqGrid)
-	for i := range xs {
-		xs[i] = lo + float64(i)*h
-		w := h
-		if i == 0 || i == seqGrid-1 {
-			w = h / 2
+	n := max(int(math.Ceil((hi-lo)/h))+1, 50)
+	d := density{lo: lo, h: (hi - lo) / float64(n-1), g: make([]float64, n)}
+	for i := range d.g {
+		w := d.h
+		if i == 0 || i == n-1 {
+			w /= 2
 		}
-		gs[i] = f(xs[i]) * w
+		d.g[i] = f(d.lo+float64(i)*d.h) * w
 	}
-	return xs, gs
+	return d
+}
+
+func (d density) top() float64 { return d.lo + float64(len(d.g)-1)*d.h }
+
+// band is the indexes of d's points within r of y.
+func (d density) band(y, r float64) (from, to int) {
+	return max(0, int(math.Ceil((y-r-d.lo)/d.h))), min(len(d.g)-1, int(math.Floor((y+r-d.lo)/d.h)))
+}
+
+// cross is the probability that a path distributed as d lies at or
+// above u after a normal increment of sd.
+func (d density) cross(u, sd float64) float64 {
+	from, to := d.band(u, 8*sd)
+	p := 0.0
+	for i := from; i <= to; i++ {
+		p += d.g[i] * 0.5 * math.Erfc((u-d.lo-float64(i)*d.h)/sd/math.Sqrt2)
+	}
+	for i := max(to+1, 0); i < len(d.g); i++ {
+		p += d.g[i] // more than 8 deviations above u
+	}
+	return p
+}
+
+// after is the density at y of a path distributed as d after a normal
+// increment of sd.
+func (d density) after(y, sd float64) float64 {
+	from, to := d.band(y, 8*sd)
+	s := 0.0
+	for i := from; i <= to; i++ {
+		s += d.g[i] * normPDF((y-d.lo-float64(i)*d.h)/sd)
+	}
+	return s / sd
 }
 
 // equivalenceLevels caches nominalLevels per design: a run's commits
