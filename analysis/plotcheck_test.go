@@ -318,6 +318,9 @@ func plotBrowser(t *testing.T, w, h int64) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("hide-scrollbars", true),
+		// Its singleton socket goes under TMPDIR, not /tmp: one
+		// org.chromium.Chromium.* directory a browser was left there.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.WindowSize(int(w), int(h)),
 	}

@@ -77,6 +77,9 @@ func browserSized(t *testing.T, w, h int) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()),
+		// Its singleton socket goes under TMPDIR, not /tmp: one
+		// org.chromium.Chromium.* directory a browser was left there.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
