@@ -547,8 +547,9 @@ func decideWith(tests []*test, d design, reject func(ps []float64, alpha float64
 // reaches says whether every part of a pooled test has n pairs: the
 // pool looks again only on whole blocks. Judged again on the same pairs
 // at each later look's level, a pool had a chance at each level with
-// one set of data, and a −2 % was same at ±2 % in 7 % of designed runs
-// under --until-decided, not 5 % (bench/designed -until-decided).
+// one set of data: with O'Brien–Fleming-type spending (the last look's
+// level near 5 %) a −2 % was same at ±2 % in 7 % of designed runs under
+// --until-decided, not 5 % (bench/designed -until-decided).
 func (t *test) reaches(n int) bool {
 	for _, pt := range t.parts {
 		if len(pt.cand) < n {

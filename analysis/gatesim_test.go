@@ -914,9 +914,11 @@ func readDemoRecords(t testing.TB) []results.Record {
 // configurations, -r 20, one look more at 40), a change of exactly the
 // bar (−2 % at ±2 %, 5 % noise) is called same by the run-level answer
 // in at most 5 % of runs (+ 1 % for the simulation's error, 600
-// runs). Before, a configuration that looked same stopped while the
-// pool went on without it, and the pool was judged again on the same
-// pairs at the next look's level: 7 % with the exact boundaries.
+// runs). With O'Brien–Fleming-type spending, a configuration that
+// looked same stopping while the pool went on, and the pool judged
+// again on the same pairs at the next look's level, it was 7 % (44 of
+// 600); with the spending α uses, 22 of 600 with the pool's mends or
+// without them (TestPoolLooksOnWholeBlocks checks the mend itself).
 func TestUntilDecidedPoolAtTheBar(t *testing.T) {
 	const runs = 600
 	rng := rand.New(rand.NewSource(43))
