@@ -9,7 +9,8 @@ package analysis
 // bound. The union bound gave each of 25 looks its increment of α, so an
 // A/A answered "same" in 27.5 % of runs (bench/untildecided); the looks'
 // statistics are correlated (corr = √(n_j/n_k)), and the exact boundary
-// gives each look about ten times the union bound's share: 78.5 %.
+// gives the later looks several times the union bound's share (the last
+// of 25: 1.29 % against 0.13 %): 78.5 %.
 //
 // O'Brien–Fleming-type spending (little early, most at the last look)
 // answered same in 90 % at 25 looks, but at the designs users run (the
